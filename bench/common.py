@@ -1,0 +1,72 @@
+"""What every benchmark prints beside its figures: the machine, the software."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sqlite3
+import statistics
+import sys
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        from importlib.metadata import version
+
+        hermes = version("hermes-agent")
+    except Exception:
+        hermes = "not installed"
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "ram_gib": mem_gib,
+        "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version,
+        "hermes_agent": hermes,
+        "platform": platform.platform(),
+    }
+
+
+def print_machine(info: dict) -> None:
+    print(f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, {info['platform']}")
+    print(f"software: Python {info['python']}, SQLite {info['sqlite']}, hermes-agent {info['hermes_agent']}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    return statistics.quantiles(ordered, n=100, method="inclusive")[max(0, min(98, int(q) - 1))]
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("| " + " | ".join(c.ljust(widths[i]) for i, c in enumerate(row)) + " |")
+        if n == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+    return str(value)

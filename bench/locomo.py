@@ -1,0 +1,224 @@
+"""Retrieval quality on LoCoMo (ACL 2024), in a real Hermes state.db.
+
+All ten conversations go into one Hermes home, written with Hermes's own
+``SessionDB``: one explicit project (folder) per conversation, one Hermes
+session per LoCoMo session, each turn a message ("Speaker: text", the first
+speaker as ``user``, the other as ``assistant``, 10 s apart from the
+session's date). Questions are passed exactly as asked. For each question
+the asker is a fresh, empty session in that conversation's folder.
+
+Scored, per system, on categories 1-4 (questions with evidence):
+session hit@1/@5/@10 and MRR over the distinct sessions in result order, and
+turn recall@10 (share of evidence messages among the returned message ids).
+
+Systems, in the same run on the same database:
+- the plugin, through Hermes's real plugin manager and tool dispatch;
+- core ``session_search`` (unscoped, limit 10), called the way Hermes's agent
+  loop calls it (it is an agent-loop tool, not in the registry dispatch);
+- ``fts-or``: the reference baseline, a scoped FTS5 BM25 OR-query over the
+  question's content words, 10 messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from . import common
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+_DIA = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+def evidence_ids(raw: list) -> list[str]:
+    """Normalise LoCoMo's evidence strings ('D8:6; D9:17', 'D:11:26', 'D30:05')."""
+    out = []
+    for item in raw or []:
+        for m in _DIA.finditer(str(item)):
+            out.append(f"D{int(m.group(1))}:{int(m.group(2))}")
+    return out
+
+
+def _session_time(text: str) -> float:
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").timestamp()
+    except ValueError:
+        return 0.0
+
+
+def build(data: list, home: Path) -> dict:
+    """Write every conversation into ``home``; returns the mapping needed to score."""
+    from hermes_cli import projects_db
+    from hermes_state import SessionDB
+
+    work = home.parent / "locomo-work"
+    db = SessionDB(db_path=home / "state.db")
+    convs = {}
+    try:
+        with projects_db.connect_closing(home / "projects.db") as pconn:
+            for n, sample in enumerate(data):
+                conv = sample["sample_id"]
+                folder = work / conv
+                folder.mkdir(parents=True, exist_ok=True)
+                pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
+                c = sample["conversation"]
+                first = c["speaker_a"]
+                dia_to_msg, msg_to_session = {}, {}
+                k = 1
+                while f"session_{k}" in c:
+                    sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
+                    db.create_session(sid, "cli", model="locomo", cwd=str(folder))
+                    db.set_session_title(sid, f"{conv} session {k}")
+                    t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
+                    for i, turn in enumerate(c[f"session_{k}"]):
+                        text = f"{turn['speaker']}: {turn['text']}"
+                        if turn.get("blip_caption"):
+                            text += f" [shares a photo: {turn['blip_caption']}]"
+                        role = "user" if turn["speaker"] == first else "assistant"
+                        mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
+                        dia_to_msg[turn["dia_id"]] = mid
+                        msg_to_session[mid] = sid
+                    k += 1
+                asker = f"20990101_000000_{n:06x}"
+                db.create_session(asker, "cli", model="locomo", cwd=str(folder))
+                convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
+                               "dia": dia_to_msg, "session_of": msg_to_session}
+    finally:
+        db.close()
+    return convs
+
+
+def _enable_plugin(home: Path) -> None:
+    (home / "config.yaml").write_text("plugins:\n  enabled: [project-history-recall]\n", encoding="utf-8")
+    from hermes_cli import plugins
+
+    plugins.discover_plugins(force=True)
+    loaded = {p["key"]: p for p in plugins.get_plugin_manager().list_plugins()}
+    entry = loaded.get("project-history-recall")
+    if not entry or not entry.get("enabled") or entry.get("error"):
+        raise RuntimeError(f"plugin did not load through Hermes: {entry}")
+
+
+class Scores:
+    def __init__(self):
+        self.rows = defaultdict(list)  # category -> [(rank or None, turn recall)]
+
+    def add(self, category: int, sessions: list[str], messages: list[int], gold_sessions: set,
+            gold_messages: set) -> None:
+        distinct = list(dict.fromkeys(sessions))
+        rank = next((i + 1 for i, s in enumerate(distinct) if s in gold_sessions), None)
+        recall = len(gold_messages & set(messages[:10])) / len(gold_messages) if gold_messages else 0.0
+        self.rows[category].append((rank, recall))
+
+    def summary(self, categories) -> dict:
+        rows = [r for c in categories for r in self.rows.get(c, [])]
+        n = len(rows) or 1
+        return {
+            "questions": len(rows),
+            "hit@1": sum(1 for r, _ in rows if r and r <= 1) / n,
+            "hit@5": sum(1 for r, _ in rows if r and r <= 5) / n,
+            "hit@10": sum(1 for r, _ in rows if r and r <= 10) / n,
+            "mrr": sum(1 / r for r, _ in rows if r) / n,
+            "turn_recall@10": sum(t for _, t in rows) / n,
+            "zero": sum(1 for r, t in rows if r is None) / n,
+        }
+
+
+def _fts_or(conn, conv_sessions: list[str], question: str) -> list[tuple[int, str]]:
+    from project_history_recall.querytext import fts_quote, parse
+
+    words = [t.text for t in parse(question).terms if t.kind == "word"]
+    if not words:
+        return []
+    return conn.execute(
+        "SELECT m.id, m.session_id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        "WHERE messages_fts MATCH ? AND m.session_id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY bm25(messages_fts) LIMIT 10",
+        (" OR ".join(fts_quote(w) for w in words), json.dumps(conv_sessions)),
+    ).fetchall()
+
+
+def run(data_path: Path, home: Path, modes: list[str]) -> dict:
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
+    info = common.machine()
+    common.print_machine(info)
+    data = json.loads(data_path.read_text(encoding="utf-8"))
+    t = time.time()
+    convs = build(data, home)
+    print(f"data: {data_path.name} ({len(data)} conversations) written to {home} in {time.time() - t:.1f} s")
+    _enable_plugin(home)
+
+    import sqlite3
+
+    import model_tools
+    from hermes_state import SessionDB
+    from tools.session_search_tool import session_search
+
+    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)"]
+    scores = {s: Scores() for s in systems}
+    latency = defaultdict(list)
+    core_db = SessionDB(db_path=home / "state.db")
+    ro = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    try:
+        for sample in data:
+            conv = convs[sample["sample_id"]]
+            conv_sessions = sorted(set(conv["session_of"].values()))
+            os.environ["TERMINAL_CWD"] = conv["folder"]
+            for qa in sample["qa"]:
+                gold_dia = [d for d in evidence_ids(qa.get("evidence")) if d in conv["dia"]]
+                if not gold_dia:
+                    continue
+                gold_msgs = {conv["dia"][d] for d in gold_dia}
+                gold_sessions = {conv["session_of"][m] for m in gold_msgs}
+                question, cat = qa["question"], qa["category"]
+                for mode in modes:
+                    t0 = time.perf_counter()
+                    out = json.loads(model_tools.handle_function_call(
+                        "project_history_search", {"query": question, "mode": mode, "limit": 10, "context": 0},
+                        task_id=conv["asker"], session_id=conv["asker"]))
+                    latency[f"plugin:{mode}"].append((time.perf_counter() - t0) * 1000)
+                    res = out.get("results") or []
+                    scores[f"plugin:{mode}"].add(cat, [r["session_id"] for r in res], [r["message_id"] for r in res],
+                                                 gold_sessions, gold_msgs)
+                t0 = time.perf_counter()
+                core = json.loads(session_search(query=question, limit=10, db=core_db,
+                                                 current_session_id=conv["asker"]))
+                latency["core session_search"].append((time.perf_counter() - t0) * 1000)
+                res = core.get("results") or []
+                scores["core session_search"].add(cat, [r.get("session_id") for r in res],
+                                                  [r.get("match_message_id") for r in res], gold_sessions, gold_msgs)
+                t0 = time.perf_counter()
+                rows = _fts_or(ro, conv_sessions, question)
+                latency["fts-or (scoped BM25)"].append((time.perf_counter() - t0) * 1000)
+                scores["fts-or (scoped BM25)"].add(cat, [r[1] for r in rows], [r[0] for r in rows],
+                                                   gold_sessions, gold_msgs)
+    finally:
+        core_db.close()
+        ro.close()
+
+    figures = {"machine": info, "systems": {}}
+    headers = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "zero", "ms/q p50"]
+    rows = []
+    for system in systems:
+        summary = scores[system].summary((1, 2, 3, 4))
+        summary["p50_ms"] = common.percentile(latency[system], 50)
+        summary["by_category"] = {CATEGORIES[c]: scores[system].summary((c,)) for c in CATEGORIES}
+        figures["systems"][system] = summary
+        rows.append([system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"],
+                     summary["mrr"], summary["turn_recall@10"], f"{summary['zero']:.1%}", summary["p50_ms"]])
+    print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
+    print(common.table(headers, rows))
+    print("\nper category (hit@1 / hit@5 / MRR / turn R@10):")
+    for c, name in CATEGORIES.items():
+        parts = []
+        for system in systems:
+            s = figures["systems"][system]["by_category"][name]
+            parts.append(f"{system} {s['hit@1']:.3f}/{s['hit@5']:.3f}/{s['mrr']:.3f}/{s['turn_recall@10']:.3f}")
+        print(f"  {c} {name} ({figures['systems'][systems[0]]['by_category'][name]['questions']}): " + " · ".join(parts))
+    return figures

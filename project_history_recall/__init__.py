@@ -1,0 +1,30 @@
+"""project-history-recall: a Hermes Agent plugin for recall within a project.
+
+Hermes calls ``register(ctx)`` once per process, whether the package was
+installed with pip (entry point ``hermes_agent.plugins``) or copied to
+``$HERMES_HOME/plugins/project-history-recall/``. Everything else in the
+package works without Hermes; only ``tools``/``host``/``cli`` touch it.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def register(ctx) -> None:
+    from . import cli, tools
+
+    ctx.register_tool(
+        name="project_history_search",
+        toolset=tools.TOOLSET,
+        schema=tools.SEARCH_SCHEMA,
+        handler=tools.handle_search,
+        emoji="📂",
+    )
+    ctx.register_cli_command(
+        name="recall",
+        help="Search this project's earlier Hermes sessions",
+        setup_fn=cli.setup_parser,
+        handler_fn=cli.run_from_hermes,
+        description=cli.DESCRIPTION,
+    )

@@ -1,0 +1,227 @@
+"""Which project a session belongs to: pure functions, no I/O.
+
+First match wins (SPEC §3):
+
+1. recorded  - a move recorded by this plugin, naming a live project;
+2. folder    - the deepest folder of a live explicit project that holds the
+               session's cwd or git root (a tie goes to the cwd);
+3. workspace - an automatic project keyed by the git root or else the cwd,
+               unless that key is junk (the home directory, ``HERMES_HOME``
+               or anything under it);
+4. home      - nothing to go on.
+
+A session with no location and no record of its own (a subagent, a legacy
+compression continuation) inherits from its nearest ancestor that has one,
+which is normally the root of its conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from .pathkeys import ancestor_keys, base_name, is_under, path_key
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    """An explicit project as ``projects.db`` describes it."""
+
+    id: str
+    slug: str
+    name: str
+    folders: tuple[str, ...] = ()
+    primary_path: str | None = None
+    archived: bool = False
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """The columns of a ``sessions`` row that decide attribution."""
+
+    id: str
+    cwd: str | None = None
+    git_repo_root: str | None = None
+    parent_session_id: str | None = None
+    message_count: int = field(default=0, compare=False)  # sizes work; never decides attribution
+
+
+@dataclass(frozen=True)
+class Attribution:
+    kind: str  # "explicit" | "auto" | "home"
+    id: str | None
+    name: str | None
+    via: str  # "recorded" | "folder" | "workspace" | "inherited" | "none"
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """What two sessions must share to be in the same scope."""
+        return (self.kind, self.id)
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "id": self.id, "name": self.name}
+
+
+HOME = Attribution(kind="home", id=None, name="home", via="none")
+
+
+class FolderIndex:
+    """Folder key -> (project, depth) for the live explicit projects.
+
+    Projects come in creation order; when two declare the same folder the
+    first keeps it, as in Hermes's sidebar.
+    """
+
+    def __init__(self, projects: Iterable[ProjectInfo]):
+        self._by_key: dict[str, tuple[ProjectInfo, int]] = {}
+        for project in projects:
+            if project.archived:
+                continue
+            for folder in project.folders:
+                keys = ancestor_keys(folder)
+                if keys and keys[0] not in self._by_key:
+                    self._by_key[keys[0]] = (project, len(keys))
+
+    def match(self, target: str | None) -> tuple[ProjectInfo | None, int]:
+        for key in ancestor_keys(target):
+            hit = self._by_key.get(key)
+            if hit:
+                return hit
+        return None, -1
+
+
+@dataclass(frozen=True)
+class JunkPolicy:
+    """Workspace keys that never form an automatic project."""
+
+    home_keys: frozenset[str] = frozenset()
+    hermes_home_keys: tuple[str, ...] = ()
+
+    @classmethod
+    def from_paths(cls, home_dirs: Iterable[str], hermes_homes: Iterable[str]) -> "JunkPolicy":
+        return cls(
+            home_keys=frozenset(k for k in (path_key(p) for p in home_dirs) if k),
+            hermes_home_keys=tuple(k for k in (path_key(p) for p in hermes_homes) if k),
+        )
+
+    def is_junk(self, path: str) -> bool:
+        key = path_key(path)
+        if not key or key in self.home_keys:
+            return True
+        return any(is_under(h, key) for h in self.hermes_home_keys)
+
+
+@dataclass
+class AttributionContext:
+    """Everything resolution needs besides the session rows."""
+
+    projects: list[ProjectInfo]
+    records: Mapping[str, str] = field(default_factory=dict)  # session id -> project id
+    junk: JunkPolicy = field(default_factory=JunkPolicy)
+    # cwd -> the repository it is in, probed on disk like Hermes's sidebar
+    # does (0.19.0 only persists git roots for TUI sessions). None: no probe.
+    git_root: Callable[[str], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        self.index = FolderIndex(self.projects)
+        self.live = {p.id: p for p in self.projects if not p.archived}
+
+
+def _explicit(project: ProjectInfo, via: str) -> Attribution:
+    return Attribution(kind="explicit", id=project.id, name=project.name, via=via)
+
+
+def _effective_root(facts: SessionFacts, ctx: AttributionContext) -> str:
+    cwd = (facts.cwd or "").strip()
+    if cwd and ctx.git_root is not None:
+        probed = ctx.git_root(cwd)
+        if probed:
+            return probed
+    # A persisted root only counts while the cwd is inside it: Hermes 0.19.0
+    # keeps a stale root after a move to a non-git folder (main ignores
+    # such roots too).
+    root = (facts.git_repo_root or "").strip()
+    if root and cwd and not is_under(root, cwd):
+        return ""
+    return root
+
+
+def resolve_own(facts: SessionFacts, ctx: AttributionContext) -> Attribution | None:
+    """Attribution from the session's own record or location; None if it has neither."""
+    recorded = ctx.records.get(facts.id)
+    if recorded and recorded in ctx.live:
+        return _explicit(ctx.live[recorded], "recorded")
+
+    cwd = (facts.cwd or "").strip()
+    root = _effective_root(facts, ctx)
+    if not cwd and not root:
+        return None
+
+    best, best_depth = None, -1
+    for target in (cwd, root):
+        if target:
+            project, depth = ctx.index.match(target)
+            if project is not None and depth > best_depth:
+                best, best_depth = project, depth
+    if best is not None:
+        return _explicit(best, "folder")
+
+    workspace = root or cwd
+    if ctx.junk.is_junk(workspace):
+        return HOME
+    return Attribution(kind="auto", id=path_key(workspace), name=base_name(workspace), via="workspace")
+
+
+def attribute(
+    session_id: str,
+    sessions: Mapping[str, SessionFacts],
+    ctx: AttributionContext,
+    memo: dict[str, Attribution] | None = None,
+) -> Attribution:
+    """Attribution of one session, inheriting along ``parent_session_id``."""
+    memo = {} if memo is None else memo
+    chain: list[str] = []
+    seen: set[str] = set()
+    current: str | None = session_id
+    found = HOME
+    while current and current not in seen:
+        if current in memo:
+            found = memo[current]
+            break
+        seen.add(current)
+        facts = sessions.get(current)
+        if facts is None:
+            break
+        own = resolve_own(facts, ctx)
+        if own is not None:
+            found = own
+            memo[current] = own
+            break
+        chain.append(current)
+        current = facts.parent_session_id
+    inherited = found if found.kind == "home" else Attribution(found.kind, found.id, found.name, "inherited")
+    for sid in chain:
+        memo[sid] = inherited
+    if session_id in memo:
+        return memo[session_id]
+    return found
+
+
+def attribute_all(sessions: Mapping[str, SessionFacts], ctx: AttributionContext) -> dict[str, Attribution]:
+    memo: dict[str, Attribution] = {}
+    for sid in sessions:
+        attribute(sid, sessions, ctx, memo)
+    return memo
+
+
+def lineage_root(session_id: str, sessions: Mapping[str, SessionFacts]) -> str:
+    """The top of ``session_id``'s parent chain (itself when it has no parent)."""
+    seen = {session_id}
+    current = session_id
+    while True:
+        facts = sessions.get(current)
+        parent = facts.parent_session_id if facts else None
+        if not parent or parent in seen or parent not in sessions:
+            return current
+        seen.add(parent)
+        current = parent

@@ -1,0 +1,107 @@
+"""A small, real Hermes home for first runs and tests.
+
+Written with Hermes's own ``SessionDB`` and ``projects_db`` (so the schema,
+FTS tables and triggers are exactly Hermes's), into a folder of its own.
+Needs ``hermes-agent`` installed; the caller must point ``HERMES_HOME`` at
+``home`` before Hermes is imported anywhere in the process (Hermes creates
+files in its home at import time).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+DAY = 86400.0
+T0 = 1_788_000_000.0  # 2026-08-29, so the demo reads as recent history
+
+# (project, sub-folder, title, [(role, text)...]); project None = no folder.
+CONVERSATIONS = [
+    ("webshop", "", "Fix flaky websocket reconnect", [
+        ("user", "The websocket client drops every few minutes with ERR_CONNECTION_REFUSED and never comes back."),
+        ("assistant", "The reconnect loop in src/net/socket.py gives up after one try. I added exponential "
+                      "backoff (0.5s doubling to 30s) and a heartbeat ping every 20s."),
+        ("user", "Tests pass now, thanks. Keep the backoff cap at 30 seconds."),
+    ]),
+    ("webshop", "src", "修改支付服务端超时", [
+        ("user", "支付回调经常超时，帮我修改youer服务端的超时配置。"),
+        ("assistant", "我把 payment_gateway.timeout 从 5 秒改成 15 秒，并在服务端加了重试；配置在 config/payment.yaml。"),
+        ("user", "数据库连接池也要调大一点，现在是 10。"),
+        ("assistant", "已将数据库连接池 pool_size 调整为 30，并加了监控告警。"),
+    ]),
+    ("webshop", "", "Release checklist", [
+        ("user", "What do we need before tagging v2.4?"),
+        ("assistant", "Run the migration dry-run, bump the version in pyproject.toml, and update CHANGELOG.md. "
+                      "The Windows build failed last time with error 0x80070005 (access denied) — run it as admin."),
+    ]),
+    ("webshop_v2%", "", "Prefix-sharing sibling project", [
+        ("user", "This folder name shares a prefix with webshop and has % and _ in it."),
+        ("assistant", "The websocket settings here are unrelated to the webshop repo."),
+    ]),
+    ("notes", "", "Reading list", [
+        ("user", "Remind me which book about distributed systems I liked."),
+        ("assistant", "You liked 'Designing Data-Intensive Applications'; you found the chapter on "
+                      "replication lag the most useful."),
+    ]),
+    ("scratch-repo", "", "Try a git worktree", [
+        ("user", "Why does my scratch repo complain about a detached HEAD?"),
+        ("assistant", "You checked out a tag. Create a branch with git switch -c fix-head."),
+    ]),
+    (None, "", "Telegram chat", [
+        ("user", "What's a good name for a cat?"),
+        ("assistant", "Miso, Pixel or Tofu."),
+    ]),
+]
+
+EXPLICIT_PROJECTS = {"webshop": "Webshop", "webshop_v2%": "Webshop v2", "notes": "Notes"}
+
+
+def build(home: Path, work: Path | None = None) -> dict:
+    """Create the demo home; returns {'home', 'work', 'sessions': {title: id}, 'projects': {folder: id}}."""
+    from hermes_cli import projects_db
+    from hermes_state import SessionDB
+
+    home.mkdir(parents=True, exist_ok=True)
+    work = work or home.parent / (home.name + "-work")
+    folders = {}
+    for name, _, _, _ in CONVERSATIONS:
+        if name:
+            folders[name] = work / name
+            (work / name / "src").mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folders["scratch-repo"])], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    project_ids = {}
+    with projects_db.connect_closing(home / "projects.db") as conn:
+        for folder_name, label in EXPLICIT_PROJECTS.items():
+            project_ids[folder_name] = projects_db.create_project(
+                conn, name=label, folders=[str(folders[folder_name])])
+
+    db = SessionDB(db_path=home / "state.db")
+    session_ids = {}
+    try:
+        for n, (name, sub, title, turns) in enumerate(CONVERSATIONS):
+            started = T0 + n * DAY
+            sid = f"20260829_{100000 + n:06d}_{n:06x}"
+            cwd = str(folders[name] / sub) if name else None
+            db.create_session(sid, "cli" if name else "telegram", model="demo/model", cwd=cwd)
+            db.set_session_title(sid, title)
+            for k, (role, text) in enumerate(turns):
+                db.append_message(sid, role, text, timestamp=started + 60 * k)
+            session_ids[title] = sid
+        # A subagent the first conversation spawned: no folder of its own.
+        child = "20260829_200000_c0ffee"
+        db.create_session(child, "subagent", parent_session_id=session_ids["Fix flaky websocket reconnect"],
+                          model_config={"_delegate_from": session_ids["Fix flaky websocket reconnect"]})
+        db.append_message(child, "assistant", "Subagent report: heartbeat interval verified at 20s.",
+                          timestamp=T0 + 3600)
+        session_ids["subagent"] = child
+    finally:
+        db.close()
+    return {"home": str(home), "work": str(work), "sessions": session_ids, "projects": project_ids}
+
+
+def default_demo_home() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "project-history-recall" / "demo-home"

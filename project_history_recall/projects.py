@@ -1,0 +1,86 @@
+"""Hermes's explicit projects, read from ``projects.db`` without writing.
+
+``hermes_cli.projects_db.connect()`` initialises the schema (a write), so the
+plugin reads the file itself, read-only. A missing file simply means the user
+has no explicit projects yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .attribution import ProjectInfo
+from .statedb import StateDBError, connect_readonly, retry
+
+
+class ProjectsDBError(StateDBError):
+    """projects.db exists but cannot be read; scopes would be wrong without it."""
+
+    @classmethod
+    def wrap(cls, path: Path, exc: StateDBError) -> "ProjectsDBError":
+        return cls(f"Hermes's projects database {path} could not be read ({exc.code}): {exc}", exc.code)
+
+
+def load_projects(path: Path) -> list[ProjectInfo]:
+    """Every project (archived ones too, flagged), in creation order."""
+    if not path.exists():
+        return []
+    try:
+        conn = connect_readonly(path, timeout_ms=2000)
+    except StateDBError as exc:
+        raise ProjectsDBError.wrap(path, exc) from exc
+    try:
+        def _read() -> list[ProjectInfo]:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "projects" not in tables:
+                return []
+            folders: dict[str, list[str]] = {}
+            if "project_folders" in tables:
+                for pid, folder in conn.execute(
+                    "SELECT project_id, path FROM project_folders ORDER BY is_primary DESC, added_at, rowid"
+                ):
+                    folders.setdefault(pid, []).append(folder)
+            cols = {r[1] for r in conn.execute("PRAGMA table_info(projects)")}
+            archived = "archived" if "archived" in cols else "0"
+            primary = "primary_path" if "primary_path" in cols else "NULL"
+            return [
+                ProjectInfo(
+                    id=pid,
+                    slug=slug or pid,
+                    name=name or slug or pid,
+                    folders=tuple(folders.get(pid, ())),
+                    primary_path=primary_path or (folders.get(pid) or [None])[0],
+                    archived=bool(is_archived),
+                )
+                for pid, slug, name, primary_path, is_archived in conn.execute(
+                    f"SELECT id, slug, name, {primary}, {archived} FROM projects ORDER BY created_at, rowid"
+                )
+            ]
+
+        try:
+            return retry(_read, path)
+        except StateDBError as exc:
+            raise ProjectsDBError.wrap(path, exc) from exc
+    finally:
+        conn.close()
+
+
+def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | None, list[ProjectInfo]]:
+    """Resolve an id, slug or name (case-insensitive) to one project.
+
+    Returns ``(project, [])`` on a unique match, else ``(None, candidates)``:
+    several candidates when the reference is ambiguous, none when unknown.
+    """
+    ref = (ref or "").strip()
+    if not ref:
+        return None, []
+    for field in ("id", "slug"):
+        exact = [p for p in projects if getattr(p, field) == ref]
+        if len(exact) == 1:
+            return exact[0], []
+    folded = ref.casefold()
+    matches = [p for p in projects if folded in (p.id.casefold(), p.slug.casefold(), p.name.casefold())]
+    if len(matches) == 1:
+        return matches[0], []
+    return None, matches
+

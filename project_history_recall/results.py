@@ -1,0 +1,132 @@
+"""Hits turned into what a person or a model reads: snippet, window, link."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from .querytext import ParsedQuery, is_cjk
+from .statedb import Shape, decode_content
+
+SNIPPET_CHARS = 240
+CONTEXT_CHARS = 400
+MARK_OPEN, MARK_CLOSE = ">>>", "<<<"
+
+
+def when(ts: float | None) -> str:
+    if not ts:
+        return ""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(ts)))
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def link(profile: str, session_id: str) -> str:
+    """The reference Hermes's desktop renders and ``session_search`` reads back."""
+    return f"@session:{profile}/{session_id}"
+
+
+def _term_pattern(query: ParsedQuery) -> re.Pattern | None:
+    parts = []
+    for term in sorted(query.terms, key=lambda t: -len(t.text)):
+        text = re.escape(term.text)
+        if term.kind == "word":
+            stem = re.escape(term.stem) + r"\w*" if term.stem else text
+            parts.append(rf"(?<!\w)(?:{text}|{stem})(?!\w)" if not any(is_cjk(c) for c in term.text) else text)
+        else:
+            parts.append(text)
+    if not parts:
+        return None
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def snippet(text: str, pattern: re.Pattern | None, width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first match, matches wrapped in >>> <<<."""
+    flat = " ".join(text.split())
+    first = pattern.search(flat) if pattern else None
+    if first is None:
+        return _clip(flat, width)
+    start = max(0, first.start() - width // 3)
+    end = min(len(flat), start + width)
+    start = max(0, min(start, end - width))
+    piece = flat[start:end]
+    marked = pattern.sub(lambda m: f"{MARK_OPEN}{m.group(0)}{MARK_CLOSE}", piece)
+    return ("…" if start > 0 else "") + marked + ("…" if end < len(flat) else "")
+
+
+@dataclass
+class MessageRow:
+    id: int
+    session_id: str
+    role: str
+    text: str
+    timestamp: float
+    tool_name: str | None
+
+
+def _message(row: sqlite3.Row) -> MessageRow:
+    return MessageRow(row["id"], row["session_id"], row["role"], decode_content(row["content"]),
+                      row["timestamp"] or 0.0, row["tool_name"])
+
+
+def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages "
+        "WHERE id IN (SELECT value FROM json_each(?))",
+        (f"[{','.join(str(int(i)) for i in ids)}]",),
+    )
+    return {r["id"]: _message(r) for r in rows}
+
+
+def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+    import json
+
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    )
+    return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
+
+
+def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
+           roles: tuple[str, ...]) -> list[MessageRow]:
+    """Up to ``size`` messages before and after ``anchor`` in its session."""
+    if size <= 0:
+        return [anchor]
+    role_sql = ",".join("?" * len(roles))
+    base = (
+        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages m "
+        f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND m.role IN ({role_sql}) AND "
+    )
+    ts = anchor.timestamp
+    before = conn.execute(
+        base + "(m.timestamp < ? OR (m.timestamp = ? AND m.id < ?)) ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
+        (anchor.session_id, *roles, ts, ts, anchor.id, size),
+    ).fetchall()
+    after = conn.execute(
+        base + "(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?)) ORDER BY m.timestamp, m.id LIMIT ?",
+        (anchor.session_id, *roles, ts, ts, anchor.id, size),
+    ).fetchall()
+    return [_message(r) for r in reversed(before)] + [anchor] + [_message(r) for r in after]
+
+
+def context_entry(row: MessageRow, anchor_id: int) -> dict:
+    entry = {"message_id": row.id, "role": row.role, "when": when(row.timestamp),
+             "text": _clip(row.text, CONTEXT_CHARS)}
+    if row.tool_name:
+        entry["tool_name"] = row.tool_name
+    if row.id == anchor_id:
+        entry["hit"] = True
+    return entry

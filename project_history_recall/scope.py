@@ -1,0 +1,168 @@
+"""Which sessions a search may look at.
+
+A project's scope is every session whose attribution is that project,
+worked out afresh for each search (a move, a new project folder or a new
+session counts at once), minus the caller's own conversation unless asked.
+Resolving 20k sessions takes tens of milliseconds, so the map is cached per
+process and rebuilt whenever its inputs change.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+from .attribution import (
+    HOME,
+    Attribution,
+    AttributionContext,
+    JunkPolicy,
+    ProjectInfo,
+    SessionFacts,
+    attribute_all,
+    lineage_root,
+    resolve_own,
+)
+from .pathkeys import base_name, path_key
+from .projects import find_project, load_projects
+from .records import load_records, records_path
+from .statedb import SessionCatalog, cached_read
+
+
+class ScopeError(ValueError):
+    """The caller asked for a project that cannot be searched."""
+
+    def __init__(self, message: str, candidates: list[dict] | None = None):
+        super().__init__(message)
+        self.candidates = candidates or []
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the session ids the host offers (best first) and a folder."""
+
+    session_ids: tuple[str, ...] = ()
+    cwd: str | None = None
+
+    @classmethod
+    def of(cls, *ids: str | None, cwd: str | None = None) -> "Caller":
+        return cls(tuple(i.strip() for i in ids if isinstance(i, str) and i.strip()), cwd)
+
+
+@dataclass
+class Scope:
+    attribution: Attribution
+    session_ids: list[str]
+    excluded_lineage: list[str] = field(default_factory=list)
+    caller_session: str | None = None  # the caller's row in state.db, if any
+    message_estimate: int = 0  # messages in scope, from possibly stale counts
+
+
+@dataclass
+class _AttributionMap:
+    key: tuple
+    built_at: float
+    by_session: dict[str, Attribution]
+    by_project: dict[tuple, list[str]]
+    ctx: AttributionContext
+    facts: dict[str, SessionFacts]
+
+
+_GIT_ROOTS = paths.GitRootCache()
+_MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
+_maps: dict[str, _AttributionMap] = {}
+_maps_lock = threading.Lock()
+
+
+def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -> AttributionContext:
+    homes, hermes_homes = paths.junk_roots(home)
+    return AttributionContext(
+        projects=projects,
+        records=records,
+        junk=JunkPolicy.from_paths(homes, hermes_homes),
+        git_root=_GIT_ROOTS,
+    )
+
+
+def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
+    """Attribution of every session in ``home``'s state.db (cached)."""
+    catalog = SessionCatalog.for_path(paths.state_db_path(home))
+    version, facts = catalog.snapshot(conn)
+    projects = cached_read(paths.projects_db_path(home), load_projects)
+    records = cached_read(records_path(paths.data_dir(home)), load_records)
+    key = (version, tuple(projects), tuple(sorted(records.items())))
+    cache_key = str(home)
+    with _maps_lock:
+        cached = _maps.get(cache_key)
+        if cached and cached.key == key and time.monotonic() - cached.built_at < _MAP_TTL:
+            return cached
+    ctx = _context(home, projects, records)
+    by_session = attribute_all(facts, ctx)
+    by_project: dict[tuple, list[str]] = {}
+    for sid, attribution in by_session.items():
+        by_project.setdefault(attribution.key, []).append(sid)
+    built = _AttributionMap(key, time.monotonic(), by_session, by_project, ctx, facts)
+    with _maps_lock:
+        _maps[cache_key] = built
+    return built
+
+
+def attribution_for_caller(amap: _AttributionMap, caller: Caller) -> tuple[Attribution, str | None]:
+    """(attribution, the caller's session id when its row exists in state.db)."""
+    for sid in caller.session_ids:
+        if sid in amap.facts:
+            return amap.by_session[sid], sid
+    # The row is written lazily before the first flush: fall back to where
+    # the caller is working.
+    first = caller.session_ids[0] if caller.session_ids else ""
+    own = resolve_own(SessionFacts(id=first, cwd=caller.cwd), amap.ctx)
+    return own or HOME, None
+
+
+def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
+    """A project named by the user: explicit id/slug/name, or a folder for an automatic one."""
+    live = [p for p in amap.ctx.projects if not p.archived]
+    project, candidates = find_project(live, ref)
+    if project is not None:
+        return Attribution("explicit", project.id, project.name, "folder")
+    if candidates:
+        raise ScopeError(
+            f"'{ref}' matches several projects; use the id.",
+            [{"id": p.id, "slug": p.slug, "name": p.name} for p in candidates],
+        )
+    archived, _ = find_project([p for p in amap.ctx.projects if p.archived], ref)
+    if archived is not None:
+        raise ScopeError(f"Project '{archived.name}' ({archived.id}) is archived; restore it in Hermes to search it.")
+    key = path_key(ref)
+    if key and ("auto", key) in amap.by_project:
+        return Attribution("auto", key, base_name(key), "workspace")
+    known = [{"id": p.id, "slug": p.slug, "name": p.name} for p in live][:20]
+    raise ScopeError(f"No project '{ref}' in this profile.", known)
+
+
+def resolve_scope(
+    home: Path,
+    conn: sqlite3.Connection,
+    caller: Caller,
+    *,
+    project_ref: str | None = None,
+    include_current: bool = False,
+) -> Scope:
+    amap = attribution_map(home, conn)
+    mine, caller_sid = attribution_for_caller(amap, caller)
+    attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
+    if attribution.kind == "home":
+        return Scope(attribution, [], caller_session=caller_sid)
+    members = amap.by_project.get(attribution.key, [])
+    excluded: list[str] = []
+    if not include_current and caller_sid:
+        root = lineage_root(caller_sid, amap.facts)
+        roots = {sid: lineage_root(sid, amap.facts) for sid in members}
+        excluded = [sid for sid in members if roots[sid] == root]
+        members = [sid for sid in members if roots[sid] != root]
+    estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
+    return Scope(attribution, members, excluded, caller_sid, estimate)

@@ -1,0 +1,224 @@
+"""One search, start to finish: arguments in, the response dict out.
+
+Shared by the agent tool, the CLI and the benchmarks, so all three answer
+the same question the same way. Never raises for anything a caller sends:
+bad arguments and unreadable databases come back as ``success: false`` with
+a message a person can act on.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from . import keyword, paths, results
+from .querytext import ParsedQuery, clean_text, parse
+from .scope import Caller, Scope, ScopeError, resolve_scope
+from .statedb import StateDBError, reading
+
+MODES = ("hybrid", "keyword", "semantic")
+MAX_LIMIT = 50
+MAX_CONTEXT = 10
+
+HOME_REASON = (
+    "This session is not in any project (it has no working folder), so there is no project "
+    "history to search. Use project_session_move to put it in a project, or session_search "
+    "to search all history."
+)
+HOW_TO_OPEN = (
+    "To read around a hit: session_search(session_id=<session_id>, around_message_id=<message_id>, "
+    "profile=<profile>). Cite a session by its link."
+)
+
+
+class ArgumentError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    mode: str = "hybrid"
+    limit: int = 10
+    context: int = 2
+    include_tool_output: bool = False
+    since: float | None = None
+    until: float | None = None
+    project: str | None = None
+    include_current_session: bool = False
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return ("user", "assistant", "tool") if self.include_tool_output else ("user", "assistant")
+
+
+def _as_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise ArgumentError(f"'{name}' must be true or false, not {value!r:.40}.")
+
+
+def _as_int(name: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        raise ArgumentError(f"'{name}' must be a whole number, not {value!r}.")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):
+        value = int(value)
+    if not isinstance(value, int):
+        raise ArgumentError(f"'{name}' must be a whole number, not {value!r:.40}.")
+    return max(low, min(high, value))
+
+
+_RELATIVE = re.compile(r"^\s*(\d{1,5})\s*(h|d|w|m|y)\s*$", re.IGNORECASE)
+_UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
+
+
+def parse_time(name: str, value: object, now: float | None = None) -> float | None:
+    """'2026-09-01', '2026-09-01 14:30', ISO 8601, or '7d'/'12h'/'2w'/'3m'/'1y' ago."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise ArgumentError(f"'{name}' must be a date like 2026-09-01 or an age like 7d.")
+    text = clean_text(value)
+    rel = _RELATIVE.match(text)
+    if rel:
+        days = int(rel.group(1)) * _UNIT_DAYS[rel.group(2).lower()]
+        return (now if now is not None else time.time()) - days * 86400
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ArgumentError(
+            f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
+        ) from None
+    return parsed.timestamp()
+
+
+def request_from_args(args: object) -> SearchRequest:
+    if not isinstance(args, dict):
+        raise ArgumentError("Arguments must be an object with at least 'query'.")
+    raw_query = args.get("query")
+    if raw_query is not None and not isinstance(raw_query, str):
+        raise ArgumentError(f"'query' must be text, not {type(raw_query).__name__}.")
+    query = clean_text(raw_query or "")
+    if not query:
+        raise ArgumentError("'query' is empty: say what to look for (words, an error code, a file name…).")
+    mode = args.get("mode") or "hybrid"
+    if not isinstance(mode, str) or mode.strip().lower() not in MODES:
+        raise ArgumentError(f"'mode' must be one of {', '.join(MODES)}, not {mode!r:.40}.")
+    project = args.get("project")
+    if project is not None and not isinstance(project, str):
+        raise ArgumentError("'project' must be a project id, slug, name or folder.")
+    since = parse_time("since", args.get("since"))
+    until = parse_time("until", args.get("until"))
+    if since is not None and until is not None and since >= until:
+        raise ArgumentError("'since' must be earlier than 'until'.")
+    return SearchRequest(
+        query=query,
+        mode=mode.strip().lower(),
+        limit=_as_int("limit", args.get("limit", 10) if args.get("limit") is not None else 10, 1, MAX_LIMIT),
+        context=_as_int("context", args.get("context", 2) if args.get("context") is not None else 2, 0, MAX_CONTEXT),
+        include_tool_output=_as_bool("include_tool_output", args.get("include_tool_output", False)),
+        since=since,
+        until=until,
+        project=clean_text(project) or None if project else None,
+        include_current_session=_as_bool("include_current_session", args.get("include_current_session", False)),
+    )
+
+
+def error(message: str, code: str = "error", **extra: object) -> dict:
+    return {"success": False, "error": message, "error_code": code, **extra}
+
+
+def semantic_state() -> tuple[str, str]:
+    return "unavailable", "semantic search is not part of this version yet; results are keyword-only"
+
+
+def _hit_json(hit: keyword.Hit, rows: dict, sessions: dict, windows: dict, profile: str,
+              pattern, source: str) -> dict | None:
+    row = rows.get(hit.message_id)
+    if row is None:
+        return None
+    meta = sessions.get(hit.session_id, {})
+    entry = {
+        "session_id": hit.session_id,
+        "link": results.link(profile, hit.session_id),
+        "title": meta.get("title", ""),
+        "message_id": hit.message_id,
+        "role": row.role,
+        "snippet": results.snippet(row.text, pattern),
+        "score_source": source,
+        "when": results.when(row.timestamp),
+    }
+    if hit.message_id in windows:
+        entry["context"] = [results.context_entry(m, hit.message_id) for m in windows[hit.message_id]]
+    return entry
+
+
+def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[keyword.Hit],
+             conn, shape, home: Path) -> dict:
+    status, reason = semantic_state()
+    rows = results.fetch_messages(conn, [h.message_id for h in hits])
+    sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
+    windows = {}
+    if req.context > 0:
+        for hit in hits:
+            if hit.message_id in rows:
+                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
+    pattern = results._term_pattern(query)
+    profile = paths.profile_name(home)
+    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, "keyword") for h in hits) if e]
+    response = {
+        "success": True,
+        "mode": req.mode,
+        "searched_with": "keyword",
+        "project": scope.attribution.as_json(),
+        "query": req.query,
+        "results": out,
+        "sessions_in_scope": len(scope.session_ids),
+        "semantic_status": status,
+        "semantic_reason": reason,
+        "profile": profile,
+    }
+    if scope.excluded_lineage:
+        response["current_session_excluded"] = True
+    if out:
+        response["how_to_open"] = HOW_TO_OPEN
+    return response
+
+
+def run(home: Path, caller: Caller, args: object) -> dict:
+    """The whole search; always returns a response dict."""
+    try:
+        req = request_from_args(args)
+    except ArgumentError as exc:
+        return error(str(exc), "bad_argument")
+    query = parse(req.query)
+    if query.empty:
+        return error("The query has nothing searchable in it (only punctuation or operators).", "bad_argument")
+    try:
+        with reading(paths.state_db_path(home)) as (conn, shape):
+            scope = resolve_scope(home, conn, caller, project_ref=req.project,
+                                  include_current=req.include_current_session)
+            if scope.attribution.kind == "home":
+                status, reason = semantic_state()
+                return {
+                    "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
+                    "query": req.query, "results": [], "sessions_in_scope": 0,
+                    "semantic_status": status, "semantic_reason": reason, "reason": HOME_REASON,
+                }
+            filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
+            hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
+                                  scope.message_estimate)
+            return _respond(req, scope, query, hits, conn, shape, home)
+    except ScopeError as exc:
+        return error(str(exc), "unknown_project", candidates=exc.candidates)
+    except StateDBError as exc:
+        return error(str(exc), exc.code)

@@ -1,0 +1,377 @@
+"""Read-only access to Hermes's ``state.db``.
+
+The plugin never writes here: the file is opened with ``mode=ro`` and
+``PRAGMA query_only``, so even a bug cannot write (SQLite refuses). A reader
+can meet a writer mid-checkpoint (transient ``disk I/O error``/``locked``);
+those are retried briefly. Everything else becomes a ``StateDBError`` whose
+message a person can act on.
+
+Hermes has changed this file's layout between releases (0.19.0 indexes
+``content || tool_name || tool_calls`` inline in ``messages_fts``; main uses
+external-content tables, an optional ``messages_fts_cjk`` and hides scaffolding
+rows with ``display_kind``), so the shape is detected, never assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+from .attribution import SessionFacts
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 5000
+_RETRIES = 3
+_RETRY_SLEEP = 0.05
+_TRANSIENT = ("disk i/o error", "database is locked", "database table is locked", "busy")
+
+JSON_CONTENT_PREFIX = "\x00json:"
+
+
+class StateDBError(Exception):
+    """A problem with state.db that the user can understand and act on."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _describe(path: Path, exc: sqlite3.Error) -> StateDBError:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return StateDBError(
+            f"Hermes's session database {path} is locked by another process; try again in a moment.",
+            "locked",
+        )
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StateDBError(
+            f"{path} is not a readable SQLite database (it may be corrupt). "
+            "Hermes's own 'hermes doctor' can check it; nothing was changed.",
+            "corrupt",
+        )
+    if "unable to open" in text:
+        return StateDBError(f"Cannot open {path} for reading: {exc}.", "unreadable")
+    return StateDBError(f"Reading {path} failed: {exc}.", "error")
+
+
+def retry(fn: Callable[[], T], path: Path) -> T:
+    """Run ``fn``, retrying the errors a writer's checkpoint causes."""
+    for attempt in range(_RETRIES + 1):
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if attempt < _RETRIES and any(t in str(exc).lower() for t in _TRANSIENT):
+                time.sleep(_RETRY_SLEEP * (attempt + 1))
+                continue
+            raise _describe(path, exc) from exc
+        except sqlite3.DatabaseError as exc:
+            raise _describe(path, exc) from exc
+    raise AssertionError("unreachable")
+
+
+def connect_readonly(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A read-only connection to an existing SQLite file (never creates one)."""
+    if not path.is_file():
+        raise StateDBError(
+            f"No Hermes session database at {path}. Has Hermes run in this profile yet?",
+            "missing",
+        )
+    uri = "file:" + path.resolve().as_posix().replace("?", "%3F").replace("#", "%23") + "?mode=ro"
+
+    def _open() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, check_same_thread=False,
+                               isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute(f"PRAGMA busy_timeout={int(timeout_ms)}")
+            conn.execute("PRAGMA mmap_size=268435456")
+            conn.row_factory = sqlite3.Row
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    return retry(_open, path)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What this state.db offers."""
+
+    words_fts: str | None  # unicode61 index over messages
+    trigram_fts: str | None  # trigram index (substrings of 3+ characters)
+    trigram_has_tools: bool  # main's trigram view leaves tool rows out
+    has_active: bool
+    has_compacted: bool
+    has_display_kind: bool
+    schema_version: int | None
+
+    def live_filter(self, alias: str = "m") -> str:
+        """Rows that are part of the record: live, or compacted away (not rewound)."""
+        parts = []
+        if self.has_active:
+            parts.append(
+                f"({alias}.active = 1 OR {alias}.compacted = 1)" if self.has_compacted else f"{alias}.active = 1"
+            )
+        if self.has_display_kind:
+            parts.append(f"COALESCE({alias}.display_kind, '') != 'hidden'")
+        return " AND ".join(parts) or "1"
+
+
+_REQUIRED = {
+    "sessions": {"id", "cwd", "git_repo_root", "parent_session_id", "started_at", "title"},
+    "messages": {"id", "session_id", "role", "content", "timestamp"},
+}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def inspect(conn: sqlite3.Connection, path: Path) -> Shape:
+    def _read() -> Shape:
+        names = {r[0]: (r[1] or "") for r in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if "sessions" not in names or "messages" not in names:
+            raise StateDBError(
+                f"{path} has no Hermes sessions in it (no sessions/messages tables). "
+                "Has Hermes run in this profile yet?",
+                "empty",
+            )
+        cols = {t: _columns(conn, t) for t in _REQUIRED}
+        for table, needed in _REQUIRED.items():
+            missing = needed - cols[table]
+            if missing:
+                raise StateDBError(
+                    f"{path} has a layout this plugin does not know ({table} lacks "
+                    f"{', '.join(sorted(missing))}). Supported: Hermes 0.19 and later "
+                    "releases that keep these columns.",
+                    "schema",
+                )
+        version = None
+        if "schema_version" in names:
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            version = row[0] if row else None
+        trigram = "messages_fts_trigram" if "messages_fts_trigram" in names else None
+        trigram_sql = names.get(trigram or "", "").lower()
+        return Shape(
+            words_fts="messages_fts" if "messages_fts" in names else None,
+            trigram_fts=trigram,
+            # External-content trigram tables in main index a view without tool rows.
+            trigram_has_tools="content=" not in trigram_sql.replace(" ", ""),
+            has_active="active" in cols["messages"],
+            has_compacted="compacted" in cols["messages"],
+            has_display_kind="display_kind" in cols["messages"],
+            schema_version=version,
+        )
+
+    return retry(_read, path)
+
+
+def decode_content(raw: object) -> str:
+    """Message text for display and matching; list/dict content is flattened."""
+    if raw is None:
+        return ""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        return str(raw)
+    if not raw.startswith(JSON_CONTENT_PREFIX):
+        return raw
+    try:
+        value = json.loads(raw[len(JSON_CONTENT_PREFIX):])
+    except (ValueError, TypeError):
+        return raw[len(JSON_CONTENT_PREFIX):]
+    return _flatten(value)
+
+
+def _flatten(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " ".join(p for p in (_flatten(v) for v in value) if p)
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return value["text"]
+        if value.get("type") in ("image_url", "image", "input_image"):
+            return "[image]"
+        return " ".join(p for p in (_flatten(v) for v in value.values()) if p)
+    return ""
+
+
+def file_fingerprint(path: Path) -> tuple:
+    """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
+    parts = []
+    for p in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = os.stat(p)
+            parts.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            parts.append(None)
+    return tuple(parts)
+
+
+def _facts(row: sqlite3.Row) -> SessionFacts:
+    return SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
+
+
+_file_cache: dict[str, tuple[tuple, object]] = {}
+_file_cache_lock = threading.Lock()
+
+
+def cached_read(path: Path, load: Callable[[Path], T]) -> T:
+    """``load(path)``, reused until the file (or its WAL) changes."""
+    key = str(path)
+    fingerprint = file_fingerprint(path)
+    with _file_cache_lock:
+        hit = _file_cache.get(key)
+    if hit is not None and hit[0] == fingerprint:
+        return hit[1]  # type: ignore[return-value]
+    value = load(path)
+    with _file_cache_lock:
+        _file_cache[key] = (fingerprint, value)
+    return value
+
+
+class SessionCatalog:
+    """The attribution-relevant columns of every session, cached per process.
+
+    Reading ``cwd``/``git_repo_root`` means walking past ``system_prompt`` in
+    each row (kilobytes of overflow pages), ~50 ms at 20k sessions, so rows are
+    cached. Any commit changes the file's fingerprint; new sessions are then
+    read by rowid (cheap), and a full re-read that also catches changed
+    folders happens at most every ``max_staleness`` seconds.
+    """
+
+    _instances: dict[str, "SessionCatalog"] = {}
+    _instances_lock = threading.Lock()
+
+    def __init__(self, path: Path, max_staleness: float = 2.0):
+        self.path = path
+        self.max_staleness = max_staleness
+        self._lock = threading.Lock()
+        self._facts: dict[str, SessionFacts] = {}
+        self._fingerprint: tuple | None = None
+        self._max_rowid = 0
+        self._full_at = float("-inf")
+        self.version = 0
+
+    @classmethod
+    def for_path(cls, path: Path) -> "SessionCatalog":
+        key = str(path.resolve())
+        with cls._instances_lock:
+            catalog = cls._instances.get(key)
+            if catalog is None:
+                catalog = cls._instances[key] = cls(path)
+            return catalog
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._fingerprint = None
+            self._full_at = float("-inf")
+
+    _COLUMNS = "rowid, id, cwd, git_repo_root, parent_session_id, message_count"
+
+    def snapshot(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SessionFacts]]:
+        """(version, facts by session id); the dict must not be mutated.
+
+        ``message_count`` may lag behind (appends do not trigger a re-read);
+        it only sizes work, never decides what is in scope.
+        """
+        fingerprint = file_fingerprint(self.path)
+        with self._lock:
+            # mtime can be coarse; a new session always raises max(rowid), and
+            # that lookup is a single b-tree descent.
+            top = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0] or 0
+            if fingerprint == self._fingerprint and top == self._max_rowid:
+                return self.version, self._facts
+            count, max_rowid = conn.execute("SELECT count(*), max(rowid) FROM sessions").fetchone()
+            max_rowid = max_rowid or 0
+            fresh = time.monotonic() - self._full_at < self.max_staleness
+            if fresh and max_rowid >= self._max_rowid:
+                facts = dict(self._facts)
+                for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions WHERE rowid > ?",
+                                        (self._max_rowid,)):
+                    facts[row[1]] = _facts(row)
+                if len(facts) != count:
+                    fresh = False
+            if not fresh:
+                facts = {row[1]: _facts(row) for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions")}
+                self._full_at = time.monotonic()
+            if facts != self._facts:
+                self.version += 1
+            self._facts = facts
+            self._max_rowid = max_rowid
+            self._fingerprint = fingerprint
+            return self.version, self._facts
+
+
+_local = threading.local()
+
+
+def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
+    """This thread's open connection to ``path`` (reopened if the file was replaced)."""
+    pool: dict = getattr(_local, "pool", None) or {}
+    _local.pool = pool
+    key = str(path)
+    try:
+        inode = os.stat(path).st_ino
+    except OSError:
+        inode = None
+    entry = pool.get(key)
+    if entry is not None:
+        conn, shape, cookie, seen_inode = entry
+        try:
+            current = conn.execute("PRAGMA schema_version").fetchone()[0]
+        except sqlite3.Error:
+            current = None
+        if seen_inode == inode and current == cookie and inode is not None:
+            return conn, shape
+        pool.pop(key, None)
+        conn.close()
+    conn = connect_readonly(path)
+    try:
+        shape = inspect(conn, path)
+        cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    except BaseException:
+        conn.close()
+        raise
+    pool[key] = (conn, shape, cookie, inode)
+    return conn, shape
+
+
+def discard_pooled(path: Path) -> None:
+    entry = (getattr(_local, "pool", None) or {}).pop(str(path), None)
+    if entry is not None:
+        entry[0].close()
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, Shape]]:
+    """A read-only connection inside one read transaction (one consistent snapshot)."""
+    conn, shape = _pooled(path)
+    try:
+        retry(lambda: conn.execute("BEGIN").fetchall(), path)
+    except StateDBError:
+        discard_pooled(path)
+        raise
+    try:
+        yield conn, shape
+    except sqlite3.DatabaseError as exc:
+        discard_pooled(path)
+        raise _describe(path, exc) from exc
+    finally:
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except sqlite3.Error:
+            discard_pooled(path)

@@ -1,0 +1,74 @@
+"""The agent-facing tools: schemas for the model, handlers for Hermes's dispatch.
+
+Handlers follow Hermes's contract: ``handler(args, **kw) -> str`` (JSON),
+never raising. The toolset is ``project_history`` rather than Hermes's
+``project``: registering into ``project`` makes it a plugin toolset that
+Hermes switches on for every platform, dragging core's
+``project_list/create/switch`` along (host doc §6).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from . import host, paths, search
+
+logger = logging.getLogger(__name__)
+
+TOOLSET = "project_history"
+
+SEARCH_SCHEMA = {
+    "name": "project_history_search",
+    "description": (
+        "Search earlier sessions of the CURRENT PROJECT (the sessions Hermes groups with this "
+        "one by folder or repo), not all history. Prefer it over session_search when the user "
+        "refers to past work on this project: 'what did we decide about X', 'how did we fix "
+        "this error before'. Finds exact error codes, symbols and file names, Chinese as well "
+        "as English. Each result has a session link and message_id; to read more of a hit, "
+        "call session_search(session_id=..., around_message_id=..., profile=...). If the "
+        "session is in no project (project.kind 'home') nothing is searched: offer to move it "
+        "with project_session_move, or use session_search."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "What to look for: a question, key words, an error code, a symbol or a path.",
+            },
+            "mode": {
+                "type": "string",
+                "enum": list(search.MODES),
+                "description": "hybrid (default): words and meaning; keyword: exact terms, codes, "
+                               "symbols; semantic: same question in other words.",
+            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": search.MAX_LIMIT,
+                      "description": "Number of hits (default 10)."},
+            "context": {"type": "integer", "minimum": 0, "maximum": search.MAX_CONTEXT,
+                        "description": "Messages shown before and after each hit (default 2)."},
+            "include_tool_output": {"type": "boolean",
+                                    "description": "Also search tool output (default false)."},
+            "since": {"type": "string", "description": "Only messages after this: 2026-09-01 or an age like 7d, 2w."},
+            "until": {"type": "string", "description": "Only messages before this date."},
+            "project": {"type": "string",
+                        "description": "Search another project of this profile instead (id, slug, name or folder)."},
+            "include_current_session": {"type": "boolean",
+                                        "description": "Also search this conversation (default false)."},
+        },
+        "required": ["query"],
+    },
+}
+
+
+def _json(payload: dict) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def handle_search(args: dict, **kw) -> str:
+    try:
+        return _json(search.run(paths.hermes_home(), host.caller_from_dispatch(kw), args))
+    except Exception as exc:  # the last line of defence: Hermes gets JSON, never a traceback
+        logger.exception("project_history_search failed")
+        return _json(search.error(f"project_history_search failed unexpectedly: {type(exc).__name__}: {exc}",
+                                  "internal"))

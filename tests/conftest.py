@@ -1,0 +1,79 @@
+"""Hermetic test setup: a throwaway HOME and HERMES_HOME before Hermes is imported.
+
+Hermes creates files in its home at import time and freezes
+``hermes_state.DEFAULT_DB_PATH`` then, so both variables are pointed at a
+sandbox here, at conftest import, before any test module imports Hermes.
+The real ``~/.hermes`` is checked at the end of the run: it must be exactly
+as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_HERMES = Path(os.path.expanduser("~")) / ".hermes"
+_SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
+os.environ["HOME"] = str(_SANDBOX / "user-home")
+os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
+(_SANDBOX / "user-home").mkdir()
+(_SANDBOX / "import-home").mkdir()
+for var in list(os.environ):
+    if var.startswith(("HERMES_SESSION_", "TERMINAL_")):
+        del os.environ[var]
+os.environ.setdefault("TZ", "UTC")
+# Import the package from the checkout through a folder that holds only the
+# package: the checkout may also hold an *.egg-info from `pip install -e`,
+# whose entry point would make Hermes load us as a pip plugin in every test.
+SRC = _SANDBOX / "src"
+SRC.mkdir()
+(SRC / "project_history_recall").symlink_to(REPO / "project_history_recall", target_is_directory=True)
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO]
+sys.path.insert(0, str(SRC))
+sys.path.insert(1, str(REPO / "tests"))
+
+import pytest  # noqa: E402
+
+
+def _tree(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    out = {}
+    for p in path.rglob("*"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        out[str(p)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+_REAL_BEFORE = _tree(REAL_HERMES)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    after = _tree(REAL_HERMES)
+    if after != _REAL_BEFORE:
+        changed = sorted(set(after) ^ set(_REAL_BEFORE) | {k for k in after if after.get(k) != _REAL_BEFORE.get(k)})
+        session.exitstatus = 1
+        print(f"\nREAL ~/.hermes WAS TOUCHED BY THE TESTS: {changed[:10]}", file=sys.stderr)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty Hermes home for one test, active for Hermes and the plugin."""
+    hermes_home = tmp_path / "hermes"
+    hermes_home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(hermes_home))
+    return hermes_home
+
+
+@pytest.fixture
+def work(tmp_path):
+    """A folder for the user's projects, outside the Hermes home."""
+    path = tmp_path / "work"
+    path.mkdir()
+    return path

@@ -1,0 +1,132 @@
+"""Real Hermes data and a real plugin load, for integration tests.
+
+Sessions and messages are written with Hermes's own ``SessionDB``, projects
+with its ``projects_db``; the plugin is enabled in ``config.yaml`` and loaded
+by Hermes's plugin manager; tools are called through
+``model_tools.handle_function_call``, the dispatcher the agent loop uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from conftest import REPO
+
+PLUGIN_KEY = "project-history-recall"
+_ids = itertools.count(1)
+
+
+def new_session_id() -> str:
+    n = next(_ids)
+    return f"20260901_{n:06d}_{n:06x}"
+
+
+class World:
+    def __init__(self, home: Path):
+        from hermes_state import SessionDB
+
+        self.home = home
+        self.db = SessionDB(db_path=home / "state.db")
+        self._clock = 1_788_000_000.0
+
+    def close(self) -> None:
+        self.db.close()
+
+    def project(self, name: str, *folders: Path | str) -> str:
+        from hermes_cli import projects_db
+
+        with projects_db.connect_closing(self.home / "projects.db") as conn:
+            return projects_db.create_project(conn, name=name, folders=[str(f) for f in folders])
+
+    def archive(self, project_id: str) -> None:
+        from hermes_cli import projects_db
+
+        with projects_db.connect_closing(self.home / "projects.db") as conn:
+            projects_db.archive_project(conn, project_id)
+
+    def add_folder(self, project_id: str, folder: Path | str) -> None:
+        from hermes_cli import projects_db
+
+        with projects_db.connect_closing(self.home / "projects.db") as conn:
+            projects_db.add_folder(conn, project_id, str(folder))
+
+    def session(self, *messages: tuple[str, str] | str, cwd: Path | str | None = None, root: Path | str | None = None,
+                parent: str | None = None, source: str = "cli", title: str | None = None,
+                session_id: str | None = None) -> str:
+        sid = session_id or new_session_id()
+        self.db.create_session(sid, source, model="test/model", cwd=str(cwd) if cwd else None,
+                               parent_session_id=parent)
+        if root:
+            self.db.update_session_cwd(sid, str(cwd) if cwd else str(root), git_repo_root=str(root))
+        if title:
+            self.db.set_session_title(sid, title)
+        for msg in messages:
+            role, text = ("user", msg) if isinstance(msg, str) else msg
+            self._clock += 30
+            self.db.append_message(sid, role, text, timestamp=self._clock)
+        return sid
+
+    def say(self, session_id: str, role: str, text, **kw) -> int:
+        self._clock += 30
+        return self.db.append_message(session_id, role, text, timestamp=self._clock, **kw)
+
+
+def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
+    """Enable the plugin in config.yaml and load it with Hermes's plugin manager.
+
+    ``directory_install`` copies the package to ``$HERMES_HOME/plugins/``
+    (Hermes imports it as ``hermes_plugins.project_history_recall``).
+    """
+    from hermes_cli import plugins
+
+    if directory_install:
+        target = home / "plugins" / PLUGIN_KEY
+        if not target.exists():
+            shutil.copytree(REPO / "project_history_recall", target,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    config = home / "config.yaml"
+    if not config.exists():
+        config.write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+    plugins._plugin_manager = None
+    plugins.discover_plugins(force=True)
+    loaded = {p["key"]: p for p in plugins.get_plugin_manager().list_plugins()}
+    entry = loaded.get(PLUGIN_KEY)
+    assert entry and entry["enabled"] and not entry["error"], entry
+    return entry
+
+
+def call(tool: str, args: dict, *, session_id: str | None = None, task_id: str | None = None) -> dict:
+    import model_tools
+
+    raw = model_tools.handle_function_call(tool, args, task_id=task_id, session_id=session_id)
+    assert isinstance(raw, str)
+    return json.loads(raw)
+
+
+def db_digest(path: Path) -> dict:
+    """Bytes of state.db and its schema, to prove the plugin changed neither."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        schema = conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("sessions", "messages")}
+    finally:
+        conn.close()
+    return {
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "schema": schema,
+        "counts": counts,
+    }
+
+
+def checkpoint(home: Path) -> None:
+    """Fold Hermes's WAL into state.db so the main file's bytes are final."""
+    conn = sqlite3.connect(home / "state.db")
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()

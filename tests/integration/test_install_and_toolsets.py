@@ -1,0 +1,212 @@
+"""Both install paths, the toolset outcome of SPEC §2, and the CLI, with the real Hermes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SRC
+from hermes_world import PLUGIN_KEY, World, call, enable_plugin
+
+OUR_TOOLS = {"project_history_search"}
+PLATFORMS = ("cli", "telegram", "discord", "slack", "cron")
+HERMES_BIN = Path(sys.executable).with_name("hermes")
+
+
+def _tools_per_surface() -> dict[str, set[str]]:
+    """Tool names each surface would offer the model, resolved by Hermes itself."""
+    from hermes_cli.config import load_config
+    from hermes_cli.tools_config import _get_platform_tools
+    from toolsets import resolve_multiple_toolsets
+    from tui_gateway.server import _load_enabled_toolsets
+
+    cfg = load_config()
+    out = {p: set(resolve_multiple_toolsets(sorted(_get_platform_tools(cfg, p)))) for p in PLATFORMS}
+    out["tui/desktop"] = set(resolve_multiple_toolsets(_load_enabled_toolsets() or []))
+    return out
+
+
+def test_toolsets_without_and_with_the_plugin(home):
+    from hermes_cli import plugins
+
+    (home / "config.yaml").write_text("plugins:\n  enabled: []\n", encoding="utf-8")
+    plugins._plugin_manager = None
+    plugins.discover_plugins(force=True)
+    import tools.registry as reg
+
+    # The registry is process-wide; drop our tool if an earlier test registered it.
+    if "project_history_search" in reg.registry._tools:
+        reg.registry._tools.pop("project_history_search")
+    without = _tools_per_surface()
+    assert not (OUR_TOOLS & set().union(*without.values()))
+
+    (home / "config.yaml").unlink()
+    enable_plugin(home)
+    with_plugin = _tools_per_surface()
+    # (a) the GUI surfaces get our tools with no extra configuration…
+    assert OUR_TOOLS <= with_plugin["tui/desktop"]
+    # (b) …and no other tool changes anywhere (core project_* tools stay GUI-only).
+    for surface in without:
+        assert with_plugin[surface] - OUR_TOOLS == without[surface], surface
+    assert "project_list" not in with_plugin["cli"] and "project_list" in with_plugin["tui/desktop"]
+
+
+def test_cli_users_switch_the_toolset_with_one_command(home):
+    enable_plugin(home)
+    env = dict(os.environ, HERMES_HOME=str(home))
+    assert OUR_TOOLS <= _tools_per_surface()["cli"]
+    done = subprocess.run([str(HERMES_BIN), "tools", "disable", "project_history", "--platform", "cli"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    from hermes_cli import config as hconfig
+
+    hconfig._config_cache = None if hasattr(hconfig, "_config_cache") else None
+    assert not OUR_TOOLS & _fresh_cli_tools(env)
+    done = subprocess.run([str(HERMES_BIN), "tools", "enable", "project_history", "--platform", "cli"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert OUR_TOOLS <= _fresh_cli_tools(env)
+
+
+def _fresh_cli_tools(env) -> set[str]:
+    """The CLI's tools as a new Hermes process resolves them."""
+    code = textwrap.dedent("""
+        import json
+        from hermes_cli.plugins import discover_plugins
+        from hermes_cli.config import load_config
+        from hermes_cli.tools_config import _get_platform_tools
+        from toolsets import resolve_multiple_toolsets
+        discover_plugins()
+        print(json.dumps(resolve_multiple_toolsets(sorted(_get_platform_tools(load_config(), "cli")))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_directory_install_loads_and_dispatches(home, work):
+    entry = enable_plugin(home, directory_install=True)
+    assert entry["source"] == "user"
+    from tools.registry import registry
+
+    assert registry.get_entry("project_history_search").handler.__module__ == "hermes_plugins.project_history_recall.tools"
+    assert registry.get_toolset_for_tool("project_history_search") == "project_history"
+    w = World(home)
+    (work / "d").mkdir()
+    w.project("D", work / "d")
+    w.session(("user", "directory install websocket"), cwd=work / "d")
+    asker = w.session(cwd=work / "d")
+    w.close()
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] and res["results"]
+
+
+@pytest.fixture(scope="module")
+def pip_target(tmp_path_factory):
+    """The package as pip installs it (a real wheel build), outside the test's sys.path."""
+    target = tmp_path_factory.mktemp("pip-site")
+    src = tmp_path_factory.mktemp("src") / "repo"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.egg-info", "build"))
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def test_pip_install_loads_through_the_entry_point(pip_target, tmp_path):
+    hermes_home = tmp_path / "pip-home"
+    hermes_home.mkdir()
+    work = tmp_path / "w"
+    work.mkdir()
+    script = textwrap.dedent(f"""
+        import json, sys
+        from hermes_state import SessionDB
+        from hermes_cli import plugins
+        import model_tools
+        db = SessionDB()
+        db.create_session("20260901_000001_aaaaaa", "cli", cwd={str(work)!r})
+        db.append_message("20260901_000001_aaaaaa", "user", "pip installed websocket")
+        db.create_session("20260901_000002_bbbbbb", "cli", cwd={str(work)!r})
+        db.close()
+        plugins.discover_plugins(force=True)
+        entry = [p for p in plugins.get_plugin_manager().list_plugins() if p["key"] == {PLUGIN_KEY!r}][0]
+        import project_history_recall
+        res = json.loads(model_tools.handle_function_call("project_history_search", {{"query": "websocket"}},
+                                                          session_id="20260901_000002_bbbbbb"))
+        print(json.dumps({{"entry": entry, "module": project_history_recall.__file__, "res": res}}))
+    """)
+    (hermes_home / "config.yaml").write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+    env = dict(os.environ, HERMES_HOME=str(hermes_home), PYTHONPATH=str(pip_target))
+    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout.strip().splitlines()[-1])
+    assert payload["entry"]["source"] == "entrypoint" and payload["entry"]["enabled"] and not payload["entry"]["error"]
+    assert payload["module"].startswith(str(pip_target))
+    assert payload["res"]["success"] and payload["res"]["results"][0]["snippet"].count("websocket") == 1
+    script_path = pip_target / "bin" / "project-history-recall"
+    assert script_path.exists()
+    help_out = subprocess.run([sys.executable, str(script_path), "--help"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    assert help_out.returncode == 0 and "search" in help_out.stdout
+
+
+def _cli(*args, home: Path, cwd: Path | None = None, hermes: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
+    cmd = [str(HERMES_BIN), "recall", *args] if hermes else [sys.executable, "-m", "project_history_recall.cli", *args]
+    return subprocess.run(cmd, env=env, cwd=cwd or home, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture
+def cli_world(home, work):
+    w = World(home)
+    app = work / "app"
+    (app / "src").mkdir(parents=True)
+    pid = w.project("App", app)
+    w.session(("user", "the websocket reconnect loop is flaky"), ("assistant", "added backoff"), cwd=app,
+              title="Fix websocket")
+    w.session(("user", "支付超时"), cwd=app / "src", title="中文")
+    w.close()
+    return {"home": home, "app": app, "pid": pid}
+
+
+def test_standalone_cli_search_status_projects(cli_world):
+    home, app = cli_world["home"], cli_world["app"]
+    out = _cli("search", "websocket", "--dir", str(app), home=home)
+    assert out.returncode == 0, out.stderr
+    assert "Fix websocket" in out.stdout and "«websocket»" in out.stdout and "@session:" in out.stdout
+    out = _cli("search", "超时", home=home, cwd=app / "src")
+    assert out.returncode == 0 and "中文" in out.stdout
+    js = _cli("search", "websocket", "--dir", str(app), "--json", home=home)
+    payload = json.loads(js.stdout)
+    assert payload["success"] and payload["project"]["id"] == cli_world["pid"]
+    nothing = _cli("search", "zzzznotthere", "--dir", str(app), home=home)
+    assert nothing.returncode == 1 and "Nothing found" in nothing.stdout
+    status = _cli("status", str(app / "src"), home=home)
+    assert status.returncode == 0 and "App" in status.stdout and "2 sessions" in status.stdout
+    projects = _cli("projects", "--json", home=home)
+    listed = json.loads(projects.stdout)["projects"]
+    assert {"kind": "explicit", "name": "App", "sessions": 2}.items() <= listed[0].items()
+
+
+def test_cli_errors_are_one_line(home, work):
+    out = _cli("search", "x", "--dir", str(work), home=home)
+    assert out.returncode == 3
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "state.db" in out.stderr
+    bad = _cli("search", "x", "--project", "nope", home=home)
+    assert bad.returncode in (2, 3) and "Traceback" not in bad.stderr
+
+
+def test_hermes_recall_subcommand(cli_world):
+    home = cli_world["home"]
+    enable_plugin(home)
+    out = _cli("search", "websocket", "--dir", str(cli_world["app"]), home=home, hermes=True)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "Fix websocket" in out.stdout

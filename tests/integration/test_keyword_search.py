@@ -1,0 +1,294 @@
+"""project_history_search through Hermes's real plugin manager and dispatch (Hermes 0.19.0)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin
+
+SEARCH = "project_history_search"
+
+
+@pytest.fixture
+def world(home, work):
+    w = World(home)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def pq(world, work):
+    """Projects P and Q in folders that share a prefix and carry % and _."""
+    p_dir = work / "app_1%"
+    q_dir = work / "app_1%x"
+    other = work / "app_10"
+    for d in (p_dir / "src", q_dir, other):
+        d.mkdir(parents=True)
+    p = world.project("P", p_dir)
+    q = world.project("Q", q_dir)
+    sp = world.session(("user", "websocket reconnect fails with ERR_CONNECTION_REFUSED"),
+                       ("assistant", "Added exponential backoff to the websocket client"), cwd=p_dir, title="P one")
+    sp2 = world.session(("user", "支付回调超时，修改youer服务端配置"), ("assistant", "超时改为15秒"),
+                        cwd=p_dir / "src", title="P two")
+    sq = world.session(("user", "websocket pricing for Q ERR_CONNECTION_REFUSED"), ("assistant", "Q answer 超时"),
+                       cwd=q_dir, title="Q one")
+    so = world.session(("user", "websocket in app_10 ERR_CONNECTION_REFUSED"), cwd=other, title="Other")
+    asker_p = world.session(cwd=p_dir, title="asking from P")
+    asker_q = world.session(cwd=q_dir, title="asking from Q")
+    enable_plugin(world.home)
+    return {"P": p, "Q": q, "sp": sp, "sp2": sp2, "sq": sq, "so": so, "asker_p": asker_p, "asker_q": asker_q,
+            "p_dir": p_dir, "q_dir": q_dir, "other": other}
+
+
+def sessions_of(result):
+    assert result["success"], result
+    return {r["session_id"] for r in result["results"]}
+
+
+def test_projects_never_leak_into_each_other(pq):
+    for query in ("websocket", "ERR_CONNECTION_REFUSED", "超时", "websocket ERR_CONNECTION_REFUSED 超时"):
+        from_p = call(SEARCH, {"query": query}, session_id=pq["asker_p"])
+        from_q = call(SEARCH, {"query": query}, session_id=pq["asker_q"])
+        assert sessions_of(from_p) <= {pq["sp"], pq["sp2"]}, query
+        assert sessions_of(from_q) <= {pq["sq"]}, query
+        assert from_p["project"] == {"kind": "explicit", "id": pq["P"], "name": "P"}
+        assert from_q["project"]["id"] == pq["Q"]
+    assert sessions_of(call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])) == {pq["sp"]}
+
+
+def test_response_shape_matches_the_spec(pq):
+    res = call(SEARCH, {"query": "websocket reconnect", "mode": "keyword"}, session_id=pq["asker_p"])
+    assert res["success"] is True and res["mode"] == "keyword"
+    assert res["sessions_in_scope"] == 2  # P's two sessions; the asker's own is excluded
+    assert res["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
+    hit = res["results"][0]
+    assert set(hit) >= {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
+    assert hit["session_id"] == pq["sp"] and hit["title"] == "P one"
+    assert hit["link"] == f"@session:default/{pq['sp']}"
+    assert hit["score_source"] == "keyword"
+    assert ">>>websocket<<<" in hit["snippet"]
+    assert any(c.get("hit") for c in hit["context"]) and len(hit["context"]) == 2
+
+
+def test_hybrid_falls_back_to_keyword_and_says_why(pq):
+    res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+    assert res["mode"] == "hybrid" and res["results"]
+    if res["semantic_status"] != "ready":
+        assert res["searched_with"] == "keyword" and res["semantic_reason"]
+
+
+def test_link_reads_back_with_core_session_search(pq, world):
+    from tools.session_search_tool import session_search
+
+    hit = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])["results"][0]
+    profile, _, sid = hit["link"].removeprefix("@session:").partition("/")
+    import json
+
+    out = json.loads(session_search(session_id=sid, profile=profile, around_message_id=hit["message_id"],
+                                    db=world.db))
+    assert out["success"] and any(m["id"] == hit["message_id"] for m in out["messages"])
+
+
+def test_cjk_one_two_and_three_plus_characters_and_mixed_scripts(pq):
+    ask = lambda q: sessions_of(call(SEARCH, {"query": q}, session_id=pq["asker_p"]))  # noqa: E731
+    assert ask("超") == {pq["sp2"]}
+    assert ask("超时") == {pq["sp2"]}
+    assert ask("服务端") == {pq["sp2"]}
+    assert ask("修改youer服务端") == {pq["sp2"]}
+    assert ask("youer") == {pq["sp2"]}
+
+
+def test_exact_symbols_and_error_codes(world, work):
+    d = work / "sym"
+    d.mkdir()
+    world.project("Sym", d)
+    sid = world.session(("user", "call foo.bar() in src/app.py; it raised 0x80070005"),
+                        ("assistant", "ERR_CONNECTION_REFUSED came from payment_gateway.timeout"), cwd=d)
+    noise = world.session(("user", "foo and bar and app and py, connection refused"), cwd=d)
+    asker = world.session(cwd=d)
+    enable_plugin(world.home)
+    for symbol in ("foo.bar()", "src/app.py", "0x80070005", "ERR_CONNECTION_REFUSED", "payment_gateway.timeout"):
+        res = call(SEARCH, {"query": symbol}, session_id=asker)
+        assert res["results"] and res["results"][0]["session_id"] == sid, symbol
+        assert noise not in {r["session_id"] for r in res["results"][:1]}
+
+
+@pytest.mark.parametrize("query", ['NEAR(websocket reconnect)', 'websocket AND', 'OR', '"unbalanced', 'col:websocket',
+                                   '*', '^websocket', 'a:b:c', "'; DROP TABLE messages; --", "(((", '"" AND ""',
+                                   "websocket\x00", "\ud800websocket", "x" * 5000])
+def test_malformed_fts_syntax_never_raises(pq, query):
+    res = call(SEARCH, {"query": query}, session_id=pq["asker_p"])
+    assert isinstance(res, dict) and "success" in res
+    if res["success"]:
+        assert sessions_of(res) <= {pq["sp"], pq["sp2"]}
+    else:
+        assert res["error"]
+
+
+def test_auto_project_tier(world, work):
+    repo = work / "loose-repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    a = world.session(("user", "auto tier websocket note"), cwd=repo / "src")
+    b = world.session(("user", "another websocket note at the root"), cwd=repo)
+    elsewhere = world.session(("user", "websocket elsewhere"), cwd=work)
+    asker = world.session(cwd=repo)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "websocket"}, session_id=asker)
+    assert res["project"]["kind"] == "auto" and res["project"]["name"] == "loose-repo"
+    assert sessions_of(res) == {a, b}
+    assert elsewhere not in sessions_of(res)
+
+
+def test_home_bucket_searches_nothing(pq, world):
+    tg = world.session(("user", "websocket question from telegram"), source="telegram")
+    res = call(SEARCH, {"query": "websocket"}, session_id=tg)
+    assert res["success"] is True and res["results"] == []
+    assert res["project"]["kind"] == "home" and res["sessions_in_scope"] == 0
+    assert "project_session_move" in res["reason"]
+
+
+def test_subagent_child_searches_its_parents_project_and_skips_the_conversation(pq, world):
+    child = world.session(("assistant", "subagent scratch websocket"), parent=pq["asker_p"], source="subagent")
+    res = call(SEARCH, {"query": "websocket"}, session_id=child)
+    assert res["project"]["id"] == pq["P"]
+    assert sessions_of(res) == {pq["sp"]}
+    assert res.get("current_session_excluded") is True
+    # A child of an earlier P session is part of P's history.
+    res = call(SEARCH, {"query": "subagent scratch"}, session_id=pq["sp"])
+    assert child in sessions_of(res)
+
+
+def test_current_session_lookup_order_and_missing_row(pq, monkeypatch):
+    # session_id first; a task_id that exists is used when session_id is unknown.
+    res = call(SEARCH, {"query": "websocket"}, session_id="20990101_000000_ffffff", task_id=pq["asker_q"])
+    assert res["project"]["id"] == pq["Q"]
+    # No ids at all, no row yet: the working directory decides.
+    monkeypatch.setenv("TERMINAL_CWD", str(pq["p_dir"]))
+    res = call(SEARCH, {"query": "websocket"}, session_id="20990101_000000_eeeeee")
+    assert res["project"]["id"] == pq["P"]
+    monkeypatch.setenv("HERMES_SESSION_ID", pq["asker_q"])
+    res = call(SEARCH, {"query": "websocket"})
+    assert res["project"]["id"] == pq["Q"]
+
+
+def test_include_current_session_and_roles(pq, world):
+    world.say(pq["asker_p"], "user", "websocket in the current conversation")
+    world.say(pq["asker_p"], "tool", "websocket tool output line", tool_name="terminal")
+    default = sessions_of(call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"]))
+    assert pq["asker_p"] not in default
+    both = call(SEARCH, {"query": "websocket", "include_current_session": True, "include_tool_output": True},
+                session_id=pq["asker_p"])
+    roles = {r["role"] for r in both["results"] if r["session_id"] == pq["asker_p"]}
+    assert roles == {"user", "tool"}
+
+
+def test_rewound_messages_are_hidden_and_compacted_ones_stay(pq, world):
+    sid = world.session(("user", "zebra rewound message"), ("user", "zebra compacted message"), cwd=pq["p_dir"])
+    conn = world.db._conn
+    conn.execute("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ? AND content LIKE '%rewound%'",
+                 (sid,))
+    conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND content LIKE '%compacted%'",
+                 (sid,))
+    conn.commit()
+    snippets = [r["snippet"] for r in call(SEARCH, {"query": "zebra"}, session_id=pq["asker_p"])["results"]]
+    assert any("compacted" in s for s in snippets) and not any("rewound" in s for s in snippets)
+
+
+def test_list_content_is_decoded(pq, world):
+    sid = world.session(cwd=pq["p_dir"])
+    world.say(sid, "user", [{"type": "text", "text": "giraffe in a multimodal message"},
+                            {"type": "image_url", "image_url": {"url": "data:..."}}])
+    res = call(SEARCH, {"query": "giraffe"}, session_id=pq["asker_p"])
+    assert res["results"][0]["snippet"].startswith("»") is False
+    assert "giraffe" in res["results"][0]["snippet"] and "\x00json" not in res["results"][0]["snippet"]
+
+
+def test_time_range(pq):
+    assert call(SEARCH, {"query": "websocket", "until": "2000-01-01"}, session_id=pq["asker_p"])["results"] == []
+    assert call(SEARCH, {"query": "websocket", "since": "2000-01-01"}, session_id=pq["asker_p"])["results"]
+
+
+def test_explicit_project_argument_and_unknown_project(pq):
+    res = call(SEARCH, {"query": "websocket", "project": "q"}, session_id=pq["asker_p"])
+    assert res["project"]["id"] == pq["Q"] and sessions_of(res) == {pq["sq"]}
+    bad = call(SEARCH, {"query": "websocket", "project": "nope"}, session_id=pq["asker_p"])
+    assert bad["success"] is False and "nope" in bad["error"] and bad["candidates"]
+
+
+def test_bad_arguments_come_back_as_json_errors(pq):
+    for args in ({}, {"query": ""}, {"query": "x", "mode": "psychic"}, {"query": "x", "limit": "many"}):
+        res = call(SEARCH, args, session_id=pq["asker_p"])
+        assert res["success"] is False and res["error"]
+
+
+def test_missing_and_empty_state_db(home):
+    enable_plugin(home)
+    res = call(SEARCH, {"query": "x"})
+    assert res["success"] is False and res["error_code"] == "missing" and "state.db" in res["error"]
+    (home / "state.db").write_bytes(b"")
+    res = call(SEARCH, {"query": "x"})
+    assert res["success"] is False and res["error_code"] == "empty"
+    (home / "state.db").write_bytes(b"this is not sqlite" * 100)
+    res = call(SEARCH, {"query": "x"})
+    assert res["success"] is False and res["error_code"] == "corrupt"
+
+
+def test_state_db_bytes_and_schema_unchanged(pq, world):
+    world.close()
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    for args in ({"query": "websocket"}, {"query": "超"}, {"query": "超时 服务端", "include_tool_output": True},
+                 {"query": "ERR_CONNECTION_REFUSED", "mode": "semantic"}, {"query": "NEAR("}, {"query": ""},
+                 {"query": "x", "project": "Q"}):
+        call(SEARCH, args, session_id=pq["asker_p"])
+    assert db_digest(world.home / "state.db") == before
+
+
+def test_plugin_connection_cannot_write(pq, world):
+    from project_history_recall import statedb
+
+    conn = statedb.connect_readonly(world.home / "state.db")
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            conn.execute("CREATE TABLE x (y)")
+        with pytest.raises(sqlite3.OperationalError):
+            conn.execute("DELETE FROM messages")
+    finally:
+        conn.close()
+
+
+def test_search_while_another_process_writes(pq, world):
+    world.close()
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os, time
+        from hermes_state import SessionDB
+        db = SessionDB()
+        sid = "20260901_999999_abcdef"
+        db.create_session(sid, "cli", cwd={str(pq['p_dir'])!r})
+        end = time.time() + 3
+        n = 0
+        while time.time() < end:
+            db.append_message(sid, "user", f"websocket concurrent write {{n}}")
+            n += 1
+        db.close()
+        print(n)
+    """)], env=dict(os.environ), stdout=subprocess.PIPE, text=True)
+    failures, searches = 0, 0
+    deadline = time.time() + 3
+    while time.time() < deadline:
+        res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+        searches += 1
+        failures += not res["success"]
+    out, _ = writer.communicate(timeout=30)
+    assert writer.returncode == 0 and int(out) > 10
+    assert searches > 5 and failures == 0
+    res = call(SEARCH, {"query": "concurrent"}, session_id=pq["asker_p"])
+    assert res["results"], "rows the writer committed are found"
