@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from dataclasses import dataclass, field
 
 from .querytext import ParsedQuery, Term, fts_quote, is_cjk
 from .statedb import Shape
 
+_WORD_TOKEN = re.compile(r"[^\W_]+")
 WORD_CANDIDATES = 200
 TERM_CANDIDATES = 5000
 # A message in a session that matches in several places is more likely the
@@ -52,11 +54,9 @@ class Hit:
 
 
 _SCOPE_ROWS = "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))"
-# Up to this many messages in scope, substrings are found by scanning the
-# scope's rows (~1 µs a row); above it the trigram index is cheaper. The
-# trigram index costs the doclists of every trigram in the term (tens of ms
-# for a common-looking symbol) however small the scope.
-SCAN_LIMIT = 20_000
+# Scopes up to this many messages answer substrings (symbols, CJK) by
+# scanning their own rows (~1.7 µs a row); bigger ones use an index.
+SCAN_LIMIT = 10_000
 
 
 def _filters_sql(shape: Shape, filters: Filters) -> tuple[str, list]:
@@ -88,35 +88,59 @@ def scope_size(conn: sqlite3.Connection, scope_json: str) -> int:
     return int(row[0] or 0)
 
 
+def _folded(text: str) -> str:
+    # SQLite's lower() folds ASCII only; fold needles the same way.
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
 @dataclass
 class _Plan:
     words: list[str] = field(default_factory=list)  # FTS5 strings for one BM25 OR query
+    phrases: list[Term] = field(default_factory=list)  # symbols: word-index phrase, then exact check
     trigram: list[Term] = field(default_factory=list)
     scan: list[Term] = field(default_factory=list)
 
 
+def _symbol_phrase(text: str) -> str | None:
+    tokens = _WORD_TOKEN.findall(text.casefold())
+    return fts_quote(" ".join(tokens)) if tokens else None
+
+
 def plan(query: ParsedQuery, shape: Shape, filters: Filters, total: int) -> tuple[_Plan, _Plan]:
     """(first pass, recall pass). The recall pass (bigrams cut from longer
-    CJK runs, words as bare substrings) only runs when the first found too
-    little: it widens recall at the price of looser matches."""
+    CJK runs, the words inside a symbol, words as bare substrings) only runs
+    when the exact terms found nothing: looser matches must not crowd out
+    exact ones, and they are the expensive part for common words."""
     exact, partial = _Plan(), _Plan()
-    trigram_ok = shape.trigram_fts is not None and total > SCAN_LIMIT and (
-        shape.trigram_has_tools or "tool" not in filters.roles
-    )
+    small = total <= SCAN_LIMIT
+    trigram_ok = shape.trigram_fts is not None and (shape.trigram_has_tools or "tool" not in filters.roles)
+
+    def substring(term: Term, target: _Plan) -> None:
+        text = term.text
+        if small or len(text) < 3:
+            target.scan.append(term)
+        elif shape.words_fts is not None and not _has_cjk(text) and _symbol_phrase(text):
+            # The word index narrows to the symbol's words in order, far
+            # cheaper than the trigram doclists of a long symbol.
+            target.phrases.append(term)
+        elif trigram_ok:
+            target.trigram.append(term)
+        else:
+            target.scan.append(term)
+
     for term in query.terms:
         target = partial if term.partial else exact
         text = term.text
-        substring = term.kind in ("symbol", "cjk") or (term.kind == "phrase" and _has_cjk(text))
-        if substring or shape.words_fts is None:
-            (target.trigram if trigram_ok and len(text) >= 3 else target.scan).append(term)
+        if term.kind in ("symbol", "cjk") or (term.kind == "phrase" and _has_cjk(text)) or shape.words_fts is None:
+            substring(term, target)
             continue
         target.words.append(fts_quote(text))
         if term.stem:
             target.words.append(fts_quote(term.stem) + "*")
-        if len(text) >= 3:
+        if len(text) >= 3 and not term.partial:
             # unicode61 reads "修改youer服务端" as one token, so a Latin word
             # glued to CJK text is only found as a substring.
-            (partial.trigram if trigram_ok else partial.scan).append(term)
+            substring(term, partial)
     return exact, partial
 
 
@@ -134,50 +158,85 @@ class _Collector:
 
     def add_term(self, rows: list, label: str) -> None:
         weight = _idf(self.total, len(rows))
-        for mid, sid, ts in rows:
+        for mid, sid, ts in rows[:TERM_CANDIDATES]:
             self.add(mid, sid, ts, weight, label)
+
+
+class _Scoped:
+    """Runs FTS queries restricted to one scope, choosing how per query.
+
+    An FTS match must be checked for scope membership. Joining each match to
+    its message row costs ~2 µs per match in the whole database; testing the
+    match's rowid against the scope's own message ids costs ~0.4 µs per match
+    but first collects those ids (~0.4 µs per scope message). A bounded count
+    of the matches (doclist only) decides which is cheaper.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, shape: Shape, scope_json: str, filters: Filters, total: int):
+        self.conn = conn
+        self.scope_json = scope_json
+        self.total = total
+        self.fsql, self.fparams = _filters_sql(shape, filters)
+
+    def _few_matches(self, table: str, match: str) -> bool:
+        cap = max(500, self.total // 4)
+        (count,) = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)", (match, cap)
+        ).fetchone()
+        return count < cap
+
+    def rows(self, table: str, match: str, select: str, tail: str = "", extra_where: str = "",
+             extra: tuple = ()) -> list:
+        if self._few_matches(table, match):
+            member, params = "m.session_id IN (SELECT value FROM json_each(?))", [self.scope_json]
+        else:
+            member, params = f"+{table}.rowid IN ({_SCOPE_ROWS})", [self.scope_json]
+        where = f"{table} MATCH ? AND {member} AND {self.fsql}{extra_where}"
+        return self.conn.execute(
+            f"SELECT {select} FROM {table} JOIN messages m ON m.id = {table}.rowid WHERE {where} {tail}",
+            [match, *params, *self.fparams, *extra],
+        ).fetchall()
+
+
+def _text_expr(filters: Filters) -> str:
+    text = "COALESCE(m.content, '')"
+    if "tool" in filters.roles:
+        text = f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
+    return f"lower({text})"
 
 
 def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
          out: _Collector) -> None:
-    fsql, fparams = _filters_sql(shape, filters)
-
-    def _fts(table: str, match: str, select: str, tail: str, extra: list) -> list:
-        # "+rowid": test membership against the scope's ids per match instead
-        # of letting FTS5 seek every scope rowid, and instead of a primary-key
-        # lookup into messages for every match in the whole database.
-        return conn.execute(
-            f"SELECT {select} FROM {table} JOIN messages m ON m.id = {table}.rowid "
-            f"WHERE {table} MATCH ? AND +{table}.rowid IN ({_SCOPE_ROWS}) AND {fsql} {tail}",
-            [match, scope_json, *fparams, *extra],
-        ).fetchall()
+    fts = _Scoped(conn, shape, scope_json, filters, out.total)
+    text = _text_expr(filters)
+    cols = "m.id, m.session_id, m.timestamp"
 
     if p.words:
         table = shape.words_fts
-        for mid, sid, ts, score in _fts(table, " OR ".join(p.words),
-                                        f"m.id, m.session_id, m.timestamp, bm25({table}) AS score",
-                                        "ORDER BY score LIMIT ?", [WORD_CANDIDATES]):
+        for mid, sid, ts, score in fts.rows(table, " OR ".join(p.words), f"{cols}, bm25({table}) AS score",
+                                            "ORDER BY score LIMIT ?", extra=(WORD_CANDIDATES,)):
             out.add(mid, sid, ts, -score, "words")
 
+    for term in p.phrases:
+        rows = fts.rows(shape.words_fts, _symbol_phrase(term.text), cols, "LIMIT ?",
+                        f" AND instr({text}, ?) > 0", (_folded(term.text), TERM_CANDIDATES + 1))
+        if rows:
+            out.add_term(rows, term.text)
+
     for term in p.trigram:
-        rows = _fts(shape.trigram_fts, fts_quote(term.text), "m.id, m.session_id, m.timestamp",
-                    "LIMIT ?", [TERM_CANDIDATES])
+        rows = fts.rows(shape.trigram_fts, fts_quote(term.text), cols, "LIMIT ?", extra=(TERM_CANDIDATES + 1,))
         if rows:
             out.add_term(rows, term.text)
 
     if p.scan:
-        text_expr = "COALESCE(m.content, '')"
-        if "tool" in filters.roles:
-            text_expr = f"({text_expr} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
-        # Case-insensitive like the indexes; SQLite's lower() folds ASCII only,
-        # so the needles are folded the same way.
-        probes = [f"instr(lower({text_expr}), ?) > 0" for _ in p.scan]
-        needles = ["".join(c.lower() if c.isascii() else c for c in t.text) for t in p.scan]
+        probes = [f"instr({text}, ?) > 0" for _ in p.scan]
+        needles = [_folded(t.text) for t in p.scan]
+        fsql, fparams = _filters_sql(shape, filters)
         rows = conn.execute(
-            f"SELECT m.id, m.session_id, m.timestamp, {', '.join(probes)} FROM messages m "
+            f"SELECT {cols}, {', '.join(probes)} FROM messages m "
             f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {fsql} "
             f"AND ({' OR '.join(probes)}) LIMIT ?",
-            [*needles, scope_json, *fparams, *needles, TERM_CANDIDATES],
+            [*needles, scope_json, *fparams, *needles, TERM_CANDIDATES * len(p.scan)],
         ).fetchall()
         for i, term in enumerate(p.scan):
             matching = [r[:3] for r in rows if r[3 + i]]
@@ -203,7 +262,7 @@ def search(
     exact, partial = plan(query, shape, filters, total)
     out = _Collector(total)
     _run(conn, shape, exact, scope_json, filters, out)
-    if len(out.hits) < limit:
+    if not out.hits:
         _run(conn, shape, partial, scope_json, filters, out)
     return rank(list(out.hits.values()))[:limit]
 

@@ -67,8 +67,8 @@ def is_cjk(ch: str) -> bool:
 class Term:
     kind: str  # word | phrase | symbol | cjk
     text: str
-    # A bigram cut from a longer CJK run: it helps recall, but weighs less
-    # than a term the person actually typed.
+    # A piece of something longer the person typed (a bigram of a CJK run,
+    # a word inside a symbol): searched only when the whole finds too little.
     partial: bool = False
     # For a word: the prefix to match as well ("painting" -> "paint*").
     stem: str | None = None
@@ -201,9 +201,12 @@ def _terms(text: str, keep_stop: bool) -> list[Term]:
                 terms.extend([Term("cjk", run)] if keep_stop else _cjk_terms(run))
                 continue
             run = _strip_edges(run)
-            if run and _is_symbol(run):
+            symbol = bool(run) and _is_symbol(run)
+            if symbol:
                 terms.append(Term("symbol", run))
-            terms.extend(t for t in _word_terms(run, keep_stop) if keep_stop or t.text not in STOP_WORDS)
+            for t in _word_terms(run, keep_stop):
+                if keep_stop or t.text not in STOP_WORDS:
+                    terms.append(Term(t.kind, t.text, partial=symbol, stem=t.stem))
     return terms
 
 
