@@ -125,6 +125,8 @@ class AttributionContext:
     def __post_init__(self) -> None:
         self.index = FolderIndex(self.projects)
         self.live = {p.id: p for p in self.projects if not p.archived}
+        # Thousands of sessions share a few hundred folders; resolve each once.
+        self.by_location: dict[tuple, Attribution | None] = {}
 
 
 def _explicit(project: ProjectInfo, via: str) -> Attribution:
@@ -151,7 +153,13 @@ def resolve_own(facts: SessionFacts, ctx: AttributionContext) -> Attribution | N
     recorded = ctx.records.get(facts.id)
     if recorded and recorded in ctx.live:
         return _explicit(ctx.live[recorded], "recorded")
+    location = (facts.cwd, facts.git_repo_root)
+    if location not in ctx.by_location:
+        ctx.by_location[location] = _resolve_location(facts, ctx)
+    return ctx.by_location[location]
 
+
+def _resolve_location(facts: SessionFacts, ctx: AttributionContext) -> Attribution | None:
     cwd = (facts.cwd or "").strip()
     root = _effective_root(facts, ctx)
     if not cwd and not root:

@@ -75,25 +75,13 @@ def junk_roots(home: Path) -> tuple[list[str], list[str]]:
     return sorted(homes), sorted(hermes)
 
 
-def find_git_root(directory: str | Path) -> str | None:
-    """The repository holding ``directory``, found on disk without running git.
-
-    A linked worktree (``.git`` is a file naming ``…/.git/worktrees/<n>``)
-    folds into its main repository, as Hermes's sidebar does. Folders that do
-    not exist here (remote backends) give None.
-    """
-    try:
-        current = Path(directory).expanduser()
-        if not current.is_absolute():
-            return None
-        for candidate in (current, *current.parents):
-            marker = candidate / ".git"
-            if marker.is_dir():
-                return str(candidate)
-            if marker.is_file():
-                return _worktree_main(marker) or str(candidate)
-    except (OSError, RuntimeError, ValueError):
-        return None
+def _git_marker_root(candidate: Path) -> str | None:
+    """The repository root if ``candidate`` holds ``.git``; a worktree folds into its main repo."""
+    marker = candidate / ".git"
+    if marker.is_dir():
+        return str(candidate)
+    if marker.is_file():
+        return _worktree_main(marker) or str(candidate)
     return None
 
 
@@ -110,8 +98,16 @@ def _worktree_main(marker: Path) -> str | None:
     return None
 
 
+def find_git_root(directory: str | Path) -> str | None:
+    """The repository holding ``directory``, found on disk without running git
+    (like Hermes's sidebar probe). Folders that do not exist here — remote
+    backends, another machine's paths — give None."""
+    return GitRootCache(ttl=0)(str(directory))
+
+
 class GitRootCache:
-    """Memoised ``find_git_root`` for the few hundred distinct folders of a home."""
+    """``find_git_root`` remembering every folder it passed on the way up, so
+    the few hundred folders of a Hermes home cost a few hundred ``stat``s."""
 
     def __init__(self, ttl: float = 60.0):
         self._ttl = ttl
@@ -119,9 +115,24 @@ class GitRootCache:
 
     def __call__(self, directory: str) -> str | None:
         now = time.monotonic()
-        hit = self._cache.get(directory)
-        if hit and now - hit[0] < self._ttl:
-            return hit[1]
-        root = find_git_root(directory)
-        self._cache[directory] = (now, root)
+        try:
+            start = Path(directory).expanduser()
+            if not start.is_absolute():
+                return None
+            passed: list[str] = []
+            root: str | None = None
+            for candidate in (start, *start.parents):
+                key = str(candidate)
+                hit = self._cache.get(key)
+                if hit is not None and now - hit[0] < self._ttl:
+                    root = hit[1]
+                    break
+                passed.append(key)
+                root = _git_marker_root(candidate)
+                if root is not None:
+                    break
+        except (OSError, RuntimeError, ValueError):
+            return None
+        for key in passed:
+            self._cache[key] = (now, root)
         return root

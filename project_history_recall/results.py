@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -29,7 +30,7 @@ def link(profile: str, session_id: str) -> str:
     return f"@session:{profile}/{session_id}"
 
 
-def _term_pattern(query: ParsedQuery) -> re.Pattern | None:
+def term_pattern(query: ParsedQuery) -> re.Pattern | None:
     parts = []
     for term in sorted(query.terms, key=lambda t: -len(t.text)):
         text = re.escape(term.text)
@@ -89,8 +90,6 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Messag
 
 
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
-    import json
-
     if not ids:
         return {}
     rows = conn.execute(

@@ -23,6 +23,7 @@ from .attribution import (
     JunkPolicy,
     ProjectInfo,
     SessionFacts,
+    attribute,
     attribute_all,
     lineage_root,
     resolve_own,
@@ -88,6 +89,13 @@ def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -
     )
 
 
+def _only_added(old: dict[str, SessionFacts], new: dict[str, SessionFacts]) -> list[str] | None:
+    """The sessions ``new`` adds to ``old``, or None if anything else changed."""
+    if len(new) < len(old) or any(new.get(sid) != facts for sid, facts in old.items()):
+        return None
+    return [sid for sid in new if sid not in old]
+
+
 def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     """Attribution of every session in ``home``'s state.db (cached)."""
     catalog = SessionCatalog.for_path(paths.state_db_path(home))
@@ -98,14 +106,28 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     cache_key = str(home)
     with _maps_lock:
         cached = _maps.get(cache_key)
-        if cached and cached.key == key and time.monotonic() - cached.built_at < _MAP_TTL:
-            return cached
-    ctx = _context(home, projects, records)
-    by_session = attribute_all(facts, ctx)
-    by_project: dict[tuple, list[str]] = {}
-    for sid, attribution in by_session.items():
-        by_project.setdefault(attribution.key, []).append(sid)
-    built = _AttributionMap(key, time.monotonic(), by_session, by_project, ctx, facts)
+    fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
+    if fresh and cached.key == key:
+        return cached
+    added = _only_added(cached.facts, facts) if fresh and cached.key[1:] == key[1:] else None
+    if added is not None:
+        # A new session or two (every new chat): attribute just those.
+        ctx = cached.ctx
+        by_session = dict(cached.by_session)
+        for sid in added:
+            attribute(sid, facts, ctx, by_session)
+        by_project = {k: list(v) for k, v in cached.by_project.items()}
+        for sid in added:
+            by_project.setdefault(by_session[sid].key, []).append(sid)
+        built_at = cached.built_at
+    else:
+        ctx = _context(home, projects, records)
+        by_session = attribute_all(facts, ctx)
+        by_project = {}
+        for sid, attribution in by_session.items():
+            by_project.setdefault(attribution.key, []).append(sid)
+        built_at = time.monotonic()
+    built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with _maps_lock:
         _maps[cache_key] = built
     return built

@@ -101,6 +101,12 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
     return parsed.timestamp()
 
 
+def _given(args: dict, key: str, default: object) -> object:
+    """The argument, or the default when it is absent or null (models send null)."""
+    value = args.get(key)
+    return default if value is None else value
+
+
 def request_from_args(args: object) -> SearchRequest:
     if not isinstance(args, dict):
         raise ArgumentError("Arguments must be an object with at least 'query'.")
@@ -123,13 +129,13 @@ def request_from_args(args: object) -> SearchRequest:
     return SearchRequest(
         query=query,
         mode=mode.strip().lower(),
-        limit=_as_int("limit", args.get("limit", 10) if args.get("limit") is not None else 10, 1, MAX_LIMIT),
-        context=_as_int("context", args.get("context", 2) if args.get("context") is not None else 2, 0, MAX_CONTEXT),
-        include_tool_output=_as_bool("include_tool_output", args.get("include_tool_output", False)),
+        limit=_as_int("limit", _given(args, "limit", 10), 1, MAX_LIMIT),
+        context=_as_int("context", _given(args, "context", 2), 0, MAX_CONTEXT),
+        include_tool_output=_as_bool("include_tool_output", _given(args, "include_tool_output", False)),
         since=since,
         until=until,
-        project=clean_text(project) or None if project else None,
-        include_current_session=_as_bool("include_current_session", args.get("include_current_session", False)),
+        project=(clean_text(project) or None) if project else None,
+        include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
     )
 
 
@@ -172,7 +178,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[ke
         for hit in hits:
             if hit.message_id in rows:
                 windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
-    pattern = results._term_pattern(query)
+    pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
     out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, "keyword") for h in hits) if e]
     response = {

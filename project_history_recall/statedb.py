@@ -246,23 +246,27 @@ class SessionCatalog:
     """The attribution-relevant columns of every session, cached per process.
 
     Reading ``cwd``/``git_repo_root`` means walking past ``system_prompt`` in
-    each row (kilobytes of overflow pages), ~50 ms at 20k sessions, so rows are
-    cached. Any commit changes the file's fingerprint; new sessions are then
-    read by rowid (cheap), and a full re-read that also catches changed
-    folders happens at most every ``max_staleness`` seconds.
+    every row (kilobytes of overflow pages scattered through the file):
+    ~200 ms at 20k sessions. So the first snapshot reads everything once;
+    after that a search only reads sessions added since (by rowid, cheap), and
+    a full re-read — which also sees folders Hermes changed on existing
+    sessions — runs in the background, at most every ``max_staleness``
+    seconds while the file keeps changing. A search never waits for it.
     """
 
     _instances: dict[str, "SessionCatalog"] = {}
     _instances_lock = threading.Lock()
+    _COLUMNS = "rowid, id, cwd, git_repo_root, parent_session_id, message_count"
 
-    def __init__(self, path: Path, max_staleness: float = 2.0):
+    def __init__(self, path: Path, max_staleness: float = 3.0):
         self.path = path
         self.max_staleness = max_staleness
         self._lock = threading.Lock()
-        self._facts: dict[str, SessionFacts] = {}
+        self._facts: dict[str, SessionFacts] | None = None
         self._fingerprint: tuple | None = None
         self._max_rowid = 0
         self._full_at = float("-inf")
+        self._refresher: threading.Thread | None = None
         self.version = 0
 
     @classmethod
@@ -274,45 +278,76 @@ class SessionCatalog:
                 catalog = cls._instances[key] = cls(path)
             return catalog
 
-    def invalidate(self) -> None:
-        with self._lock:
-            self._fingerprint = None
-            self._full_at = float("-inf")
+    def _read_all(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SessionFacts]]:
+        top, facts = 0, {}
+        for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions"):
+            facts[row[1]] = _facts(row)
+            top = max(top, row[0])
+        return top, facts
 
-    _COLUMNS = "rowid, id, cwd, git_repo_root, parent_session_id, message_count"
+    def _install(self, facts: dict[str, SessionFacts], max_rowid: int, fingerprint: tuple | None) -> None:
+        """Caller holds the lock."""
+        if facts != self._facts:
+            self.version += 1
+        self._facts = facts
+        self._max_rowid = max_rowid
+        self._fingerprint = fingerprint
 
     def snapshot(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SessionFacts]]:
-        """(version, facts by session id); the dict must not be mutated.
+        """(version, facts by session id); the dict is never mutated afterwards.
 
         ``message_count`` may lag behind (appends do not trigger a re-read);
         it only sizes work, never decides what is in scope.
         """
         fingerprint = file_fingerprint(self.path)
         with self._lock:
-            # mtime can be coarse; a new session always raises max(rowid), and
-            # that lookup is a single b-tree descent.
+            # mtime can be coarse; a new session always raises max(rowid),
+            # and that lookup is a single b-tree descent.
             top = conn.execute("SELECT max(rowid) FROM sessions").fetchone()[0] or 0
-            if fingerprint == self._fingerprint and top == self._max_rowid:
+            if self._facts is not None and fingerprint == self._fingerprint and top == self._max_rowid:
                 return self.version, self._facts
-            count, max_rowid = conn.execute("SELECT count(*), max(rowid) FROM sessions").fetchone()
-            max_rowid = max_rowid or 0
-            fresh = time.monotonic() - self._full_at < self.max_staleness
-            if fresh and max_rowid >= self._max_rowid:
-                facts = dict(self._facts)
-                for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions WHERE rowid > ?",
-                                        (self._max_rowid,)):
-                    facts[row[1]] = _facts(row)
-                if len(facts) != count:
-                    fresh = False
-            if not fresh:
-                facts = {row[1]: _facts(row) for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions")}
+            if self._facts is None:
+                max_rowid, facts = self._read_all(conn)
                 self._full_at = time.monotonic()
-            if facts != self._facts:
-                self.version += 1
-            self._facts = facts
-            self._max_rowid = max_rowid
-            self._fingerprint = fingerprint
+                self._install(facts, max_rowid, fingerprint)
+                return self.version, self._facts
+            facts = dict(self._facts)
+            for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions WHERE rowid > ?", (self._max_rowid,)):
+                facts[row[1]] = _facts(row)
+            self._install(facts, max(top, self._max_rowid), fingerprint)
+            if time.monotonic() - self._full_at >= self.max_staleness:
+                self._start_refresh()
             return self.version, self._facts
+
+    def _start_refresh(self) -> None:
+        """Caller holds the lock."""
+        if self._refresher is not None and self._refresher.is_alive():
+            return
+        self._full_at = time.monotonic()
+        self._refresher = threading.Thread(target=self._refresh, name="phr-session-catalog", daemon=True)
+        self._refresher.start()
+
+    def _refresh(self) -> None:
+        try:
+            conn = connect_readonly(self.path)
+        except StateDBError:
+            return
+        try:
+            max_rowid, facts = retry(lambda: self._read_all(conn), self.path)
+        except StateDBError:
+            return
+        finally:
+            conn.close()
+        with self._lock:
+            # Sessions added meanwhile are read as a delta by the next search.
+            self._install(facts, max_rowid, None)
+            self._full_at = time.monotonic()
+
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Let a background re-read finish (tests and benchmarks)."""
+        refresher = self._refresher
+        if refresher is not None:
+            refresher.join(timeout)
 
 
 _local = threading.local()

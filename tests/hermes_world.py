@@ -130,3 +130,15 @@ def checkpoint(home: Path) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
+
+
+def plugin_module(name: str):
+    """A module of the plugin as Hermes loaded it (a directory install is a
+    separate copy, ``hermes_plugins.project_history_recall``)."""
+    import importlib
+    import sys
+
+    for prefix in ("hermes_plugins.project_history_recall", "project_history_recall"):
+        if prefix in sys.modules:
+            return importlib.import_module(f"{prefix}.{name}")
+    raise LookupError("the plugin is not loaded")

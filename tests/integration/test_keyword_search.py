@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module
 
 SEARCH = "project_history_search"
 
@@ -292,3 +292,29 @@ def test_search_while_another_process_writes(pq, world):
     assert searches > 5 and failures == 0
     res = call(SEARCH, {"query": "concurrent"}, session_id=pq["asker_p"])
     assert res["results"], "rows the writer committed are found"
+
+
+def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(pq, world):
+    SessionCatalog = plugin_module("statedb").SessionCatalog
+
+    assert call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])["results"] == []
+    fresh = world.session(("user", "okapi sighting in P"), cwd=pq["p_dir"])
+    assert sessions_of(call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])) == {fresh}
+
+    # Hermes moves an existing session's folder (not through this plugin).
+    world.db.update_session_cwd(fresh, str(pq["q_dir"]))
+    catalog = SessionCatalog.for_path(world.home / "state.db")
+    catalog.max_staleness = 0
+    call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
+    catalog.wait_idle()
+    assert call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])["results"] == []  # …the next does not
+    assert sessions_of(call(SEARCH, {"query": "okapi"}, session_id=pq["asker_q"])) == {fresh}
+
+
+def test_a_new_project_folder_counts_at_once(pq, world, work):
+    extra = work / "extra"
+    extra.mkdir()
+    sid = world.session(("user", "quokka notes"), cwd=extra)
+    assert call(SEARCH, {"query": "quokka"}, session_id=pq["asker_p"])["results"] == []
+    world.add_folder(pq["P"], extra)
+    assert sessions_of(call(SEARCH, {"query": "quokka"}, session_id=pq["asker_p"])) == {sid}
