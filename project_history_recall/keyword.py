@@ -119,9 +119,10 @@ def plan(query: ParsedQuery, shape: Shape, filters: Filters, total: int) -> tupl
         text = term.text
         if small or len(text) < 3:
             target.scan.append(term)
-        elif shape.words_fts is not None and not _has_cjk(text) and _symbol_phrase(text):
+        elif term.kind == "symbol" and shape.words_fts is not None and _symbol_phrase(text):
             # The word index narrows to the symbol's words in order, far
-            # cheaper than the trigram doclists of a long symbol.
+            # cheaper than the trigram doclists of a long symbol. (A symbol
+            # glued to CJK text is one token there; small scopes still find it.)
             target.phrases.append(term)
         elif trigram_ok:
             target.trigram.append(term)

@@ -23,8 +23,8 @@ def world(home, work):
     w.close()
 
 
-@pytest.fixture
-def pq(world, work):
+@pytest.fixture(params=[10_000, 0], ids=["scan-small-scope", "index-big-scope"])
+def pq(world, work, request, monkeypatch):
     """Projects P and Q in folders that share a prefix and carry % and _."""
     p_dir = work / "app_1%"
     q_dir = work / "app_1%x"
@@ -43,6 +43,8 @@ def pq(world, work):
     asker_p = world.session(cwd=p_dir, title="asking from P")
     asker_q = world.session(cwd=q_dir, title="asking from Q")
     enable_plugin(world.home)
+    # Both ways of finding substrings: scanning a small scope, indexes for a big one.
+    monkeypatch.setattr(plugin_module("keyword"), "SCAN_LIMIT", request.param)
     return {"P": p, "Q": q, "sp": sp, "sp2": sp2, "sq": sq, "so": so, "asker_p": asker_p, "asker_q": asker_q,
             "p_dir": p_dir, "q_dir": q_dir, "other": other}
 
