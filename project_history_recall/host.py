@@ -109,3 +109,23 @@ def workspace_callback():
     module = sys.modules.get("tools.project_tools")
     callback = getattr(module, "_workspace_callback", None) if module is not None else None
     return callback if callable(callback) else None
+
+
+def call_workspace_callback(callback, session_id: str, folder: str, project_name: str, project_id: str):
+    """Call the workspace hook with the arguments this Hermes expects.
+
+    0.19.0 takes ``(task_id, path, name)``; newer releases also take the
+    project id (which attaches the session to that project) and may return
+    whether they found the live session.
+    """
+    import inspect
+
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        params = ()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_id = len(positional) >= 4 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    if takes_id:
+        return callback(session_id, folder, project_name, project_id)
+    return callback(session_id, folder, project_name)

@@ -300,11 +300,13 @@ def _re_anchor_live_session(plan: _Plan) -> str:
     if callback is None:
         return "no live GUI session in this process; Hermes picks the folder up when the session is resumed"
     try:
-        callback(plan.row.id, plan.folder, plan.target.name)
+        found = host.call_workspace_callback(callback, plan.row.id, plan.folder, plan.target.name, plan.target.id)
     except Exception as exc:  # the durable part is done; say what did not happen
         plan.notes.append(f"Hermes's workspace callback failed ({type(exc).__name__}: {exc}); the session's "
                           "saved folder is moved, a live window follows after reopening the session.")
         return "workspace callback failed"
+    if found is False:
+        return "not open in this gateway; Hermes picks the folder up when the session is opened"
     return "re-anchored through Hermes's workspace callback (if the session is open in this gateway)"
 
 

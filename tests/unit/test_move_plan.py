@@ -124,3 +124,13 @@ def test_target_folder_is_the_primary_path_else_the_first_folder():
     assert target_folder(REPO) == "/w/parent/repo"
     assert target_folder(ProjectInfo("p", "p", "P", ("/a", "/b"))) == "/a"
     assert target_folder(ProjectInfo("p", "p", "P")) is None
+
+
+def test_workspace_callback_gets_the_arguments_its_hermes_takes():
+    from project_history_recall.host import call_workspace_callback
+
+    seen = []
+    call_workspace_callback(lambda task_id, path, _name="": seen.append((task_id, path, _name)), "s", "/w", "W", "p")
+    call_workspace_callback(lambda task_id, path, name, pid: seen.append((task_id, path, name, pid)),
+                            "s", "/w", "W", "p")
+    assert seen == [("s", "/w", "W"), ("s", "/w", "W", "p")]
