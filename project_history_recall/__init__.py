@@ -14,13 +14,8 @@ __version__ = "0.1.0"
 def register(ctx) -> None:
     from . import cli, tools
 
-    ctx.register_tool(
-        name="project_history_search",
-        toolset=tools.TOOLSET,
-        schema=tools.SEARCH_SCHEMA,
-        handler=tools.handle_search,
-        emoji="📂",
-    )
+    for schema, handler, emoji in tools.TOOLS:
+        ctx.register_tool(name=schema["name"], toolset=tools.TOOLSET, schema=schema, handler=handler, emoji=emoji)
     ctx.register_cli_command(
         name="recall",
         help="Search this project's earlier Hermes sessions",

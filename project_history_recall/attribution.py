@@ -90,6 +90,21 @@ class FolderIndex:
         return None, -1
 
 
+def deepest_match(index: FolderIndex, targets: Iterable[str | None]) -> ProjectInfo | None:
+    """The project owning the deepest folder above any of ``targets``.
+
+    Targets come best first (the cwd, then the git root): on equal depth the
+    earlier one wins, exactly as Hermes's sidebar breaks the tie.
+    """
+    best, best_depth = None, -1
+    for target in targets:
+        if target:
+            project, depth = index.match(target)
+            if project is not None and depth > best_depth:
+                best, best_depth = project, depth
+    return best
+
+
 @dataclass(frozen=True)
 class JunkPolicy:
     """Workspace keys that never form an automatic project."""
@@ -165,12 +180,7 @@ def _resolve_location(facts: SessionFacts, ctx: AttributionContext) -> Attributi
     if not cwd and not root:
         return None
 
-    best, best_depth = None, -1
-    for target in (cwd, root):
-        if target:
-            project, depth = ctx.index.match(target)
-            if project is not None and depth > best_depth:
-                best, best_depth = project, depth
+    best = deepest_match(ctx.index, (cwd, root))
     if best is not None:
         return _explicit(best, "folder")
 

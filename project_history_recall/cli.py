@@ -4,8 +4,9 @@ Standalone as ``project-history-recall …`` and inside Hermes as
 ``hermes recall …``. Output is readable cards, or the tool's JSON with
 ``--json``. Errors are one line on stderr, never a traceback.
 
-Exit codes: 0 found / done, 1 searched and found nothing, 2 bad arguments,
-3 Hermes's data could not be read.
+Exit codes: 0 found / done, 1 searched and found nothing (``move``: the
+session was already there), 2 bad arguments, 3 Hermes's data could not be
+read or written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import overview, paths, results, search
+from . import move, overview, paths, results, search
 from .scope import Caller
 
 DESCRIPTION = (
@@ -26,7 +27,8 @@ DESCRIPTION = (
     "(and by meaning once the semantic index is installed)."
 )
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA = 0, 1, 2, 3
-_DATA_CODES = {"missing", "empty", "corrupt", "locked", "schema", "unreadable", "error", "internal"}
+_DATA_CODES = {"missing", "empty", "corrupt", "locked", "schema", "unreadable", "error", "internal",
+               "hermes_write_failed", "record_failed", "no_hermes"}
 
 DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED")
 
@@ -53,6 +55,13 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     st.add_argument("--json", action="store_true")
     pr = sub.add_parser("projects", help="list this profile's projects with their session counts")
     pr.add_argument("--json", action="store_true")
+    mv = sub.add_parser("move", help="move a session into another project (its folder moves too)")
+    mv.add_argument("session", help="session id, @session: link or title")
+    mv.add_argument("project", help="target project: id, slug or name")
+    mv.add_argument("--json", action="store_true")
+    se = sub.add_parser("session", help="which project a session is in, and why")
+    se.add_argument("session", help="session id, @session: link or title")
+    se.add_argument("--json", action="store_true")
     qs = sub.add_parser("quickstart", help="search your Hermes home from here, or a demo home if you have none")
     qs.add_argument("query", nargs="*")
     qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
@@ -130,12 +139,46 @@ def format_projects(response: dict) -> str:
     return "\n".join(lines)
 
 
+def format_move(response: dict) -> str:
+    if not response.get("moved"):
+        return response["message"]
+    lines = [response["message"]]
+    rows = [("session", f"{response['session_id']}  {response.get('title') or ''}".rstrip()),
+            ("from", _project_label(response["previous_project"])),
+            ("to", _project_label(response["project"])),
+            ("folder", f"{response.get('previous_cwd') or '-'} -> {response['cwd']}")]
+    sidebar = response.get("sidebar", {})
+    rows.append(("sidebar", "agrees" if sidebar.get("agrees") else sidebar.get("reason", "differs")))
+    if sidebar.get("note"):
+        rows.append(("", sidebar["note"]))
+    lines += [f"{k:>9}: {v}" for k, v in rows]
+    lines += [f"     note: {n}" for n in response.get("notes", [])]
+    return "\n".join(lines)
+
+
+def format_session(response: dict) -> str:
+    rows = [
+        ("session", f"{response['session_id']}  {response.get('title') or ''}".rstrip()),
+        ("link", response["link"]),
+        ("project", _project_label(response["project"])),
+        ("attributed by", response.get("attributed_by")),
+        ("folder", response.get("cwd") or "-"),
+        ("git root", response.get("git_repo_root") or "-"),
+    ]
+    for m in response.get("moves", []):
+        rows.append(("moved", f"{m['when']}: {_project_label(m['from'])} -> {_project_label(m['to'])}"
+                              f" ({m.get('from_cwd') or '-'} -> {m.get('to_cwd') or '-'})"))
+    return "\n".join(f"{k:>14}: {v}" for k, v in rows)
+
+
 def _fail(message: str, code: int) -> int:
     print(f"project-history-recall: {message}", file=sys.stderr)
     return code
 
 
 def _exit_for(response: dict) -> int:
+    if response.get("success") and response.get("moved") is False:
+        return EXIT_NOTHING
     if response.get("success"):
         return EXIT_FOUND if response.get("results", True) else EXIT_NOTHING
     return EXIT_DATA if response.get("error_code") in _DATA_CODES else EXIT_USAGE
@@ -213,13 +256,16 @@ COMMANDS = {
     "status": lambda home, args: _emit(overview.status(home, _caller(_folder(args.dir))), args.json, format_status),
     "projects": lambda home, args: _emit(overview.list_projects(home), args.json, format_projects),
     "quickstart": cmd_quickstart,
+    "move": lambda home, args: _emit(move.run(home, Caller(), {"session": args.session, "project": args.project}),
+                                     args.json, format_move),
+    "session": lambda home, args: _emit(overview.session_info(home, args.session), args.json, format_session),
 }
 
 
 def dispatch(home: Path, args: argparse.Namespace) -> int:
     command = COMMANDS.get(getattr(args, "recall_command", None) or "")
     if command is None:
-        return _fail("say what to do: search, status, projects or quickstart (see --help)", EXIT_USAGE)
+        return _fail("say what to do: search, status, projects, move, session or quickstart (see --help)", EXIT_USAGE)
     try:
         return command(home, args)
     except KeyboardInterrupt:

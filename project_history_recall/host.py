@@ -7,7 +7,10 @@ the rest of the package runs (and is tested) without Hermes.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
+from . import paths
 from .scope import Caller
 
 
@@ -45,3 +48,84 @@ def caller_from_dispatch(kw: dict) -> Caller:
         _session_env("HERMES_SESSION_KEY"),
         cwd=_agent_cwd(),
     )
+
+
+# --- Moving a session: Hermes's own write paths (host doc §9) ---------------
+
+
+class HermesMissing(RuntimeError):
+    """hermes-agent is not importable, so there is no Hermes write path to use."""
+
+
+def _session_db_class():
+    try:
+        from hermes_state import SessionDB
+    except ImportError as exc:
+        raise HermesMissing(
+            "Moving a session needs Hermes itself (hermes-agent): the working folder is written "
+            "by Hermes's own SessionDB, never by this plugin."
+        ) from exc
+    return SessionDB
+
+
+def can_clear_git_meta() -> bool:
+    """True on Hermes releases whose ``update_session_cwd`` can reset git fields.
+
+    Hermes main added ``replace_git_meta``; 0.19.0 writes only the non-empty
+    values it is given, so it cannot clear a stale ``git_repo_root``.
+    """
+    import inspect
+
+    try:
+        method = _session_db_class().update_session_cwd
+        return "replace_git_meta" in inspect.signature(method).parameters
+    except (HermesMissing, TypeError, ValueError):
+        return False
+
+
+def write_session_cwd(home: Path, session_id: str, cwd: str, git_branch: str | None,
+                      git_repo_root: str | None, replace_git_meta: bool) -> None:
+    """Persist a session's working folder with Hermes's own ``SessionDB.update_session_cwd``.
+
+    Raises whatever Hermes raises; the caller undoes its own record then.
+    """
+    db = _session_db_class()(db_path=paths.state_db_path(home))
+    try:
+        if replace_git_meta:
+            db.update_session_cwd(session_id, cwd, git_branch, git_repo_root, replace_git_meta=True)
+        else:
+            db.update_session_cwd(session_id, cwd, git_branch, git_repo_root)
+    finally:
+        db.close()
+
+
+def workspace_callback():
+    """The GUI gateway's workspace hook, or None outside the TUI/desktop process.
+
+    ``tools.project_tools`` is only consulted when already imported: if it was
+    never loaded, nothing can have set the hook, and importing it would drag
+    Hermes's tool registry into a plain CLI run.
+    """
+    module = sys.modules.get("tools.project_tools")
+    callback = getattr(module, "_workspace_callback", None) if module is not None else None
+    return callback if callable(callback) else None
+
+
+def call_workspace_callback(callback, session_id: str, folder: str, project_name: str, project_id: str):
+    """Call the workspace hook with the arguments this Hermes expects.
+
+    0.19.0 takes ``(task_id, path, name)``; newer releases also take the
+    project id (which attaches the session to that project) and may return
+    whether they found the live session.
+    """
+    import inspect
+
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        params = ()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_id = len(positional) >= 4 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    if takes_id:
+        return callback(session_id, folder, project_name, project_id)
+    return callback(session_id, folder, project_name)

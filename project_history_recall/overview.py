@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from . import paths
-from .scope import Caller, ScopeError, attribution_map, resolve_scope
+from . import paths, sessionref
+from .records import load_history, records_path
+from .results import link, when
+from .scope import Caller, ScopeError, attribution_map, attribution_of, resolve_scope
 from .search import error, semantic_state
+from .sessionref import SessionRefError
 from .statedb import StateDBError, reading
 
 
@@ -64,4 +67,43 @@ def list_projects(home: Path) -> dict:
         "home_bucket_sessions": counts.get(("home", None), 0),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
+    }
+
+
+def session_info(home: Path, ref: str) -> dict:
+    """Which project one session is in, why, and where it was moved from."""
+    try:
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            row = sessionref.find(conn, home, ref)
+            attribution = attribution_of(attribution_map(home, conn), row.facts)
+        history = load_history(records_path(paths.data_dir(home)), row.id)
+    except SessionRefError as exc:
+        return error(str(exc), exc.code, candidates=exc.candidates)
+    except StateDBError as exc:
+        return error(str(exc), exc.code)
+    profile = paths.profile_name(home)
+    return {
+        "success": True,
+        "session_id": row.id,
+        "title": row.title or "",
+        "link": link(profile, row.id),
+        "source": row.source,
+        "parent_session_id": row.parent_session_id,
+        "project": attribution.as_json(),
+        "attributed_by": attribution.via,
+        "cwd": row.cwd,
+        "git_branch": row.git_branch,
+        "git_repo_root": row.git_repo_root,
+        "moves": [
+            {
+                "when": when(m["moved_at"]),
+                "from": {"kind": m["from_kind"], "id": m["from_id"], "name": m["from_name"]},
+                "to": {"kind": "explicit", "id": m["project_id"], "name": m["project_name"]},
+                "from_cwd": m["from_cwd"],
+                "to_cwd": m["to_cwd"],
+            }
+            for m in history
+        ],
+        "hermes_home": str(home),
+        "profile": profile,
     }

@@ -75,26 +75,30 @@ def junk_roots(home: Path) -> tuple[list[str], list[str]]:
     return sorted(homes), sorted(hermes)
 
 
+def _git_marker(candidate: Path) -> Path | None:
+    """``candidate``'s own ``.git`` (a folder, or a linked worktree's file), if any."""
+    marker = candidate / ".git"
+    return marker if marker.is_dir() or marker.is_file() else None
+
+
 def _git_marker_root(candidate: Path) -> str | None:
     """The repository root if ``candidate`` holds ``.git``; a worktree folds into its main repo."""
-    marker = candidate / ".git"
+    marker = _git_marker(candidate)
+    if marker is None:
+        return None
     if marker.is_dir():
         return str(candidate)
-    if marker.is_file():
-        return _worktree_main(marker) or str(candidate)
-    return None
+    return _worktree_main(marker) or str(candidate)
 
 
-def _worktree_main(marker: Path) -> str | None:
-    try:
-        text = marker.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
+def _nearest_marker(directory: str | Path) -> Path | None:
+    current = Path(directory).expanduser()
+    if not current.is_absolute():
         return None
-    for line in text.splitlines():
-        if line.startswith("gitdir:"):
-            gitdir = line[len("gitdir:"):].strip().replace("\\", "/")
-            head, sep, _ = gitdir.partition("/.git/worktrees/")
-            return head if sep and head else None
+    for candidate in (current, *current.parents):
+        marker = _git_marker(candidate)
+        if marker is not None:
+            return marker
     return None
 
 
@@ -103,6 +107,55 @@ def find_git_root(directory: str | Path) -> str | None:
     (like Hermes's sidebar probe). Folders that do not exist here — remote
     backends, another machine's paths — give None."""
     return GitRootCache(ttl=0)(str(directory))
+
+
+def find_git_branch(directory: str | Path) -> str | None:
+    """The branch checked out at ``directory`` (a short commit id when detached).
+
+    What Hermes records as ``git_branch`` (``git branch --show-current``, else
+    ``git rev-parse --short HEAD``), read from ``HEAD`` without running git.
+    """
+    try:
+        marker = _nearest_marker(directory)
+        if marker is None:
+            return None
+        git_dir = marker if marker.is_dir() else _gitdir_of(marker, marker.parent)
+        if git_dir is None:
+            return None
+        head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if head.startswith("ref:"):
+        ref = head[len("ref:"):].strip()
+        return ref.removeprefix("refs/heads/") or None
+    return head[:7] if re.fullmatch(r"[0-9a-f]{40,64}", head) else None
+
+
+def _gitdir_line(marker: Path) -> str | None:
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("gitdir:"):
+            return line[len("gitdir:"):].strip()
+    return None
+
+
+def _gitdir_of(marker: Path, top: Path) -> Path | None:
+    line = _gitdir_line(marker)
+    if not line:
+        return None
+    git_dir = Path(line)
+    return git_dir if git_dir.is_absolute() else top / git_dir
+
+
+def _worktree_main(marker: Path) -> str | None:
+    line = _gitdir_line(marker)
+    if not line:
+        return None
+    head, sep, _ = line.replace("\\", "/").partition("/.git/worktrees/")
+    return head if sep and head else None
 
 
 class GitRootCache:

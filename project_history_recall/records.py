@@ -1,18 +1,33 @@
 """The plugin's own attribution records: sessions moved into a project.
 
 Kept in ``recall.db`` in the plugin's data folder, never in ``state.db``.
-Only ``project_session_move`` writes here; every search reads it. SQLite
-gives atomic, crash-safe writes for free, so a killed process never leaves a
-half-written record.
+Only ``project_session_move`` writes here; every search reads it.
+
+Two tables: ``attributions`` (the project each moved session is in now; what
+searches read) and ``moves`` (one row per move, with the working folder and
+git fields the session had before, so nothing Hermes's row held is lost when
+the move overwrites it).
+
+Writes happen inside :func:`recording`, one SQLite transaction that the
+caller keeps open while Hermes writes the session's new cwd: the record
+becomes visible only if that write succeeded, and a killed process leaves no
+half-written record (SQLite rolls the transaction back). The file is in WAL
+mode, so searches keep reading the last committed records while a move is in
+progress, and never wait for it.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Iterator
 
-from .statedb import connect_readonly, retry
+from .statedb import StateDBError, connect_readonly, retry
 
 FILE_NAME = "recall.db"
 
@@ -24,11 +39,58 @@ CREATE TABLE IF NOT EXISTS attributions (
     previous_kind TEXT,
     previous_id   TEXT
 );
+CREATE TABLE IF NOT EXISTS moves (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id         TEXT NOT NULL,
+    moved_at           REAL NOT NULL,
+    project_id         TEXT NOT NULL,
+    project_name       TEXT,
+    from_kind          TEXT,
+    from_id            TEXT,
+    from_name          TEXT,
+    from_cwd           TEXT,
+    from_git_branch    TEXT,
+    from_git_repo_root TEXT,
+    to_cwd             TEXT,
+    to_git_branch      TEXT,
+    to_git_repo_root   TEXT,
+    written_by         TEXT
+);
+CREATE INDEX IF NOT EXISTS moves_by_session ON moves (session_id, id);
 """
+
+
+@dataclass(frozen=True)
+class Move:
+    """One move as recorded: where the session was, where it went, and how."""
+
+    session_id: str
+    project_id: str
+    project_name: str | None = None
+    from_kind: str | None = None
+    from_id: str | None = None
+    from_name: str | None = None
+    from_cwd: str | None = None
+    from_git_branch: str | None = None
+    from_git_repo_root: str | None = None
+    to_cwd: str | None = None
+    to_git_branch: str | None = None
+    to_git_repo_root: str | None = None
+    written_by: str | None = None
 
 
 def records_path(data_dir: Path) -> Path:
     return data_dir / FILE_NAME
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _read_attributions(conn: sqlite3.Connection) -> dict[str, str]:
+    if "attributions" not in _tables(conn):
+        return {}
+    return {row[0]: row[1] for row in conn.execute("SELECT session_id, project_id FROM attributions")}
 
 
 def load_records(path: Path) -> dict[str, str]:
@@ -37,42 +99,196 @@ def load_records(path: Path) -> dict[str, str]:
         return {}
     conn = connect_readonly(path, timeout_ms=2000)
     try:
-        def _read() -> dict[str, str]:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "attributions" not in tables:
-                return {}
-            return dict(conn.execute("SELECT session_id, project_id FROM attributions"))
+        return retry(lambda: _read_attributions(conn), path)
+    finally:
+        conn.close()
+
+
+def load_history(path: Path, session_id: str) -> list[dict]:
+    """Every recorded move of one session, oldest first."""
+    if not path.exists():
+        return []
+    conn = connect_readonly(path, timeout_ms=2000)
+    try:
+        def _read() -> list[dict]:
+            if "moves" not in _tables(conn):
+                return []
+            rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
+            return [dict(row) for row in rows]
 
         return retry(_read, path)
     finally:
         conn.close()
 
 
-def record_move(data_dir: Path, session_id: str, project_id: str,
-                previous_kind: str | None = None, previous_id: str | None = None) -> None:
-    """Record (or replace) the project a session was moved into."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    path = records_path(data_dir)
-    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None)
-    try:
-        def _write() -> None:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            conn.execute("BEGIN IMMEDIATE")
+class _Watcher:
+    """The committed records of one file, re-read only after a commit.
+
+    ``PRAGMA data_version`` changes on a connection whenever another
+    connection (any process) commits: an exact signal, where file times can
+    be too coarse to tell two quick moves apart.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.inode: int | None = None
+        self.version: int | None = None
+        self.value: dict[str, str] = {}
+
+    def _close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn, self.inode, self.version, self.value = None, None, None, {}
+
+    def get(self) -> dict[str, str]:
+        with self.lock:
             try:
-                conn.execute(
-                    "INSERT INTO attributions (session_id, project_id, recorded_at, previous_kind, previous_id) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-                    "project_id = excluded.project_id, recorded_at = excluded.recorded_at, "
-                    "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
-                    (session_id, project_id, time.time(), previous_kind, previous_id),
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+                inode = os.stat(self.path).st_ino
+            except OSError:
+                self._close()
+                return {}
+            try:
+                if self.conn is None or inode != self.inode:
+                    self._close()
+                    self.conn = connect_readonly(self.path, timeout_ms=2000)
+                    self.inode = inode
+                conn = self.conn
+                version = retry(lambda: conn.execute("PRAGMA data_version").fetchone()[0], self.path)
+                if version != self.version:
+                    self.value = retry(lambda: _read_attributions(conn), self.path)
+                    self.version = version
+                return self.value
+            except StateDBError:
+                self._close()
                 raise
 
-        retry(_write, path)
+
+_watchers: dict[str, _Watcher] = {}
+_watchers_lock = threading.Lock()
+_MAX_WATCHERS = 8  # one per profile home in use; each holds an open read connection
+
+
+def current_records(path: Path) -> dict[str, str]:
+    """Like :func:`load_records`, cached per process until the next commit; do not mutate."""
+    with _watchers_lock:
+        watcher = _watchers.pop(str(path), None) or _Watcher(path)
+        _watchers[str(path)] = watcher  # most recently used last
+        evicted = list(_watchers.values())[:-_MAX_WATCHERS]
+        for old in evicted:
+            del _watchers[str(old.path)]
+    for old in evicted:
+        with old.lock:
+            old._close()
+    return watcher.get()
+
+
+class Recorder:
+    """Writes inside an open :func:`recording` transaction."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self.moves: list[Move] = []
+
+    def record(self, move: Move) -> None:
+        now = time.time()
+        self._conn.execute(
+            "INSERT INTO attributions (session_id, project_id, recorded_at, previous_kind, previous_id) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+            "project_id = excluded.project_id, recorded_at = excluded.recorded_at, "
+            "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
+            (move.session_id, move.project_id, now, move.from_kind, move.from_id),
+        )
+        names = [f.name for f in fields(Move)]
+        values = asdict(move)
+        self._conn.execute(
+            f"INSERT INTO moves (moved_at, {', '.join(names)}) VALUES (?, {', '.join('?' for _ in names)})",
+            (now, *(values[n] for n in names)),
+        )
+        self.moves.append(move)
+
+
+def _begin(conn: sqlite3.Connection, wal: bool) -> None:
+    if wal:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Inside the transaction: DDL is transactional in SQLite, so a move
+        # that fails leaves no tables behind either.
+        for statement in filter(str.strip, _SCHEMA.split(";")):
+            conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+@contextmanager
+def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
+    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    try:
+        retry(lambda: _begin(conn, wal), path)
+        recorder = Recorder(conn)
+        try:
+            yield recorder
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise StateDBError(f"Saving the move in {path} failed: {exc}.", "record_failed") from exc
     finally:
         conn.close()
 
+
+def _publish(staging: Path, path: Path, moves: list[Move]) -> None:
+    """Put a privately built first store in place, or add its moves to one that appeared meanwhile."""
+    try:
+        os.link(staging, path)  # atomic, and never replaces a store another process just created
+        return
+    except OSError:
+        pass
+    with _transaction(path) as recorder:
+        for move in moves:
+            recorder.record(move)
+
+
+@contextmanager
+def recording(data_dir: Path) -> Iterator[Recorder]:
+    """One write transaction on ``recall.db``, committed when the block ends.
+
+    If the block raises, everything recorded in it is rolled back and the
+    exception propagates; readers never see a partial move. The very first
+    move of a profile builds the store in a private file that is published
+    only on success, so a failed first move leaves no file behind either.
+    """
+    path = records_path(data_dir)
+    made_dir = not data_dir.exists()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        with _transaction(path) as recorder:
+            yield recorder
+        return
+    staging = data_dir / f".{FILE_NAME}.{os.getpid()}.{threading.get_ident()}.new"
+    try:
+        with _transaction(staging, wal=False) as recorder:
+            yield recorder
+        # WAL from the start, so later moves never rewrite the header (a failed
+        # one then leaves the file byte-for-byte as it was).
+        conn = sqlite3.connect(staging)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        _publish(staging, path, recorder.moves)
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            staging.with_name(staging.name + suffix).unlink(missing_ok=True)
+        if made_dir:
+            try:
+                data_dir.rmdir()  # only succeeds while empty, i.e. when nothing was published
+            except OSError:
+                pass

@@ -30,16 +30,17 @@ from .attribution import (
 )
 from .pathkeys import base_name, path_key
 from .projects import find_project, load_projects
-from .records import load_records, records_path
+from .records import current_records, records_path
 from .statedb import SessionCatalog, cached_read
 
 
 class ScopeError(ValueError):
-    """The caller asked for a project that cannot be searched."""
+    """The caller named a project that cannot be used (unknown, ambiguous, archived)."""
 
-    def __init__(self, message: str, candidates: list[dict] | None = None):
+    def __init__(self, message: str, candidates: list[dict] | None = None, code: str = "unknown_project"):
         super().__init__(message)
         self.candidates = candidates or []
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     catalog = SessionCatalog.for_path(paths.state_db_path(home))
     version, facts = catalog.snapshot(conn)
     projects = cached_read(paths.projects_db_path(home), load_projects)
-    records = cached_read(records_path(paths.data_dir(home)), load_records)
+    # Re-read after every commit to recall.db, so a move counts from the next search on.
+    records = current_records(records_path(paths.data_dir(home)))
     key = (version, tuple(projects), tuple(sorted(records.items())))
     cache_key = str(home)
     with _maps_lock:
@@ -145,25 +147,47 @@ def attribution_for_caller(amap: _AttributionMap, caller: Caller) -> tuple[Attri
     return own or HOME, None
 
 
-def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
-    """A project named by the user: explicit id/slug/name, or a folder for an automatic one."""
-    live = [p for p in amap.ctx.projects if not p.archived]
+def attribution_of(amap: _AttributionMap, facts: SessionFacts) -> Attribution:
+    """One session's attribution; a row newer than the map is resolved on its own."""
+    return amap.by_session.get(facts.id) or resolve_own(facts, amap.ctx) or HOME
+
+
+def _listed(projects: list[ProjectInfo]) -> list[dict]:
+    return [{"id": p.id, "slug": p.slug, "name": p.name} for p in projects]
+
+
+def live_project(projects: list[ProjectInfo], ref: str, action: str = "search it") -> ProjectInfo | None:
+    """The live explicit project ``ref`` names (id, slug or name), None if none does.
+
+    Raises ``ScopeError`` when ``ref`` is ambiguous or names an archived project.
+    """
+    live = [p for p in projects if not p.archived]
     project, candidates = find_project(live, ref)
     if project is not None:
-        return Attribution("explicit", project.id, project.name, "folder")
+        return project
     if candidates:
-        raise ScopeError(
-            f"'{ref}' matches several projects; use the id.",
-            [{"id": p.id, "slug": p.slug, "name": p.name} for p in candidates],
-        )
-    archived, _ = find_project([p for p in amap.ctx.projects if p.archived], ref)
+        raise ScopeError(f"'{ref}' matches several projects; use the id.", _listed(candidates), "ambiguous_project")
+    archived, _ = find_project([p for p in projects if p.archived], ref)
     if archived is not None:
-        raise ScopeError(f"Project '{archived.name}' ({archived.id}) is archived; restore it in Hermes to search it.")
+        raise ScopeError(f"Project '{archived.name}' ({archived.id}) is archived; restore it in Hermes to {action}.",
+                         code="archived_project")
+    return None
+
+
+def unknown_project(projects: list[ProjectInfo], ref: str) -> ScopeError:
+    """The error for a name that matches nothing, listing what exists."""
+    return ScopeError(f"No project '{ref}' in this profile.", _listed([p for p in projects if not p.archived])[:20])
+
+
+def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
+    """A project named by the user: explicit id/slug/name, or a folder for an automatic one."""
+    project = live_project(amap.ctx.projects, ref)
+    if project is not None:
+        return Attribution("explicit", project.id, project.name, "folder")
     key = path_key(ref)
     if key and ("auto", key) in amap.by_project:
         return Attribution("auto", key, base_name(key), "workspace")
-    known = [{"id": p.id, "slug": p.slug, "name": p.name} for p in live][:20]
-    raise ScopeError(f"No project '{ref}' in this profile.", known)
+    raise unknown_project(amap.ctx.projects, ref)
 
 
 def resolve_scope(

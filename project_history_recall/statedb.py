@@ -278,6 +278,11 @@ class SessionCatalog:
                 catalog = cls._instances[key] = cls(path)
             return catalog
 
+    def invalidate(self) -> None:
+        """Make the next snapshot re-read every row (after this process changed one)."""
+        with self._lock:
+            self._facts = None
+
     def _read_all(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SessionFacts]]:
         top, facts = 0, {}
         for row in conn.execute(f"SELECT {self._COLUMNS} FROM sessions"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 
-from . import host, paths, search
+from . import host, move, paths, search
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +65,50 @@ def _json(payload: dict) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
-def handle_search(args: dict, **kw) -> str:
+def _answer(tool: str, run, args: dict, kw: dict) -> str:
+    """``run(home, caller, args)`` for Hermes's dispatch: JSON out, never a traceback."""
     try:
-        return _json(search.run(paths.hermes_home(), host.caller_from_dispatch(kw), args))
-    except Exception as exc:  # the last line of defence: Hermes gets JSON, never a traceback
-        logger.exception("project_history_search failed")
-        return _json(search.error(f"project_history_search failed unexpectedly: {type(exc).__name__}: {exc}",
-                                  "internal"))
+        return _json(run(paths.hermes_home(), host.caller_from_dispatch(kw), args))
+    except Exception as exc:  # the last line of defence
+        logger.exception("%s failed", tool)
+        return _json(search.error(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}", "internal"))
+
+
+def handle_search(args: dict, **kw) -> str:
+    return _answer("project_history_search", search.run, args, kw)
+
+
+MOVE_SCHEMA = {
+    "name": "project_session_move",
+    "description": (
+        "Move a session into another project of this profile. Afterwards the session is searched as part "
+        "of that project (project_history_search), and its working folder moves to the project's primary "
+        "folder, so Hermes's sidebar follows. Use it when the user says a conversation belongs to another "
+        "project, or to file a session that is in no project (project.kind 'home'). Without 'session' it "
+        "moves the current conversation. Nothing changes when it fails; moving a session into the project "
+        "it is already in changes nothing and says so."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "project": {"type": "string", "description": "The target project: its id, slug or name."},
+            "session": {
+                "type": "string",
+                "description": "The session to move: a session id, a search result's link "
+                               "(@session:<profile>/<id>) or the session's title. Default: this conversation.",
+            },
+        },
+        "required": ["project"],
+    },
+}
+
+
+def handle_move(args: dict, **kw) -> str:
+    return _answer("project_session_move", move.run, args, kw)
+
+
+# What register(ctx) registers: (schema, handler, emoji), all in TOOLSET.
+TOOLS = (
+    (SEARCH_SCHEMA, handle_search, "📂"),
+    (MOVE_SCHEMA, handle_move, "📦"),
+)

@@ -77,3 +77,13 @@ def work(tmp_path):
     path = tmp_path / "work"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def world(home, work):
+    """Hermes's own SessionDB on the test's home (see hermes_world), closed after the test."""
+    from hermes_world import World
+
+    w = World(home)
+    yield w
+    w.close()

@@ -142,3 +142,54 @@ def plugin_module(name: str):
         if prefix in sys.modules:
             return importlib.import_module(f"{prefix}.{name}")
     raise LookupError("the plugin is not loaded")
+
+
+def make_repo(path: Path, branch: str = "main") -> Path:
+    """A git repository as git itself recognises one (HEAD, objects/, refs/), without needing git."""
+    git = path / ".git"
+    (git / "objects").mkdir(parents=True, exist_ok=True)
+    (git / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (git / "HEAD").write_text(f"ref: refs/heads/{branch}\n", encoding="utf-8")
+    return path
+
+
+def session_rows(home: Path) -> dict[str, dict]:
+    """Every column of every session row, read-only."""
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return {row["id"]: dict(row) for row in conn.execute("SELECT * FROM sessions")}
+    finally:
+        conn.close()
+
+
+def store_state(home: Path) -> dict:
+    """The plugin's attribution store: its records, its move log, and its file's bytes."""
+    path = home / PLUGIN_KEY / "recall.db"
+    if not path.exists():
+        return {"exists": False}
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        records = sorted(conn.execute("SELECT * FROM attributions").fetchall()) if "attributions" in tables else []
+        moves = conn.execute("SELECT * FROM moves ORDER BY id").fetchall() if "moves" in tables else []
+    finally:
+        conn.close()
+    return {"exists": True, "records": records, "moves": moves,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def sidebar_groups(db) -> dict[str, str]:
+    """session id -> the project Hermes's own sidebar builder puts it in (explicit id or auto root)."""
+    from tui_gateway import server
+
+    tree, _active = server._build_project_tree(db, preview_limit=0, hydrate=True, session_limit=2000,
+                                               include_discovered=False)
+    out = {}
+    for project in tree["projects"]:
+        for repo in project.get("repos", []):
+            for group in repo.get("groups", []):
+                for session in group.get("sessions", []):
+                    out[session["id"]] = project["id"]
+    return out

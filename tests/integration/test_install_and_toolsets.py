@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, SRC
 from hermes_world import PLUGIN_KEY, World, call, enable_plugin
 
-OUR_TOOLS = {"project_history_search"}
+OUR_TOOLS = {"project_history_search", "project_session_move"}
 PLATFORMS = ("cli", "telegram", "discord", "slack", "cron")
 HERMES_BIN = Path(sys.executable).with_name("hermes")
 
@@ -41,9 +41,9 @@ def test_toolsets_without_and_with_the_plugin(home):
     plugins.discover_plugins(force=True)
     import tools.registry as reg
 
-    # The registry is process-wide; drop our tool if an earlier test registered it.
-    if "project_history_search" in reg.registry._tools:
-        reg.registry._tools.pop("project_history_search")
+    # The registry is process-wide; drop our tools if an earlier test registered them.
+    for name in OUR_TOOLS:
+        reg.registry._tools.pop(name, None)
     without = _tools_per_surface()
     assert not (OUR_TOOLS & set().union(*without.values()))
 

@@ -11,16 +11,9 @@ import time
 
 import pytest
 
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module
 
 SEARCH = "project_history_search"
-
-
-@pytest.fixture
-def world(home, work):
-    w = World(home)
-    yield w
-    w.close()
 
 
 @pytest.fixture(params=[10_000, 0], ids=["scan-small-scope", "index-big-scope"])

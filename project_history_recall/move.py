@@ -1,0 +1,368 @@
+"""Moving a session into another project: its attribution and its working folder together.
+
+Pure planning first (what to check, what to write, what Hermes's sidebar will
+show afterwards), then a thin I/O edge, :func:`run`.
+
+Write ordering. The plugin's record (``recall.db``) and the session's cwd
+(``state.db``, written by Hermes) cannot share one transaction, so:
+
+1. Everything is validated and planned from read-only reads. Any problem is
+   an error returned before anything is written.
+2. A ``recall.db`` write transaction is opened and the move recorded in it.
+3. Inside that transaction Hermes's own ``SessionDB.update_session_cwd``
+   writes the session's cwd (and git fields). If Hermes raises, the record is
+   rolled back: nothing changed anywhere.
+4. The record commits. Searches read the last committed records (WAL: never
+   blocked), so a search that began earlier keeps the old attribution and
+   the next one sees the new.
+5. If this process is Hermes's TUI/desktop gateway, its workspace callback
+   re-anchors the live session and tells the desktop (``session.info``).
+   That step only adds to what is already durable; a failure is reported.
+
+A crash between 3 and 4 leaves the cwd moved without a record: the folder,
+which is the target project's, then attributes the session to it anyway.
+
+Git fields on Hermes 0.19.0: ``update_session_cwd`` writes only non-empty
+values, so it cannot clear a ``git_repo_root`` left over from the old folder,
+and Hermes's sidebar would keep grouping the session by that stale root
+(host doc §9). When the new folder is a repository its real root and branch
+are written, as Hermes's own GUI move does; when it is not and the old root
+lies elsewhere, the folder itself is written as the root (the host doc's
+workaround; the field is read only by the sidebar's grouping). Hermes
+releases whose ``update_session_cwd`` takes ``replace_git_meta`` get the real
+values, empty ones clearing the fields.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import host, paths, records, sessionref
+from .attribution import Attribution, FolderIndex, ProjectInfo, deepest_match
+from .pathkeys import is_under, path_key
+from .projects import load_projects
+from .results import link
+from .scope import Caller, ScopeError, attribution_map, attribution_of, live_project, unknown_project
+from .search import error
+from .sessionref import SessionRefError, SessionRow
+from .statedb import SessionCatalog, StateDBError, reading
+
+ACTION = "move sessions into it"
+WRITTEN_BY = "SessionDB.update_session_cwd"
+
+
+class MoveError(ValueError):
+    def __init__(self, message: str, code: str, **extra: object):
+        super().__init__(message)
+        self.code = code
+        self.extra = extra
+
+
+# --- pure: arguments, plan, sidebar ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    project: str
+    session: str | None = None  # None: the calling session
+
+
+def request_from_args(args: object) -> MoveRequest:
+    if not isinstance(args, dict):
+        raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
+    project, session = args.get("project"), args.get("session")
+    if not isinstance(project, str) or not project.strip():
+        raise MoveError("'project' is required: the target project's id, slug or name.", "bad_argument")
+    if session is not None and not isinstance(session, str):
+        raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
+    return MoveRequest(project.strip(), session.strip() if session and session.strip() else None)
+
+
+def target_folder(project: ProjectInfo) -> str | None:
+    """Where a moved session works: the primary folder, as Hermes's project_switch uses."""
+    return project.primary_path or (project.folders[0] if project.folders else None)
+
+
+@dataclass(frozen=True)
+class GitAt:
+    """The repository at the target folder, as found on disk."""
+
+    root: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class CwdWrite:
+    """Arguments for Hermes's ``update_session_cwd`` and the row they leave behind."""
+
+    cwd: str
+    git_branch: str | None
+    git_repo_root: str | None
+    replace_git_meta: bool
+    branch_after: str | None
+    root_after: str | None
+    placeholder_root: bool = False  # 0.19.0 workaround: the folder written as its own root
+    stale_branch: bool = False  # the old branch stays (0.19.0 cannot clear it)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return (a or "") == (b or "")
+
+
+def plan_cwd(row: SessionRow, folder: str, git: GitAt, can_clear: bool) -> CwdWrite | None:
+    """What to pass to ``update_session_cwd``; None when the row already says it."""
+    if can_clear:
+        write = CwdWrite(folder, git.branch, git.root, True, git.branch, git.root)
+    elif git.root:
+        write = CwdWrite(folder, git.branch, git.root, False, git.branch or row.git_branch, git.root,
+                         stale_branch=bool(row.git_branch) and not git.branch)
+    else:
+        old_root = (row.git_repo_root or "").strip()
+        if old_root and not is_under(old_root, folder):
+            write = CwdWrite(folder, None, folder, False, row.git_branch, folder,
+                             placeholder_root=True, stale_branch=bool(row.git_branch))
+        else:
+            write = CwdWrite(folder, None, None, False, row.git_branch, row.git_repo_root,
+                             stale_branch=bool(row.git_branch) and not old_root)
+    if _same(write.cwd, row.cwd) and _same(write.branch_after, row.git_branch) \
+            and _same(write.root_after, row.git_repo_root):
+        return None
+    return write
+
+
+def sidebar_project(projects: list[ProjectInfo], cwd: str, live_root: str | None,
+                    persisted_root: str | None) -> ProjectInfo | None:
+    """The explicit project Hermes's sidebar puts a session in (``project_tree._project_for_session``).
+
+    The repository comes from probing the cwd, else the persisted root; the
+    deepest folder matching the cwd or that root wins, the cwd on a tie.
+    """
+    repo_root = live_root or persisted_root or ""
+    targets = [cwd, repo_root] if repo_root and repo_root != cwd else [cwd]
+    return deepest_match(FolderIndex(projects), targets)
+
+
+def sidebar_hidden(row: SessionRow) -> str | None:
+    """Why Hermes's sidebar does not list this session on its own, if it does not."""
+    if row.source == "cron":
+        return "Hermes's sidebar does not list cron sessions."
+    if row.archived:
+        return "The session is archived, so Hermes's sidebar does not list it."
+    if row.delegated:
+        return "Subagent runs are not listed in Hermes's sidebar on their own."
+    if row.message_count < 1:
+        return "Hermes's sidebar lists sessions once they have messages."
+    return None
+
+
+def _json(project: ProjectInfo | None) -> dict | None:
+    return {"kind": "explicit", "id": project.id, "name": project.name} if project else None
+
+
+def sidebar_report(target: ProjectInfo, shown: ProjectInfo | None, folder: str, root: str | None,
+                   hidden: str | None) -> dict:
+    report: dict = {"agrees": shown is not None and shown.id == target.id, "project": _json(shown)}
+    if hidden:
+        report["listed"] = False
+        report["note"] = hidden
+    if report["agrees"]:
+        return report
+    follows = f"This plugin follows the move: the session is searched as part of '{target.name}'."
+    if shown is None:
+        report["reason"] = (f"Hermes's sidebar will not show it under any project: {folder}, the project's "
+                            f"primary path, is not one of its folders in projects.db. {follows}")
+    elif any(path_key(f) == path_key(folder) for f in shown.folders):
+        report["reason"] = (f"Project '{shown.name}' ({shown.id}) declares the same folder {folder} and was "
+                            f"created first, so Hermes's sidebar lists the session there. {follows}")
+    else:
+        report["reason"] = (f"Hermes's sidebar groups it under '{shown.name}' ({shown.id}) by its folder "
+                            f"{folder} and git root {root or '-'}. {follows}")
+    return report
+
+
+# --- I/O edge --------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    target: ProjectInfo
+    row: SessionRow
+    before: Attribution
+    folder: str
+    write: CwdWrite | None
+    sidebar: dict
+    notes: list[str]
+
+
+def _caller_row(conn, caller: Caller) -> tuple[SessionRow, list[str]]:
+    for sid in caller.session_ids:
+        row = sessionref.fetch(conn, sid)
+        if row is None:
+            continue
+        conversation = sessionref.conversation_of(conn, row)
+        if conversation.id != row.id:
+            return conversation, [f"The calling session {row.id} is a subagent run; the conversation that "
+                                  f"delegated it ({conversation.id}) was moved instead."]
+        return row, []
+    if caller.session_ids:
+        raise SessionRefError(
+            f"The current session ({caller.session_ids[0]}) is not in Hermes's session database yet; "
+            "pass 'session' to move another one, or try again after this turn.", "unknown_session")
+    raise SessionRefError("There is no current session to move here: pass 'session' (a session id, "
+                          "an @session: link or a title).", "no_session")
+
+
+def _already(row: SessionRow, target: ProjectInfo, before: Attribution, profile: str) -> dict:
+    title = row.title or row.id
+    return {
+        "success": True,
+        "moved": False,
+        "reason": "already_in_project",
+        "session_id": row.id,
+        "title": row.title or "",
+        "link": link(profile, row.id),
+        "project": before.as_json(),
+        "attributed_by": before.via,
+        "cwd": row.cwd,
+        "message": f"Session '{title}' is already in project '{target.name}'; nothing was changed.",
+    }
+
+
+def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        # Read afresh: a project created or archived a moment ago must count.
+        projects = load_projects(paths.projects_db_path(home))
+        target = live_project(projects, req.project, ACTION)
+        if target is None:
+            raise unknown_project(projects, req.project)
+        if req.session:
+            row, notes = sessionref.find(conn, home, req.session), []
+        else:
+            row, notes = _caller_row(conn, caller)
+        amap = attribution_map(home, conn)
+        before = attribution_of(amap, row.facts)
+    if before.kind == "explicit" and before.id == target.id:
+        return _already(row, target, before, paths.profile_name(home))
+    folder = target_folder(target)
+    if not folder:
+        raise MoveError(f"Project '{target.name}' ({target.id}) has no folder to move the session to; "
+                        "add one in Hermes first.", "no_folder")
+    if not os.path.isdir(folder):
+        raise MoveError(f"The folder of project '{target.name}', {folder}, does not exist on this machine; "
+                        "nothing was changed.", "folder_missing", folder=folder)
+    git = GitAt(paths.find_git_root(folder), paths.find_git_branch(folder))
+    write = plan_cwd(row, folder, git, host.can_clear_git_meta())
+    root_after = write.root_after if write else row.git_repo_root
+    shown = sidebar_project(projects, folder, git.root, root_after)
+    if write and write.placeholder_root:
+        notes.append(f"Hermes 0.19.0 cannot clear the old git root ({row.git_repo_root}); the new folder was "
+                     "recorded as the session's git root instead, so Hermes's sidebar does not keep the "
+                     "session under the old repository.")
+    if write and write.stale_branch:
+        notes.append(f"The old git branch '{row.git_branch}' stays on the session: Hermes 0.19.0 cannot clear "
+                     "it (the sidebar may use it to label the session's lane).")
+    sidebar = sidebar_report(target, shown, folder, root_after, sidebar_hidden(row))
+    return _Plan(target, row, before, folder, write, sidebar, notes)
+
+
+class _HermesWriteFailed(Exception):
+    pass
+
+
+def _record_and_write(home: Path, plan: _Plan) -> None:
+    row, write = plan.row, plan.write
+    move = records.Move(
+        session_id=row.id, project_id=plan.target.id, project_name=plan.target.name,
+        from_kind=plan.before.kind, from_id=plan.before.id, from_name=plan.before.name,
+        from_cwd=row.cwd, from_git_branch=row.git_branch, from_git_repo_root=row.git_repo_root,
+        to_cwd=plan.folder,
+        to_git_branch=write.branch_after if write else row.git_branch,
+        to_git_repo_root=write.root_after if write else row.git_repo_root,
+        written_by=WRITTEN_BY if write else None,
+    )
+    with records.recording(paths.data_dir(home)) as recorder:
+        recorder.record(move)
+        if write is not None:
+            try:
+                host.write_session_cwd(home, row.id, write.cwd, write.git_branch, write.git_repo_root,
+                                       write.replace_git_meta)
+            except host.HermesMissing:
+                raise
+            except Exception as exc:  # whatever Hermes raised: undo the record, report it
+                raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _re_anchor_live_session(plan: _Plan) -> str:
+    """Step 5: the TUI/desktop gateway's own move of a live session, when this is that process."""
+    callback = host.workspace_callback()
+    if callback is None:
+        return "no live GUI session in this process; Hermes picks the folder up when the session is resumed"
+    try:
+        found = host.call_workspace_callback(callback, plan.row.id, plan.folder, plan.target.name, plan.target.id)
+    except Exception as exc:  # the durable part is done; say what did not happen
+        plan.notes.append(f"Hermes's workspace callback failed ({type(exc).__name__}: {exc}); the session's "
+                          "saved folder is moved, a live window follows after reopening the session.")
+        return "workspace callback failed"
+    if found is False:
+        return "not open in this gateway; Hermes picks the folder up when the session is opened"
+    return "re-anchored through Hermes's workspace callback (if the session is open in this gateway)"
+
+
+def run(home: Path, caller: Caller, args: object) -> dict:
+    """One move, start to finish; always returns a response dict, never raises for bad input."""
+    try:
+        plan = _plan(home, caller, request_from_args(args))
+    except MoveError as exc:
+        return error(str(exc), exc.code, **exc.extra)
+    except (ScopeError, SessionRefError) as exc:
+        return error(str(exc), exc.code, candidates=exc.candidates)
+    except StateDBError as exc:
+        return error(str(exc), exc.code)
+    if isinstance(plan, dict):
+        return plan
+    try:
+        _record_and_write(home, plan)
+    except host.HermesMissing as exc:
+        return error(f"{exc} Nothing was changed.", "no_hermes")
+    except _HermesWriteFailed as exc:
+        return error(f"Hermes could not save the session's new working folder ({exc}); the move was undone "
+                     "and nothing was changed.", "hermes_write_failed")
+    except StateDBError as exc:
+        if exc.code == "record_failed" and plan.write is not None:
+            return error(f"{exc} Hermes had already moved the session's working folder to {plan.folder}, so "
+                         "searches follow that folder; run the move again to record it.", exc.code)
+        return error(f"{exc} Nothing was changed.", exc.code)
+    # Hermes's row changed: the next search re-reads every row, not just new ones.
+    SessionCatalog.for_path(paths.state_db_path(home)).invalidate()
+    live = _re_anchor_live_session(plan)
+    return _moved(home, plan, live)
+
+
+def _moved(home: Path, plan: _Plan, live: str) -> dict:
+    row, target, write = plan.row, plan.target, plan.write
+    before = plan.before.as_json()
+    title = row.title or row.id
+    origin = "no project" if plan.before.kind == "home" else f"'{plan.before.name}'"
+    return {
+        "success": True,
+        "moved": True,
+        "session_id": row.id,
+        "title": row.title or "",
+        "link": link(paths.profile_name(home), row.id),
+        "project": _json(target),
+        "previous_project": before,
+        "cwd": plan.folder,
+        "previous_cwd": row.cwd,
+        "git": {
+            "branch": write.branch_after if write else row.git_branch,
+            "repo_root": write.root_after if write else row.git_repo_root,
+        },
+        "written_by": WRITTEN_BY if write else None,
+        "live_session": live,
+        "sidebar": plan.sidebar,
+        "notes": plan.notes,
+        "message": (f"Moved session '{title}' from {origin} to project '{target.name}'; its working folder is "
+                    f"now {plan.folder}. Searches from '{target.name}' include it from now on."),
+    }

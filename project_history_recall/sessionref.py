@@ -1,0 +1,191 @@
+"""Which session someone means: an id, an ``@session:`` link, or a title.
+
+Users paste what they see: a session id, the ``link`` of a search result
+(``@session:<profile>/<id>``, the form Hermes's desktop renders), or a title
+from the sidebar. All lookups are read-only, in the active profile's
+``state.db``; another profile's ``state.db`` is opened (read-only, as core
+``session_search`` does) only to say where a session lives when it is not
+in this one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import paths
+from .attribution import SessionFacts
+from .statedb import StateDBError, connect_readonly
+
+# "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
+# (the original design), possibly with sentence punctuation after it.
+_QUOTES = "\"'`“”‘’「」『』«»"
+_LINK = re.compile(r"^@?session:(?:(?P<profile>[A-Za-z0-9_-]+)/)?(?P<id>[^\s/]+?)[.,;:!?)\]>" + _QUOTES + "]*$",
+                   re.IGNORECASE)
+
+
+class SessionRefError(ValueError):
+    """The reference names no session of this profile (or several)."""
+
+    def __init__(self, message: str, code: str, candidates: list[dict] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.candidates = candidates or []
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """The parts of a ``sessions`` row a move reads (and may rewrite: cwd, git)."""
+
+    id: str
+    title: str | None = None
+    source: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    git_repo_root: str | None = None
+    parent_session_id: str | None = None
+    message_count: int = 0
+    archived: bool = False
+    delegated: bool = False  # a delegate_task subagent run (Hermes marks it in model_config)
+
+    @property
+    def facts(self) -> SessionFacts:
+        return SessionFacts(self.id, self.cwd, self.git_repo_root, self.parent_session_id, self.message_count)
+
+
+@dataclass(frozen=True)
+class Ref:
+    value: str
+    profile: str | None = None  # the profile a link names
+    is_link: bool = False
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).strip().casefold()
+
+
+def parse(text: str) -> Ref:
+    printable = "".join(ch for ch in str(text or "")[:2000] if unicodedata.category(ch)[0] != "C" or ch == " ")
+    value = printable.strip().strip(_QUOTES).strip()
+    match = _LINK.match(value)
+    if match:
+        return Ref(match.group("id"), match.group("profile"), True)
+    return Ref(value)
+
+
+_COLUMNS = ("id", "title", "source", "cwd", "git_branch", "git_repo_root", "parent_session_id",
+            "message_count", "archived", "model_config")
+
+
+def _select(conn: sqlite3.Connection) -> str:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    return ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
+
+
+def _delegated(source: str | None, model_config: str | None) -> bool:
+    if source == "subagent":
+        return True
+    try:
+        config = json.loads(model_config) if model_config else None
+    except (TypeError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("_delegate_from") is not None
+
+
+def _row(values: sqlite3.Row | tuple) -> SessionRow:
+    sid, title, source, cwd, branch, root, parent, count, archived, model_config = tuple(values)
+    return SessionRow(sid, title, source, cwd, branch, root, parent, int(count or 0), bool(archived),
+                      _delegated(source, model_config))
+
+
+def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
+    row = conn.execute(f"SELECT {_select(conn)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return _row(row) if row else None
+
+
+def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
+    select = _select(conn)
+    exact = conn.execute(f"SELECT {select} FROM sessions WHERE title = ?", (title,)).fetchall()
+    if exact:
+        return [_row(r) for r in exact]
+    folded = _fold(title)
+    return [_row(r) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")
+            if _fold(r[1] or "") == folded]
+
+
+def _other_profile_holding(home: Path, session_id: str) -> str | None:
+    """The name of another profile of this Hermes install whose state.db has ``session_id``."""
+    root = home.parent.parent if home.parent.name == "profiles" else home
+    homes = [("default", root)]
+    try:
+        homes += sorted((d.name, d) for d in (root / "profiles").iterdir() if d.is_dir())
+    except OSError:
+        pass
+    mine = paths.state_db_path(home).resolve()
+    for name, other in homes:
+        db = paths.state_db_path(other)
+        if not db.is_file() or db.resolve() == mine:
+            continue
+        try:
+            conn = connect_readonly(db, timeout_ms=500)
+        except StateDBError:
+            continue
+        try:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                return name
+        except sqlite3.Error:
+            continue
+        finally:
+            conn.close()
+    return None
+
+
+def _listed(rows: list[SessionRow], profile: str) -> list[dict]:
+    return [{"session_id": r.id, "title": r.title, "link": f"@session:{profile}/{r.id}"} for r in rows[:10]]
+
+
+def find(conn: sqlite3.Connection, home: Path, text: str) -> SessionRow:
+    """The session ``text`` names in this profile, or a ``SessionRefError`` saying why not."""
+    ref = parse(text)
+    if not ref.value:
+        raise SessionRefError("'session' is empty: give a session id, an @session: link or a title.", "bad_argument")
+    row = fetch(conn, ref.value)
+    if row is not None:
+        return row  # ids are unique across profiles, whatever a link's label says
+    profile = paths.profile_name(home)
+    if not ref.is_link:
+        titled = _by_title(conn, ref.value)
+        if len(titled) == 1:
+            return titled[0]
+        if titled:
+            raise SessionRefError(f"Several sessions are titled '{ref.value}'; use the session id.",
+                                  "ambiguous_session", _listed(titled, profile))
+    linked = ref.profile if ref.profile and ref.profile != profile else None
+    elsewhere = linked or _other_profile_holding(home, ref.value)
+    if elsewhere:
+        where = "The link points to" if linked else f"Session '{ref.value}' is in"
+        raise SessionRefError(
+            f"{where} profile '{elsewhere}', not this profile ('{profile}'). Sessions move between projects "
+            f"of their own profile only: run this in profile '{elsewhere}'.",
+            "other_profile",
+        )
+    raise SessionRefError(
+        f"No session '{ref.value}' in this profile (looked for a session id, an @session: link and a title).",
+        "unknown_session",
+    )
+
+
+def conversation_of(conn: sqlite3.Connection, row: SessionRow) -> SessionRow:
+    """The user's conversation behind ``row``: a subagent run maps to the session that delegated it."""
+    seen = {row.id}
+    while row.delegated and row.parent_session_id and row.parent_session_id not in seen:
+        parent = fetch(conn, row.parent_session_id)
+        if parent is None:
+            break
+        seen.add(parent.id)
+        row = parent
+    return row

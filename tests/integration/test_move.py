@@ -1,0 +1,447 @@
+"""project_session_move through Hermes's real plugin manager, dispatch, SessionDB and sidebar (Hermes 0.19.0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from hermes_world import (
+    World,
+    call,
+    checkpoint,
+    db_digest,
+    enable_plugin,
+    make_repo,
+    session_rows,
+    sidebar_groups,
+    store_state,
+)
+
+MOVE = "project_session_move"
+SEARCH = "project_history_search"
+GIT_FIELDS = {"cwd", "git_branch", "git_repo_root"}
+
+
+@pytest.fixture
+def ab(world, work):
+    """Alpha (a git repo on branch main) and Beta (a plain folder), with history in each and askers."""
+    alpha = make_repo(work / "alpha")
+    (alpha / "src").mkdir()
+    beta = work / "beta"
+    beta.mkdir()
+    a = world.project("Alpha", alpha)
+    b = world.project("Beta", beta)
+    sa = world.session(("user", "zebra crossing bug in the alpha parser"), ("assistant", "fixed the zebra case"),
+                       cwd=alpha / "src", root=alpha, title="Alpha zebra")
+    sa2 = world.session(("user", "another alpha note about parsing"), cwd=alpha, title="Alpha other")
+    sb = world.session(("user", "yak shaving in beta, the zebra is not here"), cwd=beta, title="Beta yak")
+    tg = world.session(("user", "quokka question from telegram"), source="telegram", title="Telegram quokka")
+    ask_a = world.session(cwd=alpha, title="asking from Alpha")
+    ask_b = world.session(cwd=beta, title="asking from Beta")
+    enable_plugin(world.home)
+    return {"A": a, "B": b, "alpha": alpha, "beta": beta, "sa": sa, "sa2": sa2, "sb": sb, "tg": tg,
+            "ask_a": ask_a, "ask_b": ask_b}
+
+
+def found(result) -> set[str]:
+    assert result["success"], result
+    return {r["session_id"] for r in result["results"]}
+
+
+def attributions(home: Path) -> dict[str, tuple]:
+    """Every session's attribution as the plugin resolves it right now."""
+    from project_history_recall import paths, scope, statedb
+
+    with statedb.reading(paths.state_db_path(home)) as (conn, _shape):
+        amap = scope.attribution_map(home, conn)
+        return {sid: a.key for sid, a in amap.by_session.items()}
+
+
+@contextmanager
+def unchanged_everywhere(world: World):
+    """Assert that state.db is byte-identical and the attribution store unchanged across the block."""
+    world.db.close()
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db"), store_state(world.home), attributions(world.home)
+    yield
+    checkpoint(world.home)
+    assert (db_digest(world.home / "state.db"), store_state(world.home), attributions(world.home)) == before
+
+
+# --- the move and what search sees ------------------------------------------------
+
+
+def test_move_then_search_from_both_projects(ab, world):
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == {ab["sa"]}
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
+    others_before = {k: v for k, v in attributions(world.home).items() if k != ab["sa"]}
+
+    res = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
+    assert res["success"] and res["moved"], res
+    assert res["project"] == {"kind": "explicit", "id": ab["B"], "name": "Beta"}
+    assert res["previous_project"]["id"] == ab["A"]
+    assert res["cwd"] == str(ab["beta"]) and res["previous_cwd"] == str(ab["alpha"] / "src")
+    assert res["link"] == f"@session:default/{ab['sa']}" and res["sidebar"]["agrees"] is True
+
+    # Acceptance: the target project finds the session's messages, the source no longer does…
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == set()
+    assert found(call(SEARCH, {"query": "parsing"}, session_id=ab["ask_a"])) == {ab["sa2"]}
+    # …and no other session's attribution changed.
+    after = attributions(world.home)
+    assert after[ab["sa"]] == ("explicit", ab["B"])
+    assert {k: v for k, v in after.items() if k != ab["sa"]} == others_before
+
+
+def test_session_can_be_named_by_id_link_or_title(ab):
+    by_link = call(MOVE, {"project": ab["B"], "session": f"@session:default/{ab['sa']}"}, session_id=ab["ask_a"])
+    assert by_link["moved"] and by_link["session_id"] == ab["sa"]
+    by_title = call(MOVE, {"project": "alpha", "session": "  “Alpha zebra”  "}, session_id=ab["ask_a"])
+    assert by_title["moved"] and by_title["session_id"] == ab["sa"] and by_title["project"]["id"] == ab["A"]
+    by_folded_title = call(MOVE, {"project": "beta", "session": "ALPHA ZEBRA"}, session_id=ab["ask_a"])
+    assert by_folded_title["moved"] and by_folded_title["session_id"] == ab["sa"]
+    # The original design's short link form, with the full stop of the sentence it was pasted from.
+    back = call(MOVE, {"project": "Alpha", "session": f"@session:{ab['sa']}."}, session_id=ab["ask_a"])
+    assert back["moved"] and back["session_id"] == ab["sa"]
+
+
+def test_default_is_the_calling_session(ab):
+    res = call(MOVE, {"project": "Beta"}, session_id=ab["ask_a"])
+    assert res["moved"] and res["session_id"] == ab["ask_a"]
+    # The TUI passes its durable key as task_id; an unknown session_id falls through to it.
+    res = call(MOVE, {"project": "Alpha"}, session_id="20990101_000000_ffffff", task_id=ab["ask_a"])
+    assert res["moved"] and res["session_id"] == ab["ask_a"]
+
+
+def test_a_subagent_moves_the_conversation_that_delegated_it(ab, world):
+    child = "20260901_777777_aaaaaa"
+    world.db.create_session(child, "subagent", model="m", parent_session_id=ab["ask_a"],
+                            model_config={"_delegate_from": ab["ask_a"]})
+    res = call(MOVE, {"project": "Beta"}, session_id=child)
+    assert res["moved"] and res["session_id"] == ab["ask_a"] and "subagent" in res["notes"][0]
+    assert session_rows(world.home)[child]["cwd"] is None
+
+
+def test_home_bucket_session_becomes_searchable_from_the_project(ab, world):
+    assert call(SEARCH, {"query": "quokka"}, session_id=ab["tg"])["project"]["kind"] == "home"
+    assert found(call(SEARCH, {"query": "quokka"}, session_id=ab["ask_b"])) == set()
+    res = call(MOVE, {"project": "Beta", "session": "Telegram quokka"}, session_id=ab["ask_b"])
+    assert res["moved"] and res["previous_project"]["kind"] == "home" and res["previous_cwd"] is None
+    assert found(call(SEARCH, {"query": "quokka"}, session_id=ab["ask_b"])) == {ab["tg"]}
+    assert session_rows(world.home)[ab["tg"]]["cwd"] == str(ab["beta"])
+    assert sidebar_groups(world.db)[ab["tg"]] == ab["B"]
+
+
+def test_moving_into_the_project_it_is_already_in_is_a_no_op(ab, world):
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "alpha", "session": ab["sa"]}, session_id=ab["ask_a"])
+    assert res["success"] is True and res["moved"] is False and res["reason"] == "already_in_project"
+    assert "already in project 'Alpha'" in res["message"]
+
+
+# --- validation: every error changes nothing anywhere ----------------------------------
+
+
+@pytest.fixture
+def odd_projects(ab, world, work):
+    """Projects a move must refuse, and a previous move so the attribution store already exists."""
+    archived_dir = work / "archived"
+    archived_dir.mkdir()
+    world.archive(world.project("Old", archived_dir))
+    world.project("Twins", work / "twin1")
+    world.project("Twins", work / "twin2")
+    world.project("Empty")
+    gone = work / "gone"
+    gone.mkdir()
+    world.project("Gone", gone)
+    gone.rmdir()
+    world.db.set_session_title(ab["sb"], "Case")
+    world.session(cwd=work, title="CASE")
+    other_home = world.home / "profiles" / "work"
+    other_home.mkdir(parents=True)
+    from hermes_state import SessionDB
+
+    other = SessionDB(db_path=other_home / "state.db")
+    other.create_session("20260901_555555_0ther0", "cli", cwd=str(work))
+    other.close()
+    assert call(MOVE, {"project": "Beta", "session": ab["sa2"]}, session_id=ab["ask_a"])["moved"]
+    return {"other_id": "20260901_555555_0ther0"}
+
+
+@pytest.mark.parametrize("args,code", [
+    ({"project": "nope"}, "unknown_project"),
+    ({"project": "TWINS"}, "ambiguous_project"),
+    ({"project": "Old"}, "archived_project"),
+    ({"project": "Empty"}, "no_folder"),
+    ({"project": "Gone"}, "folder_missing"),
+    ({"project": "Beta", "session": "20990101_000000_abcdef"}, "unknown_session"),
+    ({"project": "Beta", "session": "no such title"}, "unknown_session"),
+    ({"project": "Beta", "session": "case"}, "ambiguous_session"),
+    ({"project": "Beta", "session": "OTHER"}, "other_profile"),
+    ({"project": "Beta", "session": "@session:work/OTHER"}, "other_profile"),
+    ({"project": "Beta", "session": "@session:elsewhere/20990101_000000_abcdef"}, "other_profile"),
+    ({}, "bad_argument"),
+    ({"project": 5}, "bad_argument"),
+    ({"project": "Beta", "session": ["x"]}, "bad_argument"),
+])
+def test_every_validation_error_changes_nothing(ab, world, odd_projects, args, code):
+    args = {k: v.replace("OTHER", odd_projects["other_id"]) if isinstance(v, str) else v for k, v in args.items()}
+    with unchanged_everywhere(world):
+        res = call(MOVE, args, session_id=ab["ask_a"])
+    assert res["success"] is False and res["error_code"] == code, res
+    assert res["error"] and "Traceback" not in res["error"]
+    if code == "unknown_project":
+        assert {"Alpha", "Beta", "Twins"} <= {c["name"] for c in res["candidates"]}
+        assert "Old" not in {c["name"] for c in res["candidates"]}
+    if code == "ambiguous_project":
+        assert [c["name"] for c in res["candidates"]] == ["Twins", "Twins"]
+    if code == "ambiguous_session":
+        assert {c["title"] for c in res["candidates"]} == {"Case", "CASE"}
+    if code == "other_profile":
+        assert "'work'" in res["error"] or "'elsewhere'" in res["error"]
+
+
+def test_no_calling_session_and_no_session_argument(ab, world):
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "Beta"})
+        assert res["success"] is False and res["error_code"] == "no_session"
+        res = call(MOVE, {"project": "Beta"}, session_id="20990101_000000_eeeeee")
+        assert res["success"] is False and res["error_code"] == "unknown_session"
+
+
+def refuse_cwd_updates(home: Path) -> None:
+    """Make Hermes's own UPDATE of a session's cwd fail for real: a trigger in the test's state.db."""
+    conn = sqlite3.connect(home / "state.db")
+    conn.execute("CREATE TRIGGER refuse_cwd BEFORE UPDATE OF cwd ON sessions "
+                 "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+    conn.commit()
+    conn.close()
+
+
+def test_a_failed_hermes_write_rolls_the_record_back(ab, world):
+    refuse_cwd_updates(world.home)
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
+    assert res["success"] is False and res["error_code"] == "hermes_write_failed"
+    assert "refused by the test" in res["error"] and "nothing was changed" in res["error"]
+    assert not store_state(world.home).get("records")
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
+
+
+def test_a_failed_write_keeps_earlier_records_byte_for_byte(ab, world):
+    assert call(MOVE, {"project": "Beta", "session": ab["sa2"]}, session_id=ab["ask_a"])["moved"]
+    refuse_cwd_updates(world.home)
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
+    assert res["error_code"] == "hermes_write_failed"
+    assert [r[0] for r in store_state(world.home)["records"]] == [ab["sa2"]]
+
+
+# --- state.db after a successful move --------------------------------------------------
+
+
+def test_only_that_sessions_cwd_fields_change_written_by_hermes(ab, world, monkeypatch):
+    from hermes_state import SessionDB
+
+    calls = []
+    real = SessionDB.update_session_cwd
+
+    def spy(self, *args, **kwargs):  # pass-through: Hermes's own method does the write
+        calls.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SessionDB, "update_session_cwd", spy)
+    rows_before = session_rows(world.home)
+    world.db.close()
+    checkpoint(world.home)
+    messages_before = db_digest(world.home / "state.db")["counts"]
+    res = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
+    assert res["moved"] and res["written_by"] == "SessionDB.update_session_cwd"
+    rows_after = session_rows(world.home)
+    assert calls == [(ab["sa"], str(ab["beta"]), None, str(ab["beta"]))]
+    assert {k for k in rows_before if rows_before[k] != rows_after[k]} == {ab["sa"]}
+    changed = {c for c in rows_before[ab["sa"]] if rows_before[ab["sa"]][c] != rows_after[ab["sa"]][c]}
+    assert changed <= GIT_FIELDS and "cwd" in changed
+    assert db_digest(world.home / "state.db")["counts"] == messages_before
+
+
+# --- Hermes 0.19.0's stale git_repo_root and the sidebar -----------------------------------
+
+
+def test_stale_git_root_is_real_on_0_19_and_the_move_avoids_it(world, work):
+    """Host doc §9: A = a repo, B = its parent. A plain cwd write leaves the session in A."""
+    parent = work / "parent"
+    repo = make_repo(parent / "repo")
+    a = world.project("A", repo)
+    b = world.project("B", parent)
+    naive = world.session(("user", "naive"), cwd=repo, root=repo)
+    moved = world.session(("user", "moved"), cwd=repo, root=repo)
+    world.db.update_session_cwd(moved, str(repo), git_branch="feature-x")
+    ask_b = world.session(cwd=parent / "elsewhere")
+    enable_plugin(world.home)
+
+    world.db.update_session_cwd(naive, str(parent))  # what a move without the workaround does
+    assert sidebar_groups(world.db)[naive] == a
+
+    res = call(MOVE, {"project": "B", "session": moved}, session_id=ask_b)
+    assert res["moved"] and res["sidebar"]["agrees"] is True, res
+    assert any("cannot clear the old git root" in n for n in res["notes"])
+    assert any("feature-x" in n for n in res["notes"])
+    row = session_rows(world.home)[moved]
+    assert (row["cwd"], row["git_repo_root"]) == (str(parent), str(parent))
+    assert sidebar_groups(world.db)[moved] == b
+    assert attributions(world.home)[moved] == ("explicit", b)
+
+
+def test_moving_into_a_repository_records_its_root_and_branch(ab, world):
+    res = call(MOVE, {"project": "Alpha", "session": ab["sb"]}, session_id=ab["ask_b"])
+    assert res["moved"] and res["git"] == {"branch": "main", "repo_root": str(ab["alpha"])}
+    row = session_rows(world.home)[ab["sb"]]
+    assert (row["cwd"], row["git_branch"], row["git_repo_root"]) == (str(ab["alpha"]), "main", str(ab["alpha"]))
+    assert sidebar_groups(world.db)[ab["sb"]] == ab["A"] and res["sidebar"]["agrees"]
+
+
+def test_sidebar_disagreement_is_reported(ab, world, work):
+    shared = work / "shared"
+    shared.mkdir()
+    first = world.project("First", shared)
+    second = world.project("Second", shared)
+    res = call(MOVE, {"project": "Second", "session": ab["sb"]}, session_id=ab["ask_b"])
+    assert res["moved"] and res["sidebar"]["agrees"] is False
+    assert res["sidebar"]["project"]["id"] == first and "created first" in res["sidebar"]["reason"]
+    assert sidebar_groups(world.db)[ab["sb"]] == first  # Hermes's sidebar really does say so
+    # The plugin follows the move: the session is searched as part of Second.
+    assert ab["sb"] in found(call(SEARCH, {"query": "yak", "project": second}, session_id=ab["ask_a"]))
+
+
+# --- the live GUI session: Hermes's workspace callback --------------------------------
+
+
+class _Transport:
+    def __init__(self):
+        self.frames = []
+
+    def write(self, obj):
+        self.frames.append(obj)
+        return True
+
+
+@contextmanager
+def live_gui_session(home: Path, session_id: str):
+    """A session open in this process's TUI gateway, moved by Hermes's real _apply_project_workspace."""
+    from tools import project_tools
+    from tools.terminal_tool import clear_task_env_overrides
+    from tui_gateway import server
+
+    transport = _Transport()
+    live = {"session_key": session_id, "profile_home": str(home), "transport": transport, "agent": None}
+    with server._sessions_lock:
+        server._sessions["gui-1"] = live
+    project_tools.set_project_workspace_callback(server._apply_project_workspace)
+    try:
+        yield live, transport
+    finally:
+        project_tools.set_project_workspace_callback(None)
+        with server._sessions_lock:
+            server._sessions.pop("gui-1", None)
+        for thread in threading.enumerate():
+            if thread.name == "git-meta":
+                thread.join(30)
+        clear_task_env_overrides(session_id)
+
+
+def test_live_gui_session_moves_through_the_workspace_callback(ab, world):
+    with live_gui_session(world.home, ab["ask_a"]) as (live, transport):
+        res = call(MOVE, {"project": "Beta"}, session_id=ab["ask_a"], task_id=ab["ask_a"])
+        assert res["moved"] and "workspace callback" in res["live_session"]
+        assert live["cwd"] == str(ab["beta"]) and live["explicit_cwd"] is True
+        info = [f["params"] for f in transport.frames if f["params"]["type"] == "session.info"]
+        assert info and info[-1]["payload"]["cwd"] == str(ab["beta"])
+    assert session_rows(world.home)[ab["ask_a"]]["cwd"] == str(ab["beta"])
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == {ab["sb"]}
+
+
+# --- concurrency ---------------------------------------------------------------------
+
+
+def test_a_search_that_began_before_the_move_keeps_the_old_attribution(ab, monkeypatch):
+    keyword = sys.modules["hermes_plugins.project_history_recall.keyword"]
+    real = keyword.search
+    entered, release = threading.Event(), threading.Event()
+
+    def paused(*args, **kwargs):  # scope is resolved; hold the search here until the move is done
+        if not entered.is_set():
+            entered.set()
+            assert release.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(keyword, "search", paused)
+    box = {}
+    searcher = threading.Thread(target=lambda: box.update(res=call(SEARCH, {"query": "zebra"},
+                                                                   session_id=ab["ask_b"])))
+    searcher.start()
+    assert entered.wait(60)
+    moved = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
+    release.set()
+    searcher.join(60)
+    assert moved["moved"]
+    assert found(box["res"]) == {ab["sb"]}  # began before: old attribution
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
+
+
+def test_searches_running_during_moves_always_see_one_consistent_attribution(ab):
+    before, after = {ab["sb"]}, {ab["sa"], ab["sb"]}
+    outcomes, errors = [], []
+
+    def search_loop():
+        for _ in range(15):
+            res = call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])
+            if res.get("success"):
+                outcomes.append({r["session_id"] for r in res["results"]})
+            else:
+                errors.append(res)
+
+    threads = [threading.Thread(target=search_loop) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for n in range(6):
+            res = call(MOVE, {"project": "Beta" if n % 2 == 0 else "Alpha", "session": ab["sa"]},
+                       session_id=ab["ask_a"])
+            assert res["moved"], res
+    finally:
+        for t in threads:
+            t.join(120)
+    assert not errors and len(outcomes) == 45
+    assert all(o in (before, after) for o in outcomes)
+    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == before  # ended back in Alpha
+
+
+# --- persistence ---------------------------------------------------------------------------
+
+
+def test_the_record_survives_a_restart(ab, world):
+    assert call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])["moved"]
+    script = textwrap.dedent(f"""
+        import json
+        from hermes_cli import plugins
+        import model_tools
+        plugins.discover_plugins(force=True)
+        res = json.loads(model_tools.handle_function_call({SEARCH!r}, {{"query": "zebra"}},
+                                                          session_id={ab['ask_b']!r}))
+        print(json.dumps(sorted({{r["session_id"] for r in res["results"]}})))
+    """)
+    env = dict(os.environ, HERMES_HOME=str(world.home))
+    out = subprocess.run([sys.executable, "-c", script], env=env, cwd=world.home, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == sorted([ab["sa"], ab["sb"]])
