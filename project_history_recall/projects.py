@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .attribution import ProjectInfo
-from .statedb import StateDBError, connect_readonly, retry
+from .statedb import StateDBError, connect_readonly, retry, watched
 
 
 class ProjectsDBError(StateDBError):
@@ -21,8 +21,37 @@ class ProjectsDBError(StateDBError):
         return cls(f"Hermes's projects database {path} could not be read ({exc.code}): {exc}", exc.code)
 
 
+def read_projects(conn) -> list[ProjectInfo]:
+    """Every project (archived ones too, flagged), in creation order, from an open connection."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "projects" not in tables:
+        return []
+    folders: dict[str, list[str]] = {}
+    if "project_folders" in tables:
+        for pid, folder in conn.execute(
+            "SELECT project_id, path FROM project_folders ORDER BY is_primary DESC, added_at, rowid"
+        ):
+            folders.setdefault(pid, []).append(folder)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(projects)")}
+    archived = "archived" if "archived" in cols else "0"
+    primary = "primary_path" if "primary_path" in cols else "NULL"
+    return [
+        ProjectInfo(
+            id=pid,
+            slug=slug or pid,
+            name=name or slug or pid,
+            folders=tuple(folders.get(pid, ())),
+            primary_path=primary_path or (folders.get(pid) or [None])[0],
+            archived=bool(is_archived),
+        )
+        for pid, slug, name, primary_path, is_archived in conn.execute(
+            f"SELECT id, slug, name, {primary}, {archived} FROM projects ORDER BY created_at, rowid"
+        )
+    ]
+
+
 def load_projects(path: Path) -> list[ProjectInfo]:
-    """Every project (archived ones too, flagged), in creation order."""
+    """The projects as they are now (a missing file: none yet)."""
     if not path.exists():
         return []
     try:
@@ -30,39 +59,19 @@ def load_projects(path: Path) -> list[ProjectInfo]:
     except StateDBError as exc:
         raise ProjectsDBError.wrap(path, exc) from exc
     try:
-        def _read() -> list[ProjectInfo]:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if "projects" not in tables:
-                return []
-            folders: dict[str, list[str]] = {}
-            if "project_folders" in tables:
-                for pid, folder in conn.execute(
-                    "SELECT project_id, path FROM project_folders ORDER BY is_primary DESC, added_at, rowid"
-                ):
-                    folders.setdefault(pid, []).append(folder)
-            cols = {r[1] for r in conn.execute("PRAGMA table_info(projects)")}
-            archived = "archived" if "archived" in cols else "0"
-            primary = "primary_path" if "primary_path" in cols else "NULL"
-            return [
-                ProjectInfo(
-                    id=pid,
-                    slug=slug or pid,
-                    name=name or slug or pid,
-                    folders=tuple(folders.get(pid, ())),
-                    primary_path=primary_path or (folders.get(pid) or [None])[0],
-                    archived=bool(is_archived),
-                )
-                for pid, slug, name, primary_path, is_archived in conn.execute(
-                    f"SELECT id, slug, name, {primary}, {archived} FROM projects ORDER BY created_at, rowid"
-                )
-            ]
-
-        try:
-            return retry(_read, path)
-        except StateDBError as exc:
-            raise ProjectsDBError.wrap(path, exc) from exc
+        return retry(lambda: read_projects(conn), path)
+    except StateDBError as exc:
+        raise ProjectsDBError.wrap(path, exc) from exc
     finally:
         conn.close()
+
+
+def current_projects(path: Path) -> list[ProjectInfo]:
+    """Like :func:`load_projects`, cached per process until Hermes next commits to the file."""
+    try:
+        return watched(path, read_projects, [])
+    except StateDBError as exc:
+        raise ProjectsDBError.wrap(path, exc) from exc
 
 
 def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | None, list[ProjectInfo]]:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
-from .statedb import StateDBError, connect_readonly, retry
+from .statedb import StateDBError, connect_readonly, retry, watched
 
 FILE_NAME = "recall.db"
 
@@ -121,67 +121,9 @@ def load_history(path: Path, session_id: str) -> list[dict]:
         conn.close()
 
 
-class _Watcher:
-    """The committed records of one file, re-read only after a commit.
-
-    ``PRAGMA data_version`` changes on a connection whenever another
-    connection (any process) commits: an exact signal, where file times can
-    be too coarse to tell two quick moves apart.
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.lock = threading.Lock()
-        self.conn: sqlite3.Connection | None = None
-        self.inode: int | None = None
-        self.version: int | None = None
-        self.value: dict[str, str] = {}
-
-    def _close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-        self.conn, self.inode, self.version, self.value = None, None, None, {}
-
-    def get(self) -> dict[str, str]:
-        with self.lock:
-            try:
-                inode = os.stat(self.path).st_ino
-            except OSError:
-                self._close()
-                return {}
-            try:
-                if self.conn is None or inode != self.inode:
-                    self._close()
-                    self.conn = connect_readonly(self.path, timeout_ms=2000)
-                    self.inode = inode
-                conn = self.conn
-                version = retry(lambda: conn.execute("PRAGMA data_version").fetchone()[0], self.path)
-                if version != self.version:
-                    self.value = retry(lambda: _read_attributions(conn), self.path)
-                    self.version = version
-                return self.value
-            except StateDBError:
-                self._close()
-                raise
-
-
-_watchers: dict[str, _Watcher] = {}
-_watchers_lock = threading.Lock()
-_MAX_WATCHERS = 8  # one per profile home in use; each holds an open read connection
-
-
 def current_records(path: Path) -> dict[str, str]:
     """Like :func:`load_records`, cached per process until the next commit; do not mutate."""
-    with _watchers_lock:
-        watcher = _watchers.pop(str(path), None) or _Watcher(path)
-        _watchers[str(path)] = watcher  # most recently used last
-        evicted = list(_watchers.values())[:-_MAX_WATCHERS]
-        for old in evicted:
-            del _watchers[str(old.path)]
-    for old in evicted:
-        with old.lock:
-            old._close()
-    return watcher.get()
+    return watched(path, _read_attributions, {})
 
 
 class Recorder:

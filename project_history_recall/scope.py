@@ -29,9 +29,9 @@ from .attribution import (
     resolve_own,
 )
 from .pathkeys import base_name, path_key
-from .projects import find_project, load_projects
+from .projects import current_projects, find_project
 from .records import current_records, records_path
-from .statedb import SessionCatalog, cached_read
+from .statedb import SessionCatalog
 
 
 class ScopeError(ValueError):
@@ -101,7 +101,7 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     """Attribution of every session in ``home``'s state.db (cached)."""
     catalog = SessionCatalog.for_path(paths.state_db_path(home))
     version, facts = catalog.snapshot(conn)
-    projects = cached_read(paths.projects_db_path(home), load_projects)
+    projects = current_projects(paths.projects_db_path(home))
     # Re-read after every commit to recall.db, so a move counts from the next search on.
     records = current_records(records_path(paths.data_dir(home)))
     key = (version, tuple(projects), tuple(sorted(records.items())))

@@ -224,6 +224,75 @@ def _facts(row: sqlite3.Row) -> SessionFacts:
     return SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
 
 
+class _Watcher:
+    """A value read from an SQLite file, re-read only after a commit to it.
+
+    ``PRAGMA data_version`` changes on a connection whenever another
+    connection (any process) commits: an exact signal, where file times can
+    be too coarse to tell two quick writes apart.
+    """
+
+    def __init__(self, path: Path, read: Callable[[sqlite3.Connection], T], missing: T):
+        self.path, self.read, self.missing = path, read, missing
+        self.lock = threading.Lock()
+        self.conn: sqlite3.Connection | None = None
+        self.inode: int | None = None
+        self.version: int | None = None
+        self.value: T = missing
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn, self.inode, self.version, self.value = None, None, None, self.missing
+
+    def get(self) -> T:
+        with self.lock:
+            try:
+                inode = os.stat(self.path).st_ino
+            except OSError:
+                self.close()
+                return self.missing
+            try:
+                if self.conn is None or inode != self.inode:
+                    self.close()
+                    self.conn = connect_readonly(self.path, timeout_ms=2000)
+                    self.inode = inode
+                conn = self.conn
+                version = retry(lambda: conn.execute("PRAGMA data_version").fetchone()[0], self.path)
+                if version != self.version:
+                    self.value = retry(lambda: self.read(conn), self.path)
+                    self.version = version
+                return self.value
+            except StateDBError:
+                self.close()
+                raise
+
+
+_watchers: dict[tuple, _Watcher] = {}
+_watchers_lock = threading.Lock()
+_MAX_WATCHERS = 16  # a few files per profile home in use; each holds an open read connection
+
+
+def watched(path: Path, read: Callable[[sqlite3.Connection], T], missing: T) -> T:
+    """``read(conn)`` on ``path``, cached per process until something commits to it
+    (``missing`` while the file does not exist). Do not mutate the result."""
+    key = (str(path), read)
+    with _watchers_lock:
+        watcher = _watchers.pop(key, None) or _Watcher(path, read, missing)
+        _watchers[key] = watcher  # most recently used last
+        evicted = list(_watchers.values())[:-_MAX_WATCHERS]
+        for old in evicted:
+            del _watchers[(str(old.path), old.read)]
+    for old in evicted:
+        with old.lock:
+            old.close()
+    return watcher.get()
+
+
+def _facts(row: sqlite3.Row) -> SessionFacts:
+    return SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
+
+
 _file_cache: dict[str, tuple[tuple, object]] = {}
 _file_cache_lock = threading.Lock()
 
