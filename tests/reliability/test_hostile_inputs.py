@@ -1,0 +1,140 @@
+"""Hostile input through Hermes's dispatch and the CLI: valid JSON, no escapes, no changes.
+
+At least 10,000 tool calls mixing FTS5 operators and column filters,
+unbalanced quotes, NEAR/*/^, SQL fragments, huge strings, NUL bytes, lone
+surrogates, right-to-left marks, emoji, paths with %/_/.., and wrong types
+for every argument. Every answer must be the plugin's own JSON (an error with
+``error_code`` or results); nothing may reach Hermes's generic "Tool
+execution failed" path; state.db and the plugin's store stay byte-identical.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from hermes_world import call, checkpoint, db_digest, enable_plugin, store_state
+
+CALLS = int(os.environ.get("PHR_FUZZ_CALLS", "10000"))
+
+FRAGMENTS = [
+    'NEAR(', 'NEAR(a b, 2)', '"', '""', "'", '*', '^', '-', '+', 'AND', 'OR', 'NOT', '(', ')', '{', '}', ':',
+    'content:', 'rowid:', 'messages_fts:', 'col:x', '"unbalanced', 'x"y', "'; DROP TABLE messages; --",
+    "1=1", "UNION SELECT * FROM sessions", "/*", "*/", "%", "_", "%_%", "..", "../..", "/etc/passwd",
+    "C:\\Windows\\..\\", "\\\\srv\\share", "\x00", "\ud800", "\udfff", "\u202e", "\u200f", "\u200b", "\ufeff",
+    "🙂", "👩‍💻", "超时", "服务端", "修改youer服务端", "ERR_CONNECTION_REFUSED", "foo.bar()", "src/app.py",
+    "0x80070005", "\n", "\t", "\r\n", "$(rm -rf /)", "`id`", "{{7*7}}", "${jndi:ldap://x}", "\\", "\\\"",
+    "MATCH", "bm25(", "snippet(", "json_each", "？", "。", "、", "ﾃｽﾄ", "Ⅻ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+]
+BAD_VALUES = [None, True, False, 0, -1, 10**12, 3.5, float("nan"), [], ["x"], {}, {"a": 1}, "", " ", "x" * 100_000]
+SEARCH_KEYS = ["query", "mode", "limit", "context", "include_tool_output", "since", "until", "project",
+               "include_current_session"]
+MOVE_KEYS = ["project", "session"]
+
+
+def hostile_text(rng: random.Random) -> str:
+    parts = rng.choices(FRAGMENTS, k=rng.randint(1, 8))
+    if rng.random() < 0.05:
+        parts.append(rng.choice(FRAGMENTS) * rng.randint(100, 3000))
+    return rng.choice(["", " ", "  "]).join(parts)
+
+
+def hostile_args(rng: random.Random, keys: list[str]) -> object:
+    """Half the time every argument is garbage; otherwise the text arguments are
+    hostile and at most one other argument has a wrong type or value."""
+    if rng.random() < 0.02:
+        return rng.choice([None, [], "query", 5, ["query", "x"]])
+    args = {}
+    if rng.random() < 0.5:
+        for key in keys:
+            roll = rng.random()
+            if roll < 0.5:
+                args[key] = hostile_text(rng)
+            elif roll < 0.75:
+                args[key] = rng.choice(BAD_VALUES)
+    else:
+        args[keys[0]] = hostile_text(rng)
+        if rng.random() < 0.5:
+            args[rng.choice(keys)] = rng.choice(BAD_VALUES + [hostile_text(rng)])
+    if rng.random() < 0.2:
+        args[hostile_text(rng)[:20] or "extra"] = hostile_text(rng)
+    return args
+
+
+@pytest.fixture
+def fuzz_world(world, work):
+    app = work / "app_1%"
+    app.mkdir()
+    world.project("Fuzz target app", app)
+    world.session(("user", "websocket ERR_CONNECTION_REFUSED 超时 foo.bar() src/app.py"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    checkpoint(world.home)
+    enable_plugin(world.home)
+    return {"home": world.home, "asker": asker}
+
+
+def _plugins_own_answer(raw: str) -> dict:
+    out = json.loads(raw)
+    assert isinstance(out, dict) and isinstance(out.get("success"), bool), raw[:300]
+    if not out["success"]:
+        assert isinstance(out.get("error"), str) and out["error"] and out.get("error_code"), raw[:300]
+        assert out["error_code"] != "internal", raw[:500]
+    return out
+
+
+def test_ten_thousand_hostile_tool_calls(fuzz_world):
+    import model_tools
+
+    home, asker = fuzz_world["home"], fuzz_world["asker"]
+    before_db, before_store = db_digest(home / "state.db"), store_state(home)
+    rng = random.Random(20261130)
+    outcomes = {"ok": 0, "error": 0}
+    for n in range(CALLS):
+        tool, keys = ("project_session_move", MOVE_KEYS) if n % 5 == 0 else ("project_history_search", SEARCH_KEYS)
+        args = hostile_args(rng, keys)
+        kw = {"session_id": rng.choice([asker, None, "", hostile_text(rng)[:40]]),
+              "task_id": rng.choice([asker, None, hostile_text(rng)[:40]])}
+        raw = model_tools.handle_function_call(tool, args if isinstance(args, dict) else {"wrapped": args}, **kw)
+        out = _plugins_own_answer(raw)
+        outcomes["ok" if out["success"] else "error"] += 1
+        if tool == "project_session_move":
+            assert not out.get("moved"), (args, out)
+    assert outcomes["ok"] + outcomes["error"] == CALLS
+    assert outcomes["ok"] > CALLS // 10 and outcomes["error"] > CALLS // 10  # both paths really exercised
+    assert db_digest(home / "state.db") == before_db
+    assert store_state(home) == before_store
+
+
+def test_handlers_reject_non_dict_arguments_directly(fuzz_world):
+    """Hermes always passes a dict, but a direct registry dispatch may not."""
+    from tools.registry import registry
+
+    for args in (None, [], "query", 5):
+        for tool in ("project_history_search", "project_session_move"):
+            out = _plugins_own_answer(registry.get_entry(tool).handler(args, session_id=fuzz_world["asker"]))
+            assert out["success"] is False
+
+
+def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch):
+    from project_history_recall import cli
+
+    monkeypatch.setenv("HERMES_HOME", str(fuzz_world["home"]))
+    rng = random.Random(7)
+    commands = [["search"], ["status"], ["projects"], ["move"], ["session"], ["search", "--json"],
+                ["search", "--project"], ["search", "--since"], ["search", "--limit"], []]
+    for _ in range(1000):
+        argv = list(rng.choice(commands)) + [hostile_text(rng)[:2000] for _ in range(rng.randint(0, 3))]
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as exc:  # argparse's own usage errors
+                code = exc.code
+        assert code in (0, 1, 2, 3), (argv, code, err.getvalue()[-500:])
+        assert "Traceback" not in err.getvalue() and "Traceback" not in out.getvalue(), argv
