@@ -31,7 +31,9 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
 _RETRIES = 3
 _RETRY_SLEEP = 0.05
-_TRANSIENT = ("disk i/o error", "database is locked", "database table is locked", "busy")
+# A mode=ro reader can meet a writer's checkpoint as a transient I/O error.
+# "locked" is not retried: the busy timeout has already waited for it.
+_TRANSIENT = ("disk i/o error",)
 
 JSON_CONTENT_PREFIX = "\x00json:"
 
@@ -77,8 +79,9 @@ def retry(fn: Callable[[], T], path: Path) -> T:
     raise AssertionError("unreachable")
 
 
-def connect_readonly(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+def connect_readonly(path: Path, *, timeout_ms: int | None = None) -> sqlite3.Connection:
     """A read-only connection to an existing SQLite file (never creates one)."""
+    timeout_ms = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
     if not path.is_file():
         raise StateDBError(
             f"No Hermes session database at {path}. Has Hermes run in this profile yet?",

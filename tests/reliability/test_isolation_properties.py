@@ -115,7 +115,7 @@ def _build(world: dict, home: Path) -> tuple[dict, list[dict], dict]:
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 
-    from project_history_recall.records import record_move
+    from project_history_recall.records import Move, recording
 
     junk_home, hermes_home = str(Path.home()), str(home)
     projects = []
@@ -143,7 +143,8 @@ def _build(world: dict, home: Path) -> tuple[dict, list[dict], dict]:
             sessions[sid] = {"id": sid, "cwd": cwd, "root": spec["root"], "parent": parent}
             if spec["record"] is not None and projects:
                 pid = projects[spec["record"] % len(projects)]["id"]
-                record_move(home / "project-history-recall", sid, pid)
+                with recording(home / "project-history-recall") as recorder:
+                    recorder.record(Move(session_id=sid, project_id=pid))
                 records[sid] = pid
     finally:
         db.close()

@@ -1,0 +1,254 @@
+"""Concurrency and broken files: the plugin keeps answering and never blocks Hermes's writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module
+
+LOAD_SECONDS = float(os.environ.get("PHR_LOAD_SECONDS", "60"))
+SEARCHERS = 8
+WRITER = textwrap.dedent("""
+    import json, sys, time
+    from hermes_state import SessionDB
+    seconds, folder = float(sys.argv[1]), sys.argv[2]
+    db = SessionDB()
+    sid = "20260901_777777_abcdef"
+    db.create_session(sid, "cli", cwd=folder)
+    latencies, errors, n = [], 0, 0
+    start = time.time()
+    while time.time() - start < seconds:
+        t = time.perf_counter()
+        try:
+            db.append_message(sid, "user", f"websocket load message {n} 超时 ERR_LOAD_{n % 50}")
+        except Exception as exc:
+            errors += 1
+        latencies.append(time.perf_counter() - t)
+        n += 1
+        if n % 500 == 0:
+            db._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        time.sleep(max(0.0, start + n / 150 - time.time()))  # ~150 messages a second
+    db.close()
+    print(json.dumps({"messages": n, "errors": errors, "max_latency": max(latencies),
+                      "seconds": time.time() - start}))
+""")
+
+
+@pytest.fixture
+def loaded(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    for n in range(30):
+        world.session(("user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED"), ("assistant", f"超时 fix {n}"),
+                      cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    return {"home": world.home, "app": app, "asker": asker}
+
+
+def test_eight_searchers_and_a_writer(loaded):
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(LOAD_SECONDS), str(loaded["app"])],
+                              env=dict(os.environ, HERMES_HOME=str(loaded["home"])), stdout=subprocess.PIPE, text=True)
+    stop = time.time() + LOAD_SECONDS
+    results = {"searches": 0, "failed": [], "slowest": 0.0}
+    lock = threading.Lock()
+    queries = ["websocket", "超时", "ERR_CONNECTION_REFUSED", "load message", "ERR_LOAD_7", "reconnect fix"]
+
+    def searcher(k: int) -> None:
+        n = 0
+        while time.time() < stop:
+            t = time.perf_counter()
+            res = call("project_history_search", {"query": queries[(k + n) % len(queries)], "context": 1},
+                       session_id=loaded["asker"])
+            took = time.perf_counter() - t
+            n += 1
+            with lock:
+                results["searches"] += 1
+                results["slowest"] = max(results["slowest"], took)
+                if not res.get("success"):
+                    results["failed"].append(res)
+
+    threads = [threading.Thread(target=searcher, args=(k,)) for k in range(SEARCHERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out, _ = writer.communicate(timeout=120)
+    report = json.loads(out.strip().splitlines()[-1])
+    print(f"\nload: {results['searches']} searches by {SEARCHERS} threads, slowest {results['slowest']:.2f}s; "
+          f"writer {report}")
+    assert writer.returncode == 0
+    assert results["failed"] == [] and results["searches"] > SEARCHERS
+    assert report["errors"] == 0
+    assert report["messages"] / report["seconds"] >= 100
+    assert report["max_latency"] < 1.0, "the writer stalled"
+    final = call("project_history_search", {"query": "ERR_LOAD_7"}, session_id=loaded["asker"])
+    assert final["results"], "rows the writer committed are found"
+
+
+def test_state_db_faults_give_clear_errors(home, work):
+    enable_plugin(home)
+    db = home / "state.db"
+    cases = {
+        "missing": lambda: None,
+        "empty": lambda: db.write_bytes(b""),
+        "corrupt": lambda: db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192)),
+        "schema": lambda: sqlite3.connect(db).executescript(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY); CREATE TABLE messages (id INTEGER PRIMARY KEY);"),
+    }
+    for code, make in cases.items():
+        for suffix in ("", "-wal", "-shm"):
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
+        make()
+        res = call("project_history_search", {"query": "x"})
+        assert res["success"] is False and res["error_code"] in (code, "corrupt"), (code, res)
+        assert "Traceback" not in res["error"]
+
+
+def test_a_damaged_page_in_a_real_state_db(world, work):
+    app = work / "app"
+    app.mkdir()
+    for n in range(200):
+        world.session(("user", f"websocket {n} " + "padding " * 200), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    checkpoint(world.home)
+    enable_plugin(world.home)
+    path = world.home / "state.db"
+    data = bytearray(path.read_bytes())
+    for offset in range(len(data) // 2, len(data) // 2 + 40_000, 4096):
+        data[offset + 100: offset + 400] = os.urandom(300)
+    path.write_bytes(bytes(data))
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert isinstance(res.get("success"), bool)
+    if not res["success"]:
+        assert res["error_code"] in ("corrupt", "error") and res["error"]
+
+
+def test_locked_state_db_is_reported_not_hung(world, work, monkeypatch):
+    app = work / "app"
+    app.mkdir()
+    asker = world.session(("user", "websocket"), cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    monkeypatch.setattr(plugin_module("statedb"), "BUSY_TIMEOUT_MS", 300)
+    holder = sqlite3.connect(world.home / "state.db", isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        t = time.perf_counter()
+        res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+        assert time.perf_counter() - t < 10
+        assert res["success"] is False and res["error_code"] == "locked" and "try again" in res["error"]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert call("project_history_search", {"query": "websocket"}, session_id=asker)["success"]
+
+
+def test_projects_db_missing_locked_or_corrupt(world, work, monkeypatch):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "websocket in app"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    projects = world.home / "projects.db"
+    assert call("project_history_search", {"query": "websocket"}, session_id=asker)["project"]["kind"] == "explicit"
+
+    projects.rename(world.home / "projects.db.bak")
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] and res["project"]["kind"] == "auto"  # no explicit projects: the folder groups
+    assert {r["session_id"] for r in res["results"]} == {sid}
+
+    projects.write_bytes(b"not a database at all" * 50)
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] is False and "projects database" in res["error"]
+    projects.unlink()
+    (world.home / "projects.db.bak").rename(projects)
+
+    monkeypatch.setattr(plugin_module("statedb"), "BUSY_TIMEOUT_MS", 300)
+    holder = sqlite3.connect(projects, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO project_meta(key, value) VALUES ('lock-test', '1')")
+    try:
+        res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+        assert isinstance(res["success"], bool)
+        if not res["success"]:
+            assert res["error_code"] == "locked"
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_reads_only_ever(world, work):
+    """An SQLite authorizer on every connection the plugin opens records anything but reads."""
+    import sys
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "websocket 超时 ERR_X foo.bar()"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    enable_plugin(world.home)
+    statedb = plugin_module("statedb")
+    seen, original = [], statedb.connect_readonly
+    reads = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_TRANSACTION,
+             sqlite3.SQLITE_RECURSIVE}
+    harmless_pragmas = {"query_only", "busy_timeout", "mmap_size", "schema_version", "data_version", "table_info"}
+
+    def guarded(path, **kw):
+        conn = original(path, **kw)
+
+        def authorizer(action, arg1, *rest):
+            harmless = (
+                action in reads
+                or (action == sqlite3.SQLITE_PRAGMA and arg1 in harmless_pragmas)
+                # FTS5 declares a virtual table's columns the first time a
+                # connection uses it; SQLite reports that as an UPDATE of
+                # sqlite_master, though nothing is written.
+                or (action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master")
+            )
+            if not harmless:
+                seen.append((str(path), action, arg1, rest))
+            return sqlite3.SQLITE_OK
+
+        conn.set_authorizer(authorizer)
+        return conn
+
+    # Every module of the plugin that opens SQLite files read-only.
+    modules = [m for name, m in sys.modules.items()
+               if name.startswith(statedb.__name__.rsplit(".", 1)[0]) and getattr(m, "connect_readonly", None) is original]
+    for module in modules:
+        module.connect_readonly = guarded
+    statedb.discard_pooled(world.home / "state.db")
+    try:
+        for q in ("websocket", "超时", "ERR_X", "foo.bar()", "超", "nothing here", "NEAR("):
+            for extra in ({}, {"include_tool_output": True}, {"project": "App"}, {"mode": "semantic"}):
+                assert call("project_history_search", {"query": q, **extra}, session_id=asker)["success"]
+        call("project_session_move", {"project": "nope"}, session_id=asker)
+    finally:
+        for module in modules:
+            module.connect_readonly = original
+        statedb.discard_pooled(world.home / "state.db")
+    assert len(modules) >= 3
+    assert seen == [], seen[:5]
+    assert db_digest(world.home / "state.db") == before
