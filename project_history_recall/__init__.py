@@ -12,7 +12,9 @@ __version__ = "0.1.0"
 
 
 def register(ctx) -> None:
-    from . import cli, tools
+    from pathlib import Path
+
+    from . import cli, slash, tools
 
     for schema, handler, emoji in tools.TOOLS:
         ctx.register_tool(name=schema["name"], toolset=tools.TOOLSET, schema=schema, handler=handler, emoji=emoji)
@@ -23,3 +25,7 @@ def register(ctx) -> None:
         handler_fn=cli.run_from_hermes,
         description=cli.DESCRIPTION,
     )
+    ctx.register_command("recall", slash.handle, description="Search this project's earlier sessions",
+                         args_hint="<query> | status | move <project>")
+    ctx.register_skill("recall", Path(__file__).parent / "skills" / "recall" / "SKILL.md",
+                       description="Recall earlier sessions of this project and cite them")

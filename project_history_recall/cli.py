@@ -68,8 +68,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 class _Style:
-    def __init__(self, stream):
-        self.color = stream.isatty() and os.environ.get("NO_COLOR") is None
+    def __init__(self, color: bool = False):
+        self.color = color
+
+    @classmethod
+    def for_stream(cls, stream) -> "_Style":
+        return cls(stream.isatty() and os.environ.get("NO_COLOR") is None)
 
     def mark(self, text: str) -> str:
         if self.color:
@@ -198,7 +202,7 @@ def cmd_search(home: Path, args: argparse.Namespace) -> int:
         "include_tool_output": args.tools, "since": args.since, "until": args.until, "project": args.project,
     }
     response = search.run(home, _caller(_folder(args.dir)), request)
-    return _emit(response, args.json, lambda r: format_search(r, _Style(sys.stdout)))
+    return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
 
 
 def _emit(response: dict, as_json: bool, fmt) -> int:
@@ -234,7 +238,7 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
             print('\nNext: search it, e.g.  project-history-recall search "what did we decide about X"')
             return EXIT_FOUND
         response = search.run(home, _caller(os.getcwd()), {"query": query, "context": 1})
-        return _emit(response, False, lambda r: format_search(r, _Style(sys.stdout)))
+        return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
     try:
         demo_home, info = _build_demo_home()
     except RuntimeError as exc:
@@ -245,7 +249,7 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     for q in ([query] if query else DEMO_QUERIES):
         response = search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1})
         print(f"$ cd {folder} && project-history-recall search {json.dumps(q, ensure_ascii=False)}")
-        print(format_search(response, _Style(sys.stdout)) if response.get("success") else response.get("error"))
+        print(format_search(response, _Style.for_stream(sys.stdout)) if response.get("success") else response.get("error"))
         print()
         code = min(code, _exit_for(response))
     return code

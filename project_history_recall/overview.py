@@ -22,12 +22,14 @@ def status(home: Path, caller: Caller) -> dict:
     try:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, include_current=True)
+            row = attribution_map(home, conn).facts.get(scope.caller_session or "")
     except (StateDBError, ScopeError) as exc:
         return error(str(exc), getattr(exc, "code", "error"))
     state, reason = semantic_state()
     return {
         "success": True,
-        "folder": caller.cwd,
+        # The session's own folder when it has a row; else where the caller works.
+        "folder": (row.cwd if row and row.cwd else None) or caller.cwd,
         "session_id": scope.caller_session,
         "project": scope.attribution.as_json(),
         "attributed_by": scope.attribution.via,

@@ -1,0 +1,42 @@
+"""``/recall``: the plugin's slash command, for a person inside a Hermes session.
+
+    /recall <query>           search this project's earlier sessions
+    /recall status            which project this session is in, what is in scope
+    /recall move <project>    move this session into another project
+    /recall search <query>    search for something that starts with status/move/help
+
+Hermes calls the handler with the raw text after the command and prints what
+it returns; the session and folder come from Hermes's session environment,
+as for the tools.
+"""
+
+from __future__ import annotations
+
+from . import cli, host, move, overview, paths, search
+
+USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
+VERBS = ("status", "move", "search", "help")
+
+
+def _plain(response: dict, fmt) -> str:
+    if not response.get("success"):
+        return f"recall: {response.get('error', 'failed')}"
+    return fmt(response)
+
+
+def handle(raw_args: str) -> str:
+    text = (raw_args or "").strip()
+    verb, _, rest = text.partition(" ")
+    verb, rest = verb.lower(), rest.strip()
+    if not text or verb in ("help", "-h", "--help"):
+        return USAGE
+    home, caller = paths.hermes_home(), host.caller_from_dispatch({})
+    if verb == "status":
+        return _plain(overview.status(home, caller), cli.format_status)
+    if verb == "move":
+        if not rest:
+            return "recall: say which project, e.g. /recall move webshop\n" + USAGE
+        return _plain(move.run(home, caller, {"project": rest}), cli.format_move)
+    query = rest if verb == "search" else text
+    response = search.run(home, caller, {"query": query, "context": 1})
+    return _plain(response, lambda r: cli.format_search(r, cli._Style()))
