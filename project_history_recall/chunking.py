@@ -58,9 +58,10 @@ def split(text: str, size: int, overlap: int) -> list[tuple[int, str]]:
     start = 0
     while start < len(text):
         end = _cut(text, start, size)
-        piece = text[start:end].strip()
+        raw = text[start:end]
+        piece = raw.strip()
         if piece:
-            out.append((start, piece))
+            out.append((start + len(raw) - len(raw.lstrip()), piece))
         if end >= len(text):
             break
         nxt = max(end - overlap, start + 1)

@@ -154,7 +154,9 @@ class Indexer:
         Returns ``{"pending": sessions still to do, "indexed": sessions with vectors}``.
         """
         state_path = paths.state_db_path(self.home)
-        quiet = (file_fingerprint(state_path), self.store.data_version(), hash(tuple(members)))
+        # Nothing changed in state.db, in embeddings.db (other processes' commits
+        # or ours) or in the scope since the last check found nothing to do.
+        quiet = (file_fingerprint(state_path), self.store.data_version(), self.store.writes, hash(tuple(members)))
         with self._cond:
             if self._quiet.get(key) == quiet and not self._queues.get(key):
                 return self._summary(key, members)
@@ -177,7 +179,7 @@ class Indexer:
                         break
                     self._cond.wait(left)
             if not self._queues.get(key):
-                self._quiet[key] = (quiet[0], self.store.data_version(), quiet[2])
+                self._quiet[key] = (quiet[0], self.store.data_version(), self.store.writes, quiet[3])
         return self._summary(key, members)
 
     def _summary(self, key: tuple, members: list[str]) -> dict:

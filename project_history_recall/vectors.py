@@ -97,6 +97,7 @@ class VectorStore:
         self.path = path
         self.lock = threading.RLock()
         self.rebuilt_reason: str | None = None
+        self.writes = 0  # commits through this object (data_version only sees other connections')
         self._conn = self._open()
         self._inode = self._stat_inode()
 
@@ -154,12 +155,15 @@ class VectorStore:
             self._conn.close()
 
     def healthy(self) -> bool:
-        """False when the file was deleted or replaced under us (then reopen)."""
+        """False when the file was deleted, replaced or overwritten under us (then reopen)."""
         try:
+            with open(self.path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    return False
             with self.lock:
                 self._conn.execute("SELECT count(*) FROM meta").fetchone()
             return self._inode is not None and self._stat_inode() == self._inode
-        except sqlite3.Error:
+        except (sqlite3.Error, OSError):
             return False
 
     def data_version(self) -> int:
@@ -224,6 +228,7 @@ class VectorStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            self.writes += 1
             return out
 
     def _state(self, conn, fingerprint: str, sid: str) -> SessionState:
@@ -321,13 +326,16 @@ def open_store(data_dir: Path) -> VectorStore:
         store = _stores.get(key)
         if store is not None and store.healthy():
             return store
+        # Open (and if need be rebuild) the new file before closing the old
+        # connection: closing checkpoints its WAL into whatever file it still
+        # holds, which by then has been moved aside.
+        fresh = _stores[key] = VectorStore(path)
         if store is not None:
             try:
                 store.close()
             except sqlite3.Error:
                 pass
-        store = _stores[key] = VectorStore(path)
-        return store
+        return fresh
 
 
 def forget(data_dir: Path) -> None:
