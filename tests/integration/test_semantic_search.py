@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_settings
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 
@@ -37,15 +37,6 @@ ZH_DOCS = {
     "pay": "支付回调一直超时，最后把等待时间改成了十五秒。",
     "cat": "猫咪今天打翻了花瓶，地上全是水。",
 }
-
-
-def plugin_module(name: str):
-    """The plugin's module as Hermes loaded it (directory install)."""
-    for package in ("hermes_plugins.project_history_recall", "project_history_recall"):
-        mod = sys.modules.get(f"{package}.{name}")
-        if mod is not None:
-            return mod
-    raise AssertionError(f"plugin module {name} not loaded")
 
 
 def wait_idle() -> None:
