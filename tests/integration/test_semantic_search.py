@@ -293,3 +293,13 @@ def test_state_db_unchanged_by_indexing(docs, world):
     assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
     wait_idle()
     assert db_digest(world.home / "state.db") == before
+
+
+@pytest.mark.parametrize("query", ["\ud800 memory", "x" * 5000, "\x00\x00", "NEAR((", "🙂🙂🙂", "内存" * 900])
+def test_hostile_queries_through_the_semantic_path(docs, query):
+    for mode in ("semantic", "hybrid"):
+        res = ask(docs, "EN", query, mode)
+        if res["success"]:
+            assert res["semantic_status"] == "ready", res
+        else:  # nothing searchable in it: a clear error, never a crash
+            assert res["error_code"] == "bad_argument" and res["error"], res

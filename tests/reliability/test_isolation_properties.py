@@ -163,7 +163,9 @@ def test_no_result_ever_leaves_the_callers_project(world):
     old_home = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home)
     try:
-        plugin_settings(home)  # searches wait for indexing: results never depend on speed
+        # Attribution is what this checks (a thousand worlds): keyword only, so it
+        # stays fast; semantic results' scoping is tested in test_semantic_search.
+        plugin_settings(home, semantic=False)
         if not _loaded:
             _loaded["entry"] = enable_plugin(home)
         sessions, projects, records = _build(world, home)
@@ -225,4 +227,5 @@ def test_profiles_never_mix(tmp_path, monkeypatch):
     res = call("project_history_search", {"query": "shared"}, session_id=askers["work"])
     assert [r["snippet"] for r in res["results"]] and all("workonly" in r["snippet"] for r in res["results"])
     assert all(r["link"].startswith("@session:work/") for r in res["results"])
-    assert call("project_history_search", {"query": "playonly"}, session_id=askers["work"])["results"] == []
+    assert call("project_history_search", {"query": "playonly", "mode": "keyword"},
+                session_id=askers["work"])["results"] == []
