@@ -95,10 +95,8 @@ def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> d
                              (sid, st.seen_max_id)).fetchone()[0] if st.seen_max_id else 0
         if below < st.seen_count:
             work[sid] = Work(sid, "reconcile", 0, now)
-        elif now[1] > st.indexed_max_id:
-            work[sid] = Work(sid, "append", st.indexed_max_id, now)
         else:
-            # Rows of other roles came and went: nothing to embed, remember the counts.
+            # New rows (possibly only tool rows: then nothing is embedded and the counts are remembered).
             work[sid] = Work(sid, "append", st.indexed_max_id, now)
     return work
 
