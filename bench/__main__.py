@@ -29,10 +29,36 @@ def main(argv: list[str] | None = None) -> int:
     locomo.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "bench-data"
                         / "locomo10.json")
     locomo.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
-    locomo.add_argument("--modes", default="keyword", help="comma-separated plugin modes to score")
+    locomo.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     locomo.add_argument("--json", type=Path, help="also write the figures here")
 
+    sem = sub.add_parser("semantic", help="semantic indexing throughput, no-op check at 1M, hybrid latency/RSS at 100k")
+    sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
+                     help="the synthetic 1M-message home (read only: it is copied)")
+    sem.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-semantic")
+    sem.add_argument("--messages-100k", type=int, default=140_000,
+                     help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
+    sem.add_argument("--repeats", type=int, default=50)
+    sem.add_argument("--queries", type=int, default=100)
+    sem.add_argument("--json", type=Path, help="also write the figures here")
+    serve = sub.add_parser("_serve")  # internal: the fresh process of `semantic`
+    serve.add_argument("home", type=Path)
+    serve.add_argument("caller")
+    serve.add_argument("queries", type=int)
+
     args = parser.parse_args(argv)
+    if args.command == "_serve":
+        from . import semantic as mod
+
+        print(json.dumps(mod.serve(args.home, args.caller, args.queries)))
+        return 0
+    if args.command == "semantic":
+        from . import semantic as mod
+
+        figures = mod.run(args.home_1m, args.scratch, args.messages_100k, args.repeats, args.queries)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
     if args.command == "speed":
         from . import speed as mod
         from .synth import SynthSpec

@@ -19,12 +19,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import move, overview, paths, results, search
-from .scope import Caller
+from . import config, indexer, move, overview, paths, results, search, semantic
+from .scope import Caller, ScopeError, attribution_map, resolve_scope
+from .statedb import StateDBError, reading
 
 DESCRIPTION = (
-    "Search earlier Hermes sessions of the project a folder belongs to, by keyword "
-    "(and by meaning once the semantic index is installed)."
+    "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
 )
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA = 0, 1, 2, 3
 _DATA_CODES = {"missing", "empty", "corrupt", "locked", "schema", "unreadable", "error", "internal",
@@ -62,6 +62,11 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     se = sub.add_parser("session", help="which project a session is in, and why")
     se.add_argument("session", help="session id, @session: link or title")
     se.add_argument("--json", action="store_true")
+    ix = sub.add_parser("index", help="build or update the semantic index ahead of time (a project, or all)")
+    ix.add_argument("dir", nargs="?", default=None, help="index the project of this folder (default: the current one)")
+    ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
+    ix.add_argument("--all", action="store_true", help="index every project of this profile")
+    ix.add_argument("--json", action="store_true", help="print the summary as JSON")
     qs = sub.add_parser("quickstart", help="search your Hermes home from here, or a demo home if you have none")
     qs.add_argument("query", nargs="*")
     qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
@@ -255,7 +260,79 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     return code
 
 
+def _index_targets(home: Path, args: argparse.Namespace) -> list[tuple[tuple, str, list[str]]]:
+    """(project key, label, its sessions) for each project to index."""
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        if args.all:
+            amap = attribution_map(home, conn)
+            names = {("explicit", p.id): p.name for p in amap.ctx.projects}
+            return [(key, names.get(key, str(key[1])), sids)
+                    for key, sids in sorted(amap.by_project.items(), key=lambda kv: str(kv[0]))
+                    if key[0] != "home"]
+        scope = resolve_scope(home, conn, _caller(_folder(args.dir)), project_ref=args.project,
+                              include_current=True)
+    if scope.attribution.kind == "home":
+        raise ScopeError(search.HOME_REASON)
+    return [(scope.attribution.key, scope.attribution.name, list(scope.session_ids))]
+
+
+def _bar(stream, label: str, progress: indexer.Progress, done: int, total: int) -> None:
+    width = 24
+    filled = int(width * done / total) if total else width
+    rate = progress.chunks / progress.embed_seconds if progress.embed_seconds else 0.0
+    stream.write(f"\r{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions · "
+                 f"{progress.messages:,} messages · {progress.chunks:,} chunks · {rate:,.0f} chunks/s ")
+    stream.flush()
+
+
+def cmd_index(home: Path, args: argparse.Namespace) -> int:
+    settings = config.load(home)
+    try:
+        targets = _index_targets(home, args)
+    except ScopeError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except StateDBError as exc:
+        return _fail(str(exc), EXIT_DATA)
+    ready = semantic.prepare(home, settings, wait=None)
+    if not ready.usable:
+        if args.json:
+            print(json.dumps({"success": False, "error": ready.reason, "semantic_status": ready.status}))
+            return EXIT_DATA
+        return _fail(f"semantic index not built: {ready.reason}", EXIT_DATA)
+    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    show = not args.json and sys.stderr.isatty()
+    summary = []
+    for key, label, sids in targets:
+        progress = worker.index_now(key, sids, on_progress=(
+            lambda p, d, t, label=label: _bar(sys.stderr, label, p, d, t)) if show else None)
+        if show:
+            sys.stderr.write("\n")
+        summary.append({"project": {"kind": key[0], "id": key[1], "name": label}, "sessions": len(sids),
+                        "sessions_updated": progress.sessions, "messages_embedded": progress.messages,
+                        "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
+                        "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
+                        "seconds": round(progress.seconds, 2),
+                        "embed_seconds": round(progress.embed_seconds, 2)})
+    totals = {k: sum(s[k] for s in summary) for k in ("sessions", "sessions_updated", "messages_embedded",
+                                                     "chunks_embedded", "messages_removed", "messages_changed",
+                                                     "deleted_sessions_dropped", "seconds", "embed_seconds")}
+    response = {"success": True, "model": ready.embedder.fingerprint, "index": str(ready.store.path),
+                "projects": summary, "totals": totals}
+    if args.json:
+        print(json.dumps(response, ensure_ascii=False, indent=2))
+        return EXIT_FOUND
+    rate = totals["chunks_embedded"] / totals["embed_seconds"] if totals["embed_seconds"] else 0.0
+    print(f"Indexed {len(summary)} project(s), {totals['sessions']:,} sessions with {ready.embedder.model} "
+          f"into {ready.store.path}")
+    print(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
+          f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
+          f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
+          f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
+    return EXIT_FOUND
+
+
 COMMANDS = {
+    "index": cmd_index,
     "search": cmd_search,
     "status": lambda home, args: _emit(overview.status(home, _caller(_folder(args.dir))), args.json, format_status),
     "projects": lambda home, args: _emit(overview.list_projects(home), args.json, format_projects),
@@ -269,7 +346,8 @@ COMMANDS = {
 def dispatch(home: Path, args: argparse.Namespace) -> int:
     command = COMMANDS.get(getattr(args, "recall_command", None) or "")
     if command is None:
-        return _fail("say what to do: search, status, projects, move, session or quickstart (see --help)", EXIT_USAGE)
+        return _fail("say what to do: search, status, projects, index, move, session or quickstart (see --help)",
+                     EXIT_USAGE)
     try:
         return command(home, args)
     except KeyboardInterrupt:

@@ -40,7 +40,8 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 32,            # texts per embedding call
     "chunk_chars": 800,          # long messages are split into chunks of about this size
     "chunk_overlap": 100,        # characters shared by neighbouring chunks
-    "rrf_k": 60,                 # Reciprocal Rank Fusion constant
+    "rrf_k": 3,                  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
+    "semantic_weight": 0.5,      # the semantic list's vote in the fusion, the keyword list's being 1
     "context": 2,                # messages shown around each hit by default
     "index_budget_ms": 1500,     # indexing a search may wait for; the rest continues in the background
 }
@@ -51,6 +52,7 @@ _RANGES = {
     "chunk_chars": (100, 20000),
     "chunk_overlap": (0, 5000),
     "rrf_k": (1, 10000),
+    "semantic_weight": (0.0, 10.0),
     "context": (0, 10),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),

@@ -35,6 +35,13 @@ TERM_CANDIDATES = 5000
 # message scores (LoCoMo: +0.02 hit@1, +0.03 turn recall@10).
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
+# A session that contains more of the query's distinct terms (weighted by how
+# rare each is among the scope's sessions) is more likely the conversation
+# meant, even when no single message holds them all: add this share of the
+# session's coverage (relative to the best session's) to each message's score
+# (relative to the best message's). LoCoMo: +0.04 hit@1, +0.03 MRR/turn recall.
+COVERAGE_WEIGHT = 0.25
+COVERAGE_ROWS = 20000  # a term in more rows than this is too common to tell sessions apart
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,7 @@ class _Collector:
     def __init__(self, total: int):
         self.total = total
         self.hits: dict[int, Hit] = {}
+        self.term_sessions: dict[str, set[str]] = {}  # exact term -> sessions holding it
 
     def add(self, mid: int, sid: str, ts: float, score: float, label: str) -> None:
         hit = self.hits.get(mid)
@@ -157,10 +165,12 @@ class _Collector:
         hit.score += score
         hit.matched.append(label)
 
-    def add_term(self, rows: list, label: str) -> None:
+    def add_term(self, rows: list, label: str, exact: bool = False) -> None:
         weight = _idf(self.total, len(rows))
         for mid, sid, ts in rows[:TERM_CANDIDATES]:
             self.add(mid, sid, ts, weight, label)
+        if exact and len(rows) < TERM_CANDIDATES:
+            self.term_sessions[label] = {sid for _, sid, _ in rows}
 
 
 class _Scoped:
@@ -207,7 +217,7 @@ def _text_expr(filters: Filters) -> str:
 
 
 def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
-         out: _Collector) -> None:
+         out: _Collector, exact: bool = False) -> None:
     fts = _Scoped(conn, shape, scope_json, filters, out.total)
     text = _text_expr(filters)
     cols = "m.id, m.session_id, m.timestamp"
@@ -222,12 +232,12 @@ def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filt
         rows = fts.rows(shape.words_fts, _symbol_phrase(term.text), cols, "LIMIT ?",
                         f" AND instr({text}, ?) > 0", (_folded(term.text), TERM_CANDIDATES + 1))
         if rows:
-            out.add_term(rows, term.text)
+            out.add_term(rows, term.text, exact)
 
     for term in p.trigram:
         rows = fts.rows(shape.trigram_fts, fts_quote(term.text), cols, "LIMIT ?", extra=(TERM_CANDIDATES + 1,))
         if rows:
-            out.add_term(rows, term.text)
+            out.add_term(rows, term.text, exact)
 
     if p.scan:
         probes = [f"instr({text}, ?) > 0" for _ in p.scan]
@@ -242,7 +252,7 @@ def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filt
         for i, term in enumerate(p.scan):
             matching = [r[:3] for r in rows if r[3 + i]]
             if matching:
-                out.add_term(matching, term.text)
+                out.add_term(matching, term.text, exact)
 
 
 def search(
@@ -262,14 +272,41 @@ def search(
     total = scope_messages if scope_messages else scope_size(conn, scope_json)
     exact, partial = plan(query, shape, filters, total)
     out = _Collector(total)
-    _run(conn, shape, exact, scope_json, filters, out)
+    _run(conn, shape, exact, scope_json, filters, out, exact=True)
     if not out.hits:
         _run(conn, shape, partial, scope_json, filters, out)
-    return rank(list(out.hits.values()))[:limit]
+    coverage = session_coverage(conn, shape, query, scope_json, filters, out, len(scope_ids))
+    return rank(list(out.hits.values()), coverage)[:limit]
 
 
-def rank(hits: list[Hit]) -> list[Hit]:
-    """Best first, by message score plus a share of its session's score."""
+def session_coverage(conn: sqlite3.Connection, shape: Shape, query: ParsedQuery, scope_json: str,
+                     filters: Filters, out: _Collector, sessions: int) -> dict[str, float]:
+    """Per session, the IDF (among the scope's sessions) of each distinct query term it holds.
+
+    Only the sessions of the hits matter, and only with two or more terms (one
+    term covers every hit alike)."""
+    terms = dict(out.term_sessions)
+    words = [t for t in query.terms if t.kind == "word" and not t.partial] if shape.words_fts else []
+    if len(words) + len(terms) < 2 or not out.hits:
+        return {}
+    fts = _Scoped(conn, shape, scope_json, filters, out.total)
+    for term in words:
+        match = fts_quote(term.text) + (f" OR {fts_quote(term.stem)}*" if term.stem else "")
+        rows = fts.rows(shape.words_fts, match, "m.session_id", "LIMIT ?", extra=(COVERAGE_ROWS + 1,))
+        if len(rows) <= COVERAGE_ROWS:
+            terms.setdefault(term.text, set()).update(r[0] for r in rows)
+    cover: dict[str, float] = {}
+    for holders in terms.values():
+        if not holders:
+            continue
+        weight = _idf(sessions, len(holders))
+        for sid in holders:
+            cover[sid] = cover.get(sid, 0.0) + weight
+    return cover
+
+
+def rank(hits: list[Hit], coverage: dict[str, float] | None = None) -> list[Hit]:
+    """Best first, by message score plus a share of its session's score and coverage."""
     by_session: dict[str, list[float]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit.score)
@@ -278,4 +315,9 @@ def rank(hits: list[Hit]) -> list[Hit]:
     }
     for hit in hits:
         hit.score += SESSION_WEIGHT * session_score[hit.session_id]
+    if coverage and hits:
+        top_score = max(h.score for h in hits) or 1.0
+        top_cover = max(coverage.values()) or 1.0
+        for hit in hits:
+            hit.score = hit.score / top_score + COVERAGE_WEIGHT * coverage.get(hit.session_id, 0.0) / top_cover
     return sorted(hits, key=lambda h: (-h.score, -h.timestamp, -h.message_id))

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from . import paths, sessionref
+from . import config, paths, semantic, sessionref
 from .records import load_history, records_path
 from .results import link, when
 from .scope import Caller, ScopeError, attribution_map, attribution_of, resolve_scope
-from .search import error, semantic_state
+from .search import error, semantic_fields
 from .sessionref import SessionRefError
 from .statedb import StateDBError, reading
 
@@ -23,9 +23,9 @@ def status(home: Path, caller: Caller) -> dict:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, include_current=True)
             row = attribution_map(home, conn).facts.get(scope.caller_session or "")
+            outcome = semantic.report(home, config.load(home), conn, scope)
     except (StateDBError, ScopeError) as exc:
         return error(str(exc), getattr(exc, "code", "error"))
-    state, reason = semantic_state()
     return {
         "success": True,
         # The session's own folder when it has a row; else where the caller works.
@@ -35,8 +35,7 @@ def status(home: Path, caller: Caller) -> dict:
         "attributed_by": scope.attribution.via,
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
-        "semantic_status": state,
-        "semantic_reason": reason,
+        **semantic_fields(outcome),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

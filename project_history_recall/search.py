@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from . import keyword, paths, results
+from . import config, fusion, keyword, paths, results, semantic
+from .chunking import content_hash, prepare
 from .querytext import ParsedQuery, clean_text, parse
 from .scope import Caller, Scope, ScopeError, resolve_scope
 from .statedb import StateDBError, reading
@@ -22,6 +23,10 @@ from .statedb import StateDBError, reading
 MODES = ("hybrid", "keyword", "semantic")
 MAX_LIMIT = 50
 MAX_CONTEXT = 10
+# Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
+# engine's 20 best add what keywords miss without crowding out their hits).
+KEYWORD_CANDIDATES = 50
+SEMANTIC_CANDIDATES = 20
 
 HOME_REASON = (
     "This session is not in any project (it has no working folder), so there is no project "
@@ -143,11 +148,61 @@ def error(message: str, code: str = "error", **extra: object) -> dict:
     return {"success": False, "error": message, "error_code": code, **extra}
 
 
-def semantic_state() -> tuple[str, str]:
-    return "unavailable", "semantic search is not part of this version yet; results are keyword-only"
+def semantic_fields(outcome: semantic.Outcome) -> dict:
+    fields = {"semantic_status": outcome.status, "semantic_reason": outcome.reason}
+    if outcome.index is not None:
+        fields["semantic_index"] = outcome.index
+    return fields
 
 
-def _hit_json(hit: keyword.Hit, rows: dict, sessions: dict, windows: dict, profile: str,
+@dataclass
+class _Ranked:
+    message_id: int
+    session_id: str
+    source: str
+
+
+def _live_ids(conn, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
+    """Which of ``ids`` are still part of the record (not deleted, not rewound)."""
+    if not ids:
+        return set()
+    rows = conn.execute(
+        f"SELECT id FROM messages m WHERE id IN (SELECT value FROM json_each(?)) AND {shape.live_filter('m')} "
+        f"AND m.role IN ({','.join('?' * len(roles))})",
+        (f"[{','.join(str(int(i)) for i in ids)}]", *roles)).fetchall()
+    return {r[0] for r in rows}
+
+
+def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: semantic.Outcome,
+             hashes_of: dict[int, str]) -> list[_Ranked]:
+    """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
+
+    A changed text marks its session for reconciliation, so the next search
+    re-embeds it."""
+    semantic_only = [r.message_id for r in ranked if r.source == "semantic"]
+    live = _live_ids(conn, shape, semantic_only, req.roles)
+    rows = results.fetch_messages(conn, [m for m in semantic_only if m in live]) if semantic_only else {}
+    kept = []
+    stale: set[str] = set()
+    for r in ranked:
+        if r.source != "semantic":
+            kept.append(r)
+            continue
+        row = rows.get(r.message_id)
+        if row is None:
+            continue
+        expected = hashes_of.get(r.message_id)
+        if expected and content_hash(prepare(row.text)) != expected:
+            stale.add(r.session_id)
+            continue
+        kept.append(r)
+    if stale and outcome.store is not None:
+        for sid in stale:
+            outcome.store.mark_dirty(outcome.embedder.fingerprint, sid)
+    return kept
+
+
+def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: str,
               pattern, source: str) -> dict | None:
     row = rows.get(hit.message_id)
     if row is None:
@@ -168,9 +223,8 @@ def _hit_json(hit: keyword.Hit, rows: dict, sessions: dict, windows: dict, profi
     return entry
 
 
-def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[keyword.Hit],
-             conn, shape, home: Path) -> dict:
-    status, reason = semantic_state()
+def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
+             outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
     rows = results.fetch_messages(conn, [h.message_id for h in hits])
     sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
@@ -180,17 +234,16 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[ke
                 windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
     pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, "keyword") for h in hits) if e]
+    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source) for h in hits) if e]
     response = {
         "success": True,
         "mode": req.mode,
-        "searched_with": "keyword",
+        "searched_with": searched_with,
         "project": scope.attribution.as_json(),
         "query": req.query,
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
-        "semantic_status": status,
-        "semantic_reason": reason,
+        **semantic_fields(outcome),
         "profile": profile,
     }
     if scope.excluded_lineage:
@@ -198,6 +251,38 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[ke
     if out:
         response["how_to_open"] = HOW_TO_OPEN
     return response
+
+
+def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn, shape,
+            home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
+    """(hits best first, engines used, the semantic outcome)."""
+    filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
+    kw_limit = req.limit if req.mode == "keyword" else max(req.limit, KEYWORD_CANDIDATES)
+    if req.mode == "keyword":
+        outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
+    else:
+        outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
+                               max(req.limit, SEMANTIC_CANDIDATES))
+    kw_hits = [] if req.mode == "semantic" and outcome.usable else keyword.search(
+        conn, shape, scope.session_ids, query, filters, kw_limit, scope.message_estimate)
+    keyword_ranked = [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits]
+    if req.mode == "keyword" or not outcome.usable:
+        return keyword_ranked[: req.limit], "keyword", outcome
+    sem = outcome.hits
+    hashes_of = outcome.hashes
+    if req.mode == "semantic":
+        ranked = [_Ranked(h.message_id, h.session_id, "semantic") for h in sem]
+        return _checked(conn, shape, req, ranked, outcome, hashes_of)[: req.limit], "semantic", outcome
+    session_of = {h.message_id: h.session_id for h in kw_hits}
+    session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
+    fused = fusion.rrf(
+        {"keyword": [h.message_id for h in kw_hits],
+         "semantic": [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]},
+        settings["rrf_k"], {"semantic": settings["semantic_weight"]})
+    ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
+    # Checking costs a lookup per semantic-only hit: check a few more than needed.
+    ranked = _checked(conn, shape, req, ranked[: req.limit * 2], outcome, hashes_of)
+    return ranked[: req.limit], "keyword+semantic", outcome
 
 
 def run(home: Path, caller: Caller, args: object) -> dict:
@@ -213,17 +298,18 @@ def run(home: Path, caller: Caller, args: object) -> dict:
         with reading(paths.state_db_path(home)) as (conn, shape):
             scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                   include_current=req.include_current_session)
+            settings = config.load(home)
             if scope.attribution.kind == "home":
-                status, reason = semantic_state()
+                outcome = semantic.prepare(home, settings, wait=0)
+                if outcome.usable:
+                    outcome.status, outcome.reason = "ready", "nothing to search outside a project"
                 return {
                     "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "results": [], "sessions_in_scope": 0,
-                    "semantic_status": status, "semantic_reason": reason, "reason": HOME_REASON,
+                    **semantic_fields(outcome), "reason": HOME_REASON,
                 }
-            filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
-            hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
-                                  scope.message_estimate)
-            return _respond(req, scope, query, hits, conn, shape, home)
+            hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
+            return _respond(req, scope, query, hits, searched_with, outcome, conn, shape, home)
     except ScopeError as exc:
         return error(str(exc), "unknown_project", candidates=exc.candidates)
     except StateDBError as exc:

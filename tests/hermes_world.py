@@ -76,6 +76,20 @@ class World:
         return self.db.append_message(session_id, role, text, timestamp=self._clock, **kw)
 
 
+# Searches in tests wait for indexing to finish (the budget is the only
+# wait), so what a search finds never depends on how fast this machine is.
+TEST_SETTINGS = {"index_budget_ms": 60000}
+
+
+def plugin_settings(home: Path, **values) -> None:
+    """Write the plugin's own config.yaml (its data folder), replacing it."""
+    import yaml
+
+    folder = home / "project-history-recall"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(yaml.safe_dump({**TEST_SETTINGS, **values}), encoding="utf-8")
+
+
 def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
     """Enable the plugin in config.yaml and load it with Hermes's plugin manager.
 
@@ -83,6 +97,9 @@ def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
     (Hermes imports it as ``hermes_plugins.project_history_recall``).
     """
     from hermes_cli import plugins
+
+    if not (home / "project-history-recall" / "config.yaml").exists():
+        plugin_settings(home)
 
     if directory_install:
         target = home / "plugins" / PLUGIN_KEY

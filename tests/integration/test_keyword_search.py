@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 
@@ -49,17 +49,17 @@ def sessions_of(result):
 
 def test_projects_never_leak_into_each_other(pq):
     for query in ("websocket", "ERR_CONNECTION_REFUSED", "超时", "websocket ERR_CONNECTION_REFUSED 超时"):
-        from_p = call(SEARCH, {"query": query}, session_id=pq["asker_p"])
-        from_q = call(SEARCH, {"query": query}, session_id=pq["asker_q"])
+        from_p = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_p"])
+        from_q = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_q"])
         assert sessions_of(from_p) <= {pq["sp"], pq["sp2"]}, query
         assert sessions_of(from_q) <= {pq["sq"]}, query
         assert from_p["project"] == {"kind": "explicit", "id": pq["P"], "name": "P"}
         assert from_q["project"]["id"] == pq["Q"]
-    assert sessions_of(call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])) == {pq["sp"]}
+    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])) == {pq["sp"]}
 
 
 def test_response_shape_matches_the_spec(pq):
-    res = call(SEARCH, {"query": "websocket reconnect", "mode": "keyword"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket reconnect", "mode": "keyword"}, session_id=pq["asker_p"])
     assert res["success"] is True and res["mode"] == "keyword"
     assert res["sessions_in_scope"] == 2  # P's two sessions; the asker's own is excluded
     assert res["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
@@ -72,17 +72,20 @@ def test_response_shape_matches_the_spec(pq):
     assert any(c.get("hit") for c in hit["context"]) and len(hit["context"]) == 2
 
 
-def test_hybrid_falls_back_to_keyword_and_says_why(pq):
+def test_hybrid_falls_back_to_keyword_and_says_why(pq, world):
     res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
     assert res["mode"] == "hybrid" and res["results"]
-    if res["semantic_status"] != "ready":
-        assert res["searched_with"] == "keyword" and res["semantic_reason"]
+    assert res["semantic_status"] == "ready" and res["searched_with"] == "keyword+semantic"
+    plugin_settings(world.home, semantic=False)
+    res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+    assert res["mode"] == "hybrid" and res["results"] and res["searched_with"] == "keyword"
+    assert res["semantic_status"] == "disabled" and res["semantic_reason"]
 
 
 def test_link_reads_back_with_core_session_search(pq, world):
     from tools.session_search_tool import session_search
 
-    hit = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])["results"][0]
+    hit = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])["results"][0]
     profile, _, sid = hit["link"].removeprefix("@session:").partition("/")
     import json
 
@@ -92,7 +95,7 @@ def test_link_reads_back_with_core_session_search(pq, world):
 
 
 def test_cjk_one_two_and_three_plus_characters_and_mixed_scripts(pq):
-    ask = lambda q: sessions_of(call(SEARCH, {"query": q}, session_id=pq["asker_p"]))  # noqa: E731
+    ask = lambda q: sessions_of(call(SEARCH, {"mode": "keyword", "query": q}, session_id=pq["asker_p"]))  # noqa: E731
     assert ask("超") == {pq["sp2"]}
     assert ask("超时") == {pq["sp2"]}
     assert ask("服务端") == {pq["sp2"]}
@@ -110,7 +113,7 @@ def test_exact_symbols_and_error_codes(world, work):
     asker = world.session(cwd=d)
     enable_plugin(world.home)
     for symbol in ("foo.bar()", "src/app.py", "0x80070005", "ERR_CONNECTION_REFUSED", "payment_gateway.timeout"):
-        res = call(SEARCH, {"query": symbol}, session_id=asker)
+        res = call(SEARCH, {"mode": "keyword", "query": symbol}, session_id=asker)
         assert res["results"] and res["results"][0]["session_id"] == sid, symbol
         assert noise not in {r["session_id"] for r in res["results"][:1]}
 
@@ -119,7 +122,7 @@ def test_exact_symbols_and_error_codes(world, work):
                                    '*', '^websocket', 'a:b:c', "'; DROP TABLE messages; --", "(((", '"" AND ""',
                                    "websocket\x00", "\ud800websocket", "x" * 5000])
 def test_malformed_fts_syntax_never_raises(pq, query):
-    res = call(SEARCH, {"query": query}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_p"])
     assert isinstance(res, dict) and "success" in res
     if res["success"]:
         assert sessions_of(res) <= {pq["sp"], pq["sp2"]}
@@ -136,7 +139,7 @@ def test_auto_project_tier(world, work):
     elsewhere = world.session(("user", "websocket elsewhere"), cwd=work)
     asker = world.session(cwd=repo)
     enable_plugin(world.home)
-    res = call(SEARCH, {"query": "websocket"}, session_id=asker)
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=asker)
     assert res["project"]["kind"] == "auto" and res["project"]["name"] == "loose-repo"
     assert sessions_of(res) == {a, b}
     assert elsewhere not in sessions_of(res)
@@ -144,7 +147,7 @@ def test_auto_project_tier(world, work):
 
 def test_home_bucket_searches_nothing(pq, world):
     tg = world.session(("user", "websocket question from telegram"), source="telegram")
-    res = call(SEARCH, {"query": "websocket"}, session_id=tg)
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=tg)
     assert res["success"] is True and res["results"] == []
     assert res["project"]["kind"] == "home" and res["sessions_in_scope"] == 0
     assert "project_session_move" in res["reason"]
@@ -152,34 +155,34 @@ def test_home_bucket_searches_nothing(pq, world):
 
 def test_subagent_child_searches_its_parents_project_and_skips_the_conversation(pq, world):
     child = world.session(("assistant", "subagent scratch websocket"), parent=pq["asker_p"], source="subagent")
-    res = call(SEARCH, {"query": "websocket"}, session_id=child)
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=child)
     assert res["project"]["id"] == pq["P"]
     assert sessions_of(res) == {pq["sp"]}
     assert res.get("current_session_excluded") is True
     # A child of an earlier P session is part of P's history.
-    res = call(SEARCH, {"query": "subagent scratch"}, session_id=pq["sp"])
+    res = call(SEARCH, {"mode": "keyword", "query": "subagent scratch"}, session_id=pq["sp"])
     assert child in sessions_of(res)
 
 
 def test_current_session_lookup_order_and_missing_row(pq, monkeypatch):
     # session_id first; a task_id that exists is used when session_id is unknown.
-    res = call(SEARCH, {"query": "websocket"}, session_id="20990101_000000_ffffff", task_id=pq["asker_q"])
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id="20990101_000000_ffffff", task_id=pq["asker_q"])
     assert res["project"]["id"] == pq["Q"]
     # No ids at all, no row yet: the working directory decides.
     monkeypatch.setenv("TERMINAL_CWD", str(pq["p_dir"]))
-    res = call(SEARCH, {"query": "websocket"}, session_id="20990101_000000_eeeeee")
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id="20990101_000000_eeeeee")
     assert res["project"]["id"] == pq["P"]
     monkeypatch.setenv("HERMES_SESSION_ID", pq["asker_q"])
-    res = call(SEARCH, {"query": "websocket"})
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"})
     assert res["project"]["id"] == pq["Q"]
 
 
 def test_include_current_session_and_roles(pq, world):
     world.say(pq["asker_p"], "user", "websocket in the current conversation")
     world.say(pq["asker_p"], "tool", "websocket tool output line", tool_name="terminal")
-    default = sessions_of(call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"]))
+    default = sessions_of(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"]))
     assert pq["asker_p"] not in default
-    both = call(SEARCH, {"query": "websocket", "include_current_session": True, "include_tool_output": True},
+    both = call(SEARCH, {"mode": "keyword", "query": "websocket", "include_current_session": True, "include_tool_output": True},
                 session_id=pq["asker_p"])
     roles = {r["role"] for r in both["results"] if r["session_id"] == pq["asker_p"]}
     assert roles == {"user", "tool"}
@@ -193,7 +196,7 @@ def test_rewound_messages_are_hidden_and_compacted_ones_stay(pq, world):
     conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND content LIKE '%compacted%'",
                  (sid,))
     conn.commit()
-    snippets = [r["snippet"] for r in call(SEARCH, {"query": "zebra"}, session_id=pq["asker_p"])["results"]]
+    snippets = [r["snippet"] for r in call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=pq["asker_p"])["results"]]
     assert any("compacted" in s for s in snippets) and not any("rewound" in s for s in snippets)
 
 
@@ -201,38 +204,38 @@ def test_list_content_is_decoded(pq, world):
     sid = world.session(cwd=pq["p_dir"])
     world.say(sid, "user", [{"type": "text", "text": "giraffe in a multimodal message"},
                             {"type": "image_url", "image_url": {"url": "data:..."}}])
-    res = call(SEARCH, {"query": "giraffe"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "giraffe"}, session_id=pq["asker_p"])
     assert res["results"][0]["snippet"].startswith("»") is False
     assert "giraffe" in res["results"][0]["snippet"] and "\x00json" not in res["results"][0]["snippet"]
 
 
 def test_time_range(pq):
-    assert call(SEARCH, {"query": "websocket", "until": "2000-01-01"}, session_id=pq["asker_p"])["results"] == []
-    assert call(SEARCH, {"query": "websocket", "since": "2000-01-01"}, session_id=pq["asker_p"])["results"]
+    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "until": "2000-01-01"}, session_id=pq["asker_p"])["results"] == []
+    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "since": "2000-01-01"}, session_id=pq["asker_p"])["results"]
 
 
 def test_explicit_project_argument_and_unknown_project(pq):
-    res = call(SEARCH, {"query": "websocket", "project": "q"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "q"}, session_id=pq["asker_p"])
     assert res["project"]["id"] == pq["Q"] and sessions_of(res) == {pq["sq"]}
-    bad = call(SEARCH, {"query": "websocket", "project": "nope"}, session_id=pq["asker_p"])
+    bad = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "nope"}, session_id=pq["asker_p"])
     assert bad["success"] is False and "nope" in bad["error"] and bad["candidates"]
 
 
 def test_bad_arguments_come_back_as_json_errors(pq):
     for args in ({}, {"query": ""}, {"query": "x", "mode": "psychic"}, {"query": "x", "limit": "many"}):
-        res = call(SEARCH, args, session_id=pq["asker_p"])
+        res = call(SEARCH, {"mode": "keyword", **args}, session_id=pq["asker_p"])
         assert res["success"] is False and res["error"]
 
 
 def test_missing_and_empty_state_db(home):
     enable_plugin(home)
-    res = call(SEARCH, {"query": "x"})
+    res = call(SEARCH, {"mode": "keyword", "query": "x"})
     assert res["success"] is False and res["error_code"] == "missing" and "state.db" in res["error"]
     (home / "state.db").write_bytes(b"")
-    res = call(SEARCH, {"query": "x"})
+    res = call(SEARCH, {"mode": "keyword", "query": "x"})
     assert res["success"] is False and res["error_code"] == "empty"
     (home / "state.db").write_bytes(b"this is not sqlite" * 100)
-    res = call(SEARCH, {"query": "x"})
+    res = call(SEARCH, {"mode": "keyword", "query": "x"})
     assert res["success"] is False and res["error_code"] == "corrupt"
 
 
@@ -243,7 +246,7 @@ def test_state_db_bytes_and_schema_unchanged(pq, world):
     for args in ({"query": "websocket"}, {"query": "超"}, {"query": "超时 服务端", "include_tool_output": True},
                  {"query": "ERR_CONNECTION_REFUSED", "mode": "semantic"}, {"query": "NEAR("}, {"query": ""},
                  {"query": "x", "project": "Q"}):
-        call(SEARCH, args, session_id=pq["asker_p"])
+        call(SEARCH, {"mode": "keyword", **args}, session_id=pq["asker_p"])
     assert db_digest(world.home / "state.db") == before
 
 
@@ -279,37 +282,37 @@ def test_search_while_another_process_writes(pq, world):
     failures, searches = 0, 0
     deadline = time.time() + 3
     while time.time() < deadline:
-        res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+        res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])
         searches += 1
         failures += not res["success"]
     out, _ = writer.communicate(timeout=30)
     assert writer.returncode == 0 and int(out) > 10
     assert searches > 5 and failures == 0
-    res = call(SEARCH, {"query": "concurrent"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "concurrent"}, session_id=pq["asker_p"])
     assert res["results"], "rows the writer committed are found"
 
 
 def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(pq, world):
     SessionCatalog = plugin_module("statedb").SessionCatalog
 
-    assert call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])["results"] == []
+    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []
     fresh = world.session(("user", "okapi sighting in P"), cwd=pq["p_dir"])
-    assert sessions_of(call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])) == {fresh}
+    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])) == {fresh}
 
     # Hermes moves an existing session's folder (not through this plugin).
     world.db.update_session_cwd(fresh, str(pq["q_dir"]))
     catalog = SessionCatalog.for_path(world.home / "state.db")
     catalog.max_staleness = 0
-    call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
+    call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
     catalog.wait_idle()
-    assert call(SEARCH, {"query": "okapi"}, session_id=pq["asker_p"])["results"] == []  # …the next does not
-    assert sessions_of(call(SEARCH, {"query": "okapi"}, session_id=pq["asker_q"])) == {fresh}
+    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []  # …the next does not
+    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_q"])) == {fresh}
 
 
 def test_a_new_project_folder_counts_at_once(pq, world, work):
     extra = work / "extra"
     extra.mkdir()
     sid = world.session(("user", "quokka notes"), cwd=extra)
-    assert call(SEARCH, {"query": "quokka"}, session_id=pq["asker_p"])["results"] == []
+    assert call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=pq["asker_p"])["results"] == []
     world.add_folder(pq["P"], extra)
-    assert sessions_of(call(SEARCH, {"query": "quokka"}, session_id=pq["asker_p"])) == {sid}
+    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=pq["asker_p"])) == {sid}

@@ -81,8 +81,8 @@ def unchanged_everywhere(world: World):
 
 
 def test_move_then_search_from_both_projects(ab, world):
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == {ab["sa"]}
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_a"])) == {ab["sa"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
     others_before = {k: v for k, v in attributions(world.home).items() if k != ab["sa"]}
 
     res = call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])
@@ -93,9 +93,9 @@ def test_move_then_search_from_both_projects(ab, world):
     assert res["link"] == f"@session:default/{ab['sa']}" and res["sidebar"]["agrees"] is True
 
     # Acceptance: the target project finds the session's messages, the source no longer does…
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == set()
-    assert found(call(SEARCH, {"query": "parsing"}, session_id=ab["ask_a"])) == {ab["sa2"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_a"])) == set()
+    assert found(call(SEARCH, {"mode": "keyword", "query": "parsing"}, session_id=ab["ask_a"])) == {ab["sa2"]}
     # …and no other session's attribution changed.
     after = attributions(world.home)
     assert after[ab["sa"]] == ("explicit", ab["B"])
@@ -132,11 +132,11 @@ def test_a_subagent_moves_the_conversation_that_delegated_it(ab, world):
 
 
 def test_home_bucket_session_becomes_searchable_from_the_project(ab, world):
-    assert call(SEARCH, {"query": "quokka"}, session_id=ab["tg"])["project"]["kind"] == "home"
-    assert found(call(SEARCH, {"query": "quokka"}, session_id=ab["ask_b"])) == set()
+    assert call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=ab["tg"])["project"]["kind"] == "home"
+    assert found(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=ab["ask_b"])) == set()
     res = call(MOVE, {"project": "Beta", "session": "Telegram quokka"}, session_id=ab["ask_b"])
     assert res["moved"] and res["previous_project"]["kind"] == "home" and res["previous_cwd"] is None
-    assert found(call(SEARCH, {"query": "quokka"}, session_id=ab["ask_b"])) == {ab["tg"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=ab["ask_b"])) == {ab["tg"]}
     assert session_rows(world.home)[ab["tg"]]["cwd"] == str(ab["beta"])
     assert sidebar_groups(world.db)[ab["tg"]] == ab["B"]
 
@@ -234,7 +234,7 @@ def test_a_failed_hermes_write_rolls_the_record_back(ab, world):
     assert res["success"] is False and res["error_code"] == "hermes_write_failed"
     assert "refused by the test" in res["error"] and "nothing was changed" in res["error"]
     assert not store_state(world.home).get("records")
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])) == {ab["sb"]}
 
 
 def test_a_failed_write_keeps_earlier_records_byte_for_byte(ab, world):
@@ -320,7 +320,7 @@ def test_sidebar_disagreement_is_reported(ab, world, work):
     assert res["sidebar"]["project"]["id"] == first and "created first" in res["sidebar"]["reason"]
     assert sidebar_groups(world.db)[ab["sb"]] == first  # Hermes's sidebar really does say so
     # The plugin follows the move: the session is searched as part of Second.
-    assert ab["sb"] in found(call(SEARCH, {"query": "yak", "project": second}, session_id=ab["ask_a"]))
+    assert ab["sb"] in found(call(SEARCH, {"mode": "keyword", "query": "yak", "project": second}, session_id=ab["ask_a"]))
 
 
 # --- the live GUI session: Hermes's workspace callback --------------------------------
@@ -367,7 +367,7 @@ def test_live_gui_session_moves_through_the_workspace_callback(ab, world):
         info = [f["params"] for f in transport.frames if f["params"]["type"] == "session.info"]
         assert info and info[-1]["payload"]["cwd"] == str(ab["beta"])
     assert session_rows(world.home)[ab["ask_a"]]["cwd"] == str(ab["beta"])
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_a"])) == {ab["sb"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_a"])) == {ab["sb"]}
 
 
 # --- concurrency ---------------------------------------------------------------------
@@ -386,7 +386,7 @@ def test_a_search_that_began_before_the_move_keeps_the_old_attribution(ab, monke
 
     monkeypatch.setattr(keyword, "search", paused)
     box = {}
-    searcher = threading.Thread(target=lambda: box.update(res=call(SEARCH, {"query": "zebra"},
+    searcher = threading.Thread(target=lambda: box.update(res=call(SEARCH, {"mode": "keyword", "query": "zebra"},
                                                                    session_id=ab["ask_b"])))
     searcher.start()
     assert entered.wait(60)
@@ -395,7 +395,7 @@ def test_a_search_that_began_before_the_move_keeps_the_old_attribution(ab, monke
     searcher.join(60)
     assert moved["moved"]
     assert found(box["res"]) == {ab["sb"]}  # began before: old attribution
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])) == {ab["sa"], ab["sb"]}
 
 
 def test_searches_running_during_moves_always_see_one_consistent_attribution(ab):
@@ -404,7 +404,7 @@ def test_searches_running_during_moves_always_see_one_consistent_attribution(ab)
 
     def search_loop():
         for _ in range(15):
-            res = call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])
+            res = call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])
             if res.get("success"):
                 outcomes.append({r["session_id"] for r in res["results"]})
             else:
@@ -423,7 +423,7 @@ def test_searches_running_during_moves_always_see_one_consistent_attribution(ab)
             t.join(120)
     assert not errors and len(outcomes) == 45
     assert all(o in (before, after) for o in outcomes)
-    assert found(call(SEARCH, {"query": "zebra"}, session_id=ab["ask_b"])) == before  # ended back in Alpha
+    assert found(call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=ab["ask_b"])) == before  # ended back in Alpha
 
 
 # --- persistence ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, store_state
+from hermes_world import call, checkpoint, db_digest, enable_plugin, store_state, plugin_settings
 
 CALLS = int(os.environ.get("PHR_FUZZ_CALLS", "10000"))
 
@@ -75,6 +75,9 @@ def fuzz_world(world, work):
     asker = world.session(cwd=app)
     world.close()
     checkpoint(world.home)
+    # Ten thousand calls: argument handling is what this checks, keyword only so
+    # it stays fast; hostile queries through the semantic path: test_semantic_search.
+    plugin_settings(world.home, semantic=False)
     enable_plugin(world.home)
     return {"home": world.home, "asker": asker}
 

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hermes_world import call, enable_plugin
+from hermes_world import call, enable_plugin, plugin_settings
 
 EXAMPLES = int(os.environ.get("PHR_PROPERTY_EXAMPLES", "1000"))
 FOLDERS = ["app", "app2", "app_1%", "app_1%x", "app/sub", "app/sub/deep", "lib", "lib-x", "lib/app", "a%b_c"]
@@ -163,6 +163,9 @@ def test_no_result_ever_leaves_the_callers_project(world):
     old_home = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home)
     try:
+        # Attribution is what this checks (a thousand worlds): keyword only, so it
+        # stays fast; semantic results' scoping is tested in test_semantic_search.
+        plugin_settings(home, semantic=False)
         if not _loaded:
             _loaded["entry"] = enable_plugin(home)
         sessions, projects, records = _build(world, home)
@@ -190,8 +193,10 @@ def test_no_result_ever_leaves_the_callers_project(world):
             return
         assert found <= allowed, (found - allowed, mine)
         assert found == allowed, (allowed - found, mine)
+        # Hybrid (above) may add semantic neighbours, all in scope; exactness is the keyword engine's.
         for n, sid in enumerate(ids):
-            one = call("project_history_search", {"query": f"tok{n}x", "context": 0}, session_id=caller)
+            one = call("project_history_search", {"query": f"tok{n}x", "context": 0, "mode": "keyword"},
+                       session_id=caller)
             got = {r["session_id"] for r in one["results"]}
             assert got == ({sid} & allowed), (sid, got, mine)
     finally:
@@ -222,4 +227,5 @@ def test_profiles_never_mix(tmp_path, monkeypatch):
     res = call("project_history_search", {"query": "shared"}, session_id=askers["work"])
     assert [r["snippet"] for r in res["results"]] and all("workonly" in r["snippet"] for r in res["results"])
     assert all(r["link"].startswith("@session:work/") for r in res["results"])
-    assert call("project_history_search", {"query": "playonly"}, session_id=askers["work"])["results"] == []
+    assert call("project_history_search", {"query": "playonly", "mode": "keyword"},
+                session_id=askers["work"])["results"] == []

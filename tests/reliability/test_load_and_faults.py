@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
 LOAD_SECONDS = float(os.environ.get("PHR_LOAD_SECONDS", "60"))
 SEARCHERS = 8
@@ -53,6 +53,9 @@ def loaded(world, work):
                       cwd=app)
     asker = world.session(cwd=app)
     world.close()
+    # The shipped budget: under load a search waits at most 1.5 s for indexing
+    # the writer's new rows (the long test budget would serialise the searchers).
+    plugin_settings(world.home, index_budget_ms=1500)
     enable_plugin(world.home)
     return {"home": world.home, "app": app, "asker": asker}
 

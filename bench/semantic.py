@@ -1,0 +1,221 @@
+"""Semantic indexing and search at scale (measurements, not tests).
+
+1. No-op incremental check at 1M messages: a copy of the synthetic 1M-message
+   home (``synth.py``), one typical project indexed, then the per-search
+   top-up timed (a) when nothing changed anywhere and (b) after Hermes wrote a
+   message into another project's session (state.db changed, this scope not).
+2. A one-project home with ~100k user/assistant messages (~100k chunks in
+   scope): indexing throughput against the raw embedder throughput on a
+   sample of the same chunks, measured in the same run (before and after);
+   then, in a fresh process, warm hybrid query latency and peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import common, synth
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _copy_home(src: Path, dst: Path) -> None:
+    if (dst / "state.db").exists():
+        return
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("state.db", "projects.db", "synth-world.json"):
+        shutil.copy2(src / name, dst / name)
+
+
+def _chunk_texts(conn, sessions: list[str], settings) -> list[str]:
+    from project_history_recall import chunking
+    from project_history_recall.statedb import decode_content
+
+    texts = []
+    for (content,) in conn.execute(
+            "SELECT content FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) "
+            "AND role IN ('user', 'assistant') ORDER BY id", (json.dumps(sessions),)):
+        text = chunking.prepare(decode_content(content))
+        texts.extend(p for _, p in chunking.split(text, settings["chunk_chars"], settings["chunk_overlap"]))
+    return texts
+
+
+def _raw_rate(embedder, texts: list[str], batch: int) -> float:
+    t0 = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        embedder.embed_documents(texts[i:i + batch])
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def noop_check(home: Path, repeats: int) -> dict:
+    from hermes_state import SessionDB
+
+    from project_history_recall import config, indexer, semantic
+    from project_history_recall.scope import Caller, resolve_scope
+    from project_history_recall.statedb import reading
+
+    settings = config.load(home)
+    ready = semantic.prepare(home, settings, wait=None)
+    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    callers = [r[0] for r in conn.execute(
+        "SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL ORDER BY id")]
+    conn.close()
+    # A typical project: the median scope among a sample of callers.
+    sized = []
+    with reading(home / "state.db") as (conn, _shape):
+        for sid in random.Random(3).sample(callers, 40):
+            scope = resolve_scope(home, conn, Caller.of(sid), include_current=True)
+            sized.append((scope.message_estimate, sid, scope))
+    sized.sort(key=lambda t: t[0])
+    _, caller, scope = sized[len(sized) // 2]
+    members = list(scope.session_ids)
+    key = scope.attribution.key
+    t0 = time.perf_counter()
+    progress = worker.index_now(key, members)
+    index_s = time.perf_counter() - t0
+    quiet, changed, groupby = [], [], []
+    other = next(s for s in callers if s not in set(members))
+    writer = SessionDB(db_path=home / "state.db")
+    try:
+        with reading(home / "state.db") as (conn, _shape):
+            worker.top_up(conn, key, members, 0)
+        for i in range(repeats):
+            with reading(home / "state.db") as (conn, _shape):
+                t = time.perf_counter()
+                summary = worker.top_up(conn, key, members, 0)
+                quiet.append((time.perf_counter() - t) * 1000)
+                assert summary["pending"] == 0, summary
+            writer.append_message(other, "user", f"a message in another project {i}")
+            with reading(home / "state.db") as (conn, _shape):
+                t = time.perf_counter()
+                summary = worker.top_up(conn, key, members, 0)
+                changed.append((time.perf_counter() - t) * 1000)
+                assert summary["pending"] == 0, summary
+                t = time.perf_counter()
+                indexer.session_counts(conn, members)
+                groupby.append((time.perf_counter() - t) * 1000)
+    finally:
+        writer.close()
+    with reading(home / "state.db") as (conn, _shape):
+        total = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+    return {
+        "messages_in_home": total, "scope_sessions": len(members), "scope_messages": scope.message_estimate,
+        "indexed_chunks": progress.chunks, "index_seconds": index_s,
+        "noop_nothing_changed_ms": {"p50": statistics.median(quiet), "max": max(quiet)},
+        "noop_state_db_changed_elsewhere_ms": {"p50": statistics.median(changed), "max": max(changed)},
+        "per_session_count_query_ms": {"p50": statistics.median(groupby)},
+        "repeats": repeats,
+    }
+
+
+def index_100k(home: Path, messages: int, sample: int) -> dict:
+    from project_history_recall import config, indexer, semantic
+    from project_history_recall.scope import Caller, resolve_scope
+    from project_history_recall.statedb import reading
+
+    if not (home / "synth-world.json").exists():
+        home.mkdir(parents=True, exist_ok=True)
+        print(f"building a one-project home with {messages:,} messages in {home}…", flush=True)
+        synth.build(home, synth.SynthSpec(messages=messages, sessions=max(10, messages // 100), projects=1, seed=11))
+    settings = config.load(home)
+    ready = semantic.prepare(home, settings, wait=None)
+    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    caller = conn.execute("SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL LIMIT 1").fetchone()[0]
+    conn.close()
+    with reading(home / "state.db") as (conn, _shape):
+        scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
+        texts = _chunk_texts(conn, scope.session_ids, settings)
+    sample_texts = random.Random(5).sample(texts, min(sample, len(texts)))
+    raw_before = _raw_rate(ready.embedder, sample_texts, settings["batch_size"])
+    last = [0.0]
+
+    def report(p, done, total):
+        if time.monotonic() - last[0] > 30:
+            last[0] = time.monotonic()
+            print(f"  {done}/{total} sessions, {p.chunks:,} chunks", flush=True)
+
+    t0 = time.perf_counter()
+    progress = worker.index_now(scope.attribution.key, list(scope.session_ids), on_progress=report)
+    wall = time.perf_counter() - t0
+    raw_after = _raw_rate(ready.embedder, sample_texts, settings["batch_size"])
+    raw = (raw_before + raw_after) / 2
+    return {
+        "caller": caller, "scope_sessions": len(scope.session_ids), "chunks_in_scope": len(texts),
+        "chunks_indexed": progress.chunks, "index_wall_seconds": wall,
+        "indexing_chunks_per_s": progress.chunks / wall if wall else None,
+        "raw_embedder_chunks_per_s": {"before": raw_before, "after": raw_after, "mean": raw, "sample": len(sample_texts)},
+        "indexing_vs_raw": (progress.chunks / wall) / raw if wall and raw else None,
+        "indexing_process_peak_rss_mb": _peak_mb(),
+    }
+
+
+def serve(home: Path, caller: str, queries: int) -> dict:
+    """In a fresh process: warm hybrid latency and RSS with the whole scope in memory."""
+    from project_history_recall import search
+    from project_history_recall.scope import Caller
+
+    base = _rss_mb()
+    rng = random.Random(9)
+    words = [w for w in synth.EN_WORDS[60:] if len(w) > 3]
+    asks = [f"{rng.choice(words)} {rng.choice(words)}" for _ in range(queries)]
+    t = time.perf_counter()
+    first = search.run(home, Caller.of(caller), {"query": "how did we fix the timeout", "context": 2})
+    cold = (time.perf_counter() - t) * 1000
+    assert first["success"], first
+    lat, statuses, sources = [], set(), set()
+    for q in asks:
+        t = time.perf_counter()
+        out = search.run(home, Caller.of(caller), {"query": q, "limit": 10, "context": 2})
+        lat.append((time.perf_counter() - t) * 1000)
+        statuses.add(out["semantic_status"])
+        sources.update(r["score_source"] for r in out["results"])
+    return {"cold_first_ms": cold, "hybrid_p50_ms": statistics.median(lat),
+            "hybrid_p95_ms": common.percentile(lat, 95), "queries": len(lat), "statuses": sorted(statuses),
+            "score_sources": sorted(sources), "rss_before_mb": base, "rss_after_mb": _rss_mb(),
+            "peak_rss_mb": _peak_mb(), "searched_with": first["searched_with"]}
+
+
+def run(src_1m: Path, scratch: Path, messages_100k: int, repeats: int, queries: int) -> dict:
+    info = common.machine()
+    common.print_machine(info)
+    figures: dict = {"machine": info}
+    home1m = scratch / "home1m"
+    _copy_home(src_1m, home1m)
+    os.environ["HERMES_HOME"] = str(home1m)
+    print(f"data: copy of {src_1m} in {home1m}")
+    figures["noop"] = noop_check(home1m, repeats)
+    print(json.dumps(figures["noop"], indent=2))
+    home100k = scratch / "home100k"
+    figures["index"] = index_100k(home100k, messages_100k, 3000)
+    print(json.dumps(figures["index"], indent=2))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "_serve", str(home100k), figures["index"]["caller"], str(queries)],
+        env=dict(os.environ, HERMES_HOME=str(home100k)), capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parents[1])
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    figures["serve"] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(json.dumps(figures["serve"], indent=2))
+    return figures

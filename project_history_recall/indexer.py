@@ -1,0 +1,385 @@
+"""Keeping embeddings.db in step with state.db, without ever writing to state.db.
+
+Before each search, ``Indexer.top_up`` checks the scope's sessions with one
+index-only query on state.db (``count(*)``, ``max(id)`` per session) and
+compares them with what embeddings.db recorded:
+
+- unchanged (count and max id equal): nothing to do;
+- max id grew and nothing below the old max disappeared: new messages, embed
+  the rows after ``indexed_max_id`` (ids only grow, so this is exact);
+- fewer rows at or below the old max id: messages were deleted (or the
+  session was rewritten): reconcile the session by content hash, dropping
+  vectors of messages that are gone and re-embedding changed ones;
+- never seen: index the whole session.
+
+Work goes to one background thread per store and model; a search waits for
+it at most ``index_budget_ms`` and then uses what is there. Every batch is
+committed with its progress, so a killed run resumes where it stopped.
+
+Not detected by the per-search check (Hermes itself never does this): a
+message's text edited in place with the row count unchanged. That is caught
+when such a message comes up as a semantic hit (its hash no longer matches,
+so the hit is dropped and the session reconciled) and by ``index`` on the
+command line, which always reconciles by hash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import chunking, consent, paths, vectors
+from .statedb import StateDBError, decode_content, file_fingerprint, reading
+
+logger = logging.getLogger(__name__)
+
+ROLES = ("user", "assistant")
+GC_INTERVAL = 600.0  # seconds between sweeps for vectors of sessions Hermes deleted
+
+
+@dataclass
+class Work:
+    session_id: str
+    kind: str  # "append" | "reconcile"
+    after_id: int  # append: rows after this id
+    seen: tuple[int, int]  # state.db (count(*), max(id)) when planned
+    project: tuple = ()  # the scope it was planned for (the consent gate asks per project)
+
+
+@dataclass
+class Progress:
+    """What one indexing pass did (the CLI prints it)."""
+
+    sessions: int = 0
+    messages: int = 0
+    chunks: int = 0
+    removed: int = 0
+    changed: int = 0
+    sessions_removed: int = 0  # deleted from Hermes, so their vectors were dropped
+    embed_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+def session_counts(conn, session_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """(count(*), max(id)) per session, from Hermes's (session_id, timestamp) index."""
+    if not session_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT session_id, count(*), max(id) FROM messages "
+        "WHERE session_id IN (SELECT value FROM json_each(?)) GROUP BY session_id",
+        (json.dumps(session_ids),)).fetchall()
+    return {r[0]: (int(r[1]), int(r[2] or 0)) for r in rows}
+
+
+def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> dict[str, Work]:
+    """What must happen for ``members`` to be fully indexed. Reads state.db only."""
+    counts = session_counts(conn, members)
+    work: dict[str, Work] = {}
+    for sid in members:
+        now = counts.get(sid, (0, 0))
+        st = states.get(sid)
+        if st is None:
+            if now[0]:
+                work[sid] = Work(sid, "append", 0, now)
+            continue
+        if st.seen_count >= 0 and (st.seen_count, st.seen_max_id) == now:
+            continue
+        if st.seen_count < 0:
+            work[sid] = Work(sid, "reconcile", 0, now)
+            continue
+        below = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND id <= ?",
+                             (sid, st.seen_max_id)).fetchone()[0] if st.seen_max_id else 0
+        if below < st.seen_count:
+            work[sid] = Work(sid, "reconcile", 0, now)
+        else:
+            # New rows (possibly only tool rows: then nothing is embedded and the counts are remembered).
+            work[sid] = Work(sid, "append", st.indexed_max_id, now)
+    return work
+
+
+def _read_rows(conn, shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
+    """(id, prepared text, timestamp) of the session's user/assistant rows in (after_id, upto]."""
+    rows = conn.execute(
+        "SELECT id, content, timestamp FROM messages WHERE session_id = ? AND id > ? AND id <= ? "
+        "AND role IN ('user', 'assistant') ORDER BY id", (sid, after_id, upto)).fetchall()
+    return [(r[0], chunking.prepare(decode_content(r[1])), r[2] or 0.0) for r in rows]
+
+
+class Indexer:
+    """The background indexer of one embeddings.db for one model."""
+
+    def __init__(self, home: Path, settings, embedder, store: vectors.VectorStore):
+        self.home = home
+        self.settings = settings
+        self.embedder = embedder
+        self.store = store
+        self.fp = embedder.fingerprint
+        self._cond = threading.Condition()
+        self._queues: dict[tuple, dict[str, Work]] = {}  # scope key -> pending work
+        self._order: list[tuple] = []  # scope keys, most recently asked first
+        self._busy: dict[tuple, str | None] = {}
+        self._thread: threading.Thread | None = None
+        self._quiet: dict[tuple, tuple] = {}
+        self.error: str | None = None
+        self.chunks_per_second: float | None = None
+        self._swept_at = float("-inf")
+
+    def sweep(self) -> int:
+        """Drop the vectors of sessions that no longer exist in state.db; returns how many sessions.
+
+        Searches never see them anyway (a scope only holds existing sessions);
+        this only gives the space back."""
+        self._swept_at = time.monotonic()
+        known = self.store.session_ids()
+        if not known:
+            return 0
+        with reading(paths.state_db_path(self.home)) as (conn, _shape):
+            existing = {r[0] for r in conn.execute("SELECT id FROM sessions")}
+        gone = sorted(known - existing)
+        if gone:
+            self.store.drop_sessions(None, gone)
+        return len(gone)
+
+    # -- the search side ---------------------------------------------------------
+    def top_up(self, conn, key: tuple, members: list[str], budget_s: float) -> dict:
+        """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn``
+        is the caller's read-only state.db connection (inside its snapshot).
+
+        Returns ``{"pending": sessions still to do, "indexed": sessions with vectors}``.
+        """
+        state_path = paths.state_db_path(self.home)
+        # Nothing changed in state.db, in embeddings.db (other processes' commits
+        # or ours) or in the scope since the last check found nothing to do.
+        quiet = (file_fingerprint(state_path), self.store.data_version(), self.store.writes, hash(tuple(members)))
+        with self._cond:
+            if self._quiet.get(key) == quiet and not self._queues.get(key):
+                return self._summary(key, members)
+        consent.check(self.home, self.embedder, key)
+        states = self.store.states(self.fp, members)
+        work = plan(conn, states, members)
+        for item in work.values():
+            item.project = key
+        with self._cond:
+            self._queues[key] = work
+            if work:
+                self._quiet.pop(key, None)
+                self._promote(key)
+                self._ensure_thread()
+                self._cond.notify_all()
+                deadline = time.monotonic() + max(0.0, budget_s)
+                while self._queues.get(key) and self.error is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+            if not self._queues.get(key):
+                self._quiet[key] = (quiet[0], self.store.data_version(), self.store.writes, quiet[3])
+        return self._summary(key, members)
+
+    def _summary(self, key: tuple, members: list[str]) -> dict:
+        with self._cond:
+            pending = len(self._queues.get(key) or {})
+        indexed = sum(1 for st in self.store.states(self.fp, members).values() if st.chunks > 0)
+        return {"pending": pending, "indexed": indexed}
+
+    def _promote(self, key: tuple) -> None:
+        if key in self._order:
+            self._order.remove(key)
+        self._order.insert(0, key)
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="phr-indexer", daemon=True)
+            self._thread.start()
+
+    def index_now(self, key: tuple, members: list[str], on_progress=None) -> Progress:
+        """Index ``members`` in this thread (the CLI's ``index``): every session is
+        brought up to date, and every indexed session is re-checked by content hash."""
+        progress = Progress()
+        started = time.perf_counter()
+        states = self.store.states(self.fp, members)
+        with reading(paths.state_db_path(self.home)) as (conn, _shape):
+            counts = session_counts(conn, members)
+            work = plan(conn, states, members)
+        for sid in members:
+            if sid in states and sid not in work:
+                work[sid] = Work(sid, "reconcile", 0, counts.get(sid, (0, 0)))
+        total = len(work)
+        for n, sid in enumerate(sorted(work, reverse=True), 1):
+            work[sid].project = key
+            self.process(work[sid], progress,
+                         on_batch=(lambda n=n: on_progress(progress, n - 1, total)) if on_progress else None)
+            if on_progress:
+                on_progress(progress, n, total)
+        progress.sessions_removed = self.sweep()
+        progress.seconds = time.perf_counter() - started
+        with self._cond:
+            self._quiet.pop(key, None)
+        return progress
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no work is queued (tests and the CLI use it; searches never do)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while any(self._queues.values()) or any(self._busy.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    # -- the worker ----------------------------------------------------------------
+    def _next(self) -> tuple[tuple, Work] | None:
+        for key in self._order:
+            queue = self._queues.get(key)
+            if queue:
+                # Newest sessions first (Hermes ids start with the date): recent
+                # history becomes searchable soonest.
+                sid = max(queue)
+                return key, queue[sid]
+        return None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                item = self._next()
+                sweep = item is None and time.monotonic() - self._swept_at > GC_INTERVAL
+            if sweep:
+                try:
+                    self.sweep()
+                except (StateDBError, vectors.StoreError, OSError) as exc:
+                    logger.warning("sweeping deleted sessions failed: %s", exc)
+                except Exception:
+                    logger.exception("sweeping deleted sessions failed")
+            with self._cond:
+                item = self._next()
+                while item is None:
+                    if not self._cond.wait(30):
+                        self._thread = None
+                        return
+                    item = self._next()
+                key, work = item
+                self._busy[key] = work.session_id
+            try:
+                resume_after = self.process(work)
+            except StateDBError as exc:
+                logger.warning("indexing %s paused: %s", work.session_id, exc)
+                time.sleep(0.5)
+                continue  # transient (locked) or the file is gone: the next search re-plans
+            except Exception as exc:  # never kill the thread silently
+                logger.exception("indexing failed")
+                with self._cond:
+                    self.error = f"indexing failed: {type(exc).__name__}: {exc}"
+                    self._queues.clear()
+                    self._busy.clear()
+                    self._cond.notify_all()
+                return
+            finally:
+                with self._cond:
+                    self._busy[key] = None
+            with self._cond:
+                queue = self._queues.get(key)
+                if resume_after is not None:
+                    work.after_id = resume_after  # yielded to another scope; continue later
+                    continue
+                if queue and queue.get(work.session_id) is work:
+                    del queue[work.session_id]
+                for other in self._queues.values():  # the same session may be queued for two scopes
+                    if other.get(work.session_id) is not None and other[work.session_id].seen == work.seen:
+                        del other[work.session_id]
+                self._cond.notify_all()
+
+    def _stop_for(self, work: Work) -> bool:
+        """Yield to a scope asked for more recently than the one being worked on."""
+        with self._cond:
+            if not self._order:
+                return False
+            first = self._queues.get(self._order[0]) or {}
+            return bool(first) and work.session_id not in first
+
+    def process(self, work: Work, progress: Progress | None = None, *, verify: bool = False,
+                on_batch=None) -> None:
+        """Do one session's work, batch by batch, each batch committed."""
+        state_path = paths.state_db_path(self.home)
+        size, overlap = self.settings["chunk_chars"], self.settings["chunk_overlap"]
+        batch = self.settings["batch_size"]
+        with reading(state_path) as (conn, shape):
+            if work.kind == "reconcile" or verify:
+                rows = _read_rows(conn, shape, work.session_id, 0, work.seen[1])
+            else:
+                rows = _read_rows(conn, shape, work.session_id, work.after_id, work.seen[1])
+        if work.kind == "reconcile" or verify:
+            rows = self._reconcile(work, rows, progress)
+        pending: list[tuple[int, int, str, str, float]] = []  # (message id, offset, text, hash, ts)
+        done_upto = work.after_id if work.kind == "append" and not verify else None
+        for mid, text, ts in rows:
+            digest = chunking.content_hash(text)
+            for offset, piece in chunking.split(text, size, overlap):
+                pending.append((mid, offset, piece, digest, ts))
+            if progress:
+                progress.messages += 1
+            if len(pending) >= batch:
+                self._embed_and_store(work, pending, mid if done_upto is not None else None, progress)
+                pending = []
+                if on_batch:
+                    on_batch()
+                if progress is None and done_upto is not None and self._stop_for(work):
+                    return mid
+        self._embed_and_store(work, pending, work.seen[1], progress, seen=work.seen)
+        if progress:
+            progress.sessions += 1
+        if on_batch:
+            on_batch()
+        return None
+
+    def _reconcile(self, work: Work, rows, progress: Progress | None):
+        """Drop vectors of vanished or changed messages; return the rows that need embedding."""
+        stored = self.store.hashes(self.fp, work.session_id)
+        current = {mid: chunking.content_hash(text) for mid, text, _ in rows}
+        gone = [mid for mid, h in stored.items() if current.get(mid) != h]
+        if progress:
+            progress.removed += sum(1 for mid in gone if mid not in current)
+            progress.changed += sum(1 for mid in gone if mid in current)
+        self.store.remove_messages(self.fp, work.session_id, gone, dirty=True)
+        keep = {mid for mid, h in stored.items() if current.get(mid) == h}
+        return [r for r in rows if r[0] not in keep]
+
+    def _embed_and_store(self, work: Work, pending, upto: int | None, progress: Progress | None,
+                         seen: tuple[int, int] | None = None) -> None:
+        chunks: list[vectors.ChunkRow] = []
+        if pending:
+            consent.check(self.home, self.embedder, work.project)
+            t0 = time.perf_counter()
+            vecs = self.embedder.embed_documents([p[2] for p in pending])
+            took = time.perf_counter() - t0
+            rate = len(pending) / took if took > 0 else None
+            if rate:
+                self.chunks_per_second = rate if self.chunks_per_second is None else (
+                    0.8 * self.chunks_per_second + 0.2 * rate)
+            if progress:
+                progress.embed_seconds += took
+                progress.chunks += len(pending)
+            chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs)]
+        self.store.add(self.fp, work.session_id, chunks, upto, seen)
+
+
+_indexers: dict[tuple, Indexer] = {}
+_lock = threading.Lock()
+
+
+def get(home: Path, settings, embedder, store: vectors.VectorStore) -> Indexer:
+    key = (str(store.path), embedder.fingerprint, id(store))
+    with _lock:
+        indexer = _indexers.get(key)
+        if indexer is None or indexer.error:
+            indexer = _indexers[key] = Indexer(home, settings, embedder, store)
+        return indexer
+
+
+def all_indexers() -> list[Indexer]:
+    with _lock:
+        return list(_indexers.values())

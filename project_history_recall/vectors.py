@@ -1,0 +1,345 @@
+"""``embeddings.db``: the plugin's own vectors, in its data folder.
+
+One row per chunk: ``session_id, message_id, chunk_offset, content_hash,
+model_fingerprint, vector`` (+ the message's timestamp, for time filters).
+Vectors are keyed by session and message, never by project, so moving a
+session between projects never touches them. Stored as float16 (half the
+disk, no measurable change in ranking); used as float32 in memory.
+
+Per session, ``sessions`` records how far indexing got:
+
+- ``indexed_max_id``: every user/assistant message of the session with an id
+  up to this one has its vectors (ids only grow: Hermes uses AUTOINCREMENT);
+- ``seen_count``/``seen_max_id``: ``count(*)``/``max(id)`` of the session's
+  rows in state.db when it was last complete (-1: needs a full check);
+- ``generation``: bumped whenever vectors of the session are removed or
+  replaced, so in-memory copies know to reload it; ``last_rowid``: the newest
+  chunk row, so appended vectors are read without re-reading the session.
+
+Every batch is one transaction (vectors and progress together), so a killed
+indexing run leaves a consistent index that resumes where it stopped. A file
+that is not a readable database is moved aside and rebuilt: it only holds
+derived data.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+FILE_NAME = "embeddings.db"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+    model_fingerprint TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    chunk_offset INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    timestamp REAL,
+    vector BLOB NOT NULL,
+    UNIQUE (model_fingerprint, session_id, message_id, chunk_offset)
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    model_fingerprint TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    indexed_max_id INTEGER NOT NULL DEFAULT 0,
+    seen_count INTEGER NOT NULL DEFAULT 0,
+    seen_max_id INTEGER NOT NULL DEFAULT 0,
+    chunks INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 0,
+    last_rowid INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (model_fingerprint, session_id)
+) WITHOUT ROWID;
+"""
+
+
+class StoreError(Exception):
+    """embeddings.db cannot be used; the message says why."""
+
+
+@dataclass
+class SessionState:
+    session_id: str
+    indexed_max_id: int = 0
+    seen_count: int = 0
+    seen_max_id: int = 0
+    chunks: int = 0
+    generation: int = 0
+    last_rowid: int = 0
+
+
+@dataclass
+class ChunkRow:
+    session_id: str
+    message_id: int
+    chunk_offset: int
+    content_hash: str
+    timestamp: float
+    vector: object  # float32 (dimension,)
+
+
+def path_for(data_dir: Path) -> Path:
+    return data_dir / FILE_NAME
+
+
+class VectorStore:
+    """One embeddings.db, shared by the threads of a process (one lock)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.RLock()
+        self.rebuilt_reason: str | None = None
+        self.writes = 0  # commits through this object (data_version only sees other connections')
+        self._conn = self._open()
+        self._inode = self._stat_inode()
+
+    def _stat_inode(self) -> int | None:
+        try:
+            return self.path.stat().st_ino
+        except OSError:
+            return None
+
+    # -- opening, and rebuilding a broken file ---------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=10, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        conn.executescript(_SCHEMA)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            conn.close()
+            raise sqlite3.DatabaseError(f"schema version {row[0]} is not {SCHEMA_VERSION}")
+        conn.execute("SELECT count(*) FROM sessions").fetchone()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                raise StoreError(f"{self.path} is locked by another process") from exc
+            if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc).lower():
+                raise StoreError(f"cannot create or open {self.path}: {exc}") from exc
+            # Derived data only: keep the broken file for inspection and start over.
+            aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(self.path) + suffix)
+                if src.exists():
+                    try:
+                        src.replace(Path(str(aside) + suffix))
+                    except OSError as move_exc:
+                        raise StoreError(f"{self.path} is unreadable ({exc}) and could not be moved aside: "
+                                         f"{move_exc}") from exc
+            self.rebuilt_reason = f"{self.path.name} was unreadable ({exc}); moved to {aside.name} and rebuilt"
+            try:
+                return self._connect()
+            except sqlite3.Error as exc2:
+                raise StoreError(f"cannot create {self.path}: {exc2}") from exc2
+        except OSError as exc:
+            raise StoreError(f"cannot create or open {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self.lock:
+            self._conn.close()
+
+    def healthy(self) -> bool:
+        """False when the file was deleted, replaced or overwritten under us (then reopen)."""
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    return False
+            with self.lock:
+                self._conn.execute("SELECT count(*) FROM meta").fetchone()
+            return self._inode is not None and self._stat_inode() == self._inode
+        except (sqlite3.Error, OSError):
+            return False
+
+    def data_version(self) -> int:
+        """Changes when another connection (process) committed to the file."""
+        with self.lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    # -- reads -------------------------------------------------------------------
+    def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, SessionState]:
+        sql = ("SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
+               "FROM sessions WHERE model_fingerprint = ?")
+        params: list = [fingerprint]
+        if session_ids is not None:
+            sql += " AND session_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(session_ids))
+        with self.lock:
+            return {r[0]: SessionState(*r) for r in self._conn.execute(sql, params)}
+
+    def hashes(self, fingerprint: str, session_id: str) -> dict[int, str]:
+        with self.lock:
+            return dict(self._conn.execute(
+                "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? "
+                "GROUP BY message_id", (fingerprint, session_id)))
+
+    def hashes_of(self, fingerprint: str, keys: list[tuple[str, int]]) -> dict[int, str]:
+        """Content hash per message, for (session id, message id) pairs."""
+        out = {}
+        with self.lock:
+            for sid, mid in keys:
+                row = self._conn.execute(
+                    "SELECT content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id = ? "
+                    "LIMIT 1", (fingerprint, sid, mid)).fetchone()
+                if row:
+                    out[mid] = row[0]
+        return out
+
+    def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 20000):
+        """Chunk rows of these sessions, in (session, message, offset) order, in pages of
+        ``(rowids, session_ids, message_ids, timestamps, float16 bytes)``."""
+        sql = ("SELECT rowid, session_id, message_id, timestamp, vector FROM chunks "
+               "WHERE model_fingerprint = ? AND session_id IN (SELECT value FROM json_each(?)) AND rowid > ? "
+               "ORDER BY session_id, message_id, chunk_offset")
+        with self.lock:
+            cursor = self._conn.execute(sql, (fingerprint, json.dumps(session_ids), after_rowid))
+            while True:
+                batch = cursor.fetchmany(page)
+                if not batch:
+                    return
+                yield batch
+
+    def fingerprints(self) -> dict[str, int]:
+        with self.lock:
+            return dict(self._conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))
+
+    # -- writes (each one transaction) --------------------------------------------
+    def _tx(self, fn):
+        with self.lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(self._conn)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self.writes += 1
+            return out
+
+    def _state(self, conn, fingerprint: str, sid: str) -> SessionState:
+        row = conn.execute(
+            "SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
+            "FROM sessions WHERE model_fingerprint = ? AND session_id = ?", (fingerprint, sid)).fetchone()
+        return SessionState(*row) if row else SessionState(sid)
+
+    def _put_state(self, conn, fingerprint: str, st: SessionState) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?)",
+            (fingerprint, st.session_id, st.indexed_max_id, st.seen_count, st.seen_max_id, st.chunks,
+             st.generation, st.last_rowid))
+
+    def add(self, fingerprint: str, session_id: str, chunks: list[ChunkRow], indexed_max_id: int | None,
+            seen: tuple[int, int] | None = None) -> SessionState:
+        """Store one batch of a session's vectors and its progress, atomically.
+
+        ``indexed_max_id``: every message up to this id is now done (None: unchanged);
+        ``seen``: the session is complete as of state.db's ``(count, max id)``.
+        """
+        import numpy as np
+
+        def _do(conn):
+            st = self._state(conn, fingerprint, session_id)
+            for c in chunks:
+                cur = conn.execute(
+                    "INSERT OR REPLACE INTO chunks (model_fingerprint, session_id, message_id, chunk_offset, "
+                    "content_hash, timestamp, vector) VALUES (?,?,?,?,?,?,?)",
+                    (fingerprint, session_id, c.message_id, c.chunk_offset, c.content_hash, c.timestamp,
+                     np.asarray(c.vector, dtype=np.float16).tobytes()))
+                st.last_rowid = max(st.last_rowid, cur.lastrowid or 0)
+            if chunks:
+                st.chunks = conn.execute("SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND session_id = ?",
+                                         (fingerprint, session_id)).fetchone()[0]
+            if indexed_max_id is not None:
+                st.indexed_max_id = max(st.indexed_max_id, indexed_max_id)
+            if seen is not None:
+                st.seen_count, st.seen_max_id = seen
+            self._put_state(conn, fingerprint, st)
+            return st
+
+        return self._tx(_do)
+
+    def remove_messages(self, fingerprint: str, session_id: str, message_ids: list[int], *,
+                        dirty: bool) -> SessionState:
+        """Drop these messages' vectors; ``dirty`` marks the session for a full check
+        (set while a reconciliation is under way, so a crash repeats it)."""
+        def _do(conn):
+            st = self._state(conn, fingerprint, session_id)
+            if message_ids:
+                conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id IN "
+                              "(SELECT value FROM json_each(?))", (fingerprint, session_id, json.dumps(message_ids)))
+                st.chunks = conn.execute("SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND session_id = ?",
+                                         (fingerprint, session_id)).fetchone()[0]
+                st.generation += 1
+            if dirty:
+                st.seen_count = -1
+            self._put_state(conn, fingerprint, st)
+            return st
+
+        return self._tx(_do)
+
+    def mark_dirty(self, fingerprint: str, session_id: str) -> None:
+        self.remove_messages(fingerprint, session_id, [], dirty=True)
+
+    def drop_sessions(self, fingerprint: str | None, session_ids: list[str]) -> int:
+        """Forget sessions entirely (they were deleted from Hermes). Returns chunks removed."""
+        def _do(conn):
+            fp_sql = "model_fingerprint = ? AND " if fingerprint else ""
+            params = [fingerprint] if fingerprint else []
+            ids = json.dumps(session_ids)
+            n = conn.execute(f"DELETE FROM chunks WHERE {fp_sql}session_id IN (SELECT value FROM json_each(?))",
+                             [*params, ids]).rowcount
+            conn.execute(f"DELETE FROM sessions WHERE {fp_sql}session_id IN (SELECT value FROM json_each(?))",
+                         [*params, ids])
+            return n
+
+        return self._tx(_do)
+
+    def session_ids(self) -> set[str]:
+        with self.lock:
+            return {r[0] for r in self._conn.execute("SELECT DISTINCT session_id FROM sessions")}
+
+
+_stores: dict[str, VectorStore] = {}
+_stores_lock = threading.Lock()
+
+
+def open_store(data_dir: Path) -> VectorStore:
+    """This process's store for ``data_dir`` (reopened if the file was deleted)."""
+    path = path_for(data_dir)
+    key = str(path)
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is not None and store.healthy():
+            return store
+        # Open (and if need be rebuild) the new file before closing the old
+        # connection: closing checkpoints its WAL into whatever file it still
+        # holds, which by then has been moved aside.
+        fresh = _stores[key] = VectorStore(path)
+        if store is not None:
+            try:
+                store.close()
+            except sqlite3.Error:
+                pass
+        return fresh
+
+
+def forget(data_dir: Path) -> None:
+    with _stores_lock:
+        store = _stores.pop(str(path_for(data_dir)), None)
+    if store is not None:
+        store.close()

@@ -1,0 +1,305 @@
+"""Semantic and hybrid search through Hermes's real plugin manager and dispatch (Hermes 0.19.0).
+
+Searches wait for indexing (the test settings give them a long budget), so
+what is found never depends on this machine's speed; where a test needs the
+background indexer to be done, it waits for it explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import SRC
+from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+
+SEARCH = "project_history_search"
+
+EN_DOCS = {
+    "oom": "The deployment failed because the server ran out of memory during the build.",
+    "css": "We renamed the CSS classes in the navigation bar to follow the new design system.",
+    "ws": "Added exponential backoff to the websocket client so it reconnects after drops.",
+    "tests": "The unit tests for the invoice exporter now run in parallel.",
+    "refund": "Customer refunds are processed every night by a scheduled job.",
+    "code": "The API returns ERR_CONNECTION_REFUSED when the proxy is down.",
+    "pay": "The payment callback kept timing out, so we raised the wait to fifteen seconds.",
+}
+ZH_DOCS = {
+    "oom": "昨天上线失败了，因为机器的内存不够用，编译到一半就挂了。",
+    "css": "我们把导航栏的样式按照新的设计规范重新整理了一遍。",
+    "pay": "支付回调一直超时，最后把等待时间改成了十五秒。",
+    "cat": "猫咪今天打翻了花瓶，地上全是水。",
+}
+
+
+def wait_idle() -> None:
+    for worker in plugin_module("indexer").all_indexers():
+        assert worker.wait_idle(300), "background indexing did not finish"
+
+
+def ids(res: dict) -> list[int]:
+    assert res["success"], res
+    return [r["message_id"] for r in res["results"]]
+
+
+@pytest.fixture
+def world(home, work):
+    w = World(home)
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def docs(world, work):
+    """Project EN (English), ZH (Chinese); one message per session."""
+    out = {"dirs": {}}
+    for name, texts in (("EN", EN_DOCS), ("ZH", ZH_DOCS)):
+        folder = work / name.lower()
+        folder.mkdir()
+        out["dirs"][name] = folder
+        out[name] = world.project(name, folder)
+        for key, text in texts.items():
+            sid = world.session(("user", text), cwd=folder, title=f"{name} {key}")
+            out[(name, key)] = (sid, world.db.get_messages(sid)[0]["id"])
+        out[(name, "asker")] = world.session(cwd=folder)
+    enable_plugin(world.home)
+    return out
+
+
+def ask(docs, project: str, query: str, mode: str = "semantic", **extra) -> dict:
+    return call(SEARCH, {"query": query, "mode": mode, "context": 0, **extra}, session_id=docs[(project, "asker")])
+
+
+def test_english_paraphrase_found_by_meaning_not_by_words(docs):
+    query = "the release crashed since the box had too little RAM"
+    res = ask(docs, "EN", query)
+    assert res["semantic_status"] == "ready" and res["searched_with"] == "semantic"
+    assert ids(res)[0] == docs[("EN", "oom")][1]
+    assert res["results"][0]["score_source"] == "semantic"
+    assert docs[("EN", "oom")][1] not in ids(ask(docs, "EN", query, "keyword"))
+    hybrid = ask(docs, "EN", query, "hybrid")
+    assert hybrid["searched_with"] == "keyword+semantic" and ids(hybrid)[0] == docs[("EN", "oom")][1]
+
+
+def test_chinese_paraphrase(docs):
+    query = "发布的时候为什么崩溃"
+    assert ids(ask(docs, "ZH", query))[0] == docs[("ZH", "oom")][1]
+    assert docs[("ZH", "oom")][1] not in ids(ask(docs, "ZH", query, "keyword"))
+
+
+def test_chinese_question_finds_english_answer_and_back(docs):
+    zh_to_en = "我们怎么处理付款通知等太久的问题"
+    assert ids(ask(docs, "EN", zh_to_en))[0] == docs[("EN", "pay")][1]
+    assert docs[("EN", "pay")][1] not in ids(ask(docs, "EN", zh_to_en, "keyword"))
+    en_to_zh = "how did we fix the payment notification waiting too long"
+    assert ids(ask(docs, "ZH", en_to_zh))[0] == docs[("ZH", "pay")][1]
+    assert docs[("ZH", "pay")][1] not in ids(ask(docs, "ZH", en_to_zh, "keyword"))
+
+
+def test_exact_error_code_is_found_by_keyword_in_hybrid(docs):
+    res = ask(docs, "EN", "ERR_CONNECTION_REFUSED", "hybrid")
+    assert res["searched_with"] == "keyword+semantic"
+    assert ids(res)[0] == docs[("EN", "code")][1]
+    assert res["results"][0]["score_source"] in ("keyword", "both")
+    assert {r["score_source"] for r in res["results"][1:]} <= {"semantic"}
+
+
+def test_fusion_marks_hits_both_engines_found(docs):
+    res = ask(docs, "EN", "websocket reconnect backoff", "hybrid")
+    first = res["results"][0]
+    assert first["message_id"] == docs[("EN", "ws")][1] and first["score_source"] == "both"
+    assert all(r["score_source"] == "semantic" for r in res["results"][1:])
+
+
+def test_projects_stay_apart_in_semantic_search(docs):
+    en_sessions = {docs[("EN", k)][0] for k in EN_DOCS}
+    res = ask(docs, "EN", "猫咪打翻了花瓶")  # only ZH has it
+    assert {r["session_id"] for r in res["results"]} <= en_sessions
+
+
+def test_status_is_truthful(docs, world):
+    from project_history_recall import overview
+    from project_history_recall.scope import Caller
+
+    caller = Caller.of(docs[("EN", "asker")])
+    before = overview.status(world.home, caller)
+    assert before["semantic_status"] == "indexing" and before["semantic_index"]["sessions_indexed"] == 0
+    plugin_settings(world.home, index_budget_ms=0)
+    res = ask(docs, "EN", "server memory", "hybrid")
+    # With no time to wait, whatever the search reports must match what it did.
+    assert res["semantic_status"] in ("indexing", "partial", "ready")
+    assert res["searched_with"] == ("keyword+semantic" if res["semantic_status"] != "indexing" else "keyword")
+    plugin_module("embedders").load(plugin_module("config").load(world.home))  # model loaded
+    ask(docs, "EN", "server memory", "hybrid")  # queues the indexing if the model was still loading
+    wait_idle()
+    assert overview.status(world.home, caller)["semantic_status"] == "ready"
+    world.session(("user", "a brand new note about dark mode"), cwd=docs["dirs"]["EN"])
+    after = overview.status(world.home, caller)
+    assert after["semantic_status"] == "partial" and after["semantic_index"]["sessions_pending"] == 1
+    plugin_settings(world.home)
+    assert ask(docs, "EN", "dark mode")["semantic_status"] == "ready"
+    plugin_settings(world.home, semantic=False)
+    res = ask(docs, "EN", "server memory", "hybrid")
+    assert res["semantic_status"] == "disabled" and res["searched_with"] == "keyword" and res["results"]
+    plugin_settings(world.home, embedder="openai")
+    res = ask(docs, "EN", "server memory", "hybrid")
+    assert res["semantic_status"] == "unavailable" and "not built yet" in res["semantic_reason"]
+    assert res["searched_with"] == "keyword" and res["results"]
+    res = ask(docs, "EN", "the release crashed since the box had too little RAM", "semantic")
+    assert res["searched_with"] == "keyword" and res["semantic_reason"]
+
+
+def test_new_message_is_picked_up_by_the_next_search(docs, world):
+    assert ask(docs, "EN", "server memory")["semantic_status"] == "ready"
+    sid = docs[("EN", "css")][0]
+    new_id = world.say(sid, "assistant", "Dark mode now follows the operating system's colour scheme.")
+    res = ask(docs, "EN", "does the night theme match the OS setting")
+    # Scored in context, the new reply and the message before it share the top.
+    assert new_id in ids(res)[:2] and res["semantic_status"] == "ready"
+
+
+def test_changed_message_is_re_embedded(docs, world):
+    sid, mid = docs[("EN", "refund")]
+    assert ids(ask(docs, "EN", "money back to customers overnight"))[0] == mid
+    conn = world.db._conn  # Hermes has no edit API; change the row as a direct edit would
+    conn.execute("UPDATE messages SET content = ? WHERE id = ?",
+                 ("The office plants are watered by a robot every morning.", mid))
+    conn.commit()
+    # The stale vector still ranks this message first, but its text no longer
+    # says that: the hit is dropped and the session re-checked.
+    assert mid not in ids(ask(docs, "EN", "money back to customers overnight"))
+    assert ids(ask(docs, "EN", "a machine takes care of the greenery"))[0] == mid
+
+
+def test_deleted_session_leaves_results_and_the_index(docs, world):
+    sid, mid = docs[("EN", "oom")]
+    assert mid in ids(ask(docs, "EN", "the release crashed since the box had too little RAM"))
+    world.db.delete_session(sid)
+    assert mid not in ids(ask(docs, "EN", "the release crashed since the box had too little RAM"))
+    from project_history_recall import cli
+
+    assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
+    db = sqlite3.connect(world.home / "project-history-recall" / "embeddings.db")
+    try:
+        assert db.execute("SELECT count(*) FROM chunks WHERE session_id = ?", (sid,)).fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+    finally:
+        db.close()
+
+
+def test_move_keeps_vectors(docs, world):
+    sid, mid = docs[("EN", "oom")]
+    query = "the release crashed since the box had too little RAM"
+    assert ids(ask(docs, "EN", query))[0] == mid
+    db = sqlite3.connect(world.home / "project-history-recall" / "embeddings.db")
+    before = db.execute("SELECT rowid, vector FROM chunks WHERE session_id = ?", (sid,)).fetchall()
+    res = call("project_session_move", {"project": "ZH", "session": sid}, session_id=docs[("EN", "asker")])
+    assert res["success"], res
+    assert mid not in ids(ask(docs, "EN", query))
+    assert mid in ids(ask(docs, "ZH", query))
+    wait_idle()
+    after = db.execute("SELECT rowid, vector FROM chunks WHERE session_id = ?", (sid,)).fetchall()
+    db.close()
+    assert before and after == before
+
+
+def test_killed_indexing_run_resumes(world, work):
+    folder = work / "big"
+    folder.mkdir()
+    world.project("Big", folder)
+    sessions = [world.session(*[("user", f"note {i}-{j}: {EN_DOCS[k]}") for j, k in enumerate(EN_DOCS)], cwd=folder)
+                for i in range(6)]
+    asker = world.session(cwd=folder)
+    plugin_settings(world.home, batch_size=2)
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from pathlib import Path
+        from project_history_recall import cli, indexer
+        batches = []
+        real = indexer.Indexer._embed_and_store
+        def dying(self, *a, **k):
+            real(self, *a, **k)
+            batches.append(1)
+            if len(batches) == 7:
+                os.kill(os.getpid(), signal.SIGKILL)
+        indexer.Indexer._embed_and_store = dying
+        cli.main(["--home", {str(world.home)!r}, "index", {str(folder)!r}])
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    db = sqlite3.connect(world.home / "project-history-recall" / "embeddings.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert 0 < stored < 6 * len(EN_DOCS)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "the release crashed since the box had too little RAM", "mode": "semantic"},
+               session_id=asker)
+    assert res["semantic_status"] == "ready" and res["results"]
+    rows = db.execute("SELECT count(*), count(DISTINCT message_id) FROM chunks").fetchone()
+    db.close()
+    assert rows == (6 * len(EN_DOCS), 6 * len(EN_DOCS))
+    assert len(sessions) == 6
+
+
+@pytest.mark.parametrize("damage", ["garbage", "deleted"])
+def test_broken_or_deleted_index_is_rebuilt_and_keyword_keeps_working(docs, world, damage):
+    query = "the release crashed since the box had too little RAM"
+    assert ids(ask(docs, "EN", query))[0] == docs[("EN", "oom")][1]
+    path = world.home / "project-history-recall" / "embeddings.db"
+    for suffix in ("-wal", "-shm"):
+        (path.parent / (path.name + suffix)).unlink(missing_ok=True)
+    if damage == "garbage":
+        path.write_bytes(b"this is not a database" * 400)
+    else:
+        path.unlink()
+    res = ask(docs, "EN", "websocket backoff", "hybrid")
+    assert res["success"] and res["results"] and res["results"][0]["message_id"] == docs[("EN", "ws")][1]
+    assert res["semantic_status"] == "ready"
+    if damage == "garbage":
+        assert "rebuilt" in res["semantic_reason"]
+        assert list(path.parent.glob("embeddings.db.broken-*"))
+    assert ids(ask(docs, "EN", query))[0] == docs[("EN", "oom")][1]
+
+
+def test_index_command_builds_then_finds_nothing_to_do(docs, world, capsys):
+    from project_history_recall import cli
+
+    assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["success"] and first["totals"]["chunks_embedded"] == len(EN_DOCS) + len(ZH_DOCS)
+    assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["totals"]["chunks_embedded"] == 0 and again["totals"]["messages_changed"] == 0
+    assert cli.main(["--home", str(world.home), "index", str(docs["dirs"]["ZH"])]) == 0
+    assert "Indexed 1 project(s)" in capsys.readouterr().out
+
+
+def test_state_db_unchanged_by_indexing(docs, world):
+    world.close()
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    ask(docs, "EN", "server memory", "hybrid")
+    ask(docs, "ZH", "内存", "semantic")
+    from project_history_recall import cli
+
+    assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
+    wait_idle()
+    assert db_digest(world.home / "state.db") == before
+
+
+@pytest.mark.parametrize("query", ["\ud800 memory", "x" * 5000, "\x00\x00", "NEAR((", "🙂🙂🙂", "内存" * 900])
+def test_hostile_queries_through_the_semantic_path(docs, query):
+    for mode in ("semantic", "hybrid"):
+        res = ask(docs, "EN", query, mode)
+        if res["success"]:
+            assert res["semantic_status"] == "ready", res
+        else:  # nothing searchable in it: a clear error, never a crash
+            assert res["error_code"] == "bad_argument" and res["error"], res

@@ -1,0 +1,186 @@
+"""The pure parts of the semantic path: chunking, fusion, change planning, the
+in-memory matrix and the store's own file handling (no Hermes, no model)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from project_history_recall import chunking, config, fusion, indexer, semantic, vectors
+
+
+# -- chunking -------------------------------------------------------------------------
+def test_short_text_is_one_chunk_and_prepare_folds_spaces():
+    assert chunking.prepare("  a \t b\n\n\n c  ") == "a b\n\nc"
+    assert chunking.split("hello world", 800, 100) == [(0, "hello world")]
+    assert chunking.split("", 800, 100) == []
+
+
+def test_long_text_is_cut_at_sentences_with_overlap():
+    text = " ".join(f"Sentence number {i} says something." for i in range(60))
+    chunks = chunking.split(text, 200, 50)
+    assert len(chunks) > 5
+    for offset, piece in chunks:
+        assert len(piece) <= 200 and text[offset:offset + len(piece)] == piece
+        assert piece.endswith(".")  # cut at a sentence end
+    for (a, pa), (b, _) in zip(chunks, chunks[1:]):
+        assert a < b < a + len(pa)  # neighbours overlap
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=3000), st.integers(100, 900), st.integers(0, 300))
+def test_chunks_cover_the_text(text, size, overlap):
+    chunks = chunking.split(text, size, overlap)
+    covered = set()
+    for offset, piece in chunks:
+        assert piece and len(piece) <= size
+        assert text[offset:offset + len(piece)] == piece
+        covered.update(range(offset, offset + len(piece)))
+    assert all(i in covered for i, ch in enumerate(text) if not ch.isspace())
+
+
+def test_content_hash_changes_with_the_text():
+    assert chunking.content_hash("a") == chunking.content_hash("a") != chunking.content_hash("b")
+
+
+# -- fusion ---------------------------------------------------------------------------------
+def test_rrf_marks_both_and_orders_by_votes():
+    out = fusion.rrf({"keyword": [1, 2, 3], "semantic": [3, 4]}, k=3, weights={"semantic": 0.5})
+    # 3 is third for keyword but first for semantic: 1/6 + 0.5/4 beats 1's 1/4.
+    assert [f.message_id for f in out] == [3, 1, 2, 4]
+    assert {f.message_id: f.source for f in out} == {1: "keyword", 2: "keyword", 3: "both", 4: "semantic"}
+    assert out[0].score == pytest.approx(1 / 6 + 0.5 / 4)
+
+
+def test_rrf_weight_zero_keeps_keyword_order():
+    out = fusion.rrf({"keyword": [5, 6], "semantic": [6, 7]}, k=3, weights={"semantic": 0.0})
+    assert [f.message_id for f in out][:2] == [5, 6]
+
+
+def test_new_settings_are_validated(tmp_path):
+    home = tmp_path / "h"
+    (home / "project-history-recall").mkdir(parents=True)
+    (home / "project-history-recall" / "config.yaml").write_text("semantic_weight: -1\nrrf_k: 7\n")
+    s = config.load(home)
+    assert s["semantic_weight"] == config.DEFAULTS["semantic_weight"] and s["rrf_k"] == 7
+    assert any("semantic_weight" in w for w in s.warnings)
+
+
+# -- planning against a state.db-shaped table ----------------------------------------------------
+@pytest.fixture
+def msgs():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, role TEXT, "
+                 "content TEXT, timestamp REAL)")
+    conn.execute("CREATE INDEX idx ON messages(session_id, timestamp)")
+    for sid, n in (("a", 3), ("b", 2)):
+        for i in range(n):
+            conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?,?,?,?)",
+                         (sid, "user", f"{sid}{i}", i))
+    return conn
+
+
+def test_plan_new_unchanged_appended_deleted_and_dirty(msgs):
+    S = vectors.SessionState
+    work = indexer.plan(msgs, {}, ["a", "b", "empty"])
+    assert {k: (w.kind, w.after_id) for k, w in work.items()} == {"a": ("append", 0), "b": ("append", 0)}
+    done = {"a": S("a", indexed_max_id=3, seen_count=3, seen_max_id=3),
+            "b": S("b", indexed_max_id=5, seen_count=2, seen_max_id=5)}
+    assert indexer.plan(msgs, done, ["a", "b"]) == {}
+    msgs.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('a', 'assistant', 'x', 9)")
+    work = indexer.plan(msgs, done, ["a", "b"])
+    assert list(work) == ["a"] and (work["a"].kind, work["a"].after_id, work["a"].seen) == ("append", 3, (4, 6))
+    msgs.execute("DELETE FROM messages WHERE id = 4")  # one of b's
+    msgs.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('b', 'user', 'y', 9)")
+    assert indexer.plan(msgs, done, ["b"])["b"].kind == "reconcile"  # same count, but one vanished
+    dirty = {"a": S("a", indexed_max_id=3, seen_count=-1, seen_max_id=3)}
+    assert indexer.plan(msgs, dirty, ["a"])["a"].kind == "reconcile"
+
+
+# -- the store and the in-memory matrix -------------------------------------------------------------
+def _unit(rng, n, d=8):
+    v = rng.normal(size=(n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _add(store, sid, mids, vecs, ts=0.0):
+    rows = [vectors.ChunkRow(sid, m, 0, f"h{m}", ts + m, v) for m, v in zip(mids, vecs)]
+    return store.add("fp", sid, rows, max(mids), None)
+
+
+def _brute(vecs_by_session, q):
+    """Cosine of q with (chunk + previous + next chunk of the same session)."""
+    out = {}
+    for sid, (mids, vecs) in vecs_by_session.items():
+        v16 = vecs.astype(np.float16).astype(np.float32)
+        for i, m in enumerate(mids):
+            acc = v16[i] + (v16[i - 1] if i > 0 else 0) + (v16[i + 1] if i + 1 < len(mids) else 0)
+            out[m] = float(acc @ q / np.linalg.norm(acc))
+    return out
+
+
+def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
+    rng = np.random.default_rng(1)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    data = {"s1": ([1, 2, 3], _unit(rng, 3)), "s2": ([10, 11], _unit(rng, 2))}
+    for sid, (mids, vecs) in data.items():
+        _add(store, sid, mids, vecs)
+    m = semantic.ScopeMatrix(8)
+    q = _unit(rng, 1)[0]
+
+    def check(members):
+        m.sync(store, "fp", members, store.states("fp", members))
+        hits = m.search(q, set(members), None, None, 10)
+        expected = _brute({s: data[s] for s in members}, q)
+        assert {h.message_id: round(h.score, 4) for h in hits} == {k: round(v, 4) for k, v in expected.items()}
+        assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
+
+    check(["s1", "s2"])
+    extra = _unit(rng, 2)
+    _add(store, "s1", [4, 5], extra)  # appended: neighbours of row 3 change
+    data["s1"] = ([1, 2, 3, 4, 5], np.vstack([data["s1"][1], extra]))
+    check(["s1", "s2"])
+    store.remove_messages("fp", "s1", [2], dirty=False)  # removed: the session is reloaded
+    data["s1"] = ([1, 3, 4, 5], np.delete(data["s1"][1], 1, axis=0))
+    check(["s1", "s2"])
+    check(["s2"])  # a session leaves the scope (a move)
+    assert m.search(q, {"s2"}, 10.5, None, 10)[0].message_id == 11  # time filter
+
+
+def test_matrix_compacts_after_many_removals(tmp_path):
+    rng = np.random.default_rng(2)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    sids = [f"s{i:03d}" for i in range(60)]
+    for n, sid in enumerate(sids):
+        _add(store, sid, list(range(n * 100, n * 100 + 30)), _unit(rng, 30))
+    m = semantic.ScopeMatrix(8)
+    m.sync(store, "fp", sids, store.states("fp", sids))
+    assert m.n == 1800
+    keep = sids[:20]
+    m.sync(store, "fp", keep, store.states("fp", keep))
+    assert m.n == 600 and m.alive[: m.n].all()
+    hits = m.search(_unit(rng, 1)[0], set(keep), None, None, 5)
+    assert len(hits) == 5 and all(h.session_id in keep for h in hits)
+
+
+def test_a_failed_batch_leaves_no_trace(tmp_path):
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s", [1], _unit(np.random.default_rng(3), 1))
+    bad = [vectors.ChunkRow("s", 2, 0, "h", 0.0, np.zeros(8, np.float32)),
+           vectors.ChunkRow("s", 3, 0, None, 0.0, np.zeros(8, np.float32))]  # NOT NULL fails mid-batch
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add("fp", "s", bad, 3, (9, 9))
+    st = store.states("fp")["s"]
+    assert (st.indexed_max_id, st.chunks, st.seen_count) == (1, 1, 0)
+
+
+def test_unreadable_file_is_moved_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "embeddings.db"
+    path.write_bytes(b"not sqlite" * 100)
+    store = vectors.VectorStore(path)
+    assert "rebuilt" in store.rebuilt_reason and store.states("fp") == {}
+    assert list(tmp_path.glob("embeddings.db.broken-*"))
