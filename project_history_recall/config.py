@@ -40,19 +40,22 @@ DEFAULTS: dict[str, Any] = {
     "batch_size": 32,            # texts per embedding call
     "chunk_chars": 800,          # long messages are split into chunks of about this size
     "chunk_overlap": 100,        # characters shared by neighbouring chunks
+    "fusion": "blend",           # blend: keyword score + weight x cosine; rrf: Reciprocal Rank Fusion
+    "blend_weight": 0.7,         # the cosine's weight in blend fusion (keyword scores are scaled to 0..1)
     "rrf_k": 3,                  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
-    "semantic_weight": 0.5,      # the semantic list's vote in the fusion, the keyword list's being 1
+    "semantic_weight": 0.5,      # in rrf fusion, the semantic list's vote, the keyword list's being 1
     "context": 2,                # messages shown around each hit by default
     "index_budget_ms": 1500,     # indexing a search may wait for; the rest continues in the background
 }
 
-_CHOICES = {"embedder": ("local", "openai")}
+_CHOICES = {"embedder": ("local", "openai"), "fusion": ("blend", "rrf")}
 _RANGES = {
     "batch_size": (1, 2048),
     "chunk_chars": (100, 20000),
     "chunk_overlap": (0, 5000),
     "rrf_k": (1, 10000),
     "semantic_weight": (0.0, 10.0),
+    "blend_weight": (0.0, 10.0),
     "context": (0, 10),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),

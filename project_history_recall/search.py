@@ -27,6 +27,7 @@ MAX_CONTEXT = 10
 # engine's 20 best add what keywords miss without crowding out their hits).
 KEYWORD_CANDIDATES = 50
 SEMANTIC_CANDIDATES = 20
+DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
 
 HOME_REASON = (
     "This session is not in any project (it has no working folder), so there is no project "
@@ -257,31 +258,37 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
             home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
     filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
-    kw_limit = req.limit if req.mode == "keyword" else max(req.limit, KEYWORD_CANDIDATES)
     if req.mode == "keyword":
+        # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
-    else:
-        outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
-                               max(req.limit, SEMANTIC_CANDIDATES))
-    kw_hits = [] if req.mode == "semantic" and outcome.usable else keyword.search(
-        conn, shape, scope.session_ids, query, filters, kw_limit, scope.message_estimate)
-    keyword_ranked = [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits]
-    if req.mode == "keyword" or not outcome.usable:
-        return keyword_ranked[: req.limit], "keyword", outcome
+        hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit, scope.message_estimate)
+        return [_Ranked(h.message_id, h.session_id, "keyword") for h in hits], "keyword", outcome
+    kw_hits = [] if req.mode == "semantic" else keyword.search(
+        conn, shape, scope.session_ids, query, filters, max(req.limit, KEYWORD_CANDIDATES), scope.message_estimate)
+    outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
+                           max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
+    if not outcome.usable:
+        if req.mode == "semantic":
+            kw_hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
+                                     scope.message_estimate)
+        return [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits[: req.limit]], "keyword", outcome
     sem = outcome.hits
-    hashes_of = outcome.hashes
     if req.mode == "semantic":
         ranked = [_Ranked(h.message_id, h.session_id, "semantic") for h in sem]
-        return _checked(conn, shape, req, ranked, outcome, hashes_of)[: req.limit], "semantic", outcome
+        return _checked(conn, shape, req, ranked, outcome, outcome.hashes)[: req.limit], "semantic", outcome
     session_of = {h.message_id: h.session_id for h in kw_hits}
     session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
-    fused = fusion.rrf(
-        {"keyword": [h.message_id for h in kw_hits],
-         "semantic": [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]},
-        settings["rrf_k"], {"semantic": settings["semantic_weight"]})
+    sem_ids = [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]
+    if settings["fusion"] == "rrf":
+        fused = fusion.rrf({"keyword": [h.message_id for h in kw_hits], "semantic": sem_ids},
+                           settings["rrf_k"], {"semantic": settings["semantic_weight"]})
+    else:
+        fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
+                             settings["blend_weight"])
+    fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
     ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
     # Checking costs a lookup per semantic-only hit: check a few more than needed.
-    ranked = _checked(conn, shape, req, ranked[: req.limit * 2], outcome, hashes_of)
+    ranked = _checked(conn, shape, req, ranked[: req.limit * 2], outcome, outcome.hashes)
     return ranked[: req.limit], "keyword+semantic", outcome
 
 

@@ -44,6 +44,7 @@ class Outcome:
     embedder: object = None
     store: object = None
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
+    similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
 
     @property
     def usable(self) -> bool:
@@ -192,12 +193,16 @@ class ScopeMatrix:
 
     # -- searching ----------------------------------------------------------------------
     def search(self, q, allowed: set[str], since: float | None, until: float | None,
-               limit: int) -> list[SemanticHit]:
+               limit: int, candidates: set[int] | None = None) -> tuple[list[SemanticHit], dict[int, float]]:
+        """(the ``limit`` best messages, the similarity of each message in ``candidates``).
+
+        A message's similarity is its best chunk's, each chunk scored with its
+        neighbours; only rows of ``allowed`` sessions in the time range count."""
         import numpy as np
 
         n = self.n
-        if n == 0 or limit <= 0:
-            return []
+        if n == 0:
+            return [], {}
         sims = self.vecs[:n] @ q
         ctx = sims.copy()
         p, nx = self.prev[:n], self.next[:n]
@@ -216,9 +221,15 @@ class ScopeMatrix:
         if until is not None:
             mask &= self.ts[:n] < until
         ctx[~mask] = -np.inf
+        similarity: dict[int, float] = {}
+        if candidates:
+            rows = np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64)))
+            for r in rows:
+                mid = int(self.mids[r])
+                similarity[mid] = max(similarity.get(mid, -1.0), float(ctx[r]))
         k = min(int(mask.sum()), limit * CANDIDATE_FACTOR)
         if k <= 0:
-            return []
+            return [], similarity
         top = np.argpartition(-ctx, k - 1)[:k]
         top = top[np.argsort(-ctx[top], kind="stable")]
         best: dict[int, SemanticHit] = {}
@@ -226,7 +237,10 @@ class ScopeMatrix:
             mid = int(self.mids[r])
             if mid not in best:
                 best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], float(ctx[r]), float(self.ts[r]))
-        return list(best.values())[:limit]
+        hits = list(best.values())[:limit]
+        for hit in hits:
+            similarity.setdefault(hit.message_id, hit.score)
+        return hits, similarity
 
 
 _matrices: "OrderedDict[tuple, ScopeMatrix]" = OrderedDict()
@@ -266,7 +280,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
 
 
 def run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
-        limit: int, *, wait: bool = True) -> Outcome:
+        limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
     """Top up the scope's index (waiting at most the budget) and search what is indexed.
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
@@ -306,7 +320,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     q = embedder.embed_query(query)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits = matrix.search(q, set(scope.session_ids), since, until, limit)
+        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason

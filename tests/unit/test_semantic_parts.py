@@ -134,7 +134,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
 
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
-        hits = m.search(q, set(members), None, None, 10)
+        hits, _ = m.search(q, set(members), None, None, 10)
         expected = _brute({s: data[s] for s in members}, q)
         assert {h.message_id: round(h.score, 4) for h in hits} == {k: round(v, 4) for k, v in expected.items()}
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
@@ -148,7 +148,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
     data["s1"] = ([1, 3, 4, 5], np.delete(data["s1"][1], 1, axis=0))
     check(["s1", "s2"])
     check(["s2"])  # a session leaves the scope (a move)
-    assert m.search(q, {"s2"}, 10.5, None, 10)[0].message_id == 11  # time filter
+    assert m.search(q, {"s2"}, 10.5, None, 10)[0][0].message_id == 11  # time filter
 
 
 def test_matrix_compacts_after_many_removals(tmp_path):
@@ -163,7 +163,7 @@ def test_matrix_compacts_after_many_removals(tmp_path):
     keep = sids[:20]
     m.sync(store, "fp", keep, store.states("fp", keep))
     assert m.n == 600 and m.alive[: m.n].all()
-    hits = m.search(_unit(rng, 1)[0], set(keep), None, None, 5)
+    hits, _ = m.search(_unit(rng, 1)[0], set(keep), None, None, 5)
     assert len(hits) == 5 and all(h.session_id in keep for h in hits)
 
 
@@ -184,3 +184,20 @@ def test_unreadable_file_is_moved_aside_and_rebuilt(tmp_path):
     store = vectors.VectorStore(path)
     assert "rebuilt" in store.rebuilt_reason and store.states("fp") == {}
     assert list(tmp_path.glob("embeddings.db.broken-*"))
+
+
+def test_candidate_similarities_cover_keyword_hits_outside_the_top():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    from project_history_recall.semantic import ScopeMatrix
+
+    m = ScopeMatrix(8)
+    rows = [(n + 1, "s1", 100 + n, float(n), _unit(rng, 1)[0].astype(np.float16).tobytes()) for n in range(6)]
+    m._append(rows, {})
+    q = _unit(rng, 1)[0]
+    top, sims = m.search(q, {"s1"}, None, None, 1, candidates={100, 105})
+    assert len(top) == 1 and {100, 105, top[0].message_id} <= set(sims)
+    assert sims[top[0].message_id] == max(sims.values())
+    _, none = m.search(q, {"other"}, None, None, 1, candidates={100})
+    assert none == {}  # a session outside the allowed scope never scores

@@ -1,0 +1,30 @@
+"""Fusion of the two engines' results, pure."""
+
+from __future__ import annotations
+
+from project_history_recall.fusion import blend, diversify, rrf
+
+
+def test_blend_keeps_keyword_confidence_and_adds_similarity():
+    fused = blend([(1, 10.0), (2, 5.0)], [3, 2], {1: 0.1, 2: 0.9, 3: 0.5}, weight=0.7)
+    scores = {f.message_id: round(f.score, 3) for f in fused}
+    assert scores == {1: 1.07, 2: 1.13, 3: 0.35}
+    assert [f.message_id for f in fused] == [2, 1, 3]
+    assert {f.message_id: f.source for f in fused} == {1: "keyword", 2: "both", 3: "semantic"}
+
+
+def test_blend_with_no_keyword_hits_ranks_by_similarity():
+    fused = blend([], [5, 6], {5: 0.2, 6: 0.4}, weight=0.7)
+    assert [f.message_id for f in fused] == [6, 5] and all(f.source == "semantic" for f in fused)
+
+
+def test_rrf_votes_by_rank():
+    fused = rrf({"keyword": [1, 2], "semantic": [2, 3]}, k=3, weights={"semantic": 0.5})
+    assert [f.message_id for f in fused] == [2, 1, 3] and fused[0].source == "both"
+
+
+def test_diversify_puts_distinct_sessions_first_and_keeps_everything():
+    items = [("a", 1), ("a", 2), ("b", 3), ("a", 4), ("c", 5)]
+    out = diversify(items, lambda it: it[0], 2)
+    assert out == [("a", 1), ("b", 3), ("a", 2), ("a", 4), ("c", 5)]
+    assert diversify(items, lambda it: it[0], 0) == items
