@@ -24,6 +24,7 @@ from . import consent, embedders, indexer, paths, vectors
 from .scope import Scope
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
+NORM_SLICE = 2048
 CANDIDATE_FACTOR = 4
 
 
@@ -147,18 +148,20 @@ class ScopeMatrix:
         self._norms(np.concatenate([np.arange(start, end), np.asarray(touched, dtype=np.int64)]))
 
     def _norms(self, idx) -> None:
+        """Norm of each row's vector plus its neighbours', in slices so the
+        temporaries stay a few MB however many rows arrive."""
         import numpy as np
 
-        if len(idx) == 0:
-            return
-        acc = self.vecs[idx].copy()
-        p, q = self.prev[idx], self.next[idx]
-        has_p, has_q = p >= 0, q >= 0
-        acc[has_p] += self.vecs[p[has_p]]
-        acc[has_q] += self.vecs[q[has_q]]
-        norms = np.linalg.norm(acc, axis=1)
-        norms[norms == 0] = 1.0
-        self.norm[idx] = norms
+        for at in range(0, len(idx), NORM_SLICE):
+            part = idx[at: at + NORM_SLICE]
+            acc = self.vecs[part].copy()
+            p, q = self.prev[part], self.next[part]
+            has_p, has_q = p >= 0, q >= 0
+            acc[has_p] += self.vecs[p[has_p]]
+            acc[has_q] += self.vecs[q[has_q]]
+            norms = np.linalg.norm(acc, axis=1)
+            norms[norms == 0] = 1.0
+            self.norm[part] = norms
 
     # -- keeping in step with the store -----------------------------------------------
     def sync(self, store: vectors.VectorStore, fp: str, members: list[str],

@@ -200,7 +200,7 @@ class VectorStore:
                     out[mid] = row[0]
         return out
 
-    def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 20000):
+    def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
         """Chunk rows of these sessions, in (session, message, offset) order, in pages of
         ``(rowids, session_ids, message_ids, timestamps, float16 bytes)``."""
         sql = ("SELECT rowid, session_id, message_id, timestamp, vector FROM chunks "
