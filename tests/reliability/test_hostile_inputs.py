@@ -75,9 +75,8 @@ def fuzz_world(world, work):
     asker = world.session(cwd=app)
     world.close()
     checkpoint(world.home)
-    # Ten thousand calls: argument handling is what this checks, keyword only so
-    # it stays fast; hostile queries through the semantic path: test_semantic_search.
-    plugin_settings(world.home, semantic=False)
+    # Hybrid by default: hostile text reaches the embedder and the fusion too.
+    plugin_settings(world.home, semantic=os.environ.get("PHR_FUZZ_SEMANTIC", "1") == "1")
     enable_plugin(world.home)
     return {"home": world.home, "asker": asker}
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hermes_world import call, enable_plugin, plugin_settings
 
 EXAMPLES = int(os.environ.get("PHR_PROPERTY_EXAMPLES", "1000"))
+SEMANTIC = os.environ.get("PHR_PROPERTY_SEMANTIC", "1") == "1"
 FOLDERS = ["app", "app2", "app_1%", "app_1%x", "app/sub", "app/sub/deep", "lib", "lib-x", "lib/app", "a%b_c"]
 # Real folders: Hermes only trusts a working folder that exists.
 BASE = tempfile.mkdtemp(prefix="phr-prop-w-")
@@ -163,9 +164,8 @@ def test_no_result_ever_leaves_the_callers_project(world):
     old_home = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home)
     try:
-        # Attribution is what this checks (a thousand worlds): keyword only, so it
-        # stays fast; semantic results' scoping is tested in test_semantic_search.
-        plugin_settings(home, semantic=False)
+        # Hybrid by default: the semantic engine's hits must stay in scope too.
+        plugin_settings(home, semantic=SEMANTIC)
         if not _loaded:
             _loaded["entry"] = enable_plugin(home)
         sessions, projects, records = _build(world, home)
@@ -193,6 +193,11 @@ def test_no_result_ever_leaves_the_callers_project(world):
             return
         assert found <= allowed, (found - allowed, mine)
         assert found == allowed, (allowed - found, mine)
+        if SEMANTIC:
+            assert res["semantic_status"] == "ready", res
+            meaning = call("project_history_search", {"query": "something said earlier", "mode": "semantic",
+                                                      "limit": 50, "context": 0}, session_id=caller)
+            assert {r["session_id"] for r in meaning["results"]} <= allowed
         # Hybrid (above) may add semantic neighbours, all in scope; exactness is the keyword engine's.
         for n, sid in enumerate(ids):
             one = call("project_history_search", {"query": f"tok{n}x", "context": 0, "mode": "keyword"},
