@@ -100,6 +100,9 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None) -> sqlite3.Co
             conn.execute(f"PRAGMA busy_timeout={int(timeout_ms)}")
             conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.row_factory = sqlite3.Row
+            # A damaged page can hold bytes that are not UTF-8; one such row
+            # must not fail a whole search.
+            conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         except BaseException:
             conn.close()
