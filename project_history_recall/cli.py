@@ -27,10 +27,15 @@ DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
 )
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA = 0, 1, 2, 3
+# A person running one search waits for the model and index (the agent's tool
+# keeps the short budget and lets indexing go on in the background).
+CLI_INDEX_BUDGET_MS = 60_000
 _DATA_CODES = {"missing", "empty", "corrupt", "locked", "schema", "unreadable", "error", "internal",
                "hermes_write_failed", "record_failed", "no_hermes"}
 
-DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED")
+# Words, a Chinese term, an exact error code, and a question in other words
+# (in English, about a conversation held in Chinese).
+DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED", "payment callback taking too long")
 
 
 def _add_search_args(p: argparse.ArgumentParser) -> None:
@@ -206,7 +211,7 @@ def cmd_search(home: Path, args: argparse.Namespace) -> int:
         "query": " ".join(args.query), "mode": args.mode, "limit": args.limit, "context": args.context,
         "include_tool_output": args.tools, "since": args.since, "until": args.until, "project": args.project,
     }
-    response = search.run(home, _caller(_folder(args.dir)), request)
+    response = search.run(home, _caller(_folder(args.dir)), request, index_budget_ms=CLI_INDEX_BUDGET_MS)
     return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
 
 
@@ -242,17 +247,22 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
             print(format_status(overview.status(home, _caller(os.getcwd()))))
             print('\nNext: search it, e.g.  project-history-recall search "what did we decide about X"')
             return EXIT_FOUND
-        response = search.run(home, _caller(os.getcwd()), {"query": query, "context": 1})
+        response = search.run(home, _caller(os.getcwd()), {"query": query, "context": 1},
+                              index_budget_ms=CLI_INDEX_BUDGET_MS)
         return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
     try:
         demo_home, info = _build_demo_home()
     except RuntimeError as exc:
         return _fail(str(exc), EXIT_DATA)
-    print(f"No Hermes home at {home}; built a demo home with Hermes's own SessionDB at {demo_home}.\n")
+    print(f"No Hermes home at {home}; built a demo home with Hermes's own SessionDB at {demo_home}.")
+    # Index it up front (seconds, offline) so every demo search shows hybrid results.
+    cmd_index(demo_home, argparse.Namespace(all=True, json=False, dir=None, project=None))
+    print()
     folder = str(Path(info["work"]) / "webshop")
     code = EXIT_NOTHING
     for q in ([query] if query else DEMO_QUERIES):
-        response = search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1})
+        response = search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1},
+                              index_budget_ms=CLI_INDEX_BUDGET_MS)
         print(f"$ cd {folder} && project-history-recall search {json.dumps(q, ensure_ascii=False)}")
         print(format_search(response, _Style.for_stream(sys.stdout)) if response.get("success") else response.get("error"))
         print()

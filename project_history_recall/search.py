@@ -292,8 +292,11 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
     return ranked[: req.limit], "keyword+semantic", outcome
 
 
-def run(home: Path, caller: Caller, args: object) -> dict:
-    """The whole search; always returns a response dict."""
+def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None = None) -> dict:
+    """The whole search; always returns a response dict.
+
+    ``index_budget_ms`` overrides the setting: a person at the CLI would rather
+    wait for the model and the index than get keyword-only results."""
     try:
         req = request_from_args(args)
     except ArgumentError as exc:
@@ -306,6 +309,8 @@ def run(home: Path, caller: Caller, args: object) -> dict:
             scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                   include_current=req.include_current_session)
             settings = config.load(home)
+            if index_budget_ms is not None:
+                settings.values["index_budget_ms"] = index_budget_ms
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
                 if outcome.usable:

@@ -25,6 +25,8 @@ from .scope import Scope
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
 NORM_SLICE = 2048
+MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
+RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
 
 
@@ -241,6 +243,11 @@ class ScopeMatrix:
             if mid not in best:
                 best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], float(ctx[r]), float(self.ts[r]))
         hits = list(best.values())[:limit]
+        # A weak model still ranks *something* first: unrelated messages
+        # (cosine ~0.05) must not pose as results when nothing is close.
+        if hits:
+            floor = max(MIN_SIMILARITY, RELATIVE_SIMILARITY * hits[0].score)
+            hits = [h for h in hits if h.score >= floor]
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity
