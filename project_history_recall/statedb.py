@@ -434,6 +434,7 @@ class SessionCatalog:
 
 
 _local = threading.local()
+_POOL_PER_THREAD = 4
 
 
 def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
@@ -464,6 +465,8 @@ def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
         conn.close()
         raise
     pool[key] = (conn, shape, cookie, inode)
+    while len(pool) > _POOL_PER_THREAD:  # a profile switch must not leak a connection per home
+        pool.pop(next(iter(pool)))[0].close()
     return conn, shape
 
 

@@ -187,7 +187,7 @@ def test_standalone_cli_search_status_projects(cli_world):
     js = _cli("search", "websocket", "--dir", str(app), "--json", home=home)
     payload = json.loads(js.stdout)
     assert payload["success"] and payload["project"]["id"] == cli_world["pid"]
-    nothing = _cli("search", "zzzznotthere", "--dir", str(app), home=home)
+    nothing = _cli("search", "zzzznotthere", "--dir", str(app), "--mode", "keyword", home=home)
     assert nothing.returncode == 1 and "Nothing found" in nothing.stdout
     status = _cli("status", str(app / "src"), home=home)
     assert status.returncode == 0 and "App" in status.stdout and "2 sessions" in status.stdout

@@ -23,10 +23,11 @@ def run_in_terminal(args: list[str], env: dict, timeout: float = 240.0) -> tuple
                             stdout=follower, stderr=follower, env=env, close_fds=True)
     os.close(follower)
     chunks, deadline = [], time.time() + timeout
+    poller = select.poll()  # select() cannot watch descriptors above 1024
+    poller.register(leader, select.POLLIN)
     try:
         while time.time() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.2)
-            if ready:
+            if poller.poll(200):
                 try:
                     data = os.read(leader, 65536)
                 except OSError:  # the child closed the terminal
@@ -72,5 +73,5 @@ def test_search_in_a_terminal_highlights_and_links(home, work):
     assert code == 0, out
     assert "Fix websocket" in plain and f"@session:default/{sid}" in plain
     assert "\x1b[1;33mwebsocket\x1b[0m" in out
-    code, out = run_in_terminal(["search", "zzzznothing", "--dir", str(app)], _env(home))
+    code, out = run_in_terminal(["search", "zzzznothing", "--dir", str(app), "--mode", "keyword"], _env(home))
     assert code == 1 and "Nothing found" in ANSI.sub("", out)

@@ -135,7 +135,9 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
         hits, _ = m.search(q, set(members), None, None, 10)
-        expected = _brute({s: data[s] for s in members}, q)
+        everything = _brute({s: data[s] for s in members}, q)
+        floor = max(semantic.MIN_SIMILARITY, semantic.RELATIVE_SIMILARITY * max(everything.values()))
+        expected = {k: v for k, v in everything.items() if v >= floor}
         assert {h.message_id: round(h.score, 4) for h in hits} == {k: round(v, 4) for k, v in expected.items()}
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
 
@@ -201,3 +203,19 @@ def test_candidate_similarities_cover_keyword_hits_outside_the_top():
     assert sims[top[0].message_id] == max(sims.values())
     _, none = m.search(q, {"other"}, None, None, 1, candidates={100})
     assert none == {}  # a session outside the allowed scope never scores
+
+
+def test_weak_semantic_matches_are_dropped():
+    rng = np.random.default_rng(5)
+    m = semantic.ScopeMatrix(8)
+    q = _unit(rng, 1)[0]
+    near = q + 0.5 * _unit(rng, 1)[0]  # close to the query, though not the same
+    rows = [(n + 1, f"s{n}", 100 + n, float(n), (v / np.linalg.norm(v)).astype(np.float16).tobytes())
+            for n, v in enumerate([q, near, -q, _unit(rng, 1)[0]])]  # one session each: no neighbours
+    m._append(rows, {})
+    hits, sims = m.search(q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
+    best = hits[0].score
+    assert hits[0].message_id == 100 and abs(best - 1.0) < 1e-2
+    assert all(h.score >= max(semantic.MIN_SIMILARITY, semantic.RELATIVE_SIMILARITY * best) for h in hits)
+    assert 102 not in {h.message_id for h in hits}  # the opposite message is not a result…
+    assert sims[102] < 0  # …though a keyword candidate still gets its similarity
