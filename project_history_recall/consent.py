@@ -40,6 +40,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets as _random
 import tempfile
 import threading
@@ -282,8 +283,24 @@ def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> 
         "It will not be asked again for this project, service and model.")}
 
 
+_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32}")
+
+
+def _redact_tokens(response: dict) -> None:
+    """Tokens quoted in the searched history (Hermes keeps every tool result, and an
+    agent may repeat one) must not grant consent from another conversation later."""
+    for hit in response.get("results") or ():
+        if isinstance(hit.get("snippet"), str):
+            hit["snippet"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", hit["snippet"])
+        for ctx in hit.get("context") or ():
+            if isinstance(ctx.get("text"), str):
+                ctx["text"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", ctx["text"])
+
+
 def annotate(response: dict, note: dict | None) -> dict:
-    """Put the note about a passed token into a search response."""
+    """Finish a search response: no consent token from the history in its results,
+    and the note about a token the caller passed."""
+    _redact_tokens(response)
     if not note:
         return response
     asked = response.get("consent")

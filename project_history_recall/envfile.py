@@ -26,9 +26,9 @@ ENV_FILE = ".env"
 # What a variable name may look like (the same rule as Hermes's save_env_value).
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MASK = "[redacted]"
-# Shorter values are not scrubbed from text: a 3-character "key" would blank
-# out ordinary words, and nothing that short is a real credential.
-MIN_SCRUB_LEN = 8
+# Shorter values are not scrubbed from what we print: a 3-character "key" would
+# blank out ordinary words, and nothing that short is a real credential.
+MIN_SCRUB_LEN = 6
 
 _cache: dict[str, tuple[tuple, dict[str, str]]] = {}
 _lock = threading.Lock()
@@ -97,10 +97,10 @@ def lookup(home: Path, name: str | None) -> tuple[str | None, str]:
     return None, ""
 
 
-def scrub(text: str, *secrets: str | None) -> str:
+def scrub(text: str, *secrets: str | None, min_len: int = MIN_SCRUB_LEN) -> str:
     """``text`` with every occurrence of each secret replaced by a mask."""
     for secret in secrets:
-        if secret and len(secret) >= MIN_SCRUB_LEN and secret in text:
+        if secret and len(secret) >= min_len and secret in text:
             text = text.replace(secret, MASK)
     return text
 

@@ -33,6 +33,7 @@ import ipaddress
 import json
 import logging
 import random
+import re
 import threading
 import time
 import urllib.error
@@ -56,6 +57,9 @@ COOLDOWN = 10.0  # seconds queries fail fast after a failure
 MAX_RESPONSE_BYTES = 64 << 20
 MAX_QUERY_CHARS = 8000
 QUERY_CACHE = 64
+
+
+_HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")  # printable ASCII, no spaces: what a bearer token may hold
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -220,7 +224,7 @@ class OpenAIEmbedder:
                                      self.timeout if deadline is None else min(self.timeout, self.query_timeout))
                 vecs = self._vectors(payload, len(texts))
             except _Failure as failure:
-                reason = envfile.scrub(failure.reason, key)
+                reason = envfile.scrub(failure.reason, key, min_len=1)  # the service's words: mask any length
                 wait = failure.wait if failure.wait is not None else min(
                     BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
                 give_up = not failure.retry or attempt > self.max_retries
@@ -247,9 +251,14 @@ class OpenAIEmbedder:
         request = urllib.request.Request(self._url, data=data, method="POST", headers={
             "Content-Type": "application/json", "Accept": "application/json",
             "User-Agent": f"project-history-recall/{__version__}"})
-        if key:
-            request.add_unredirected_header("Authorization", f"Bearer {key}")
         where = f"the embedding service at {self.provider}"
+        if key:
+            if not _HEADER_SAFE.match(key):
+                # http.client would raise with the header's value in its message.
+                raise _Failure(f"the key in {self.api_key_env} has characters a request header cannot carry "
+                               "(a line break, a space, a non-ASCII character?); check $HERMES_HOME/.env",
+                               retry=False)
+            request.add_unredirected_header("Authorization", f"Bearer {key}")
         try:
             with _opener(self._url).open(request, timeout=timeout) as response:
                 payload = response.read(MAX_RESPONSE_BYTES + 1)
@@ -280,6 +289,8 @@ class OpenAIEmbedder:
             if isinstance(inner, TimeoutError) or "timed out" in str(inner):
                 raise _Failure(f"{where} did not answer within {nominal:g} s", retry=True) from None
             raise _Failure(f"{where} cannot be reached: {type(inner).__name__}: {inner}", retry=True) from None
+        except Exception as exc:  # anything else urllib raises: its type only, its message may hold headers
+            raise _Failure(f"{where}: the request failed ({type(exc).__name__})", retry=False) from None
         if len(payload) > MAX_RESPONSE_BYTES:
             raise _Failure(f"{where} sent an answer larger than {MAX_RESPONSE_BYTES >> 20} MiB", retry=False)
         return payload

@@ -351,3 +351,13 @@ def test_service_failures_are_unavailable_and_keyword_search_goes_on(pq, server,
     assert expected in res["semantic_reason"], res["semantic_reason"]
     assert res["searched_with"] == "keyword" and res["results"]
     assert "worker" in json.dumps(res["results"])
+
+
+def test_a_token_quoted_in_the_history_is_not_shown_by_searches(pq, server, world):
+    asked = search(pq, "askQ", "zanzibar")
+    q_tok = asked["consent"]["token"]
+    world.say(pq["askQ"], "tool", json.dumps(asked))  # Hermes keeps every tool result
+    world.say(pq["p1"], "assistant", f"Pelican note: the quokka token was {q_tok}, do not reuse it")
+    found = search(pq, "askP", "quokka token reuse", mode="keyword", include_tool_output=True)
+    assert found["results"] and q_tok not in json.dumps(found) and "consent-[redacted]" in json.dumps(found)
+    assert server.count() == 0

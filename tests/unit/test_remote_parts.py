@@ -279,3 +279,13 @@ def test_nonsense_answers_are_unavailable(home, server):
     server.always = Reply(200, "<html>")
     with pytest.raises(EmbedderUnavailable, match="not an OpenAI embeddings response"):
         embedder(home, server).embed_documents(["x"])
+
+
+def test_a_key_no_header_can_carry_is_refused_without_showing_it(home, server):
+    emb = embedder(home, server)
+    bad = "sk-two words-Zq9xW3vK7pL2"
+    (home / ".env").write_text(f'UNIT_EMBED_KEY="{bad}"\n', encoding="utf-8")
+    with pytest.raises(EmbedderUnavailable) as exc:
+        emb.embed_documents(["x"])
+    assert "cannot carry" in str(exc.value) and bad not in str(exc.value) and "two words" not in str(exc.value)
+    assert server.count() == 0
