@@ -61,6 +61,9 @@ def _chunk_texts(conn, sessions: list[str], settings) -> list[str]:
 
 
 def _raw_rate(embedder, texts: list[str], batch: int) -> float:
+    # Calls the embedder directly, past the consent gate: only ever the local model.
+    if getattr(embedder, "remote", True) is not False:
+        raise SystemExit("benchmarks measure the embedded local model only (set 'embedder: local')")
     t0 = time.perf_counter()
     for i in range(0, len(texts), batch):
         embedder.embed_documents(texts[i:i + batch])

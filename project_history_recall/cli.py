@@ -5,8 +5,13 @@ Standalone as ``project-history-recall …`` and inside Hermes as
 ``--json``. Errors are one line on stderr, never a traceback.
 
 Exit codes: 0 found / done, 1 searched and found nothing (``move``: the
-session was already there), 2 bad arguments, 3 Hermes's data could not be
-read or written.
+session was already there; ``consent grant``: nothing to grant), 2 bad
+arguments, 3 Hermes's data could not be read or written, 4 a remote embedder
+needs consent first (``index``; nothing was sent).
+
+With a remote embedder configured, no command sends anything before consent
+is on record for the project (``consent grant``); the API key is scrubbed
+from everything printed.
 """
 
 from __future__ import annotations
@@ -19,14 +24,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import config, indexer, move, overview, paths, results, search, semantic
+from . import config, consent, configfile, embedders, envfile, indexer, move, overview, paths, results, search, semantic
 from .scope import Caller, ScopeError, attribution_map, resolve_scope
 from .statedb import StateDBError, reading
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
 )
-EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA = 0, 1, 2, 3
+EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA, EXIT_CONSENT = 0, 1, 2, 3, 4
 # A person running one search waits for the model and index (the agent's tool
 # keeps the short budget and lets indexing go on in the background).
 CLI_INDEX_BUDGET_MS = 60_000
@@ -75,6 +80,21 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     qs = sub.add_parser("quickstart", help="search your Hermes home from here, or a demo home if you have none")
     qs.add_argument("query", nargs="*")
     qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
+    cf = sub.add_parser("config", help="the effective settings, where each comes from, and any warnings "
+                                       "(secrets masked)")
+    cf.add_argument("--json", action="store_true")
+    co = sub.add_parser("consent", help="consents to send a project's messages to a remote embedder")
+    co_sub = co.add_subparsers(dest="consent_command", metavar="ACTION")
+    cl = co_sub.add_parser("list", help="the consents on record")
+    cl.add_argument("--json", action="store_true")
+    cg = co_sub.add_parser("grant", help="agree that a project's messages may be sent to the configured "
+                                         "remote embedder")
+    cg.add_argument("dir", nargs="?", default=None, help="the project of this folder (default: the current one)")
+    cg.add_argument("--project", help="this project instead (id, slug, name or folder)")
+    cg.add_argument("--yes", action="store_true", help="do not ask (needed when not run from a terminal)")
+    cg.add_argument("--json", action="store_true")
+    # How a person runs us (`project-history-recall` or `hermes recall`), for the hints we print.
+    parser.set_defaults(prog=parser.prog or "project-history-recall")
 
 
 class _Style:
@@ -115,6 +135,15 @@ def format_search(response: dict, style: _Style) -> str:
     if response.get("reason"):
         lines.append("")
         lines.append(response["reason"])
+    asked = response.get("consent")
+    if isinstance(asked, dict):
+        lines.append("")
+        if asked.get("required"):
+            lines.append(asked.get("ask_user", ""))
+            if asked.get("how_to_record"):
+                lines.append(f"To agree, run: {asked['how_to_record']}")
+        if (asked.get("token_result") or asked).get("message"):
+            lines.append((asked.get("token_result") or asked)["message"])
     if not response.get("results") and not response.get("reason"):
         lines.append("")
         lines.append("Nothing found.")
@@ -140,6 +169,9 @@ def format_status(response: dict) -> str:
         ("semantic", f"{response['semantic_status']} — {response.get('semantic_reason', '')}"),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
+    asked = response.get("consent")
+    if isinstance(asked, dict) and asked.get("how_to_record"):
+        rows.insert(5, ("to agree", asked["how_to_record"]))
     return "\n".join(f"{k:>14}: {v}" for k, v in rows)
 
 
@@ -206,13 +238,27 @@ def _caller(folder: str) -> Caller:
     return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder)
 
 
+def for_person(response: dict, command: str) -> dict:
+    """A search response as a person sees it: a consent request names the command
+    that grants it, never the agent's token."""
+    asked = response.get("consent")
+    if isinstance(asked, dict) and asked.get("required"):
+        response = {**response, "consent": consent.for_person(asked, command)}
+    return response
+
+
 def cmd_search(home: Path, args: argparse.Namespace) -> int:
     request = {
         "query": " ".join(args.query), "mode": args.mode, "limit": args.limit, "context": args.context,
         "include_tool_output": args.tools, "since": args.since, "until": args.until, "project": args.project,
     }
-    response = search.run(home, _caller(_folder(args.dir)), request, index_budget_ms=CLI_INDEX_BUDGET_MS)
+    response = for_person(search.run(home, _caller(_folder(args.dir)), request, index_budget_ms=CLI_INDEX_BUDGET_MS),
+                          _command(args))
     return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
+
+
+def _command(args: argparse.Namespace) -> str:
+    return getattr(args, "prog", None) or "project-history-recall"
 
 
 def _emit(response: dict, as_json: bool, fmt) -> int:
@@ -247,8 +293,8 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
             print(format_status(overview.status(home, _caller(os.getcwd()))))
             print('\nNext: search it, e.g.  project-history-recall search "what did we decide about X"')
             return EXIT_FOUND
-        response = search.run(home, _caller(os.getcwd()), {"query": query, "context": 1},
-                              index_budget_ms=CLI_INDEX_BUDGET_MS)
+        response = for_person(search.run(home, _caller(os.getcwd()), {"query": query, "context": 1},
+                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args))
         return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
     try:
         demo_home, info = _build_demo_home()
@@ -261,8 +307,8 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     folder = str(Path(info["work"]) / "webshop")
     code = EXIT_NOTHING
     for q in ([query] if query else DEMO_QUERIES):
-        response = search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1},
-                              index_budget_ms=CLI_INDEX_BUDGET_MS)
+        response = for_person(search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1},
+                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args))
         print(f"$ cd {folder} && project-history-recall search {json.dumps(q, ensure_ascii=False)}")
         print(format_search(response, _Style.for_stream(sys.stdout)) if response.get("success") else response.get("error"))
         print()
@@ -309,12 +355,35 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
             print(json.dumps({"success": False, "error": ready.reason, "semantic_status": ready.status}))
             return EXIT_DATA
         return _fail(f"semantic index not built: {ready.reason}", EXIT_DATA)
-    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    embedder = ready.embedder
     show = not args.json and sys.stderr.isatty()
-    summary = []
+    summary, skipped = [], []
+    worker = None
     for key, label, sids in targets:
-        progress = worker.index_now(key, sids, on_progress=(
-            lambda p, d, t, label=label: _bar(sys.stderr, label, p, d, t)) if show else None)
+        try:
+            consent.check(home, embedder, key)  # before anything of this project is read for sending
+        except consent.ConsentRequired:
+            skipped.append({"project": {"kind": key[0], "id": key[1], "name": label},
+                            "reason": f"no consent to send its messages to {embedder.provider} "
+                                      f"(model {embedder.model}); nothing was sent",
+                            "how_to_record": f"{_command(args)} consent grant --project {_quote(key[1])}"})
+            continue
+        try:
+            if embedder.dimension is None:  # a remote model answers once before anything is looked up
+                with reading(paths.state_db_path(home)) as (conn, _shape):
+                    sample = indexer.first_text(conn, sids, settings["chunk_chars"], settings["chunk_overlap"])
+                if sample is not None:
+                    embedder.embed_documents([sample])
+            if embedder.dimension is None:  # nothing in this project to embed (yet)
+                progress = indexer.Progress()
+            else:
+                worker = worker or indexer.get(home, settings, embedder, ready.store)
+                progress = worker.index_now(key, sids, on_progress=(
+                    lambda p, d, t, label=label: _bar(sys.stderr, label, p, d, t)) if show else None)
+        except embedders.EmbedderUnavailable as exc:
+            if show:
+                sys.stderr.write("\n")
+            return _fail(f"semantic index not built: {exc}", EXIT_DATA)
         if show:
             sys.stderr.write("\n")
         summary.append({"project": {"kind": key[0], "id": key[1], "name": label}, "sessions": len(sids),
@@ -326,44 +395,215 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
     totals = {k: sum(s[k] for s in summary) for k in ("sessions", "sessions_updated", "messages_embedded",
                                                      "chunks_embedded", "messages_removed", "messages_changed",
                                                      "deleted_sessions_dropped", "seconds", "embed_seconds")}
-    response = {"success": True, "model": ready.embedder.fingerprint, "index": str(ready.store.path),
+    response = {"success": True, "model": embedder.fingerprint, "index": str(ready.store.path),
                 "projects": summary, "totals": totals}
+    if skipped:
+        response["skipped_for_consent"] = skipped
+    code = EXIT_CONSENT if skipped else EXIT_FOUND
     if args.json:
         print(json.dumps(response, ensure_ascii=False, indent=2))
-        return EXIT_FOUND
+        return code
     rate = totals["chunks_embedded"] / totals["embed_seconds"] if totals["embed_seconds"] else 0.0
-    print(f"Indexed {len(summary)} project(s), {totals['sessions']:,} sessions with {ready.embedder.model} "
-          f"into {ready.store.path}")
-    print(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
-          f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
-          f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
-          f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
-    return EXIT_FOUND
+    if summary:
+        print(f"Indexed {len(summary)} project(s), {totals['sessions']:,} sessions with {embedder.model} "
+              f"into {ready.store.path}")
+        print(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
+              f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
+              f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
+              f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
+    for item in skipped:
+        print(f"Skipped {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
+    return code
+
+
+def _quote(value: object) -> str:
+    import shlex
+
+    return shlex.quote(str(value))
+
+
+# -- settings and consents -------------------------------------------------------------------
+def config_report(home: Path) -> dict:
+    """The effective settings with where each came from; the key only as set/not set."""
+    settings = config.load(home)
+    records, consent_warnings = consent.records(home)
+    remote, service, model = embedders.identity(settings)
+    leaves = {key: settings.get(key) for key in settings.origins}
+    return {
+        "success": True,
+        "hermes_home": str(home),
+        "profile": paths.profile_name(home),
+        "sources": settings.sources,
+        "settings": settings.values,
+        "origins": settings.origins,
+        "values": leaves,
+        "secrets": {"openai.api_key": envfile.describe(home, settings["openai.api_key_env"])},
+        "embedder": {"remote": remote, "service": service, "model": model,
+                     "consent_needed": remote},
+        "consents": len(records),
+        "warnings": settings.warnings + consent_warnings,
+        "plugin_config": str(config.plugin_config_path(home)),
+    }
+
+
+def format_config(response: dict) -> str:
+    lines = [f"Settings for {response['hermes_home']} (profile {response['profile']})",
+             f"  sources, later ones win: {' < '.join(response['sources'])}", ""]
+    width = max(len(k) for k in response["values"])
+    for key, value in response["values"].items():
+        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        lines.append(f"  {key:<{width}}  {shown:<28}  {response['origins'][key]}")
+    key = response["secrets"]["openai.api_key"]
+    where = f"set, in {key['from']} (not shown)" if key["set"] else "not set"
+    lines.append(f"  {'openai.api_key':<{width}}  {where}  (variable {key['variable']})")
+    emb = response["embedder"]
+    lines.append("")
+    if emb["remote"]:
+        lines.append(f"Embedder: {emb['model']} at {emb['service']}, off this machine: each project needs "
+                     f"consent before anything is sent; {response['consents']} consent(s) on record.")
+    else:
+        lines.append("Embedder: the embedded offline model; nothing leaves this machine, no consent needed.")
+    if response["warnings"]:
+        lines.append("")
+        lines.append("Warnings:")
+        lines += [f"  - {w}" for w in response["warnings"]]
+    return "\n".join(lines)
+
+
+def cmd_config(home: Path, args: argparse.Namespace) -> int:
+    return _emit(config_report(home), args.json, format_config)
+
+
+def cmd_consent(home: Path, args: argparse.Namespace) -> int:
+    action = getattr(args, "consent_command", None)
+    if action == "list":
+        return _consent_list(home, args)
+    if action == "grant":
+        return _consent_grant(home, args)
+    return _fail("say what to do: consent list, or consent grant [DIR] [--project P] (see --help)", EXIT_USAGE)
+
+
+def _consent_list(home: Path, args: argparse.Namespace) -> int:
+    records, warnings = consent.records(home)
+    response = {"success": True, "consents": records, "warnings": warnings,
+                "file": str(config.plugin_config_path(home)),
+                "note": "There is no revoke command: delete an entry from the file to withdraw it "
+                        "(nothing already sent is deleted by the service)."}
+
+    def fmt(r: dict) -> str:
+        if not r["consents"]:
+            lines = ["No consents on record."]
+        else:
+            lines = [f"Consents on record in {r['file']}:"]
+            for c in r["consents"]:
+                p = c["project"]
+                lines.append(f"  {p.get('name') or p['id']} ({p['kind']} {p['id']}) -> {c['model']} at "
+                             f"{c['service']}; {c.get('granted_at', '?')}, {c.get('granted_by', '?')}")
+        lines += [f"  warning: {w}" for w in r["warnings"]]
+        lines.append(r["note"])
+        return "\n".join(lines)
+
+    return _emit(response, args.json, fmt)
+
+
+def _consent_grant(home: Path, args: argparse.Namespace) -> int:
+    settings = config.load(home)
+    remote, _service, _model = embedders.identity(settings)
+    if not remote:
+        print("The configured embedder runs on this machine: no consent is needed.")
+        return EXIT_NOTHING
+    try:
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            scope = resolve_scope(home, conn, _caller(_folder(args.dir)), project_ref=args.project,
+                                  include_current=True)
+            if scope.attribution.kind == "home":
+                return _fail("this folder is in no project, so nothing of it is ever sent; name one with --project",
+                             EXIT_USAGE)
+            embedder = embedders.load(settings)
+            members = list(scope.session_ids) + list(scope.excluded_lineage)
+            described = consent.describe(conn, embedder, scope.attribution.as_json(), members,
+                                         settings["chunk_chars"])
+    except ScopeError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except StateDBError as exc:
+        return _fail(str(exc), EXIT_DATA)
+    except embedders.EmbedderUnavailable as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    project = described["project"]
+    if consent.on_record(home, embedder.provider, embedder.model, scope.attribution.key):
+        message = f"Consent for project '{project['name']}' to {embedder.provider} (model {embedder.model}) is already on record."
+        _emit({"success": True, "recorded": False, "message": message, "consent": described}, args.json,
+              lambda r: r["message"])
+        return EXIT_NOTHING
+    if not args.yes:
+        question = described["ask_user"].replace("Hermes would send", "this would send")
+        if not sys.stdin.isatty():
+            return _fail("nothing recorded: add --yes to agree without a prompt "
+                         f"({described['would_send']['messages']:,} messages of '{project['name']}' to "
+                         f"{embedder.provider})", EXIT_USAGE)
+        print(question)
+        try:
+            answer = input("Agree? [y/N] ").strip().lower()
+        except EOFError:
+            answer = ""
+        if answer not in ("y", "yes"):
+            print("Nothing recorded.")
+            return EXIT_NOTHING
+    try:
+        consent.grant(home, embedder.provider, embedder.model, project, "a person, with the consent grant command")
+    except configfile.ConfigWriteError as exc:
+        return _fail(f"consent not recorded: {config.plugin_config_path(home)}: {exc}", EXIT_DATA)
+    message = (f"Consent recorded: project '{project['name']}' may be sent to {embedder.provider} "
+               f"(model {embedder.model}).")
+    return _emit({"success": True, "recorded": True, "message": message, "consent": described}, args.json,
+                 lambda r: r["message"])
 
 
 COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
-    "status": lambda home, args: _emit(overview.status(home, _caller(_folder(args.dir))), args.json, format_status),
+    "status": lambda home, args: _emit(for_person(overview.status(home, _caller(_folder(args.dir))), _command(args)),
+                                       args.json, format_status),
     "projects": lambda home, args: _emit(overview.list_projects(home), args.json, format_projects),
     "quickstart": cmd_quickstart,
     "move": lambda home, args: _emit(move.run(home, Caller(), {"session": args.session, "project": args.project}),
                                      args.json, format_move),
     "session": lambda home, args: _emit(overview.session_info(home, args.session), args.json, format_session),
+    "config": cmd_config,
+    "consent": cmd_consent,
 }
+
+
+class _Scrubbed:
+    """A text stream that never lets the remote embedder's key through."""
+
+    def __init__(self, stream, key: str):
+        self._stream, self._key = stream, key
+
+    def write(self, text: str) -> int:
+        return self._stream.write(envfile.scrub(text, self._key))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def dispatch(home: Path, args: argparse.Namespace) -> int:
     command = COMMANDS.get(getattr(args, "recall_command", None) or "")
     if command is None:
-        return _fail("say what to do: search, status, projects, index, move, session or quickstart (see --help)",
-                     EXIT_USAGE)
+        return _fail("say what to do: search, status, projects, index, move, session, quickstart, config or "
+                     "consent (see --help)", EXIT_USAGE)
+    key = envfile.configured_key(home)
+    saved = sys.stdout, sys.stderr
+    if key:
+        sys.stdout, sys.stderr = _Scrubbed(sys.stdout, key), _Scrubbed(sys.stderr, key)
     try:
         return command(home, args)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except Exception as exc:  # one line for a person, never a traceback
         return _fail(f"{type(exc).__name__}: {exc}", EXIT_DATA)
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def run_from_hermes(args: argparse.Namespace) -> None:

@@ -11,12 +11,18 @@ Sources, later ones winning key by key:
 
 A bad value never stops the plugin: it is reported (naming the source and
 the key) and the default is used instead. Secrets never live here: an API key
-is named by the ``.env`` variable that holds it.
+is named by the ``.env`` variable that holds it, and a warning never repeats
+the value of a key that might hold one by mistake (``openai.api_key_env``).
+
+Consents to send text to a remote embedder (``consents``) are not settings:
+they are read from, and written to, the plugin's own config.yaml only (see
+``consent.py``); anywhere else they are ignored with a warning.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +40,9 @@ DEFAULTS: dict[str, Any] = {
         "model": "text-embedding-3-small",
         "dimensions": None,      # ask the endpoint for this many dimensions (if it supports it)
         "api_key_env": "OPENAI_API_KEY",  # the variable in $HERMES_HOME/.env (or the environment)
-        "timeout": 10.0,         # seconds per request
-        "max_retries": 3,        # on 429 and 5xx, with backoff
+        "timeout": 10.0,         # seconds per request (background indexing)
+        "query_timeout": 4.0,    # seconds a search waits for its query's vector, retries included
+        "max_retries": 3,        # on 429, 5xx and network errors, with backoff
     },
     "batch_size": 32,            # texts per embedding call
     "chunk_chars": 800,          # long messages are split into chunks of about this size
@@ -59,9 +66,18 @@ _RANGES = {
     "context": (0, 10),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),
+    "openai.query_timeout": (0.5, 60),
     "openai.max_retries": (0, 10),
     "openai.dimensions": (1, 16384),
 }
+
+
+# Keys whose bad values are not repeated in warnings: a key pasted where its
+# variable's name belongs must not end up in a log or on screen.
+_SECRET_PRONE = {"openai.api_key_env"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+DEFAULTS_SOURCE = "defaults"
+CONSENTS_KEY = "consents"
 
 
 @dataclass
@@ -69,6 +85,8 @@ class Settings:
     values: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)  # dotted key -> the source its value came from
+    home: Path | None = None  # the Hermes home these settings are for (its .env holds the key)
 
     def __getitem__(self, key: str) -> Any:
         node: Any = self.values
@@ -118,8 +136,38 @@ def _hermes_sections(home: Path, warnings: list[str]) -> list[tuple[str, dict]]:
     return out
 
 
+def normalise_base_url(value: Any) -> str | None:
+    """``scheme://host[:port]/path`` with the scheme and host lower-cased and no
+    trailing slash, or None when it is not an http(s) base address. Credentials,
+    queries and fragments are refused: they would be shown wherever the service
+    is named (consent requests, status), and the key belongs in .env."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str):
+        return None
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port  # raises ValueError for a bad port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or parts.username is not None \
+            or parts.password is not None or parts.query or parts.fragment or "@" in parts.netloc:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port is not None else host
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+
+
 def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
     """(valid, normalised value) for one leaf."""
+    if key == "openai.base_url":
+        url = normalise_base_url(value)
+        return url is not None, url
+    if key == "openai.api_key_env":
+        ok = isinstance(value, str) and bool(_ENV_NAME.match(value.strip()))
+        return ok, value.strip() if ok else value
     if key in _CHOICES:
         ok = isinstance(value, str) and value.strip().lower() in _CHOICES[key]
         return ok, value.strip().lower() if ok else value
@@ -143,38 +191,65 @@ def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
     return isinstance(value, type(default)), value
 
 
-def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: list[str], prefix: str = "") -> None:
+def _invalid(source: str, dotted: str, value: Any, default: Any) -> str:
+    if dotted in _SECRET_PRONE:
+        return (f"{source}: '{dotted}' must be the name of a variable in $HERMES_HOME/.env (like OPENAI_API_KEY), "
+                f"not the key itself (the value is not shown); using {default!r}")
+    if dotted == "openai.base_url":
+        return (f"{source}: '{dotted}' must be an http(s) address like https://api.openai.com/v1 without "
+                f"credentials or a query (the value is not shown); using {default!r}")
+    return f"{source}: '{dotted}' = {value!r:.80} is not valid; using {default!r}"
+
+
+def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: list[str], prefix: str = "",
+           origins: dict[str, str] | None = None) -> None:
     if not isinstance(overlay, dict):
-        warnings.append(f"{source}: expected a mapping; ignored")
+        warnings.append(f"{source}: {'section ' + repr(prefix.rstrip('.')) if prefix else 'settings'}: "
+                        "expected a mapping; ignored")
         return
     for key, value in overlay.items():
         dotted = f"{prefix}{key}"
         if key not in defaults:
-            warnings.append(f"{source}: unknown setting '{dotted}' ignored")
+            warnings.append(f"{source}: unknown setting '{dotted:.80}' ignored")
             continue
         if isinstance(defaults[key], dict):
-            _merge(target[key], defaults[key], value, source, warnings, f"{dotted}.")
+            _merge(target[key], defaults[key], value, source, warnings, f"{dotted}.", origins)
             continue
         ok, normalised = _check(dotted, value, defaults[key])
         if ok:
             target[key] = normalised
+            if origins is not None:
+                origins[dotted] = source
         else:
-            warnings.append(f"{source}: '{dotted}' = {value!r} is not valid; using {defaults[key]!r}")
+            warnings.append(_invalid(source, dotted, value, defaults[key]))
+
+
+def _leaves(values: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in values.items():
+        out += _leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else [f"{prefix}{key}"]
+    return out
 
 
 def load(home: Path) -> Settings:
     warnings: list[str] = []
     values = copy.deepcopy(DEFAULTS)
-    sources = ["defaults"]
-    layers = [(str(plugin_config_path(home)), _read_yaml(plugin_config_path(home), warnings))]
+    origins = {key: DEFAULTS_SOURCE for key in _leaves(DEFAULTS)}
+    sources = [DEFAULTS_SOURCE]
+    own = str(plugin_config_path(home))
+    layers = [(own, _read_yaml(plugin_config_path(home), warnings))]
     layers += _hermes_sections(home, warnings)
     for source, overlay in layers:
         if overlay:
-            # Settings the plugin itself keeps beside the user's (consents) are not settings.
-            overlay = {k: v for k, v in overlay.items() if k != "consents"} if isinstance(overlay, dict) else overlay
-            _merge(values, DEFAULTS, overlay, source, warnings)
+            if isinstance(overlay, dict) and CONSENTS_KEY in overlay:
+                # Consents are the plugin's own records, not settings (consent.py reads them).
+                if source != own:
+                    warnings.append(f"{source}: '{CONSENTS_KEY}' is only read from {own}; ignored here")
+                overlay = {k: v for k, v in overlay.items() if k != CONSENTS_KEY}
+            _merge(values, DEFAULTS, overlay, source, warnings, origins=origins)
             sources.append(source)
     if values["chunk_overlap"] >= values["chunk_chars"]:
         warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {DEFAULTS['chunk_overlap']}")
         values["chunk_overlap"] = min(DEFAULTS["chunk_overlap"], values["chunk_chars"] // 2)
-    return Settings(values, warnings, sources)
+        origins["chunk_overlap"] = DEFAULTS_SOURCE
+    return Settings(values, warnings, sources, origins, home)

@@ -1,26 +1,311 @@
-"""The one gate every embedding call for a scope passes first.
+"""The one gate every embedding call for a scope passes first, and the consents it checks.
 
 Local embedders never send text anywhere, so they need no consent. A remote
-embedder (``remote = True``) may only embed a project's text after the user
-agreed for that (provider, model, project); recording and asking for that
-consent is issue 5 and is not built, so a remote embedder is always refused
-here. The semantic path calls ``check`` before ANY embedding call for a
-scope, whether indexing or embedding a query.
+embedder (``remote = True``, or anything that does not say) may only embed a
+project's text after the user agreed for that exact (provider, model,
+project); the semantic path calls ``check`` before ANY embedding call for a
+scope, whether indexing, learning a model's dimension or embedding a query.
+
+Consents are records in the plugin's own config.yaml, top-level
+``consents:`` (edited in place, atomically, keeping the user's settings and
+comments: ``configfile``)::
+
+    consents:
+    - service: https://api.openai.com/v1
+      model: text-embedding-3-small
+      project: {kind: explicit, id: p_abc, name: Hermes}
+      granted_at: '2026-09-01 14:30 UTC'
+      granted_by: the user, in conversation 20260901_143022_a1b2
+
+How the agent records one: a ``consent_required`` response carries a token,
+an HMAC of (service, model, project kind, project id) under a random secret
+kept in the plugin's data folder (``consent.secret``, owner-only). The agent
+passes it back as the ``consent`` argument only after the user agreed. A
+model cannot grant consent by accident: ``true``, ``"yes"`` or a made-up
+string are refused; the token is unguessable without the secret, and one
+scope's token does not open another (another project, model or service).
+The token appears only in the tool response that asks (the CLI and /recall
+show the command a person runs instead), and is never logged.
+
+Deliberately not built (SPEC §8): a revocation protocol. Deleting a record
+from config.yaml by hand takes effect on the next embedding call (the gate
+re-reads the file when it changes), but nothing is deleted remotely.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets as _random
+import tempfile
+import threading
+from datetime import datetime, timezone
 from pathlib import Path
+
+from . import config, configfile, embedders, paths
+
+SECRET_FILE = "consent.secret"
+TOKEN_PREFIX = "consent-"
+KEY = config.CONSENTS_KEY
+SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
+             "{chunk} characters), and the text of each search made in this project")
+NOT_SENT = "tool output, system prompts, files, and the messages of other projects"
+
+_records_cache: dict[str, tuple[tuple, list[dict], list[str]]] = {}
+_lock = threading.Lock()
 
 
 class ConsentRequired(Exception):
     """Semantic search for this scope needs the user's consent first."""
 
 
+# -- the records ---------------------------------------------------------------------------
+def _scope(service: str, model: str, project_key: tuple) -> tuple[str, str, str, str]:
+    kind, pid = project_key
+    return (service.rstrip("/"), model, str(kind), str(pid))
+
+
+def _record_scope(record: object) -> tuple[str, str, str, str] | None:
+    if not isinstance(record, dict):
+        return None
+    project = record.get("project")
+    if not (isinstance(record.get("service"), str) and isinstance(record.get("model"), str)
+            and isinstance(project, dict) and isinstance(project.get("kind"), str) and project.get("id")):
+        return None
+    return _scope(record["service"], record["model"], (project["kind"], project["id"]))
+
+
+def records(home: Path) -> tuple[list[dict], list[str]]:
+    """(valid consent records, warnings about malformed ones) from the plugin's config.yaml.
+
+    Read again only when the file changed: the gate runs before every batch."""
+    import yaml
+
+    path = config.plugin_config_path(home)
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        return [], []
+    with _lock:
+        hit = _records_cache.get(str(path))
+        if hit and hit[0] == stamp:
+            return hit[1], hit[2]
+    warnings: list[str] = []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = data.get(KEY) if isinstance(data, dict) else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raw, warnings = None, [f"{path}: could not be read ({type(exc).__name__}); no consent is on record"]
+    valid = []
+    if raw is not None and not isinstance(raw, list):
+        warnings.append(f"{path}: '{KEY}' must be a list of records; ignored")
+        raw = []
+    for n, record in enumerate(raw or []):
+        if _record_scope(record) is None:
+            warnings.append(f"{path}: '{KEY}' entry {n + 1} lacks service, model or project.kind/id; ignored")
+        else:
+            valid.append(record)
+    with _lock:
+        _records_cache[str(path)] = (stamp, valid, warnings)
+    return valid, warnings
+
+
+def on_record(home: Path, service: str, model: str, project_key: tuple) -> bool:
+    wanted = _scope(service, model, project_key)
+    return any(_record_scope(r) == wanted for r in records(home)[0])
+
+
 def check(home: Path, embedder, project_key: tuple) -> None:
     """Return when ``embedder`` may embed text of ``project_key``; raise ConsentRequired otherwise."""
-    if getattr(embedder, "remote", True) is not False:  # unknown counts as remote
+    if getattr(embedder, "remote", True) is False:
+        return
+    service, model = str(getattr(embedder, "provider", "?")), str(getattr(embedder, "model", "?"))
+    if not on_record(home, service, model, project_key):
         raise ConsentRequired(
-            f"{embedder.provider} would receive this project's messages; recording consent for remote "
-            "embedders is not built yet, so nothing was sent"
-        )
+            f"semantic search here would send this project's messages to {service} (model {model}), and the "
+            "user has not agreed to that for this project; nothing was sent")
+
+
+def grant(home: Path, service: str, model: str, project: dict, granted_by: str) -> bool:
+    """Record consent for (service, model, project); False if it was already on record.
+
+    Raises ``configfile.ConfigWriteError`` (nothing written) when the file cannot be updated safely."""
+    wanted = _scope(service, model, (project["kind"], project["id"]))
+    added = []
+
+    def change(current):
+        current = list(current) if isinstance(current, list) else []
+        if any(_record_scope(r) == wanted for r in current):
+            return current
+        record = {"service": wanted[0], "model": model,
+                  "project": {"kind": project["kind"], "id": project["id"], "name": project.get("name")},
+                  "granted_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                  "granted_by": granted_by}
+        added.append(record)
+        return current + [record]
+
+    configfile.update_block(config.plugin_config_path(home), KEY, change)
+    return bool(added)
+
+
+# -- tokens ----------------------------------------------------------------------------------
+def _secret(home: Path) -> bytes:
+    """This profile's token key, created once (owner-only file in the plugin's data folder).
+
+    Created complete or not at all (written aside, then hard-linked into
+    place), so two processes asking at once end up with the same key."""
+    path = paths.data_dir(home) / SECRET_FILE
+    with contextlib.suppress(FileNotFoundError):
+        data = path.read_bytes()
+        if len(data) >= 32:
+            return data
+        path.unlink()  # not a key we made: one that every later token can rely on replaces it
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".consent.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_random.token_bytes(32))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process won: use its key
+        except OSError:  # a file system without hard links
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return path.read_bytes()
+
+
+def token_for(home: Path, service: str, model: str, project_key: tuple) -> str:
+    """The token that grants exactly this scope (stable while the secret file lives)."""
+    message = json.dumps(["consent-v1", *_scope(service, model, project_key)], ensure_ascii=False)
+    digest = hmac.new(_secret(home), message.encode("utf-8"), hashlib.sha256).digest()
+    return TOKEN_PREFIX + base64.b32encode(digest[:20]).decode("ascii").lower()
+
+
+# -- what the agent (or a person) is told -------------------------------------------------
+def scope_size(conn, members: list[str]) -> dict:
+    """How much would be sent: what indexing reads (every user/assistant row of the scope)."""
+    row = conn.execute(
+        "SELECT count(*), count(DISTINCT session_id), coalesce(sum(length(content)), 0) FROM messages "
+        "WHERE session_id IN (SELECT value FROM json_each(?)) AND role IN ('user', 'assistant')",
+        (json.dumps(members),)).fetchone()
+    return {"messages": int(row[0]), "sessions": int(row[1]), "characters": int(row[2])}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def describe(conn, embedder, project: dict, members: list[str], chunk_chars: int) -> dict:
+    """What semantic search in ``project`` would send to ``embedder``, for a person to decide."""
+    size = scope_size(conn, members)
+    name = project.get("name") or project.get("id")
+    service, model = embedder.provider, embedder.model
+    ask = (f"To search project '{name}' by meaning, Hermes would send {_count(size['messages'], 'user and assistant message')} "
+           f"(about {_count(size['characters'], 'character')}) from {_count(size['sessions'], 'session')} of this "
+           f"project, and the text of each search made in it, to the embedding service at {service} "
+           f"(model {model}). Tool output, files and other projects' messages are not sent. Nothing has been "
+           "sent so far. Do you agree?")
+    return {
+        "required": True,
+        "service": service,
+        "model": model,
+        "project": project,
+        "would_send": {"what": SENT_TEXT.format(chunk=chunk_chars), **size, "not_sent": NOT_SENT},
+        "nothing_sent_yet": True,
+        "ask_user": ask,
+    }
+
+
+def request(home: Path, conn, embedder, project: dict, members: list[str], chunk_chars: int) -> dict:
+    """``describe`` plus the token and how to use it: for the agent's tool response only."""
+    out = describe(conn, embedder, project, members, chunk_chars)
+    out["token"] = token_for(home, embedder.provider, embedder.model, (project["kind"], project["id"]))
+    out["how_to_record"] = (
+        "Tell the user what ask_user says, in your own words, and wait for their answer. Only if they clearly "
+        "agree in this conversation, call project_history_search again with the same query and consent set "
+        "to this token, exactly. If they decline or do not answer, do not pass it: keyword search keeps "
+        "working and nothing is sent. Never pass the token on your own.")
+    return out
+
+
+def for_person(consent_obj: dict, command: str) -> dict:
+    """The consent object without its token, telling a person the command that grants it."""
+    import shlex
+
+    out = {k: v for k, v in consent_obj.items() if k not in ("token", "how_to_record")}
+    project = consent_obj.get("project") or {}
+    out["how_to_record"] = f"{command} consent grant --project {shlex.quote(str(project.get('id')))}"
+    return out
+
+
+# -- the agent's answer ------------------------------------------------------------------------
+def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> dict:
+    """Record the consent a token from a consent_required response stands for.
+
+    Returns a note for the response: ``status`` recorded | already_recorded |
+    not_needed | rejected | not_recorded, and a ``message``."""
+    remote, service, model = embedders.identity(settings)
+    if not remote:
+        return {"status": "not_needed", "message": "The configured embedder runs on this machine; no consent "
+                                                   "is needed and the token was ignored."}
+    if project.get("kind") == "home":
+        return {"status": "not_needed", "message": "This session is in no project, so nothing is searched or "
+                                                   "sent; the token was ignored."}
+    key = (project["kind"], project["id"])
+    if not hmac.compare_digest(token.encode("utf-8", "replace"), token_for(home, service, model, key).encode()):
+        return {"status": "rejected", "message": (
+            f"That is not the consent token for sending project '{project.get('name')}' to {service} "
+            f"(model {model}): a token only stands for the service, model and project of the response that "
+            "gave it. Nothing was recorded or sent. If the user agreed, use the token of the consent_required "
+            "response for this project.")}
+    try:
+        added = grant(home, service, model, project, granted_by)
+    except configfile.ConfigWriteError as exc:
+        return {"status": "not_recorded", "message": (
+            f"The user's consent could not be recorded in {config.plugin_config_path(home)}: {exc}. "
+            "Nothing was sent.")}
+    if not added:
+        return {"status": "already_recorded", "message": "Consent for this project and service was already "
+                                                         "on record."}
+    return {"status": "recorded", "message": (
+        f"Consent recorded: project '{project.get('name')}' may be sent to {service} (model {model}). "
+        "It will not be asked again for this project, service and model.")}
+
+
+_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32}")
+
+
+def _redact_tokens(response: dict) -> None:
+    """Tokens quoted in the searched history (Hermes keeps every tool result, and an
+    agent may repeat one) must not grant consent from another conversation later."""
+    for hit in response.get("results") or ():
+        if isinstance(hit.get("snippet"), str):
+            hit["snippet"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", hit["snippet"])
+        for ctx in hit.get("context") or ():
+            if isinstance(ctx.get("text"), str):
+                ctx["text"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", ctx["text"])
+
+
+def annotate(response: dict, note: dict | None) -> dict:
+    """Finish a search response: no consent token from the history in its results,
+    and the note about a token the caller passed."""
+    _redact_tokens(response)
+    if not note:
+        return response
+    asked = response.get("consent")
+    if isinstance(asked, dict) and asked.get("required"):
+        asked["token_result"] = note  # still (or again) required: say why the token did not do it
+    else:
+        response["consent"] = {"required": False, **note}
+    return response

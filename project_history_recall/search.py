@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from . import config, fusion, keyword, paths, results, semantic
+from . import config, consent, fusion, keyword, paths, results, semantic
 from .chunking import content_hash, prepare
 from .querytext import ParsedQuery, clean_text, parse
 from .scope import Caller, Scope, ScopeError, resolve_scope
@@ -55,6 +55,7 @@ class SearchRequest:
     until: float | None = None
     project: str | None = None
     include_current_session: bool = False
+    consent: str | None = None  # the token of a consent_required response, after the user agreed
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -128,6 +129,10 @@ def request_from_args(args: object) -> SearchRequest:
     project = args.get("project")
     if project is not None and not isinstance(project, str):
         raise ArgumentError("'project' must be a project id, slug, name or folder.")
+    token = args.get("consent")
+    if token is not None and not isinstance(token, str):
+        raise ArgumentError("'consent' is only ever the token from a consent_required response, passed after "
+                            "the user agreed; nothing was recorded.")
     since = parse_time("since", args.get("since"))
     until = parse_time("until", args.get("until"))
     if since is not None and until is not None and since >= until:
@@ -142,6 +147,7 @@ def request_from_args(args: object) -> SearchRequest:
         until=until,
         project=(clean_text(project) or None) if project else None,
         include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
+        consent=(token.strip()[:200] or None) if token else None,
     )
 
 
@@ -153,6 +159,8 @@ def semantic_fields(outcome: semantic.Outcome) -> dict:
     fields = {"semantic_status": outcome.status, "semantic_reason": outcome.reason}
     if outcome.index is not None:
         fields["semantic_index"] = outcome.index
+    if outcome.consent is not None:
+        fields["consent"] = outcome.consent
     return fields
 
 
@@ -292,6 +300,11 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
     return ranked[: req.limit], "keyword+semantic", outcome
 
 
+def _granted_by(caller: Caller) -> str:
+    where = f"conversation {caller.session_ids[0]}" if caller.session_ids else "a conversation"
+    return f"the user, in {where} (project_history_search)"
+
+
 def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None = None) -> dict:
     """The whole search; always returns a response dict.
 
@@ -311,17 +324,21 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             settings = config.load(home)
             if index_budget_ms is not None:
                 settings.values["index_budget_ms"] = index_budget_ms
+            # The user's answer to an earlier consent request is recorded before anything is embedded.
+            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent,
+                                  _granted_by(caller)) if req.consent else None
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
                 if outcome.usable:
                     outcome.status, outcome.reason = "ready", "nothing to search outside a project"
-                return {
+                return consent.annotate({
                     "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "results": [], "sessions_in_scope": 0,
                     **semantic_fields(outcome), "reason": HOME_REASON,
-                }
+                }, note)
             hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
-            return _respond(req, scope, query, hits, searched_with, outcome, conn, shape, home)
+            return consent.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
+                                    note)
     except ScopeError as exc:
         return error(str(exc), "unknown_project", candidates=exc.candidates)
     except StateDBError as exc:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import consent, embedders, indexer, paths, vectors
+from . import consent, embedders, indexer, paths, remote_embedder, vectors
 from .scope import Scope
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
@@ -48,6 +48,7 @@ class Outcome:
     store: object = None
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
+    consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent.py)
 
     @property
     def usable(self) -> bool:
@@ -306,10 +307,20 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     members = list(scope.session_ids) + list(scope.excluded_lineage)
     try:
         consent.check(home, embedder, key)
+        if embedder.dimension is None:
+            # A remote model's size is learned from its first answer, before anything is
+            # looked up by fingerprint; the query's vector is kept for the search below.
+            if not wait:
+                return Outcome("indexing", "the embedding service has not been asked yet in this process; "
+                                           "the semantic index is updated from the next hybrid or semantic search")
+            embedder.embed_query(query)
         worker = indexer.get(home, settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
-        return Outcome("consent_required", str(exc))
+        return Outcome("consent_required", str(exc), consent=consent.request(
+            home, conn, embedder, scope.attribution.as_json(), members, settings["chunk_chars"]))
+    except embedders.EmbedderUnavailable as exc:  # a remote service failed; keyword search goes on
+        return Outcome("unavailable", str(exc))
     if worker.error:
         return Outcome("unavailable", worker.error)
     out.index = {"sessions": len(members), "sessions_indexed": summary["indexed"],
@@ -327,7 +338,10 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
         return out
     states = store.states(embedder.fingerprint, members)
     matrix = matrix_for(store, embedder.fingerprint, key, embedder.dimension)
-    q = embedder.embed_query(query)
+    try:
+        q = embedder.embed_query(query)
+    except embedders.EmbedderUnavailable as exc:
+        return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
         out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
@@ -342,8 +356,15 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
     out = prepare(home, settings, wait=None)
     if out.status != "ready":
         return out
-    fp = out.embedder.fingerprint
     members = list(scope.session_ids) + list(scope.excluded_lineage)
+    if scope.attribution.kind != "home":
+        try:
+            consent.check(home, out.embedder, scope.attribution.key)
+        except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
+            return Outcome("consent_required", str(exc), consent=consent.describe(
+                conn, out.embedder, scope.attribution.as_json(), members, settings["chunk_chars"]))
+    # A remote model not asked yet in this process: its vectors from earlier runs, if any.
+    fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
     states = out.store.states(fp, members)
     pending = len(indexer.plan(conn, states, members))
     indexed = sum(1 for st in states.values() if st.chunks > 0)

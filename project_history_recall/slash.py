@@ -12,7 +12,7 @@ as for the tools.
 
 from __future__ import annotations
 
-from . import cli, host, move, overview, paths, search
+from . import cli, envfile, host, move, overview, paths, search
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 VERBS = ("status", "move", "search", "help")
@@ -25,6 +25,11 @@ def _plain(response: dict, fmt) -> str:
 
 
 def handle(raw_args: str) -> str:
+    # The remote embedder's key never shows, whatever the history holds.
+    return envfile.scrub_configured(paths.hermes_home(), _handle(raw_args))
+
+
+def _handle(raw_args: str) -> str:
     text = (raw_args or "").strip()
     verb, _, rest = text.partition(" ")
     verb, rest = verb.lower(), rest.strip()
@@ -32,11 +37,12 @@ def handle(raw_args: str) -> str:
         return USAGE
     home, caller = paths.hermes_home(), host.caller_from_dispatch({})
     if verb == "status":
-        return _plain(overview.status(home, caller), cli.format_status)
+        return _plain(cli.for_person(overview.status(home, caller), "hermes recall"), cli.format_status)
     if verb == "move":
         if not rest:
             return "recall: say which project, e.g. /recall move webshop\n" + USAGE
         return _plain(move.run(home, caller, {"project": rest}), cli.format_move)
     query = rest if verb == "search" else text
-    response = search.run(home, caller, {"query": query, "context": 1})
+    # A person typed this: a consent request names the command that grants it, not the agent's token.
+    response = cli.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")
     return _plain(response, lambda r: cli.format_search(r, cli._Style()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 
-from . import host, move, paths, search
+from . import envfile, host, move, paths, search
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,10 @@ SEARCH_SCHEMA = {
         "as English. Each result has a session link and message_id; to read more of a hit, "
         "call session_search(session_id=..., around_message_id=..., profile=...). If the "
         "session is in no project (project.kind 'home') nothing is searched: offer to move it "
-        "with project_session_move, or use session_search."
+        "with project_session_move, or use session_search. If semantic_status is "
+        "'consent_required', the user configured an embedding service off this machine: keyword "
+        "results are there, nothing was sent; tell the user what the 'consent' object says and "
+        "ask them."
     ),
     "parameters": {
         "type": "object",
@@ -55,6 +58,13 @@ SEARCH_SCHEMA = {
                         "description": "Search another project of this profile instead (id, slug, name or folder)."},
             "include_current_session": {"type": "boolean",
                                         "description": "Also search this conversation (default false)."},
+            "consent": {
+                "type": "string",
+                "description": "ONLY after the user clearly agreed, in this conversation, to what a "
+                               "consent_required response's consent.ask_user describes: that response's "
+                               "consent.token, copied exactly. It records the user's consent. Never set it "
+                               "otherwise; true/yes are refused.",
+            },
         },
         "required": ["query"],
     },
@@ -67,11 +77,15 @@ def _json(payload: dict) -> str:
 
 def _answer(tool: str, run, args: dict, kw: dict) -> str:
     """``run(home, caller, args)`` for Hermes's dispatch: JSON out, never a traceback."""
+    home = paths.hermes_home()
     try:
-        return _json(run(paths.hermes_home(), host.caller_from_dispatch(kw), args))
+        text = _json(run(home, host.caller_from_dispatch(kw), args))
     except Exception as exc:  # the last line of defence
         logger.exception("%s failed", tool)
-        return _json(search.error(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}", "internal"))
+        text = _json(search.error(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}", "internal"))
+    # Belt and braces: the remote embedder's key never leaves in a tool result,
+    # even if it sits in the searched history itself.
+    return envfile.scrub_configured(home, text)
 
 
 def handle_search(args: dict, **kw) -> str:

@@ -87,3 +87,13 @@ def world(home, work):
     w = World(home)
     yield w
     w.close()
+
+
+@pytest.fixture
+def server():
+    """A real OpenAI-compatible embeddings server on loopback that records every request (embed_server)."""
+    from embed_server import EmbeddingServer
+
+    s = EmbeddingServer(dimension=32)
+    yield s
+    s.close()

@@ -150,7 +150,8 @@ def test_status_is_truthful(docs, world):
     assert res["semantic_status"] == "disabled" and res["searched_with"] == "keyword" and res["results"]
     plugin_settings(world.home, embedder="openai")
     res = ask(docs, "EN", "server memory", "hybrid")
-    assert res["semantic_status"] == "unavailable" and "not built yet" in res["semantic_reason"]
+    # a remote embedder with no consent on record: keyword results, and the question to ask
+    assert res["semantic_status"] == "consent_required" and res["consent"]["service"] == "https://api.openai.com/v1"
     assert res["searched_with"] == "keyword" and res["results"]
     res = ask(docs, "EN", "the release crashed since the box had too little RAM", "semantic")
     assert res["searched_with"] == "keyword" and res["semantic_reason"]

@@ -1,0 +1,178 @@
+"""Writing one top-level block of the plugin's own config.yaml, and nothing else.
+
+The file is the user's: their settings, comments and layout must survive the
+plugin writing its records (``consents``) into it. So the file is not
+re-serialised; its text is edited:
+
+1. the lines of the top-level ``<key>:`` block (the key and everything
+   indented or ``- `` listed under it) are replaced by a freshly dumped block,
+   or the block is appended at the end;
+2. the result is parsed and compared with the original parse: every other
+   key must be exactly as it was and ``<key>`` exactly the new value; if not
+   (flow-style documents, anchors, several documents …), nothing is written
+   and the caller is told why;
+3. the new text goes to a temporary file in the same folder, is flushed to
+   disk, and replaces the old file with one ``os.replace`` (atomic on POSIX
+   and Windows), then the folder is synced: a crash at any moment leaves the
+   old file or the new one, never half of either;
+4. all of it under an exclusive lock, so two processes recording at once do
+   not lose each other's record.
+
+A symlinked config.yaml (dotfile managers) is written through: the link
+stays, its target changes. Only the plugin's own file is ever written; Hermes's
+``config.yaml`` never is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+LOCK_NAME = ".config.lock"
+_TMP_PREFIX = ".config.yaml."
+_TMP_SUFFIX = ".tmp"
+
+
+class ConfigWriteError(Exception):
+    """The file could not be updated safely; it was left as it was."""
+
+
+def _block_span(lines: list[str], key: str) -> tuple[int, int] | None:
+    """[start, end) of the top-level ``key:`` block, or None."""
+    head = re.compile(rf"^{re.escape(key)}\s*:(\s|$)")
+    for start, line in enumerate(lines):
+        if head.match(line):
+            break
+    else:
+        return None
+    end = start + 1
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() == "" or line[0] in " \t" or line.startswith(("-", "#")):
+            end += 1
+            continue
+        break
+    # Blank lines and column-0 comments at the end belong to what follows.
+    while end > start + 1 and (lines[end - 1].strip() == "" or lines[end - 1].startswith("#")):
+        end -= 1
+    return start, end
+
+
+def replace_block(text: str, key: str, value: Any) -> str:
+    """``text`` with its top-level ``key`` set to ``value``, everything else kept
+    to the character. Pure; raises ConfigWriteError when that cannot be done."""
+    import yaml
+
+    try:
+        before = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise ConfigWriteError(f"it is not valid YAML ({type(exc).__name__}); fix it first") from None
+    if before is None:
+        before = {}
+    if not isinstance(before, dict):
+        raise ConfigWriteError("its top level is not a mapping")
+    block = yaml.safe_dump({key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False)
+    lines = text.splitlines(keepends=True)
+    span = _block_span(lines, key)
+    if span is None:
+        sep = "" if not text or text.endswith("\n") else "\n"
+        new = f"{text}{sep}{block}"
+    else:
+        new = "".join(lines[:span[0]]) + block + "".join(lines[span[1]:])
+    expected = {**before, key: value}
+    try:
+        after = yaml.safe_load(new)
+    except yaml.YAMLError:
+        after = None
+    if after != expected:
+        raise ConfigWriteError("its layout cannot be edited without disturbing other settings "
+                               f"(write '{key}' as an ordinary top-level block)")
+    return new
+
+
+@contextlib.contextmanager
+def locked(folder: Path):
+    """An exclusive lock between processes (advisory; a no-op where flock is missing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: os.replace is still atomic; concurrent writers are rare
+        yield
+        return
+    with open(folder / LOCK_NAME, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # Windows cannot open a folder; its rename is durable enough
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path``'s content with ``text``: all of it or none of it."""
+    target = path.resolve() if path.is_symlink() else path
+    folder = target.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(f"{_TMP_PREFIX}*{_TMP_SUFFIX}"):  # left by a crash mid-write
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _sync_folder(folder)
+
+
+def update_block(path: Path, key: str, change: Callable[[Any], Any]) -> Any:
+    """Set top-level ``key`` of the YAML file at ``path`` to ``change(current value)``.
+
+    Returns the new value. ``change`` may raise to abort; nothing is written then.
+    Raises ConfigWriteError (file untouched) when the edit cannot be made safely.
+    """
+    import yaml
+
+    with locked(path.parent):
+        try:
+            text = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigWriteError(f"it cannot be read ({type(exc).__name__})") from None
+        try:
+            current = (yaml.safe_load(text) or {}) if text.strip() else {}
+        except yaml.YAMLError as exc:
+            raise ConfigWriteError(f"it is not valid YAML ({type(exc).__name__}); fix it first") from None
+        if not isinstance(current, dict):
+            raise ConfigWriteError("its top level is not a mapping")
+        value = change(current.get(key))
+        new = replace_block(text, key, value)
+        if new != text:
+            try:
+                write_atomic(path, new)
+            except OSError as exc:
+                raise ConfigWriteError(f"it cannot be written ({type(exc).__name__}: {exc.strerror or exc})") from None
+        return value

@@ -1,0 +1,132 @@
+"""Secrets: the API key a remote embedder needs, and keeping it out of everything we print.
+
+The key lives in ``$HERMES_HOME/.env`` (where ``hermes setup`` and
+``hermes plugins install`` put secrets) or in the environment, under the
+variable that the ``openai.api_key_env`` setting names. It is never stored in
+a config file, and it is read at the moment a request is made: it is not kept
+on any object, so no ``repr``, log line or traceback can carry it, and
+rotating it in ``.env`` takes effect on the next request.
+
+The file is read here rather than with Hermes's ``get_env_value`` because the
+standalone CLI runs without Hermes and may read another profile
+(``--home``) than the one Hermes would pick. It follows Hermes's own rules:
+``.env`` wins over a value inherited from the shell (``load_hermes_dotenv``
+loads it with ``override=True``), ``export`` prefixes and quotes are accepted,
+a byte-order mark is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+ENV_FILE = ".env"
+# What a variable name may look like (the same rule as Hermes's save_env_value).
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+MASK = "[redacted]"
+# Shorter values are not scrubbed from what we print: a 3-character "key" would
+# blank out ordinary words, and nothing that short is a real credential.
+MIN_SCRUB_LEN = 6
+
+_cache: dict[str, tuple[tuple, dict[str, str]]] = {}
+_lock = threading.Lock()
+
+
+def env_path(home: Path) -> Path:
+    return home / ENV_FILE
+
+
+def _unquote(raw: str) -> str:
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r'\\(["\\])', r"\1", value[1:-1])
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1]
+    return value
+
+
+def parse(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines of a ``.env`` file. Pure."""
+    out: dict[str, str] = {}
+    for line in text.lstrip("\ufeff").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):]
+        name, _, value = line.partition("=")
+        name = name.strip()
+        if NAME.match(name):
+            out[name] = _unquote(value)
+    return out
+
+
+def read(home: Path) -> dict[str, str]:
+    """The profile's ``.env``, parsed; re-read only when the file changes."""
+    path = env_path(home)
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        return {}
+    with _lock:
+        hit = _cache.get(str(path))
+        if hit and hit[0] == stamp:
+            return hit[1]
+    try:
+        values = parse(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return {}
+    with _lock:
+        _cache[str(path)] = (stamp, values)
+    return values
+
+
+def lookup(home: Path, name: str | None) -> tuple[str | None, str]:
+    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``."""
+    if not name or not NAME.match(name):
+        return None, ""
+    value = read(home).get(name)
+    if value:
+        return value, ENV_FILE
+    value = os.environ.get(name)
+    if value:
+        return value, "environment"
+    return None, ""
+
+
+def scrub(text: str, *secrets: str | None, min_len: int = MIN_SCRUB_LEN) -> str:
+    """``text`` with every occurrence of each secret replaced by a mask."""
+    for secret in secrets:
+        if secret and len(secret) >= min_len and secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def describe(home: Path, name: str | None) -> dict:
+    """What may be shown about the key: the variable's name and whether (and where) it is set."""
+    value, where = lookup(home, name)
+    shown = {"variable": name, "set": bool(value)}
+    if value:
+        shown["from"] = str(env_path(home)) if where == ENV_FILE else "the environment"
+        shown["value"] = "****"
+    return shown
+
+
+def configured_key(home: Path) -> str | None:
+    """The key the configured remote embedder would use, if there is one."""
+    from . import config
+
+    try:
+        settings = config.load(home)
+    except Exception:  # reading settings must never break output
+        return None
+    if settings["embedder"] == "local":
+        return None
+    return lookup(home, settings["openai.api_key_env"])[0]
+
+
+def scrub_configured(home: Path, text: str) -> str:
+    return scrub(text, configured_key(home))

@@ -1,0 +1,291 @@
+"""Settings, .env, the consent records' file edits and tokens, and the OpenAI-compatible
+embedder against a real loopback server (no Hermes needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import SRC
+from embed_server import EmbeddingServer, Reply
+from project_history_recall import config, configfile, consent, envfile, remote_embedder
+from project_history_recall.embedders import EmbedderUnavailable
+from project_history_recall.remote_embedder import OpenAIEmbedder
+
+KEY = "sk-unit-Zq9xW3vK7pL2mN8rT4yB"
+
+
+
+def own_config(home: Path, text: str) -> Path:
+    path = config.plugin_config_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- settings ---------------------------------------------------------------------------------
+def test_precedence_and_where_each_value_came_from(home):
+    own = own_config(home, "embedder: openai\nbatch_size: 8\nopenai:\n  model: a\n  timeout: 3\n")
+    (home / "config.yaml").write_text(textwrap.dedent("""\
+        plugins:
+          project-history-recall:
+            batch_size: 16
+            openai: {model: b}
+          entries:
+            project-history-recall:
+              settings:
+                openai: {model: c}
+        """), encoding="utf-8")
+    s = config.load(home)
+    assert (s["embedder"], s["batch_size"], s["openai.model"], s["openai.timeout"]) == ("openai", 16, "c", 3.0)
+    assert s.origins["embedder"] == str(own) and s.origins["openai.timeout"] == str(own)
+    assert s.origins["batch_size"].endswith("plugins.project-history-recall")
+    assert s.origins["openai.model"].endswith("plugins.entries.project-history-recall.settings")
+    assert s.origins["rrf_k"] == "defaults"
+    # every key has a default, and so an origin
+    assert set(s.origins) == set(config._leaves(config.DEFAULTS))
+    assert s.home == home and not s.warnings
+
+
+def test_bad_values_are_named_and_fall_back_without_showing_secrets(home):
+    own_config(home, textwrap.dedent(f"""\
+        embedder: cloud
+        batch_size: -3
+        openai:
+          api_key_env: "{KEY}"
+          base_url: "https://user:{KEY}@example.com/v1"
+          timeout: fast
+          api_key: "{KEY}"
+        consents: []
+        """))
+    (home / "config.yaml").write_text("plugins:\n  project-history-recall:\n    consents: [x]\n", encoding="utf-8")
+    s = config.load(home)
+    text = "\n".join(s.warnings)
+    for key in ("'embedder'", "'batch_size'", "'openai.api_key_env'", "'openai.base_url'", "'openai.timeout'",
+                "'openai.api_key'", "'consents' is only read from"):
+        assert key in text, key
+    assert KEY not in text
+    assert (s["embedder"], s["batch_size"], s["openai.api_key_env"]) == ("local", 32, "OPENAI_API_KEY")
+    assert s["openai.base_url"] == "https://api.openai.com/v1"
+
+
+def test_base_url_is_normalised(home):
+    own_config(home, "openai:\n  base_url: 'HTTP://LocalHost:11434/v1/'\n")
+    assert config.load(home)["openai.base_url"] == "http://localhost:11434/v1"
+
+
+# -- .env ----------------------------------------------------------------------------------------
+def test_env_file_is_read_like_hermes_does(home, monkeypatch):
+    (home / ".env").write_text("\ufeff# comment\nexport A_KEY='one two'\nB_KEY=\"q\\\"x\"\nnot a line\nC_KEY=plain\n",
+                               encoding="utf-8")
+    assert envfile.parse((home / ".env").read_text(encoding="utf-8")) == {"A_KEY": "one two", "B_KEY": 'q"x',
+                                                                          "C_KEY": "plain"}
+    monkeypatch.setenv("C_KEY", "from-shell")
+    monkeypatch.setenv("D_KEY", "only-shell")
+    assert envfile.lookup(home, "C_KEY") == ("plain", ".env")  # .env wins, as in Hermes
+    assert envfile.lookup(home, "D_KEY") == ("only-shell", "environment")
+    assert envfile.lookup(home, "NOPE") == (None, "")
+    shown = envfile.describe(home, "C_KEY")
+    assert shown["set"] and "plain" not in str(shown)
+
+
+# -- editing config.yaml --------------------------------------------------------------------------
+USER_TEXT = textwrap.dedent("""\
+    # my settings, keep this comment
+    embedder: openai   # remote, on purpose
+    openai:
+      model: nomic-embed-text  # local ollama
+
+    consents:
+    - service: http://old
+      model: m
+      project: {kind: explicit, id: p_1, name: One}
+    # a note before the next key
+    batch_size: 8
+    """)
+
+
+def test_replace_block_keeps_everything_else_to_the_character():
+    new = configfile.replace_block(USER_TEXT, "consents", [{"service": "s", "model": "m"}])
+    assert new.startswith("# my settings, keep this comment\nembedder: openai   # remote, on purpose\n")
+    assert "# local ollama" in new and "# a note before the next key\nbatch_size: 8\n" in new
+    assert yaml.safe_load(new) == {"embedder": "openai", "openai": {"model": "nomic-embed-text"},
+                                   "consents": [{"service": "s", "model": "m"}], "batch_size": 8}
+    appended = configfile.replace_block("a: 1  # c", "consents", [])
+    assert appended.startswith("a: 1  # c\n") and yaml.safe_load(appended) == {"a": 1, "consents": []}
+
+
+def test_replace_block_refuses_what_it_cannot_edit_safely():
+    with pytest.raises(configfile.ConfigWriteError):
+        configfile.replace_block("{a: 1, consents: []}\n", "consents", [1])
+    with pytest.raises(configfile.ConfigWriteError):
+        configfile.replace_block("a: [unclosed\n", "consents", [1])
+    with pytest.raises(configfile.ConfigWriteError):
+        configfile.replace_block("- a list\n", "consents", [1])
+
+
+def _crash_writing(home: Path, when: str) -> subprocess.CompletedProcess:
+    """Grant a consent in a child process that dies (os._exit) at ``when``."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        from pathlib import Path
+        from project_history_recall import configfile, consent
+        real_replace, real_fsync = os.replace, os.fsync
+        def die(*a, **k):
+            os._exit(9)
+        if {when!r} == "before-replace":
+            os.replace = die               # the new text is on disk, aside; the old file untouched
+        else:
+            def replace_then_die(*a, **k):
+                real_replace(*a, **k)
+                os._exit(9)
+            os.replace = replace_then_die  # dies right after the switch
+        consent.grant(Path(sys.argv[1]), "http://svc/v1", "m", {{"kind": "explicit", "id": "p_2", "name": "Two"}}, "t")
+    """)
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    return subprocess.run([sys.executable, "-c", code, str(home)], env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("when", ["before-replace", "after-replace"])
+def test_a_crash_mid_write_leaves_the_old_file_or_the_new_one(home, when):
+    path = own_config(home, USER_TEXT)
+    proc = _crash_writing(home, when)
+    assert proc.returncode == 9, proc.stderr
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    ids = [c["project"]["id"] for c in data["consents"]]
+    assert ids == (["p_1"] if when == "before-replace" else ["p_1", "p_2"])
+    assert data["batch_size"] == 8 and "# my settings" in path.read_text(encoding="utf-8")
+    # the next write cleans up what the crash left aside, and works
+    assert consent.grant(home, "http://svc/v1", "m3", {"kind": "explicit", "id": "p_3", "name": "3"}, "t")
+    assert not list(path.parent.glob(".config.yaml.*.tmp"))
+    assert [c["project"]["id"] for c in consent.records(home)[0]][-1] == "p_3"
+
+
+def test_a_symlinked_config_is_written_through(home, tmp_path):
+    real = tmp_path / "dotfiles" / "phr.yaml"
+    real.parent.mkdir()
+    real.write_text("batch_size: 4\n", encoding="utf-8")
+    link = config.plugin_config_path(home)
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    consent.grant(home, "http://svc/v1", "m", {"kind": "auto", "id": "/w/a", "name": "a"}, "t")
+    assert link.is_symlink() and "consents:" in real.read_text(encoding="utf-8")
+
+
+# -- tokens -------------------------------------------------------------------------------------------
+def test_tokens_are_bound_to_one_scope_and_one_home(home, tmp_path):
+    t = consent.token_for(home, "http://s/v1", "m", ("explicit", "p_1"))
+    assert t == consent.token_for(home, "http://s/v1/", "m", ("explicit", "p_1"))  # stable
+    others = {consent.token_for(home, "http://s2/v1", "m", ("explicit", "p_1")),
+              consent.token_for(home, "http://s/v1", "m2", ("explicit", "p_1")),
+              consent.token_for(home, "http://s/v1", "m", ("explicit", "p_2")),
+              consent.token_for(home, "http://s/v1", "m", ("auto", "p_1"))}
+    other_home = tmp_path / "other"
+    other_home.mkdir()
+    others.add(consent.token_for(other_home, "http://s/v1", "m", ("explicit", "p_1")))
+    assert t not in others and len(others) == 5
+    assert t.startswith(consent.TOKEN_PREFIX) and len(t) > 30
+    secret = home / "project-history-recall" / consent.SECRET_FILE
+    assert secret.stat().st_mode & 0o077 == 0
+
+
+# -- the embedder, against a real server -----------------------------------------------------------------
+def embedder(home: Path, server: EmbeddingServer, **kw) -> OpenAIEmbedder:
+    (home / ".env").write_text(f"UNIT_EMBED_KEY={KEY}\n", encoding="utf-8")
+    opts = dict(api_key_env="UNIT_EMBED_KEY", timeout=5, query_timeout=5, max_retries=2, batch_size=2)
+    opts.update(kw)
+    return OpenAIEmbedder(home, server.url, "unit-model", **opts)
+
+
+def test_batches_keep_order_and_learn_the_dimension(home, server):
+    emb = embedder(home, server)
+    assert emb.dimension is None and emb.fingerprint is None
+    vecs = emb.embed_documents(["alpha", "beta", "gamma", "delta", "epsilon"])
+    assert vecs.shape == (5, 32) and server.count() == 3
+    assert [r.inputs for r in server.requests] == [["alpha", "beta"], ["gamma", "delta"], ["epsilon"]]
+    assert emb.dimension == 32 and emb.fingerprint.startswith(f"openai/{server.url}/unit-model/d32/")
+    assert server.requests[0].headers["Authorization"] == f"Bearer {KEY}"
+    assert "dimensions" not in server.requests[0].json
+    again = emb.embed_documents(["gamma"])
+    assert abs(float(again[0] @ vecs[2]) - 1.0) < 1e-5  # the answer's index decides the order, not its position
+    assert KEY not in repr(emb)
+
+
+def test_configured_dimensions_are_asked_for_and_checked(home, server):
+    emb = embedder(home, server, dimensions=12)
+    assert emb.fingerprint.split("/")[-2] == "d12"
+    assert emb.embed_query("hello").shape == (12,)
+    assert server.requests[0].json["dimensions"] == 12
+    server.answer_dimension = 5
+    with pytest.raises(EmbedderUnavailable, match="5-dimensional vectors where 12"):
+        emb.embed_documents(["other"])
+
+
+def test_retries_honour_retry_after_then_succeed(home, server):
+    server.fail_next.extend([Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}),
+                             Reply(503, "busy", {"Retry-After": "0"})])
+    emb = embedder(home, server)
+    assert emb.embed_documents(["x"]).shape == (1, 32)
+    assert server.count() == 3
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_persistent_errors_become_unavailable_with_the_reason(home, server, status, monkeypatch):
+    monkeypatch.setattr(remote_embedder, "COOLDOWN", 3600.0)  # however slow this machine is
+    server.always = Reply(status, {"error": {"message": f"nope, your key {KEY} is fine"}}, {"Retry-After": "0"})
+    emb = embedder(home, server, max_retries=1)
+    with pytest.raises(EmbedderUnavailable) as exc:
+        emb.embed_documents(["x"])
+    reason = str(exc.value)
+    assert f"HTTP {status}" in reason and "after 2 attempts" in reason and KEY not in reason
+    assert "[redacted]" in reason and server.count() == 2
+    # queries fail at once while the service cools down: no new request
+    with pytest.raises(EmbedderUnavailable, match="a few seconds ago"):
+        emb.embed_query("q")
+    assert server.count() == 2
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (Reply(429, "", {"Retry-After": "3600"}), "asks to wait 3600 s"),  # reported, not waited for
+    (Reply(401, {"error": {"message": f"Incorrect API key provided: {KEY[:6]}***{KEY[-4:]}"}}),
+     "refused the API key (HTTP 401)"),  # without the body: services quote parts of the key
+    (Reply(307, "", {"Location": "http://127.0.0.1:9/elsewhere"}), "redirected"),  # not followed
+])
+def test_what_retrying_cannot_fix_fails_at_once(home, server, reply, expected):
+    server.always = reply
+    with pytest.raises(EmbedderUnavailable) as exc:
+        embedder(home, server).embed_documents(["x"])
+    assert expected in str(exc.value) and KEY[-4:] not in str(exc.value)
+    assert server.count() == 1
+
+
+def test_a_slow_service_times_out(home, server):
+    server.delay = 5
+    emb = embedder(home, server, timeout=0.5, query_timeout=0.5, max_retries=0)
+    with pytest.raises(EmbedderUnavailable, match="did not answer within 0.5 s"):
+        emb.embed_documents(["x"])
+
+
+def test_nonsense_answers_are_unavailable(home, server):
+    server.always = Reply(200, {"data": [{"embedding": [1, 2]}, {"embedding": [3, 4]}]})
+    with pytest.raises(EmbedderUnavailable, match="2 vectors for 1 texts"):
+        embedder(home, server).embed_documents(["x"])
+    server.always = Reply(200, "<html>")
+    with pytest.raises(EmbedderUnavailable, match="not an OpenAI embeddings response"):
+        embedder(home, server).embed_documents(["x"])
+
+
+def test_a_key_no_header_can_carry_is_refused_without_showing_it(home, server):
+    emb = embedder(home, server)
+    bad = "sk-two words-Zq9xW3vK7pL2"
+    (home / ".env").write_text(f'UNIT_EMBED_KEY="{bad}"\n', encoding="utf-8")
+    with pytest.raises(EmbedderUnavailable) as exc:
+        emb.embed_documents(["x"])
+    assert "cannot carry" in str(exc.value) and bad not in str(exc.value) and "two words" not in str(exc.value)
+    assert server.count() == 0
