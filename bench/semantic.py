@@ -64,6 +64,7 @@ def _raw_rate(embedder, texts: list[str], batch: int) -> float:
     # Calls the embedder directly, past the consent gate: only ever the local model.
     if getattr(embedder, "remote", True) is not False:
         raise SystemExit("benchmarks measure the embedded local model only (set 'embedder: local')")
+    embedder.embed_documents(texts[:batch])  # warm-up: first calls pay one-off set-up costs
     t0 = time.perf_counter()
     for i in range(0, len(texts), batch):
         embedder.embed_documents(texts[i:i + batch])
