@@ -68,6 +68,13 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int) -> dict:
 
     from project_history_recall import tools
 
+    # The keyword engine is measured alone: a first search would otherwise
+    # start indexing the project in the background, competing for the cores.
+    # (Only in the synthetic home this benchmark built.)
+    plugin_config = home / "project-history-recall" / "config.yaml"
+    plugin_config.parent.mkdir(exist_ok=True)
+    plugin_config.write_text("semantic: false\n", encoding="utf-8")
+
     queries = _queries(world, per_class, spec.seed)
     callers = _callers(home, per_class, spec.seed)
 
