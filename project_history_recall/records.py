@@ -169,7 +169,12 @@ def _begin(conn: sqlite3.Connection, wal: bool) -> None:
 def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
     conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
     try:
-        retry(lambda: _begin(conn, wal), path)
+        try:
+            retry(lambda: _begin(conn, wal), path)
+        except StateDBError as exc:
+            if exc.code == "locked":
+                raise
+            raise _save_failed(path, exc.__cause__ or exc) from exc
         recorder = Recorder(conn)
         try:
             yield recorder
@@ -181,9 +186,14 @@ def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise StateDBError(f"Saving the move in {path} failed: {exc}.", "record_failed") from exc
+            raise _save_failed(path, exc) from exc
     finally:
         conn.close()
+
+
+def _save_failed(path: Path, exc: BaseException) -> StateDBError:
+    hint = " (is the disk full, or the folder not writable?)" if "i/o" in str(exc).lower() else ""
+    return StateDBError(f"Saving the move in {path} failed: {exc}{hint}.", "record_failed")
 
 
 def _publish(staging: Path, path: Path, moves: list[Move]) -> None:

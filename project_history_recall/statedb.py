@@ -82,8 +82,12 @@ def retry(fn: Callable[[], T], path: Path) -> T:
     raise AssertionError("unreachable")
 
 
-def connect_readonly(path: Path, *, timeout_ms: int | None = None) -> sqlite3.Connection:
-    """A read-only connection to an existing SQLite file (never creates one)."""
+def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection to an existing SQLite file (never creates one).
+
+    ``immutable`` skips locking and the WAL index: only for one read of a file
+    whose WAL holds nothing (see :func:`_wal_is_empty`), closed right after.
+    """
     timeout_ms = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
     if not path.is_file():
         raise StateDBError(
@@ -91,6 +95,8 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None) -> sqlite3.Co
             "missing",
         )
     uri = "file:" + path.resolve().as_posix().replace("?", "%3F").replace("#", "%23") + "?mode=ro"
+    if immutable:
+        uri += "&immutable=1"
 
     def _open() -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, check_same_thread=False,
@@ -272,9 +278,28 @@ class _Watcher:
                     self.value = retry(lambda: self.read(conn), self.path)
                     self.version = version
                 return self.value
-            except StateDBError:
+            except StateDBError as exc:
                 self.close()
-                raise
+                if exc.code != "error" or not _wal_is_empty(self.path):
+                    raise
+            # A WAL reader must create or grow the ``-shm`` index file, which a
+            # full disk refuses ("disk I/O error"). With nothing in the WAL the
+            # main file is the whole truth: read it once without the index,
+            # and cache nothing, so the next call tries the normal way again.
+            conn = connect_readonly(self.path, timeout_ms=2000, immutable=True)
+            try:
+                return retry(lambda: self.read(conn), self.path)
+            finally:
+                conn.close()
+
+
+def _wal_is_empty(path: Path) -> bool:
+    try:
+        return os.stat(f"{path}-wal").st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 _watchers: dict[tuple, _Watcher] = {}

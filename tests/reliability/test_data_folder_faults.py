@@ -1,0 +1,98 @@
+"""The plugin's own data folder full or unusable: keep answering, lose nothing.
+
+A full disk is simulated for one process with RLIMIT_FSIZE (any write that
+would grow a file fails with EFBIG, which SQLite reports as a full disk); an
+unusable folder by a file sitting where the folder should be (the tests run
+as root, for whom permissions do not stop a write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from conftest import SRC
+from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, store_state
+
+CHILD = textwrap.dedent("""
+    import json, resource, signal, sys
+    import model_tools  # imports Hermes (its files in HERMES_HOME) before the limit
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # from here on, no file may grow
+    asker = sys.argv[1]
+    out = {}
+    out["hybrid"] = json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "websocket reconnect"}, session_id=asker))
+    out["move"] = json.loads(model_tools.handle_function_call(
+        "project_session_move", {"project": "Other"}, session_id=asker))
+    out["keyword"] = json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker))
+    print(json.dumps(out))
+""")
+
+
+def _world(world, work):
+    app, other = work / "app", work / "other"
+    app.mkdir()
+    other.mkdir()
+    world.project("App", app)
+    world.project("Other", other)
+    earlier = world.session(("user", "an earlier session, moved into App before the disk filled"), cwd=other)
+    world.session(("user", "the websocket reconnect loop is flaky"), ("assistant", "added backoff"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
+    assert moved["moved"], moved
+    return asker
+
+
+def _digest(folder) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
+    asker = _world(world, work)
+    plugin_settings(world.home, index_budget_ms=5000)
+    data = world.home / PLUGIN_KEY
+    store_before = store_state(world.home)
+    env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", CHILD, asker], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    hybrid, moved, keyword = out["hybrid"], out["move"], out["keyword"]
+    assert hybrid["success"] and hybrid["results"], hybrid
+    assert hybrid["semantic_status"] in ("unavailable", "indexing", "partial"), hybrid
+    assert keyword["success"] and keyword["results"]
+    assert moved["success"] is False and moved["error_code"] in ("record_failed", "hermes_write_failed"), moved
+    assert "Traceback" not in json.dumps(out)
+    assert store_state(world.home) == store_before  # the earlier move's record is intact
+    assert (data / "recall.db").exists()
+
+
+def test_a_file_where_the_data_folder_should_be(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.project("Other", work)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    data = world.home / PLUGIN_KEY
+    for item in sorted(data.rglob("*"), reverse=True):
+        item.unlink() if item.is_file() else item.rmdir()
+    data.rmdir()
+    data.write_text("something of the user's that happens to have this name\n", encoding="utf-8")
+    before = data.read_bytes()
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] and res["results"], res
+    assert res["semantic_status"] in ("unavailable", "disabled", "indexing"), res
+    moved = call("project_session_move", {"project": "Other"}, session_id=asker)
+    assert moved["success"] is False and moved["error"], moved
+    assert data.read_bytes() == before
