@@ -49,7 +49,7 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", help="search this project instead (id, slug, name or folder)")
     p.add_argument("--mode", choices=search.MODES, default="hybrid")
     p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--context", type=int, default=1, help="messages shown around each hit (default 1)")
+    p.add_argument("--context", type=int, default=None, help="messages shown around each hit (default: the 'context' setting, 2)")
     p.add_argument("--tools", action="store_true", help="also search tool output")
     p.add_argument("--since", help="only after this date (2026-09-01) or age (7d, 2w)")
     p.add_argument("--until", help="only before this date")

@@ -114,7 +114,7 @@ def _given(args: dict, key: str, default: object) -> object:
     return default if value is None else value
 
 
-def request_from_args(args: object) -> SearchRequest:
+def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     if not isinstance(args, dict):
         raise ArgumentError("Arguments must be an object with at least 'query'.")
     raw_query = args.get("query")
@@ -141,7 +141,7 @@ def request_from_args(args: object) -> SearchRequest:
         query=query,
         mode=mode.strip().lower(),
         limit=_as_int("limit", _given(args, "limit", 10), 1, MAX_LIMIT),
-        context=_as_int("context", _given(args, "context", 2), 0, MAX_CONTEXT),
+        context=_as_int("context", _given(args, "context", default_context), 0, MAX_CONTEXT),
         include_tool_output=_as_bool("include_tool_output", _given(args, "include_tool_output", False)),
         since=since,
         until=until,
@@ -311,7 +311,8 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
     ``index_budget_ms`` overrides the setting: a person at the CLI would rather
     wait for the model and the index than get keyword-only results."""
     try:
-        req = request_from_args(args)
+        settings = config.load(home)
+        req = request_from_args(args, settings["context"])
     except ArgumentError as exc:
         return error(str(exc), "bad_argument")
     query = parse(req.query)
@@ -321,7 +322,6 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
         with reading(paths.state_db_path(home)) as (conn, shape):
             scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                   include_current=req.include_current_session)
-            settings = config.load(home)
             if index_budget_ms is not None:
                 settings.values["index_budget_ms"] = index_budget_ms
             # The user's answer to an earlier consent request is recorded before anything is embedded.

@@ -1,0 +1,40 @@
+"""Settings do what the README says they do, through the real host."""
+
+from __future__ import annotations
+
+from hermes_world import call, enable_plugin, plugin_settings
+
+
+def _project(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(*[("user", f"line {n} about the websocket reconnect") for n in range(7)], cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    return asker
+
+
+def test_context_setting_sets_the_default_window(world, work):
+    asker = _project(world, work)
+    plugin_settings(world.home, context=0)
+    hit = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"][0]
+    assert "context" not in hit
+    plugin_settings(world.home, context=3)
+    hits = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"]
+    assert max(len(h["context"]) for h in hits) == 7  # three before, the hit, three after
+    explicit = call("project_history_search", {"query": "websocket", "mode": "keyword", "context": 1},
+                    session_id=asker)["results"]
+    assert max(len(h["context"]) for h in explicit) == 3
+
+
+def test_semantic_off_and_fusion_choice(world, work):
+    asker = _project(world, work)
+    plugin_settings(world.home, semantic=False)
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["semantic_status"] == "disabled" and res["searched_with"] == "keyword" and res["results"]
+    for fusion in ("blend", "rrf"):
+        plugin_settings(world.home, fusion=fusion)
+        res = call("project_history_search", {"query": "websocket reconnect"}, session_id=asker)
+        assert res["semantic_status"] == "ready" and res["searched_with"] == "keyword+semantic", (fusion, res)
+        assert {r["score_source"] for r in res["results"]} <= {"keyword", "semantic", "both"}
