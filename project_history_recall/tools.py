@@ -21,17 +21,16 @@ TOOLSET = "project_history"
 SEARCH_SCHEMA = {
     "name": "project_history_search",
     "description": (
-        "Search earlier sessions of the CURRENT PROJECT (the sessions Hermes groups with this "
-        "one by folder or repo), not all history. Prefer it over session_search when the user "
-        "refers to past work on this project: 'what did we decide about X', 'how did we fix "
-        "this error before'. Finds exact error codes, symbols and file names, Chinese as well "
-        "as English. Each result has a session link and message_id; to read more of a hit, "
-        "call session_search(session_id=..., around_message_id=..., profile=...). If the "
-        "session is in no project (project.kind 'home') nothing is searched: offer to move it "
-        "with project_session_move, or use session_search. If semantic_status is "
-        "'consent_required', the user configured an embedding service off this machine: keyword "
-        "results are there, nothing was sent; tell the user what the 'consent' object says and "
-        "ask them."
+        "Search earlier sessions of THIS project (the ones Hermes groups with the current session by "
+        "folder or repo), by keyword and by meaning. Use it instead of session_search when the user "
+        "refers to past work here: 'what did we decide about X', 'how did we fix this error'. "
+        "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
+        "semantic for the same idea in other words or another language. Each hit has session_id, "
+        "message_id and a link: read around it with session_search(session_id=..., "
+        "around_message_id=..., profile=...) and cite the link. project.kind 'home' means nothing "
+        "was searched: offer project_session_move, or use session_search. semantic_status "
+        "'consent_required': keyword results are there and nothing was sent; tell the user what "
+        "'consent' says would be sent, and ask."
     ),
     "parameters": {
         "type": "object",
