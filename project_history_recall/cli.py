@@ -160,13 +160,23 @@ def format_search(response: dict, style: _Style) -> str:
     return "\n".join(lines)
 
 
+def _semantic_line(response: dict) -> str:
+    parts = [response["semantic_status"]]
+    index = response.get("semantic_index")
+    if isinstance(index, dict) and "sessions" in index:
+        parts.append(f"{index.get('sessions_indexed', 0)}/{index['sessions']} sessions indexed")
+    if response.get("semantic_reason"):
+        parts.append(response["semantic_reason"])
+    return " — ".join(parts)
+
+
 def format_status(response: dict) -> str:
     rows = [
         ("folder", response.get("folder") or "-"),
         ("project", _project_label(response["project"])),
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
-        ("semantic", f"{response['semantic_status']} — {response.get('semantic_reason', '')}"),
+        ("semantic", _semantic_line(response)),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")

@@ -191,6 +191,7 @@ def test_standalone_cli_search_status_projects(cli_world):
     assert nothing.returncode == 1 and "Nothing found" in nothing.stdout
     status = _cli("status", str(app / "src"), home=home)
     assert status.returncode == 0 and "App" in status.stdout and "2 sessions" in status.stdout
+    assert "semantic: ready — 2/2 sessions indexed" in status.stdout, status.stdout  # the searches indexed them
     projects = _cli("projects", "--json", home=home)
     listed = json.loads(projects.stdout)["projects"]
     assert {"kind": "explicit", "name": "App", "sessions": 2}.items() <= listed[0].items()
