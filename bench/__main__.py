@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
                      help="the synthetic 1M-message home (read only: it is copied)")
     sem.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-semantic")
-    sem.add_argument("--messages-100k", type=int, default=140_000,
+    sem.add_argument("--messages-100k", type=int, default=150_000,
                      help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
