@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 
@@ -47,13 +47,6 @@ def wait_idle() -> None:
 def ids(res: dict) -> list[int]:
     assert res["success"], res
     return [r["message_id"] for r in res["results"]]
-
-
-@pytest.fixture
-def world(home, work):
-    w = World(home)
-    yield w
-    w.close()
 
 
 @pytest.fixture
