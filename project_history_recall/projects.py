@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .attribution import ProjectInfo
-from .statedb import StateDBError, connect_readonly, retry, watched
+from .statedb import StateDBError, connect_readonly, retry, table_names, watched
 
 
 class ProjectsDBError(StateDBError):
@@ -23,7 +23,7 @@ class ProjectsDBError(StateDBError):
 
 def read_projects(conn) -> list[ProjectInfo]:
     """Every project (archived ones too, flagged), in creation order, from an open connection."""
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = table_names(conn)
     if "projects" not in tables:
         return []
     folders: dict[str, list[str]] = {}

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
-from .statedb import StateDBError, connect_readonly, retry, watched
+from .statedb import StateDBError, connect_readonly, retry, table_names, watched
 
 FILE_NAME = "recall.db"
 
@@ -83,12 +83,8 @@ def records_path(data_dir: Path) -> Path:
     return data_dir / FILE_NAME
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
 def _read_attributions(conn: sqlite3.Connection) -> dict[str, str]:
-    if "attributions" not in _tables(conn):
+    if "attributions" not in table_names(conn):
         return {}
     return {row[0]: row[1] for row in conn.execute("SELECT session_id, project_id FROM attributions")}
 
@@ -111,7 +107,7 @@ def load_history(path: Path, session_id: str) -> list[dict]:
     conn = connect_readonly(path, timeout_ms=2000)
     try:
         def _read() -> list[dict]:
-            if "moves" not in _tables(conn):
+            if "moves" not in table_names(conn):
                 return []
             rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
             return [dict(row) for row in rows]

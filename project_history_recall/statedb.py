@@ -235,8 +235,8 @@ def file_fingerprint(path: Path) -> tuple:
     return tuple(parts)
 
 
-def _facts(row: sqlite3.Row) -> SessionFacts:
-    return SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
 class _Watcher:
@@ -325,24 +325,6 @@ def watched(path: Path, read: Callable[[sqlite3.Connection], T], missing: T) -> 
 
 def _facts(row: sqlite3.Row) -> SessionFacts:
     return SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
-
-
-_file_cache: dict[str, tuple[tuple, object]] = {}
-_file_cache_lock = threading.Lock()
-
-
-def cached_read(path: Path, load: Callable[[Path], T]) -> T:
-    """``load(path)``, reused until the file (or its WAL) changes."""
-    key = str(path)
-    fingerprint = file_fingerprint(path)
-    with _file_cache_lock:
-        hit = _file_cache.get(key)
-    if hit is not None and hit[0] == fingerprint:
-        return hit[1]  # type: ignore[return-value]
-    value = load(path)
-    with _file_cache_lock:
-        _file_cache[key] = (fingerprint, value)
-    return value
 
 
 class SessionCatalog:
