@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .filestamp import StampCache, file_stamp
 
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"
@@ -231,7 +232,19 @@ def _leaves(values: dict, prefix: str = "") -> list[str]:
     return out
 
 
+_loaded = StampCache()
+
+
 def load(home: Path) -> Settings:
+    """The effective settings for ``home``: a copy the caller may change.
+
+    Parsed again only when one of the two files changes (a tool call reads
+    the settings more than once, and Hermes's config.yaml can be long)."""
+    stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"))
+    return copy.deepcopy(_loaded.get(str(home), stamp, lambda: _load(home)))
+
+
+def _load(home: Path) -> Settings:
     warnings: list[str] = []
     values = copy.deepcopy(DEFAULTS)
     origins = {key: DEFAULTS_SOURCE for key in _leaves(DEFAULTS)}

@@ -43,11 +43,11 @@ import os
 import re
 import secrets as _random
 import tempfile
-import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
 from . import config, configfile, embedders, paths
+from .filestamp import StampCache, file_stamp
 
 SECRET_FILE = "consent.secret"
 TOKEN_PREFIX = "consent-"
@@ -56,8 +56,7 @@ SENT_TEXT = ("the text of this project's user and assistant messages (long ones 
              "{chunk} characters), and the text of each search made in this project")
 NOT_SENT = "tool output, system prompts, files, and the messages of other projects"
 
-_records_cache: dict[str, tuple[tuple, list[dict], list[str]]] = {}
-_lock = threading.Lock()
+_records = StampCache()
 
 
 class ConsentRequired(Exception):
@@ -84,18 +83,16 @@ def records(home: Path) -> tuple[list[dict], list[str]]:
     """(valid consent records, warnings about malformed ones) from the plugin's config.yaml.
 
     Read again only when the file changed: the gate runs before every batch."""
+    path = config.plugin_config_path(home)
+    stamp = file_stamp(path)
+    if stamp is None:
+        return [], []
+    return _records.get(str(path), stamp, lambda: _read_records(path))
+
+
+def _read_records(path: Path) -> tuple[list[dict], list[str]]:
     import yaml
 
-    path = config.plugin_config_path(home)
-    try:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    except OSError:
-        return [], []
-    with _lock:
-        hit = _records_cache.get(str(path))
-        if hit and hit[0] == stamp:
-            return hit[1], hit[2]
     warnings: list[str] = []
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -111,8 +108,6 @@ def records(home: Path) -> tuple[list[dict], list[str]]:
             warnings.append(f"{path}: '{KEY}' entry {n + 1} lacks service, model or project.kind/id; ignored")
         else:
             valid.append(record)
-    with _lock:
-        _records_cache[str(path)] = (stamp, valid, warnings)
     return valid, warnings
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
+
+from .filestamp import StampCache, file_stamp
 
 ENV_FILE = ".env"
 # What a variable name may look like (the same rule as Hermes's save_env_value).
@@ -30,8 +31,7 @@ MASK = "[redacted]"
 # blank out ordinary words, and nothing that short is a real credential.
 MIN_SCRUB_LEN = 6
 
-_cache: dict[str, tuple[tuple, dict[str, str]]] = {}
-_lock = threading.Lock()
+_parsed = StampCache()
 
 
 def env_path(home: Path) -> Path:
@@ -66,22 +66,13 @@ def parse(text: str) -> dict[str, str]:
 def read(home: Path) -> dict[str, str]:
     """The profile's ``.env``, parsed; re-read only when the file changes."""
     path = env_path(home)
+    stamp = file_stamp(path)
+    if stamp is None:
+        return {}
     try:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        return _parsed.get(str(path), stamp, lambda: parse(path.read_text(encoding="utf-8", errors="replace")))
     except OSError:
         return {}
-    with _lock:
-        hit = _cache.get(str(path))
-        if hit and hit[0] == stamp:
-            return hit[1]
-    try:
-        values = parse(path.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return {}
-    with _lock:
-        _cache[str(path)] = (stamp, values)
-    return values
 
 
 def lookup(home: Path, name: str | None) -> tuple[str | None, str]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from .attribution import SessionFacts
+from .filestamp import file_stamp
 
 T = TypeVar("T")
 
@@ -225,14 +226,7 @@ def _flatten(value: object) -> str:
 
 def file_fingerprint(path: Path) -> tuple:
     """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
-    parts = []
-    for p in (path, path.with_name(path.name + "-wal")):
-        try:
-            st = os.stat(p)
-            parts.append((st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            parts.append(None)
-    return tuple(parts)
+    return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")))
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

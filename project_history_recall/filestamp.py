@@ -1,0 +1,52 @@
+"""Values read from small files, recomputed only when a file changes.
+
+The settings, the consents and ``.env`` are read on every tool call (and the
+settings more than once per call); parsing YAML each time costs milliseconds
+that grow with Hermes's own config.yaml. A file's stamp changes whenever it
+is rewritten (mtime, size) or replaced (inode, as atomic writes do).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Callable, Hashable, TypeVar
+
+T = TypeVar("T")
+
+
+def file_stamp(path: Path | str) -> tuple | None:
+    """``(mtime_ns, size, inode)``, or None when the file cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class StampCache:
+    """``compute()`` per key, reused while the key's stamp stays the same.
+
+    An exception from ``compute`` propagates and caches nothing. The oldest
+    entries go past ``limit`` (a process sees a handful of profile homes; tests
+    thousands).
+    """
+
+    def __init__(self, limit: int = 64):
+        self._lock = threading.Lock()
+        self._hits: dict[Hashable, tuple[Hashable, object]] = {}
+        self._limit = limit
+
+    def get(self, key: Hashable, stamp: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            hit = self._hits.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            self._hits.pop(key, None)
+            self._hits[key] = (stamp, value)
+            while len(self._hits) > self._limit:
+                self._hits.pop(next(iter(self._hits)))
+        return value
