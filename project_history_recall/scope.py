@@ -114,21 +114,17 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     added = _only_added(cached.facts, facts) if fresh and cached.key[1:] == key[1:] else None
     if added is not None:
         # A new session or two (every new chat): attribute just those.
-        ctx = cached.ctx
+        ctx, built_at = cached.ctx, cached.built_at
         by_session = dict(cached.by_session)
         for sid in added:
             attribute(sid, facts, ctx, by_session)
         by_project = {k: list(v) for k, v in cached.by_project.items()}
-        for sid in added:
-            by_project.setdefault(by_session[sid].key, []).append(sid)
-        built_at = cached.built_at
     else:
-        ctx = _context(home, projects, records)
+        ctx, built_at = _context(home, projects, records), time.monotonic()
         by_session = attribute_all(facts, ctx)
-        by_project = {}
-        for sid, attribution in by_session.items():
-            by_project.setdefault(attribution.key, []).append(sid)
-        built_at = time.monotonic()
+        by_project, added = {}, list(by_session)
+    for sid in added:
+        by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with _maps_lock:
         _maps[cache_key] = built
