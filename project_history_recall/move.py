@@ -195,6 +195,14 @@ class _Plan:
     sidebar: dict
     notes: list[str]
 
+    @property
+    def branch_after(self) -> str | None:
+        return self.write.branch_after if self.write else self.row.git_branch
+
+    @property
+    def root_after(self) -> str | None:
+        return self.write.root_after if self.write else self.row.git_repo_root
+
 
 def _caller_row(conn, caller: Caller) -> tuple[SessionRow, list[str]]:
     for sid in caller.session_ids:
@@ -278,8 +286,8 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
         from_kind=plan.before.kind, from_id=plan.before.id, from_name=plan.before.name,
         from_cwd=row.cwd, from_git_branch=row.git_branch, from_git_repo_root=row.git_repo_root,
         to_cwd=plan.folder,
-        to_git_branch=write.branch_after if write else row.git_branch,
-        to_git_repo_root=write.root_after if write else row.git_repo_root,
+        to_git_branch=plan.branch_after,
+        to_git_repo_root=plan.root_after,
         written_by=WRITTEN_BY if write else None,
     )
     with records.recording(paths.data_dir(home)) as recorder:
@@ -355,10 +363,7 @@ def _moved(home: Path, plan: _Plan, live: str) -> dict:
         "previous_project": before,
         "cwd": plan.folder,
         "previous_cwd": row.cwd,
-        "git": {
-            "branch": write.branch_after if write else row.git_branch,
-            "repo_root": write.root_after if write else row.git_repo_root,
-        },
+        "git": {"branch": plan.branch_after, "repo_root": plan.root_after},
         "written_by": WRITTEN_BY if write else None,
         "live_session": live,
         "sidebar": plan.sidebar,
