@@ -242,12 +242,11 @@ def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filt
     if p.scan:
         probes = [f"instr({text}, ?) > 0" for _ in p.scan]
         needles = [_folded(t.text) for t in p.scan]
-        fsql, fparams = _filters_sql(shape, filters)
         rows = conn.execute(
             f"SELECT {cols}, {', '.join(probes)} FROM messages m "
-            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {fsql} "
+            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {fts.fsql} "
             f"AND ({' OR '.join(probes)}) LIMIT ?",
-            [*needles, scope_json, *fparams, *needles, TERM_CANDIDATES * len(p.scan)],
+            [*needles, scope_json, *fts.fparams, *needles, TERM_CANDIDATES * len(p.scan)],
         ).fetchall()
         for i, term in enumerate(p.scan):
             matching = [r[:3] for r in rows if r[3 + i]]
