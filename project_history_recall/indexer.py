@@ -114,7 +114,7 @@ def first_text(conn, members: list[str], chunk_chars: int, chunk_overlap: int) -
     return None
 
 
-def _read_rows(conn, shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
+def _read_rows(conn, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
     """(id, prepared text, timestamp) of the session's user/assistant rows in (after_id, upto]."""
     rows = conn.execute(
         "SELECT id, content, timestamp FROM messages WHERE session_id = ? AND id > ? AND id <= ? "
@@ -328,21 +328,20 @@ class Indexer:
             first = self._queues.get(self._order[0]) or {}
             return bool(first) and work.session_id not in first
 
-    def process(self, work: Work, progress: Progress | None = None, *, verify: bool = False,
-                on_batch=None) -> None:
-        """Do one session's work, batch by batch, each batch committed."""
+    def process(self, work: Work, progress: Progress | None = None, *, on_batch=None) -> int | None:
+        """Do one session's work, batch by batch, each batch committed.
+
+        Returns the last message id done when it yielded to a more recently
+        asked scope (background appends only), None when the session is done."""
         state_path = paths.state_db_path(self.home)
         size, overlap = self.settings["chunk_chars"], self.settings["chunk_overlap"]
         batch = self.settings["batch_size"]
-        with reading(state_path) as (conn, shape):
-            if work.kind == "reconcile" or verify:
-                rows = _read_rows(conn, shape, work.session_id, 0, work.seen[1])
-            else:
-                rows = _read_rows(conn, shape, work.session_id, work.after_id, work.seen[1])
-        if work.kind == "reconcile" or verify:
+        reconcile = work.kind == "reconcile"
+        with reading(state_path) as (conn, _shape):
+            rows = _read_rows(conn, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
+        if reconcile:
             rows = self._reconcile(work, rows, progress)
         pending: list[tuple[int, int, str, str, float]] = []  # (message id, offset, text, hash, ts)
-        done_upto = work.after_id if work.kind == "append" and not verify else None
         for mid, text, ts in rows:
             digest = chunking.content_hash(text)
             for offset, piece in chunking.split(text, size, overlap):
@@ -350,11 +349,11 @@ class Indexer:
             if progress:
                 progress.messages += 1
             if len(pending) >= batch:
-                self._embed_and_store(work, pending, mid if done_upto is not None else None, progress)
+                self._embed_and_store(work, pending, None if reconcile else mid, progress)
                 pending = []
                 if on_batch:
                     on_batch()
-                if progress is None and done_upto is not None and self._stop_for(work):
+                if progress is None and not reconcile and self._stop_for(work):
                     return mid
         self._embed_and_store(work, pending, work.seen[1], progress, seen=work.seen)
         if progress:
