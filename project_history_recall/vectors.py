@@ -86,6 +86,16 @@ class ChunkRow:
     vector: object  # float32 (dimension,)
 
 
+# One row of ``sessions`` as a SessionState, for one model.
+_STATES = ("SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
+           "FROM sessions WHERE model_fingerprint = ?")
+
+
+def _chunk_count(conn: sqlite3.Connection, fingerprint: str, session_id: str) -> int:
+    return conn.execute("SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND session_id = ?",
+                        (fingerprint, session_id)).fetchone()[0]
+
+
 def path_for(data_dir: Path) -> Path:
     return data_dir / FILE_NAME
 
@@ -173,8 +183,7 @@ class VectorStore:
 
     # -- reads -------------------------------------------------------------------
     def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, SessionState]:
-        sql = ("SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
-               "FROM sessions WHERE model_fingerprint = ?")
+        sql = _STATES
         params: list = [fingerprint]
         if session_ids is not None:
             sql += " AND session_id IN (SELECT value FROM json_each(?))"
@@ -232,9 +241,7 @@ class VectorStore:
             return out
 
     def _state(self, conn, fingerprint: str, sid: str) -> SessionState:
-        row = conn.execute(
-            "SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
-            "FROM sessions WHERE model_fingerprint = ? AND session_id = ?", (fingerprint, sid)).fetchone()
+        row = conn.execute(f"{_STATES} AND session_id = ?", (fingerprint, sid)).fetchone()
         return SessionState(*row) if row else SessionState(sid)
 
     def _put_state(self, conn, fingerprint: str, st: SessionState) -> None:
@@ -262,8 +269,7 @@ class VectorStore:
                      np.asarray(c.vector, dtype=np.float16).tobytes()))
                 st.last_rowid = max(st.last_rowid, cur.lastrowid or 0)
             if chunks:
-                st.chunks = conn.execute("SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND session_id = ?",
-                                         (fingerprint, session_id)).fetchone()[0]
+                st.chunks = _chunk_count(conn, fingerprint, session_id)
             if indexed_max_id is not None:
                 st.indexed_max_id = max(st.indexed_max_id, indexed_max_id)
             if seen is not None:
@@ -282,8 +288,7 @@ class VectorStore:
             if message_ids:
                 conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id IN "
                               "(SELECT value FROM json_each(?))", (fingerprint, session_id, json.dumps(message_ids)))
-                st.chunks = conn.execute("SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND session_id = ?",
-                                         (fingerprint, session_id)).fetchone()[0]
+                st.chunks = _chunk_count(conn, fingerprint, session_id)
                 st.generation += 1
             if dirty:
                 st.seen_count = -1
