@@ -376,7 +376,7 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
             skipped.append({"project": {"kind": key[0], "id": key[1], "name": label},
                             "reason": f"no consent to send its messages to {embedder.provider} "
                                       f"(model {embedder.model}); nothing was sent",
-                            "how_to_record": f"{_command(args)} consent grant --project {_quote(key[1])}"})
+                            "how_to_record": consent.grant_command(_command(args), key[1])})
             continue
         try:
             if embedder.dimension is None:  # a remote model answers once before anything is looked up
@@ -424,12 +424,6 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
     for item in skipped:
         print(f"Skipped {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
     return code
-
-
-def _quote(value: object) -> str:
-    import shlex
-
-    return shlex.quote(str(value))
 
 
 # -- settings and consents -------------------------------------------------------------------
@@ -530,7 +524,7 @@ def _consent_grant(home: Path, args: argparse.Namespace) -> int:
                 return _fail("this folder is in no project, so nothing of it is ever sent; name one with --project",
                              EXIT_USAGE)
             embedder = embedders.load(settings)
-            members = list(scope.session_ids) + list(scope.excluded_lineage)
+            members = scope.members
             described = consent.describe(conn, embedder, scope.attribution.as_json(), members,
                                          settings["chunk_chars"])
     except ScopeError as exc:

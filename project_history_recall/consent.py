@@ -234,13 +234,17 @@ def request(home: Path, conn, embedder, project: dict, members: list[str], chunk
     return out
 
 
-def for_person(consent_obj: dict, command: str) -> dict:
-    """The consent object without its token, telling a person the command that grants it."""
+def grant_command(command: str, project_id: object) -> str:
+    """The command line with which a person agrees for one project."""
     import shlex
 
+    return f"{command} consent grant --project {shlex.quote(str(project_id))}"
+
+
+def for_person(consent_obj: dict, command: str) -> dict:
+    """The consent object without its token, telling a person the command that grants it."""
     out = {k: v for k, v in consent_obj.items() if k not in ("token", "how_to_record")}
-    project = consent_obj.get("project") or {}
-    out["how_to_record"] = f"{command} consent grant --project {shlex.quote(str(project.get('id')))}"
+    out["how_to_record"] = grant_command(command, (consent_obj.get("project") or {}).get("id"))
     return out
 
 

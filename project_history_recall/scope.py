@@ -63,6 +63,12 @@ class Scope:
     caller_session: str | None = None  # the caller's row in state.db, if any
     message_estimate: int = 0  # messages in scope, from possibly stale counts
 
+    @property
+    def members(self) -> list[str]:
+        """Every session of the project, the caller's own conversation included:
+        what is indexed (and consented to), though the caller's is not searched."""
+        return list(self.session_ids) + list(self.excluded_lineage)
+
 
 @dataclass
 class _AttributionMap:

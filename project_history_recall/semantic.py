@@ -304,7 +304,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
         return out
     embedder, store = out.embedder, out.store
     key = scope.attribution.key
-    members = list(scope.session_ids) + list(scope.excluded_lineage)
+    members = scope.members
     try:
         consent.check(home, embedder, key)
         if embedder.dimension is None:
@@ -356,7 +356,7 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
     out = prepare(home, settings, wait=None)
     if out.status != "ready":
         return out
-    members = list(scope.session_ids) + list(scope.excluded_lineage)
+    members = scope.members
     if scope.attribution.kind != "home":
         try:
             consent.check(home, out.embedder, scope.attribution.key)
