@@ -63,19 +63,30 @@ def _block_span(lines: list[str], key: str) -> tuple[int, int] | None:
     return start, end
 
 
-def replace_block(text: str, key: str, value: Any) -> str:
-    """``text`` with its top-level ``key`` set to ``value``, everything else kept
-    to the character. Pure; raises ConfigWriteError when that cannot be done."""
+def _mapping(text: str) -> dict:
+    """The YAML document ``text`` as a mapping ({} when empty); ConfigWriteError otherwise."""
     import yaml
 
     try:
-        before = yaml.safe_load(text) if text.strip() else {}
+        parsed = yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as exc:
         raise ConfigWriteError(f"it is not valid YAML ({type(exc).__name__}); fix it first") from None
-    if before is None:
-        before = {}
-    if not isinstance(before, dict):
+    if parsed is None:  # only comments
+        parsed = {}
+    if not isinstance(parsed, dict):
         raise ConfigWriteError("its top level is not a mapping")
+    return parsed
+
+
+def replace_block(text: str, key: str, value: Any) -> str:
+    """``text`` with its top-level ``key`` set to ``value``, everything else kept
+    to the character. Pure; raises ConfigWriteError when that cannot be done."""
+    return _replace(text, _mapping(text), key, value)
+
+
+def _replace(text: str, before: dict, key: str, value: Any) -> str:
+    import yaml
+
     block = yaml.safe_dump({key: value}, allow_unicode=True, sort_keys=False, default_flow_style=False)
     lines = text.splitlines(keepends=True)
     span = _block_span(lines, key)
@@ -155,21 +166,14 @@ def update_block(path: Path, key: str, change: Callable[[Any], Any]) -> Any:
     Returns the new value. ``change`` may raise to abort; nothing is written then.
     Raises ConfigWriteError (file untouched) when the edit cannot be made safely.
     """
-    import yaml
-
     with locked(path.parent):
         try:
             text = path.read_text(encoding="utf-8") if path.exists() else ""
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigWriteError(f"it cannot be read ({type(exc).__name__})") from None
-        try:
-            current = (yaml.safe_load(text) or {}) if text.strip() else {}
-        except yaml.YAMLError as exc:
-            raise ConfigWriteError(f"it is not valid YAML ({type(exc).__name__}); fix it first") from None
-        if not isinstance(current, dict):
-            raise ConfigWriteError("its top level is not a mapping")
+        current = _mapping(text)
         value = change(current.get(key))
-        new = replace_block(text, key, value)
+        new = _replace(text, current, key, value)
         if new != text:
             try:
                 write_atomic(path, new)
