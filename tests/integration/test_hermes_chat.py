@@ -7,51 +7,13 @@ configured endpoint is a closed local port.
 from __future__ import annotations
 
 import os
-import pty
-import re
-import select
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from hermes_world import World, enable_plugin
+from pty_terminal import Terminal, plain
 
 HERMES_BIN = Path(sys.executable).with_name("hermes")
-SCREEN_CODES = re.compile(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07]*\x07|\r")
-
-
-class Terminal:
-    def __init__(self, argv: list[str], env: dict, cwd: Path):
-        self.leader, follower = pty.openpty()
-        self.proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd,
-                                     close_fds=True, start_new_session=True)
-        os.close(follower)
-        self.screen = ""
-
-    def wait_for(self, text: str, timeout: float = 120.0) -> str:
-        """Everything printed until ``text`` appears (without screen-control codes)."""
-        deadline, start = time.time() + timeout, len(self.screen)
-        while text not in self.screen[start:]:
-            assert time.time() < deadline, f"never saw {text!r}; last output:\n{self.screen[-3000:]}"
-            ready, _, _ = select.select([self.leader], [], [], 0.2)
-            if ready:
-                try:
-                    data = os.read(self.leader, 65536)
-                except OSError:
-                    break
-                self.screen += SCREEN_CODES.sub("", data.decode("utf-8", "replace"))
-        return self.screen[start:]
-
-    def type(self, line: str) -> None:
-        os.write(self.leader, line.encode() + b"\r")
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-        os.close(self.leader)
 
 
 def test_recall_and_the_tool_list_in_a_real_hermes_chat(home, work, tmp_path):
@@ -92,4 +54,5 @@ def test_recall_and_the_tool_list_in_a_real_hermes_chat(home, work, tmp_path):
         term.wait_for("Goodbye", timeout=60)
     finally:
         term.close()
-    assert "Traceback" not in term.screen and "Plugin command error" not in term.screen
+    screen = plain(term.raw)
+    assert "Traceback" not in screen and "Plugin command error" not in screen
