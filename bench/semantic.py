@@ -74,7 +74,7 @@ def _raw_rate(embedder, texts: list[str], batch: int) -> float:
 def noop_check(home: Path, repeats: int) -> dict:
     from hermes_state import SessionDB
 
-    from project_history_recall import config, indexer, semantic
+    from project_history_recall import changes, config, indexer, semantic
     from project_history_recall.scope import Caller, resolve_scope
     from project_history_recall.statedb import reading
 
@@ -117,7 +117,7 @@ def noop_check(home: Path, repeats: int) -> dict:
                 changed.append((time.perf_counter() - t) * 1000)
                 assert summary["pending"] == 0, summary
                 t = time.perf_counter()
-                indexer.session_counts(conn, members)
+                changes.session_counts(conn, members)
                 groupby.append((time.perf_counter() - t) * 1000)
     finally:
         writer.close()

@@ -1,16 +1,9 @@
 """Keeping embeddings.db in step with state.db, without ever writing to state.db.
 
-Before each search, ``Indexer.top_up`` checks the scope's sessions with one
-index-only query on state.db (``count(*)``, ``max(id)`` per session) and
-compares them with what embeddings.db recorded:
-
-- unchanged (count and max id equal): nothing to do;
-- max id grew and nothing below the old max disappeared: new messages, embed
-  the rows after ``indexed_max_id`` (ids only grow, so this is exact);
-- fewer rows at or below the old max id: messages were deleted (or the
-  session was rewritten): reconcile the session by content hash, dropping
-  vectors of messages that are gone and re-embedding changed ones;
-- never seen: index the whole session.
+Before each search, ``Indexer.top_up`` finds the scope's changed sessions
+(``changes``): new messages are embedded; a session that lost messages is
+reconciled by content hash, dropping the vectors of messages that are gone
+and re-embedding changed ones.
 
 Work goes to one background thread per store and model; a search waits for
 it at most ``index_budget_ms`` and then uses what is there. Every batch is
@@ -29,10 +22,10 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import chunking, consent, paths, vectors
+from . import changes, chunking, consent, derived, paths, vectors
 from .embedders import EmbedderUnavailable
 from .statedb import StateDBError, decode_content, file_fingerprint, reading
 
@@ -65,41 +58,13 @@ class Progress:
     seconds: float = 0.0
 
 
-def session_counts(conn, session_ids: list[str]) -> dict[str, tuple[int, int]]:
-    """(count(*), max(id)) per session, from Hermes's (session_id, timestamp) index."""
-    if not session_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT session_id, count(*), max(id) FROM messages "
-        "WHERE session_id IN (SELECT value FROM json_each(?)) GROUP BY session_id",
-        (json.dumps(session_ids),)).fetchall()
-    return {r[0]: (int(r[1]), int(r[2] or 0)) for r in rows}
-
-
 def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> dict[str, Work]:
-    """What must happen for ``members`` to be fully indexed. Reads state.db only."""
-    counts = session_counts(conn, members)
-    work: dict[str, Work] = {}
-    for sid in members:
-        now = counts.get(sid, (0, 0))
-        st = states.get(sid)
-        if st is None:
-            if now[0]:
-                work[sid] = Work(sid, "append", 0, now)
-            continue
-        if st.seen_count >= 0 and (st.seen_count, st.seen_max_id) == now:
-            continue
-        if st.seen_count < 0:
-            work[sid] = Work(sid, "reconcile", 0, now)
-            continue
-        below = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND id <= ?",
-                             (sid, st.seen_max_id)).fetchone()[0] if st.seen_max_id else 0
-        if below < st.seen_count:
-            work[sid] = Work(sid, "reconcile", 0, now)
-        else:
-            # New rows (possibly only tool rows: then nothing is embedded and the counts are remembered).
-            work[sid] = Work(sid, "append", st.indexed_max_id, now)
-    return work
+    """What must happen for ``members`` to be fully indexed. Reads state.db only.
+
+    (A session with only new tool rows is an append that embeds nothing; its
+    counts are remembered.)"""
+    return {sid: Work(sid, "append" if c.kind == "append" else "reconcile", c.after_id, c.seen)
+            for sid, c in changes.changes(conn, states, members).items()}
 
 
 def first_text(conn, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
@@ -216,7 +181,7 @@ class Indexer:
         started = time.perf_counter()
         states = self.store.states(self.fp, members)
         with reading(paths.state_db_path(self.home)) as (conn, _shape):
-            counts = session_counts(conn, members)
+            counts = changes.session_counts(conn, members)
             work = plan(conn, states, members)
         for sid in members:
             if sid in states and sid not in work:
@@ -264,7 +229,7 @@ class Indexer:
             if sweep:
                 try:
                     self.sweep()
-                except (StateDBError, vectors.StoreError, OSError) as exc:
+                except (StateDBError, derived.StoreError, OSError) as exc:
                     logger.warning("sweeping deleted sessions failed: %s", exc)
                 except Exception:
                     logger.exception("sweeping deleted sessions failed")

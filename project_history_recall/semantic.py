@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import consent, embedders, indexer, paths, remote_embedder, vectors
+from . import consent, derived, embedders, indexer, paths, remote_embedder, vectors
 from .scope import Scope
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
@@ -285,7 +285,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
                                    "semantic results follow on the next search")
     try:
         store = vectors.open_store(paths.data_dir(home))
-    except vectors.StoreError as exc:
+    except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     return Outcome("ready", embedder=embedder, store=store)
 

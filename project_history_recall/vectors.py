@@ -18,8 +18,7 @@ Per session, ``sessions`` records how far indexing got:
 
 Every batch is one transaction (vectors and progress together), so a killed
 indexing run leaves a consistent index that resumes where it stopped. A file
-that is not a readable database is moved aside and rebuilt: it only holds
-derived data.
+that is not a readable database is moved aside and rebuilt (``derived``).
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import derived
 
 FILE_NAME = "embeddings.db"
 SCHEMA_VERSION = 1
@@ -59,10 +59,6 @@ CREATE TABLE IF NOT EXISTS sessions (
     PRIMARY KEY (model_fingerprint, session_id)
 ) WITHOUT ROWID;
 """
-
-
-class StoreError(Exception):
-    """embeddings.db cannot be used; the message says why."""
 
 
 @dataclass
@@ -109,56 +105,11 @@ class VectorStore:
         self.rebuilt_reason: str | None = None
         self.writes = 0  # commits through this object (data_version only sees other connections')
         self._conn = self._open()
-        self._inode = self._stat_inode()
-
-    def _stat_inode(self) -> int | None:
-        try:
-            return self.path.stat().st_ino
-        except OSError:
-            return None
-
-    # -- opening, and rebuilding a broken file ---------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=10, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=10000")
-        conn.executescript(_SCHEMA)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            conn.close()
-            raise sqlite3.DatabaseError(f"schema version {row[0]} is not {SCHEMA_VERSION}")
-        conn.execute("SELECT count(*) FROM sessions").fetchone()
-        return conn
+        self._inode = derived.inode(self.path)
 
     def _open(self) -> sqlite3.Connection:
-        try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
-                raise StoreError(f"{self.path} is locked by another process") from exc
-            if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc).lower():
-                raise StoreError(f"cannot create or open {self.path}: {exc}") from exc
-            # Derived data only: keep the broken file for inspection and start over.
-            aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
-            for suffix in ("", "-wal", "-shm"):
-                src = Path(str(self.path) + suffix)
-                if src.exists():
-                    try:
-                        src.replace(Path(str(aside) + suffix))
-                    except OSError as move_exc:
-                        raise StoreError(f"{self.path} is unreadable ({exc}) and could not be moved aside: "
-                                         f"{move_exc}") from exc
-            self.rebuilt_reason = f"{self.path.name} was unreadable ({exc}); moved to {aside.name} and rebuilt"
-            try:
-                return self._connect()
-            except sqlite3.Error as exc2:
-                raise StoreError(f"cannot create {self.path}: {exc2}") from exc2
-        except OSError as exc:
-            raise StoreError(f"cannot create or open {self.path}: {exc}") from exc
+        conn, self.rebuilt_reason = derived.open_or_rebuild(self.path, _SCHEMA, SCHEMA_VERSION)
+        return conn
 
     def close(self) -> None:
         with self.lock:
@@ -166,15 +117,8 @@ class VectorStore:
 
     def healthy(self) -> bool:
         """False when the file was deleted, replaced or overwritten under us (then reopen)."""
-        try:
-            with open(self.path, "rb") as fh:
-                if fh.read(16) != b"SQLite format 3\x00":
-                    return False
-            with self.lock:
-                self._conn.execute("SELECT count(*) FROM meta").fetchone()
-            return self._inode is not None and self._stat_inode() == self._inode
-        except (sqlite3.Error, OSError):
-            return False
+        with self.lock:
+            return derived.healthy(self.path, self._conn, self._inode)
 
     def data_version(self) -> int:
         """Changes when another connection (process) committed to the file."""
