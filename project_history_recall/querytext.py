@@ -11,15 +11,24 @@ Term kinds:
 - ``word``   an alphanumeric word for the unicode61 index (stop words dropped);
 - ``phrase`` a quoted phrase the person typed;
 - ``symbol`` a token with inner punctuation, matched as an exact substring;
-- ``cjk``    a run of CJK characters, matched as a substring, plus its
-             overlapping bigrams so a sentence still finds its words.
+- ``cjk``    a Chinese/Japanese/Korean word (a question is cut into words by
+             a dictionary segmenter, see ``cjk``), matched as a substring.
+
+Every term stands for one *concept* of the query: the words the person
+typed. Some concepts also bring *partial* terms, pieces that find the
+concept when it is not written the same way: the character bigrams of a
+longer CJK word (a recall net for words the segmenter does not know, or
+cuts differently), the words inside a symbol. A piece earns a share of its
+concept, never more than the concept itself.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from . import cjk
 
 MAX_QUERY_CHARS = 2048
 MAX_TERMS = 48
@@ -36,13 +45,6 @@ where which while who whom why will with won would wouldn you your yours yoursel
 also ever many much anything something someone thing things get got like kind sort way
 please tell know think say said does did done make made
 """.split())
-
-# Function characters and words that carry no topic in a Chinese question.
-_CJK_STOP_CHARS = frozenset("的了吗呢吧啊么呀嘛哦")
-CJK_STOP_WORDS = frozenset(
-    "什么 怎么 如何 为什么 哪些 哪个 哪里 是否 是不是 有没有 我们 你们 他们 这个 那个 这些 那些 "
-    "一下 一个 之前 以前 上次 时候 可以 能否 应该 还是 或者 然后 就是 已经 关于 这样 那样".split()
-)
 
 _QUOTE_PAIRS = {'"': '"', "“": "”", "「": "」", "『": "』"}
 _EDGE_PUNCT = "`'\"“”‘’「」『』«»()[]{}<>.,;:!?。，；：！？、…"
@@ -72,6 +74,8 @@ class Term:
     partial: bool = False
     # For a word: the prefix to match as well ("painting" -> "paint*").
     stem: str | None = None
+    # Which concept of the query this term finds (partial terms share their concept's).
+    concept: int = 0
 
 
 @dataclass
@@ -79,8 +83,13 @@ class ParsedQuery:
     raw: str
     terms: list[Term] = field(default_factory=list)
 
-    def of_kind(self, *kinds: str) -> list[Term]:
-        return [t for t in self.terms if t.kind in kinds]
+    @property
+    def concepts(self) -> dict[int, list[Term]]:
+        """Concept id -> its terms, the whole term first."""
+        out: dict[int, list[Term]] = {}
+        for term in sorted(self.terms, key=lambda t: t.partial):
+            out.setdefault(term.concept, []).append(term)
+        return out
 
     @property
     def empty(self) -> bool:
@@ -135,11 +144,11 @@ def _strip_edges(token: str) -> str:
 def _split_scripts(token: str) -> list[tuple[bool, str]]:
     runs: list[tuple[bool, str]] = []
     for ch in token:
-        cjk = is_cjk(ch)
-        if runs and runs[-1][0] == cjk:
-            runs[-1] = (cjk, runs[-1][1] + ch)
+        in_cjk = is_cjk(ch)
+        if runs and runs[-1][0] == in_cjk:
+            runs[-1] = (in_cjk, runs[-1][1] + ch)
         else:
-            runs.append((cjk, ch))
+            runs.append((in_cjk, ch))
     return runs
 
 
@@ -161,20 +170,23 @@ def light_stem(word: str) -> str | None:
     return word
 
 
-_CJK_STOP_SPLIT = re.compile(
-    "|".join(sorted(CJK_STOP_WORDS, key=len, reverse=True)) + "|[" + "".join(_CJK_STOP_CHARS) + "]"
-)
-
-
-def _cjk_terms(run: str) -> list[Term]:
-    """The run's pieces between function words, each with its bigrams."""
+def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
+    """The run's words; longer words also bring their bigrams, and a
+    one-character word the bigram it forms with a neighbour (the segmenter
+    cuts a word it does not know, a name say, into such pieces)."""
+    words = cjk.content_words(run)
     terms: list[Term] = []
-    for piece in _CJK_STOP_SPLIT.split(run):
-        if not piece:
+    for i, (word, content) in enumerate(words):
+        if not (content or keep_stop):
             continue
-        terms.append(Term("cjk", piece))
-        if len(piece) >= 3:
-            terms.extend(Term("cjk", piece[i : i + 2], partial=True) for i in range(len(piece) - 1))
+        terms.append(Term("cjk", word))
+        if len(word) >= 3 or cjk.is_hangul(word):
+            terms.extend(Term("cjk", b, partial=True) for b in cjk.bigrams(word))
+        elif len(word) == 1:
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(words) and words[j][1] and not cjk.is_hangul(words[j][0]):
+                    pair = word + words[j][0][0] if j > i else words[j][0][-1] + word
+                    terms.append(Term("cjk", pair, partial=True))
     return terms
 
 
@@ -196,9 +208,9 @@ def _terms(text: str, keep_stop: bool) -> list[Term]:
     terms: list[Term] = [Term("phrase", p) for p in phrases]
     for token in rest.split():
         token = _strip_edges(token)
-        for cjk, run in _split_scripts(token):
-            if cjk:
-                terms.extend([Term("cjk", run)] if keep_stop else _cjk_terms(run))
+        for cjk_run, run in _split_scripts(token):
+            if cjk_run:
+                terms.extend(_cjk_terms(run, keep_stop))
                 continue
             run = _strip_edges(run)
             symbol = bool(run) and _is_symbol(run)
@@ -215,15 +227,24 @@ def parse(raw: object) -> ParsedQuery:
     # Stop words and single letters only count when they are all there is
     # ("to be or not to be", "什么", "C").
     terms = _terms(text, keep_stop=False) or _terms(text, keep_stop=True)
-    query = ParsedQuery(raw=text)
-    seen: set[tuple[str, str]] = set()
+    numbered, concept = [], -1
     for term in terms:
+        concept += not term.partial
+        numbered.append(replace(term, concept=concept))
+    # A term typed twice is one term; a piece that is also a whole word of
+    # the query is that word (the concept keeps its other pieces).
+    heads = {}
+    for term in numbered:
+        if not term.partial:
+            heads.setdefault((term.kind, term.text.casefold()), term)
+    kept, seen = [], set()
+    for term in numbered:
         key = (term.kind, term.text.casefold())
-        if key not in seen:
-            seen.add(key)
-            query.terms.append(term)
-    query.terms = query.terms[:MAX_TERMS]
-    return query
+        if key in seen or (term.partial and key in heads):
+            continue
+        seen.add(key)
+        kept.append(term if term.partial else heads[key])
+    return ParsedQuery(raw=text, terms=kept[:MAX_TERMS])
 
 
 def fts_quote(text: str) -> str:

@@ -27,12 +27,51 @@ def test_mixed_scripts_split_into_terms():
     assert ("cjk", "修改") in terms and ("word", "youer") in terms and ("cjk", "服务端") in terms
 
 
-def test_long_chinese_run_is_cut_at_function_words_into_pieces_and_bigrams():
+def test_a_chinese_question_is_searched_as_its_content_words():
+    q = parse("上个月我和老王在哪家餐厅讨论了新版本的发布计划？")
+    whole = [t.text for t in q.terms if not t.partial]
+    assert whole == ["老王", "餐厅", "讨论", "新", "版本", "发布", "计划"]
+    # Relative time, pronouns, interrogatives and particles carry no topic.
+    assert not {"上个月", "我", "哪家", "了", "的"} & set(whole)
+    assert len({t.concept for t in q.terms}) == len(whole)
+
+
+def test_longer_cjk_words_bring_their_bigrams_as_pieces_of_the_same_concept():
     q = parse("上次怎么修复数据库连接超时的问题")
-    texts = [t.text for t in q.terms]
-    assert "修复数据库连接超时" in texts and "超时" in texts and "问题" in texts
-    assert all(t.partial for t in q.terms if t.text == "超时")
-    assert "怎么" not in texts and "的" not in "".join(texts)
+    terms = {(t.text, t.partial): t.concept for t in q.terms}
+    assert ("数据库", False) in terms and ("超时", False) in terms and ("问题", False) in terms
+    assert terms[("数据", True)] == terms[("据库", True)] == terms[("数据库", False)]
+    assert "怎么" not in {t.text for t in q.terms}
+
+
+def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
+    # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
+    q = parse("梅兰妮画了日出")
+    texts = {(t.text, t.partial) for t in q.terms}
+    assert ("梅兰", False) in texts and ("妮", False) in texts and ("兰妮", True) in texts
+    assert ("画", False) in texts and ("日出", False) in texts
+
+
+def test_names_and_numbers_in_a_chinese_question_are_kept():
+    assert [(t.kind, t.text) for t in parse("Caroline 4年前是从哪里搬来的？").terms] == [
+        ("word", "caroline"), ("word", "4"), ("cjk", "搬来")]
+
+
+def test_japanese_and_korean_keep_their_words():
+    assert [t.text for t in parse("東京で会議の資料を作った").terms if not t.partial] == ["東京", "会議", "資料", "作"]
+    korean = parse("데이터베이스 연결 시간 초과")
+    assert [t.text for t in korean.terms if not t.partial] == ["데이터베이스", "연결", "시간", "초과"]
+    assert any(t.partial and t.text == "데이" for t in korean.terms)
+
+
+def test_without_the_segmenter_a_run_is_cut_at_function_words(monkeypatch):
+    from project_history_recall import cjk
+
+    monkeypatch.setattr(cjk, "_segmenter", False)
+    q = parse("上次怎么修复数据库连接超时的问题")
+    whole = [t.text for t in q.terms if not t.partial]
+    assert "修复数据库连接超时" in whole and "问题" in whole
+    assert any(t.partial and t.text == "超时" for t in q.terms)
 
 
 def test_quoted_phrases_survive_and_unbalanced_quotes_do_not_break():
