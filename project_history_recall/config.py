@@ -49,11 +49,12 @@ DEFAULTS: dict[str, Any] = {
     "chunk_chars": 800,          # long messages are split into chunks of about this size
     "chunk_overlap": 100,        # characters shared by neighbouring chunks
     "fusion": "blend",           # blend: keyword score + weight x cosine; rrf: Reciprocal Rank Fusion
-    "blend_weight": 0.7,         # the cosine's weight in blend fusion (keyword scores are scaled to 0..1)
+    "blend_weight": 0.7,         # the cosine's weight in blend fusion (keyword scores are shares of the query)
     "rrf_k": 3,                  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
     "semantic_weight": 0.5,      # in rrf fusion, the semantic list's vote, the keyword list's being 1
     "context": 2,                # messages shown around each hit by default
     "index_budget_ms": 1500,     # indexing a search may wait for; the rest continues in the background
+    "keyword_index": True,       # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
 }
 
 _CHOICES = {"embedder": ("local", "openai"), "fusion": ("blend", "rrf")}

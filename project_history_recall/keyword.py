@@ -1,19 +1,26 @@
 """Keyword search inside one scope of state.db.
 
-Each kind of term goes where SQLite can answer it, always with the scope
-pushed into SQL (``json_each`` over the session ids, so the plan never ranks
-the whole database and filters afterwards):
+A query is a handful of *concepts* (the words a person typed, see
+``querytext``), some with *pieces* that find them when written differently.
+For each term, the engine asks SQLite for the scope's messages that hold it,
+always with the scope pushed into SQL (``json_each`` over the session ids, so
+the plan never ranks the whole database and filters afterwards):
 
-- words and typed phrases: one BM25 ``OR`` query on the unicode61 index, so
-  a natural-language question ranks by its rare words instead of requiring
-  all of them;
-- symbols and CJK runs of 3+ characters: exact substrings via the trigram
-  index, one query per term;
-- CJK terms of 1-2 characters (most Chinese words), which the trigram index
-  silently cannot find: ``instr`` over the scope's own rows, in one pass.
+- words and typed phrases: Hermes's unicode61 index (a word with its prefix,
+  so "painted" is found by "painting");
+- symbols and CJK words of 3+ characters: exact substrings via the trigram
+  index (or, for a symbol, its words in the unicode61 index, confirmed);
+- CJK words of 1-2 characters (most Chinese words), which the trigram index
+  silently cannot find: ``instr`` over the scope's own rows, in one pass;
+- in scopes small enough to read whole, every substring by that one pass.
 
-Scores add up per message: BM25 for the words, plus an IDF weight computed
-within the scope for every other term a message contains.
+Scoring is BM25-like and computed within the scope: a concept weighs its
+rarity among the scope's messages (IDF), every concept counts (no term can
+stop the others from being searched), and a piece earns part of its
+concept. A message's *share* is the weighted part of the query it holds,
+0..1: how much of the question the keyword side really matched, which is
+what fusion with semantic search weighs. Sessions that hold more of the
+query, and hold it in several messages, lift their messages.
 """
 
 from __future__ import annotations
@@ -22,26 +29,38 @@ import json
 import math
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
-from .querytext import ParsedQuery, Term, fts_quote, is_cjk
+from . import textindex
+from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 from .statedb import Shape
 
 _WORD_TOKEN = re.compile(r"[^\W_]+")
-WORD_CANDIDATES = 200
+# Rows fetched per term. A term in more of the scope's messages than this is
+# common, so it weighs little; beyond this its rows are not all credited.
 TERM_CANDIDATES = 5000
-# A message in a session that matches in several places is more likely the
-# conversation meant: add this share of the mean of the session's best three
-# message scores (LoCoMo: +0.02 hit@1, +0.03 turn recall@10).
+# A concept found only in pieces (the bigrams of a longer CJK word, the words
+# of a symbol) earns at most this share of it, when all pieces are there...
+PIECE_CREDIT = 0.5
+# ...and one found in another form earns this: an inflection ("painted" for
+# "painting"), or the word glued to other text (a substring, not a token).
+STEM_CREDIT = 0.8
+GLUED_CREDIT = 0.5
+_ALTERNATIVES = {"stem": STEM_CREDIT, "glued": GLUED_CREDIT}
+# BM25's length normalisation (k1, b): a long message holds a word by chance
+# more often than a short one.
+LENGTH_K1 = 1.2
+LENGTH_B = 0.5
+# Session evidence added to each message's share (tuned on LoCoMo English and
+# Chinese, conversations kept aside to check): the mean share of the
+# session's best three messages, and the weighted share of the query's
+# concepts found anywhere in the session.
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
-# A session that contains more of the query's distinct terms (weighted by how
-# rare each is among the scope's sessions) is more likely the conversation
-# meant, even when no single message holds them all: add this share of the
-# session's coverage (relative to the best session's) to each message's score
-# (relative to the best message's). LoCoMo: +0.04 hit@1, +0.03 MRR/turn recall.
 COVERAGE_WEIGHT = 0.25
-COVERAGE_ROWS = 20000  # a term in more rows than this is too common to tell sessions apart
+# Messages read again (length, liveness) and reordered by length, at least.
+RERANKED = 200
 
 
 @dataclass(frozen=True)
@@ -56,8 +75,8 @@ class Hit:
     message_id: int
     session_id: str
     timestamp: float
-    score: float = 0.0
-    matched: list[str] = field(default_factory=list)
+    score: float = 0.0  # the ranking score (message and session evidence)
+    share: float = 0.0  # the weighted share of the query's concepts this message holds, 0..1
 
 
 _SCOPE_ROWS = "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))"
@@ -102,7 +121,7 @@ def _folded(text: str) -> str:
 
 @dataclass
 class _Plan:
-    words: list[str] = field(default_factory=list)  # FTS5 strings for one BM25 OR query
+    words: list[tuple[Term, str]] = field(default_factory=list)  # (term, FTS5 match) on the word index
     phrases: list[Term] = field(default_factory=list)  # symbols: word-index phrase, then exact check
     trigram: list[Term] = field(default_factory=list)
     scan: list[Term] = field(default_factory=list)
@@ -113,64 +132,42 @@ def _symbol_phrase(text: str) -> str | None:
     return fts_quote(" ".join(tokens)) if tokens else None
 
 
-def plan(query: ParsedQuery, shape: Shape, filters: Filters, total: int) -> tuple[_Plan, _Plan]:
-    """(first pass, recall pass). The recall pass (bigrams cut from longer
-    CJK runs, the words inside a symbol, words as bare substrings) only runs
-    when the exact terms found nothing: looser matches must not crowd out
-    exact ones, and they are the expensive part for common words."""
-    exact, partial = _Plan(), _Plan()
+def plan(terms: list[Term], shape: Shape, filters: Filters, total: int) -> _Plan:
+    """Where each term is looked up (see the module's docstring)."""
+    p = _Plan()
     small = total <= SCAN_LIMIT
     trigram_ok = shape.trigram_fts is not None and (shape.trigram_has_tools or "tool" not in filters.roles)
-
-    def substring(term: Term, target: _Plan) -> None:
+    for term in terms:
         text = term.text
-        if small or len(text) < 3:
-            target.scan.append(term)
+        if term.kind == "stem" and shape.words_fts is not None:
+            p.words.append((term, fts_quote(text) + "*"))
+        elif shape.words_fts is not None and (term.kind == "word" or term.kind == "phrase" and not _has_cjk(text)):
+            p.words.append((term, fts_quote(text)))
+        elif small or len(text) < 3:
+            p.scan.append(term)
         elif term.kind == "symbol" and shape.words_fts is not None and _symbol_phrase(text):
             # The word index narrows to the symbol's words in order, far
             # cheaper than the trigram doclists of a long symbol. (A symbol
             # glued to CJK text is one token there; small scopes still find it.)
-            target.phrases.append(term)
+            p.phrases.append(term)
         elif trigram_ok:
-            target.trigram.append(term)
+            p.trigram.append(term)
         else:
-            target.scan.append(term)
-
-    for term in query.terms:
-        target = partial if term.partial else exact
-        text = term.text
-        if term.kind in ("symbol", "cjk") or (term.kind == "phrase" and _has_cjk(text)) or shape.words_fts is None:
-            substring(term, target)
-            continue
-        target.words.append(fts_quote(text))
-        if term.stem:
-            target.words.append(fts_quote(term.stem) + "*")
-        if len(text) >= 3 and not term.partial:
-            # unicode61 reads "修改youer服务端" as one token, so a Latin word
-            # glued to CJK text is only found as a substring.
-            substring(term, partial)
-    return exact, partial
+            p.scan.append(term)
+    return p
 
 
-class _Collector:
-    def __init__(self, total: int):
-        self.total = total
-        self.hits: dict[int, Hit] = {}
-        self.term_sessions: dict[str, set[str]] = {}  # exact term -> sessions holding it
+def stems(query: ParsedQuery) -> list[Term]:
+    """Each word's inflections ("paint*" for "painting"), as another form of it."""
+    return [replace(t, kind="stem", text=t.stem, partial=True) for t in query.terms
+            if t.kind == "word" and t.stem and not t.partial and t.stem not in STOP_WORDS]
 
-    def add(self, mid: int, sid: str, ts: float, score: float, label: str) -> None:
-        hit = self.hits.get(mid)
-        if hit is None:
-            hit = self.hits[mid] = Hit(mid, sid, ts or 0.0)
-        hit.score += score
-        hit.matched.append(label)
 
-    def add_term(self, rows: list, label: str, exact: bool = False) -> None:
-        weight = _idf(self.total, len(rows))
-        for mid, sid, ts in rows[:TERM_CANDIDATES]:
-            self.add(mid, sid, ts, weight, label)
-        if exact and len(rows) < TERM_CANDIDATES:
-            self.term_sessions[label] = {sid for _, sid, _ in rows}
+def glued(query: ParsedQuery) -> list[Term]:
+    """The query's words as bare substrings: unicode61 reads "修改youer服务端" as
+    one token, so a Latin word glued to CJK text is only found this way."""
+    return [replace(t, kind="glued", partial=True) for t in query.terms
+            if t.kind == "word" and not t.partial and len(t.text) >= 3]
 
 
 class _Scoped:
@@ -216,42 +213,71 @@ def _text_expr(filters: Filters) -> str:
     return f"lower({text})"
 
 
-def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
-         out: _Collector, exact: bool = False) -> None:
-    fts = _Scoped(conn, shape, scope_json, filters, out.total)
-    text = _text_expr(filters)
-    cols = "m.id, m.session_id, m.timestamp"
+_COLS = "m.id, m.session_id, m.timestamp, length(m.content)"
+Row = tuple  # (message id, session id, timestamp, length)
 
-    if p.words:
-        table = shape.words_fts
-        for mid, sid, ts, score in fts.rows(table, " OR ".join(p.words), f"{cols}, bm25({table}) AS score",
-                                            "ORDER BY score LIMIT ?", extra=(WORD_CANDIDATES,)):
-            out.add(mid, sid, ts, -score, "words")
+
+def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
+         total: int) -> dict[Term, list[Row]]:
+    """Each planned term's rows in the scope (at most TERM_CANDIDATES + 1)."""
+    fts = _Scoped(conn, shape, scope_json, filters, total)
+    text = _text_expr(filters)
+    found: dict[Term, list[Row]] = {}
+    cap = TERM_CANDIDATES + 1
+
+    for term, match in p.words:
+        found[term] = fts.rows(shape.words_fts, match, _COLS, "LIMIT ?", extra=(cap,))
 
     for term in p.phrases:
-        rows = fts.rows(shape.words_fts, _symbol_phrase(term.text), cols, "LIMIT ?",
-                        f" AND instr({text}, ?) > 0", (_folded(term.text), TERM_CANDIDATES + 1))
-        if rows:
-            out.add_term(rows, term.text, exact)
+        found[term] = fts.rows(shape.words_fts, _symbol_phrase(term.text), _COLS, "LIMIT ?",
+                               f" AND instr({text}, ?) > 0", (_folded(term.text), cap))
 
     for term in p.trigram:
-        rows = fts.rows(shape.trigram_fts, fts_quote(term.text), cols, "LIMIT ?", extra=(TERM_CANDIDATES + 1,))
-        if rows:
-            out.add_term(rows, term.text, exact)
+        found[term] = fts.rows(shape.trigram_fts, fts_quote(term.text), _COLS, "LIMIT ?", extra=(cap,))
 
     if p.scan:
         probes = [f"instr({text}, ?) > 0" for _ in p.scan]
         needles = [_folded(t.text) for t in p.scan]
         rows = conn.execute(
-            f"SELECT {cols}, {', '.join(probes)} FROM messages m "
+            f"SELECT {_COLS}, {', '.join(probes)} FROM messages m "
             f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {fts.fsql} "
             f"AND ({' OR '.join(probes)}) LIMIT ?",
-            [*needles, scope_json, *fts.fparams, *needles, TERM_CANDIDATES * len(p.scan)],
+            [*needles, scope_json, *fts.fparams, *needles, cap * len(p.scan)],
         ).fetchall()
         for i, term in enumerate(p.scan):
-            matching = [r[:3] for r in rows if r[3 + i]]
-            if matching:
-                out.add_term(matching, term.text, exact)
+            found[term] = [r[:4] for r in rows if r[4 + i]][:cap]
+    return found
+
+
+@dataclass
+class _Concept:
+    weight: float
+    credit: dict[int, float]  # message id -> how much of the concept it holds, 0..1
+
+
+def _concepts(groups: dict[int, list[Term]], found: dict[Term, list[Row]], total: int) -> list[_Concept]:
+    """Every concept of the query with its weight (IDF within the scope) and where it is found.
+
+    A concept that nothing in the scope holds keeps its (high) weight: the
+    question asked for it, so no message holds the whole question."""
+    idf = {t: _idf(total, len(found.get(t, []))) for terms in groups.values() for t in terms}
+    concepts = []
+    for terms in groups.values():
+        head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
+        parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
+        credit: dict[int, float] = {}
+        parts_weight = sum(idf[t] for t in parts) or 1.0
+        for t in parts:
+            for r in found.get(t, []):
+                credit[r[0]] = credit.get(r[0], 0.0) + PIECE_CREDIT * idf[t] / parts_weight
+        weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
+        for t in terms:
+            # Another form counts as rare as it is: "like*" for "likely" is common.
+            share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * min(1.0, idf[t] / (weight or 1.0))
+            for r in found.get(t, []) if share else ():
+                credit[r[0]] = max(credit.get(r[0], 0.0), share)
+        concepts.append(_Concept(weight, credit))
+    return concepts
 
 
 def search(
@@ -262,61 +288,124 @@ def search(
     filters: Filters,
     limit: int,
     scope_messages: int | None = None,
+    lookup: textindex.Lookup | None = None,
 ) -> list[Hit]:
     """The best ``limit`` messages; ``scope_messages`` (an estimate is fine)
-    saves counting the scope's rows."""
+    saves counting the scope's rows. With ``lookup`` (the scope is current in
+    the plugin's own index) terms are looked up there, when it can answer
+    them all."""
     if not scope_ids or query.empty:
         return []
     scope_json = json.dumps(scope_ids)
     total = scope_messages if scope_messages else scope_size(conn, scope_json)
-    exact, partial = plan(query, shape, filters, total)
-    out = _Collector(total)
-    _run(conn, shape, exact, scope_json, filters, out, exact=True)
-    if not out.hits:
-        _run(conn, shape, partial, scope_json, filters, out)
-    coverage = session_coverage(conn, shape, query, scope_json, filters, out, len(scope_ids))
-    return rank(list(out.hits.values()), coverage)[:limit]
+    groups = query.concepts
+    indexed = _index_matches(query, filters) if lookup is not None else None
+    if indexed is not None:
+        found = {t: lookup.rows(match, TERM_CANDIDATES + 1) for t, match in indexed.items()}
+        _confirm_symbols(conn, lookup, found)
+        for t in indexed:
+            if t.kind == "stem":
+                groups[t.concept].append(t)
+        details = lambda keys: _index_details(conn, shape, lookup, keys, filters)  # noqa: E731
+    else:
+        found = _from_hermes(conn, shape, query, groups, scope_json, filters, total)
+        rows_of = {r[0]: r for rows in found.values() for r in rows}
+        details = lambda keys: {k: (k, rows_of[k][3] or 0, rows_of[k][2] or 0.0) for k in keys}  # noqa: E731
+    session_of = {r[0]: r[1] for rows in found.values() for r in rows}
+    return rank(_concepts(groups, found, total), session_of, len(scope_ids), details, max(limit, RERANKED))[:limit]
 
 
-def session_coverage(conn: sqlite3.Connection, shape: Shape, query: ParsedQuery, scope_json: str,
-                     filters: Filters, out: _Collector, sessions: int) -> dict[str, float]:
-    """Per session, the IDF (among the scope's sessions) of each distinct query term it holds.
+def _from_hermes(conn, shape: Shape, query: ParsedQuery, groups: dict[int, list[Term]], scope_json: str,
+                 filters: Filters, total: int) -> dict[Term, list[Row]]:
+    """Each term's rows from Hermes's own indexes (and the scope's rows)."""
+    forms = stems(query) if shape.words_fts is not None else []
+    found = _run(conn, shape, plan(query.terms + forms, shape, filters, total), scope_json, filters, total)
+    # Glued words are looked for when the word found nothing, or when the
+    # query itself mixes scripts (then the history likely does too).
+    mixed = any(t.kind == "cjk" for t in query.terms)
+    heads = {t.concept: t for t in query.terms if not t.partial}
+    extra = [g for g in glued(query) if mixed or not found.get(heads[g.concept])]
+    found.update(_run(conn, shape, plan(extra, shape, filters, total), scope_json, filters, total))
+    for t in forms + extra:
+        groups[t.concept].append(t)
+    return found
 
-    Only the sessions of the hits matter, and only with two or more terms (one
-    term covers every hit alike)."""
-    terms = dict(out.term_sessions)
-    words = [t for t in query.terms if t.kind == "word" and not t.partial] if shape.words_fts else []
-    if len(words) + len(terms) < 2 or not out.hits:
-        return {}
-    fts = _Scoped(conn, shape, scope_json, filters, out.total)
-    for term in words:
-        match = fts_quote(term.text) + (f" OR {fts_quote(term.stem)}*" if term.stem else "")
-        rows = fts.rows(shape.words_fts, match, "m.session_id", "LIMIT ?", extra=(COVERAGE_ROWS + 1,))
-        if len(rows) <= COVERAGE_ROWS:
-            terms.setdefault(term.text, set()).update(r[0] for r in rows)
-    cover: dict[str, float] = {}
-    for holders in terms.values():
-        if not holders:
+
+def _index_matches(query: ParsedQuery, filters: Filters) -> dict[Term, str] | None:
+    """Each term's query in the plugin's index, or None when the index cannot
+    answer the query (a time range: Hermes's indexes filter by time; a term
+    of punctuation only)."""
+    if filters.since is not None or filters.until is not None:
+        return None
+    out: dict[Term, str] = {}
+    for term in query.terms + stems(query):
+        match = textindex.match_for(textindex.normalise(term.text), prefix=term.kind == "stem")
+        if match is None:
+            return None
+        out[term] = match
+    return out
+
+
+def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict[Term, list[Row]]) -> None:
+    """A symbol is found in the index by its words in a row ("foo bar" for
+    ``foo.bar()``); keep the messages that hold it exactly."""
+    for term, rows in found.items():
+        if term.kind != "symbol" or not rows:
             continue
-        weight = _idf(sessions, len(holders))
-        for sid in holders:
-            cover[sid] = cover.get(sid, 0.0) + weight
-    return cover
+        ids = lookup.index.docs([r[0] for r in rows])
+        exact = {r[0] for r in conn.execute(
+            "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND instr(lower(content), ?) > 0",
+            (json.dumps([v[0] for v in ids.values()]), _folded(term.text)))}
+        found[term] = [r for r in rows if ids.get(r[0], (None,))[0] in exact]
 
 
-def rank(hits: list[Hit], coverage: dict[str, float] | None = None) -> list[Hit]:
-    """Best first, by message score plus a share of its session's score and coverage."""
+def _index_details(conn, shape: Shape, lookup: textindex.Lookup, keys: list[int],
+                   filters: Filters) -> dict[int, tuple[int, int, float]]:
+    """rowid -> (message id, length, timestamp) for index rows whose message is
+    still live and of a searched role (rewinds and roles are state.db's)."""
+    docs = lookup.index.docs(keys)
+    live = {r[0]: r[1] or 0.0 for r in conn.execute(
+        f"SELECT m.id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
+        f"{shape.live_filter('m')} AND m.role IN ({','.join('?' * len(filters.roles))})",
+        (json.dumps([d[0] for d in docs.values()]), *filters.roles))}
+    return {k: (mid, length, live[mid]) for k, (mid, length) in docs.items() if mid in live}
+
+
+def rank(concepts: list[_Concept], session_of: dict[int, str], sessions: int,
+         details: Callable[[list[int]], dict[int, tuple[int, int, float]]], keep: int) -> list[Hit]:
+    """Messages best first: each one's share of the query, lifted by its session's evidence.
+
+    The best ``keep`` by that are then read (``details``: message id, length,
+    time; a message missing there is dropped) and their shares normalised
+    by length, as BM25 does."""
+    total_weight = sum(c.weight for c in concepts) or 1.0
+    shares: dict[int, float] = {}
+    session_cover: dict[str, list[float]] = {}
+    for i, concept in enumerate(concepts):
+        for key, credit in concept.credit.items():
+            shares[key] = shares.get(key, 0.0) + concept.weight * credit / total_weight
+            cover = session_cover.setdefault(session_of[key], [0.0] * len(concepts))
+            cover[i] = max(cover[i], credit)
+    # Coverage weighs each concept by its rarity among the scope's sessions.
+    holders = [sum(1 for cover in session_cover.values() if cover[i] > 0) for i in range(len(concepts))]
+    session_idf = [_idf(sessions, n) for n in holders]
+    cover_total = sum(session_idf) or 1.0
     by_session: dict[str, list[float]] = {}
-    for hit in hits:
-        by_session.setdefault(hit.session_id, []).append(hit.score)
-    session_score = {
-        sid: sum(sorted(scores, reverse=True)[:SESSION_TOP]) / SESSION_TOP for sid, scores in by_session.items()
-    }
-    for hit in hits:
-        hit.score += SESSION_WEIGHT * session_score[hit.session_id]
-    if coverage and hits:
-        top_score = max(h.score for h in hits) or 1.0
-        top_cover = max(coverage.values()) or 1.0
-        for hit in hits:
-            hit.score = hit.score / top_score + COVERAGE_WEIGHT * coverage.get(hit.session_id, 0.0) / top_cover
+    for key, share in shares.items():
+        by_session.setdefault(session_of[key], []).append(share)
+    evidence = {sid: SESSION_WEIGHT * sum(sorted(v, reverse=True)[:SESSION_TOP]) / SESSION_TOP
+                + COVERAGE_WEIGHT * sum(w * x for w, x in zip(session_idf, session_cover[sid])) / cover_total
+                for sid, v in by_session.items()}
+    first = sorted(shares, key=lambda k: (-(shares[k] + evidence[session_of[k]]), -k))[:keep]
+    read = details(first)
+    lengths = [read[k][1] for k in first if k in read]
+    avg = (sum(lengths) / len(lengths)) if lengths else 1.0
+    hits = []
+    for key in first:
+        if key not in read:
+            continue
+        mid, length, ts = read[key]
+        norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * length / (avg or 1)))
+        sid = session_of[key]
+        hits.append(Hit(mid, sid, ts, shares[key] * norm + evidence[sid], shares[key]))
     return sorted(hits, key=lambda h: (-h.score, -h.timestamp, -h.message_id))

@@ -8,17 +8,22 @@ a message a person can act on.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
-from . import config, consent, fusion, keyword, paths, results, semantic
+from . import config, consent, derived, fusion, keyword, paths, results, semantic, textindex
 from .chunking import content_hash, prepare
 from .querytext import ParsedQuery, clean_text, parse
 from .scope import Caller, Scope, ScopeError, resolve_scope
 from .statedb import StateDBError, reading
+
+logger = logging.getLogger(__name__)
 
 MODES = ("hybrid", "keyword", "semantic")
 MAX_LIMIT = 50
@@ -26,6 +31,9 @@ MAX_CONTEXT = 10
 # Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
 # engine's 20 best add what keywords miss without crowding out their hits).
 KEYWORD_CANDIDATES = 50
+# Keyword scores kept for the semantic engine's hits too (one that also holds
+# some of the words is credited for them).
+KEYWORD_SCORED = 1000
 SEMANTIC_CANDIDATES = 20
 DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
 
@@ -262,23 +270,43 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
     return response
 
 
+def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.Filters) -> textindex.Lookup | None:
+    """The plugin's own keyword index for this scope, when it is current (brought
+    up to date here if only a little is missing); None: use Hermes's indexes."""
+    if not settings["keyword_index"]:
+        return None
+    try:
+        keeper = textindex.keeper(home, paths.data_dir(home))
+        states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
+    except (derived.StoreError, sqlite3.Error, OSError) as exc:
+        # A full disk, an unwritable folder: Hermes's indexes answer instead.
+        logger.warning("keyword index unavailable: %s", exc)
+        return None
+    if states is None:
+        return None
+    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles)
+
+
 def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn, shape,
             home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
     filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
+    lookup = _keyword_lookup(home, settings, conn, scope, filters)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
-        hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit, scope.message_estimate)
+        hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit, scope.message_estimate,
+                              lookup)
         return [_Ranked(h.message_id, h.session_id, "keyword") for h in hits], "keyword", outcome
-    kw_hits = [] if req.mode == "semantic" else keyword.search(
-        conn, shape, scope.session_ids, query, filters, max(req.limit, KEYWORD_CANDIDATES), scope.message_estimate)
+    kw_all = [] if req.mode == "semantic" else keyword.search(
+        conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate, lookup)
+    kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
                            max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
             kw_hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
-                                     scope.message_estimate)
+                                     scope.message_estimate, lookup)
         return [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits[: req.limit]], "keyword", outcome
     sem = outcome.hits
     if req.mode == "semantic":
@@ -292,7 +320,7 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
                            settings["rrf_k"], {"semantic": settings["semantic_weight"]})
     else:
         fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
-                             settings["blend_weight"])
+                             settings["blend_weight"], {h.message_id: h.score for h in kw_all})
     fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
     ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
     # Checking costs a lookup per semantic-only hit: check a few more than needed.

@@ -5,11 +5,25 @@ from __future__ import annotations
 from project_history_recall.fusion import blend, diversify, rrf
 
 
-def test_blend_keeps_keyword_confidence_and_adds_similarity():
-    fused = blend([(1, 10.0), (2, 5.0)], [3, 2], {1: 0.1, 2: 0.9, 3: 0.5}, weight=0.7)
+def test_blend_adds_similarity_to_the_keyword_share_of_the_question():
+    fused = blend([(1, 0.9), (2, 0.5)], [3, 2], {1: 0.1, 2: 0.9, 3: 0.5}, weight=0.7)
     scores = {f.message_id: round(f.score, 3) for f in fused}
-    assert scores == {1: 1.07, 2: 1.13, 3: 0.35}
+    assert scores == {1: 0.97, 2: 1.13, 3: 0.35}
     assert [f.message_id for f in fused] == [2, 1, 3]
+    assert {f.message_id: f.source for f in fused} == {1: "keyword", 2: "both", 3: "semantic"}
+
+
+def test_a_weak_keyword_match_does_not_bury_a_close_semantic_hit():
+    # The best keyword hit holds a tenth of the question: it is not scaled up to "sure".
+    fused = blend([(1, 0.1)], [2], {1: 0.05, 2: 0.6}, weight=0.7)
+    assert [f.message_id for f in fused] == [2, 1]
+
+
+def test_a_semantic_hit_that_also_holds_some_words_is_credited_for_them():
+    similarity = {1: 0.2, 2: 0.4, 3: 0.45}
+    assert [f.message_id for f in blend([(1, 0.5)], [2, 3], similarity, weight=0.7)] == [1, 3, 2]
+    fused = blend([(1, 0.5)], [2, 3], similarity, weight=0.7, keyword_scores={2: 0.3})
+    assert [f.message_id for f in fused] == [1, 2, 3]
     assert {f.message_id: f.source for f in fused} == {1: "keyword", 2: "both", 3: "semantic"}
 
 

@@ -1,0 +1,467 @@
+"""``keywords.db``: the plugin's own keyword index of a Hermes home's messages.
+
+Hermes's indexes answer most terms, but not all of them well:
+
+- Chinese words are mostly one or two characters, which Hermes's trigram
+  index cannot find, so a Chinese question had to read the whole scope;
+- ranking needs each term's messages *within the project*, and Hermes's
+  indexes list them across the whole home (a common word's list is long);
+- text is stored as typed: list content as escaped JSON, compatibility
+  forms (``ＡＰＩ``, ``ﬁle``) and case as they were.
+
+So the plugin keeps a derived index in its data folder, never in
+``state.db``, rebuildable from it at any time:
+
+- **Tokens** (``tokens``): text decoded, NFKC-normalised and case-folded;
+  words (letters and digits) as themselves; every run of CJK characters as
+  its overlapping bigrams followed by its characters, so a word of any
+  length is a token (one or two characters) or a phrase of bigrams; emoji
+  as tokens. Segmentation-free: nothing depends on a dictionary.
+- **Rows**: one per message, FTS5 without a copy of the text
+  (``content=''``), columns ``body`` (the message) and ``extra`` (tool name
+  and calls). The rowid packs ``slot << 43 | tool << 42 | ordinal << 21 |
+  seq``: the *slot* is the project the session was in when first indexed,
+  so a project's rows are one rowid range that FTS5 seeks to directly and a
+  term's lookup costs its matches in the project, not in the home;
+  ``ordinal`` names the session (a session attributed elsewhere later is
+  still found, through its own slot); ``seq`` counts its messages.
+- **Keeping up**, before a search: the scope's sessions are compared with
+  state.db by ``(count(*), max(id))`` (one index-only query). New messages
+  are appended; a session that lost messages gets a new ordinal and is
+  indexed again (FTS5 cannot delete contentless rows, so the old rows stay
+  behind, unreachable, until the index is rebuilt when they pile up). Small
+  updates are done inline; a first build runs in a background thread while
+  searches use Hermes's indexes.
+
+Whether a message is still live (not rewound, not hidden), and its role
+and time, are checked against state.db when results are read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import derived
+from .changes import Change, changes
+from .statedb import StateDBError, decode_content, reading
+
+logger = logging.getLogger(__name__)
+
+FILE_NAME = "keywords.db"
+SCHEMA_VERSION = 1
+# Bump when ``tokens`` changes: the index is then rebuilt.
+TOKENIZER_VERSION = "2"
+
+# Letters, digits, private use and symbols (emoji) are token characters.
+TOKENIZE = "unicode61 categories 'L* N* Co So'"
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS slots (slot INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    ordinal INTEGER NOT NULL UNIQUE,
+    slot INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    indexed_max_id INTEGER NOT NULL DEFAULT 0,
+    seen_count INTEGER NOT NULL DEFAULT 0,
+    seen_max_id INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, length INTEGER NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
+    body, extra, content='', columnsize=0, tokenize="{TOKENIZE}");
+"""
+
+SLOT_SHIFT, TOOL_BIT, ORDINAL_SHIFT = 43, 1 << 42, 21
+MAX_ORDINAL = (1 << 21) - 1
+MAX_SEQ = (1 << 21) - 1
+# A search indexes up to this many new messages itself (~50 µs each); more
+# go to the background and the search uses Hermes's indexes meanwhile.
+INLINE_ROWS = 1000
+BATCH_ROWS = 500  # messages per committed batch in the background
+# Rows of retired ordinals left in the index; past this (and half the live
+# rows) the index is rebuilt from scratch.
+GARBAGE_LIMIT = 100_000
+
+# -- tokens ---------------------------------------------------------------------------
+
+_CJK_CHARS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df"
+)
+_EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
+_TOKENS = re.compile(f"([{_CJK_CHARS}]+)|([^\\W_{_CJK_CHARS}]+)|([{_EMOJI}])")
+
+
+def normalise(text: str) -> str:
+    """Text as it is compared: compatibility forms folded (``ＡＰＩ`` → ``api``), case folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def tokens(text: str) -> list[str]:
+    """The index's tokens of already normalised text (see the module's docstring)."""
+    out: list[str] = []
+    for cjk, word, emoji in _TOKENS.findall(text):
+        if cjk:
+            out.extend(cjk[i: i + 2] for i in range(len(cjk) - 1))
+            out.extend(cjk)
+        else:
+            out.append(word or emoji)
+    return out
+
+
+def _fts_string(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_for(text: str, prefix: bool = False) -> str | None:
+    """The FTS5 query that finds ``text`` (already normalised) as the index stores it,
+    or None when it has no token the index keeps (punctuation only, say)."""
+    parts: list[str] = []
+    for cjk, word, emoji in _TOKENS.findall(text):
+        if cjk:
+            # A run's bigrams in a row are exactly its substrings of 2+ characters.
+            parts.append(" ".join(cjk[i: i + 2] for i in range(len(cjk) - 1)) if len(cjk) > 1 else cjk)
+        else:
+            parts.append(word or emoji)
+    if not parts:
+        return None
+    phrase = _fts_string(" ".join(parts))
+    return phrase + "*" if prefix else phrase
+
+
+def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
+    """(body, extra, the text's length in characters) of one message, as stored in the index."""
+    text = normalise(decode_content(content))
+    extra = " ".join(tokens(normalise(f"{tool_name or ''} {tool_calls or ''}")))
+    return " ".join(tokens(text)), extra, len(text)
+
+
+# -- the store ---------------------------------------------------------------------------
+
+@dataclass
+class SessionState:
+    session_id: str
+    ordinal: int
+    slot: int
+    next_seq: int = 0
+    indexed_max_id: int = 0
+    seen_count: int = 0
+    seen_max_id: int = 0
+
+
+_STATE_COLUMNS = "session_id, ordinal, slot, next_seq, indexed_max_id, seen_count, seen_max_id"
+
+
+class TextIndex:
+    """One keywords.db, shared by the threads of a process (one lock)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.RLock()
+        self._conn, self.rebuilt_reason = derived.open_or_rebuild(path, _SCHEMA, SCHEMA_VERSION)
+        self._inode = derived.inode(path)
+        self.writes = 0  # commits through this object (data_version only sees other connections')
+        self._check_tokenizer()
+
+    def _check_tokenizer(self) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+        if row is None or row[0] != TOKENIZER_VERSION:
+            self._reset()
+
+    def _reset(self) -> None:
+        """Start the index afresh (a new tokenizer, or too many unreachable rows)."""
+        with self.lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("slots", "sessions", "docs"):
+                    self._conn.execute(f"DELETE FROM {table}")
+                self._conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
+                self._conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
+                self._conn.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,))
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self._conn.close()
+
+    def healthy(self) -> bool:
+        with self.lock:
+            return derived.healthy(self.path, self._conn, self._inode)
+
+    def data_version(self) -> int:
+        with self.lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    # -- reads --------------------------------------------------------------------------
+    def states(self, session_ids: list[str]) -> dict[str, SessionState]:
+        with self.lock:
+            rows = self._conn.execute(
+                f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(session_ids),)).fetchall()
+        return {r[0]: SessionState(*r) for r in rows}
+
+    def rowids(self, match: str, ranges: list[tuple[int, int]], limit: int) -> list[int]:
+        """Rowids holding ``match`` within ``ranges``, at most ``limit`` per range."""
+        out: list[int] = []
+        with self.lock:
+            for low, high in ranges:
+                out.extend(r[0] for r in self._conn.execute(
+                    "SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
+                    (match, low, high, limit)))
+        return out
+
+    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
+        """rowid -> (message id, length)."""
+        if not rowids:
+            return {}
+        with self.lock:
+            rows = self._conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
+                                      "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    # -- writes ---------------------------------------------------------------------------
+    def _slot(self, conn: sqlite3.Connection, key: str) -> int:
+        row = conn.execute("SELECT slot FROM slots WHERE key = ?", (key,)).fetchone()
+        if row:
+            return row[0]
+        return conn.execute("INSERT INTO slots (key) VALUES (?)", (key,)).lastrowid
+
+    def _next_ordinal(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'next_ordinal'").fetchone()
+        ordinal = int(row[0]) if row else 1
+        if ordinal > MAX_ORDINAL:
+            raise derived.StoreError("the keyword index ran out of session numbers; it is rebuilt")
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('next_ordinal', ?)", (str(ordinal + 1),))
+        return ordinal
+
+    def _add_garbage(self, conn: sqlite3.Connection, rows: int) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('garbage', ?)", (str((int(row[0]) if row else 0) + rows),))
+
+    def garbage(self) -> int:
+        with self.lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
+        return int(row[0]) if row else 0
+
+    def write(self, work: Change, key: str, rows: list[tuple], *, first: bool, complete: bool) -> None:
+        """Add one batch of a session's messages ``(id, role, content, tool_name,
+        tool_calls)`` in id order, and the session's progress, in one transaction.
+
+        ``first``: the first batch of ``work`` (a reindex retires the old rows
+        there); ``complete``: the last (the session is then current as of
+        ``work.seen``)."""
+        with self.lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
+                                   (work.session_id,)).fetchone()
+                st = SessionState(*row) if row else None
+                if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
+                    conn.execute("ROLLBACK")  # another thread or process did this already
+                    return
+                if st is None or (first and work.kind == "redo"):
+                    if st is not None:
+                        self._add_garbage(conn, st.next_seq)
+                    st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
+                base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
+                for mid, role, content, tool_name, tool_calls in rows:
+                    if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
+                        continue  # done already; or two million messages in one session
+                    rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
+                    body, extra, length = index_texts(content, tool_name, tool_calls)
+                    conn.execute("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", (rowid, body, extra))
+                    conn.execute("INSERT INTO docs VALUES (?, ?, ?)", (rowid, mid, length))
+                    st.next_seq += 1
+                    st.indexed_max_id = mid
+                if complete:
+                    st.seen_count, st.seen_max_id = work.seen
+                    st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
+                conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                             (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
+                              st.seen_count, st.seen_max_id))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            self.writes += 1
+
+    def index(self, conn: sqlite3.Connection, work: Change, key: str, batch: int = BATCH_ROWS) -> None:
+        """Do one session's work, reading state.db through ``conn``, batch by batch."""
+        after, first = work.after_id, True
+        while True:
+            rows = read_rows(conn, work.session_id, after, work.seen[1], batch)
+            done = len(rows) < batch
+            self.write(work, key, rows, first=first, complete=done)
+            if done:
+                return
+            after, first = rows[-1][0], False
+
+
+def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
+    return conn.execute(
+        "SELECT id, role, content, tool_name, tool_calls FROM messages WHERE session_id = ? AND id > ? "
+        "AND id <= ? ORDER BY id LIMIT ?", (sid, after_id, upto, limit)).fetchall()
+
+
+
+
+# -- keeping up, and looking up ---------------------------------------------------------
+
+@dataclass
+class Lookup:
+    """The index as one scope sees it: its sessions' rowid ranges and ordinals."""
+
+    index: TextIndex
+    ranges: list[tuple[int, int]]
+    session_of: dict[int, str]  # ordinal -> session id, for the scope's sessions only
+
+    def rows(self, match: str, limit: int) -> list[tuple]:
+        """The scope's messages holding ``match``: (rowid, session id, 0.0, None) rows."""
+        out = []
+        for rowid in self.index.rowids(match, self.ranges, limit):
+            sid = self.session_of.get((rowid >> ORDINAL_SHIFT) & MAX_ORDINAL)
+            if sid is not None:
+                out.append((rowid, sid, 0.0, None))
+        return out
+
+
+def lookup_for(index: TextIndex, states: dict[str, SessionState], searched: list[str],
+               with_tools: bool) -> Lookup:
+    session_of = {states[sid].ordinal: sid for sid in searched if sid in states}
+    ranges = []
+    for slot in sorted({states[sid].slot for sid in searched if sid in states}):
+        low = slot << SLOT_SHIFT
+        ranges.append((low, low + (2 * TOOL_BIT if with_tools else TOOL_BIT) - 1))
+    return Lookup(index, ranges, session_of)
+
+
+class Keeper:
+    """Keeps one keywords.db in step with state.db: small updates in the
+    searching thread, first builds in a background thread."""
+
+    def __init__(self, home: Path, index: TextIndex):
+        self.home = home
+        self.index = index
+        self._cond = threading.Condition()
+        self._queue: dict[str, list[str]] = {}  # scope key -> members, most recently asked last
+        self._thread: threading.Thread | None = None
+        self._quiet: dict[str, tuple] = {}
+        self.error: str | None = None
+
+    def ready(self, conn: sqlite3.Connection, key: str, members: list[str]) -> dict[str, SessionState] | None:
+        """The members' states when every one is current (indexing a few new
+        messages on the way), else None (the rest goes on in the background)."""
+        from .statedb import file_fingerprint
+
+        quiet = (file_fingerprint(self.home / "state.db"), self.index.data_version(), self.index.writes,
+                 hash(tuple(members)))
+        with self._cond:
+            if self._quiet.get(key) == quiet and key not in self._queue:
+                return self.index.states(members)
+        states = self.index.states(members)
+        work = changes(conn, states, members)
+        if work:
+            todo = sum(c.seen[0] - (states[c.session_id].seen_count
+                                    if c.kind == "append" and c.session_id in states else 0) for c in work.values())
+            if todo > INLINE_ROWS:
+                self._enqueue(key, members)
+                return None
+            for change in work.values():
+                self.index.index(conn, change, key)
+            states = self.index.states(members)
+        with self._cond:
+            self._quiet[key] = (quiet[0], self.index.data_version(), self.index.writes, quiet[3])
+        return states
+
+    def _enqueue(self, key: str, members: list[str]) -> None:
+        with self._cond:
+            self._queue.pop(key, None)
+            self._queue[key] = members
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="phr-keyword-index", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def build(self, key: str, members: list[str], on_progress=None) -> int:
+        """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
+
+        State.db is read in short transactions, one per session, so Hermes's
+        own checkpoints are never held back for long."""
+        with reading(self.home / "state.db") as (conn, _shape):
+            work = changes(conn, self.index.states(members), members)
+        for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
+            with reading(self.home / "state.db") as (conn, _shape):
+                self.index.index(conn, work[sid], key)
+            if on_progress:
+                on_progress(n, len(work))
+        return len(work)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    if not self._cond.wait(30):
+                        self._thread = None
+                        return
+                key = next(reversed(self._queue))
+                members = self._queue[key]
+            try:
+                self.build(key, members)
+            except (StateDBError, derived.StoreError, sqlite3.Error, OSError) as exc:
+                # Transient (locked, a full disk) or the files are gone: the next search asks again.
+                logger.warning("keyword index paused: %s", exc)
+                time.sleep(0.5)
+            except Exception as exc:  # never kill the thread silently
+                logger.exception("keyword indexing failed")
+                with self._cond:
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    self._queue.clear()
+                    self._thread = None
+                return
+            with self._cond:
+                if self._queue.get(key) is members:
+                    del self._queue[key]
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is queued (tests and benchmarks; searches never wait)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+
+_keepers: dict[str, Keeper] = {}
+_keepers_lock = threading.Lock()
+
+
+def keeper(home: Path, data_dir: Path) -> Keeper:
+    """This process's keeper of ``data_dir``'s keywords.db (reopened if the file went away)."""
+    path = data_dir / FILE_NAME
+    key = str(path)
+    with _keepers_lock:
+        kept = _keepers.get(key)
+        if kept is not None and kept.error is None and kept.index.healthy():
+            return kept
+        fresh = _keepers[key] = Keeper(home, TextIndex(path))
+        if kept is not None:
+            try:
+                kept.index.close()
+            except sqlite3.Error:
+                pass
+        return fresh

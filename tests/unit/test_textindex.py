@@ -1,0 +1,85 @@
+"""The plugin's own keyword index: its tokens and queries, pure; and one file end to end."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from project_history_recall import textindex
+from project_history_recall.changes import Change
+from project_history_recall.textindex import match_for, normalise, tokens
+
+
+def test_cjk_runs_become_bigrams_then_characters_and_words_stay_words():
+    assert tokens(normalise("修改youer服务端的timeout")) == [
+        "修改", "修", "改", "youer", "服务", "务端", "端的", "服", "务", "端", "的", "timeout"]
+    assert tokens("超") == ["超"]
+
+
+def test_compatibility_forms_case_and_emoji_are_indexed_as_read():
+    assert tokens(normalise("ＡＰＩ Straße ﬁle m² ｶﾀｶﾅ 🚀✅")) == [
+        "api", "strasse", "file", "m2", "カタ", "タカ", "カナ", "カ", "タ", "カ", "ナ", "🚀", "✅"]
+
+
+@pytest.mark.parametrize("text, match", [
+    ("超时", '"超时"'), ("服务端", '"服务 务端"'), ("超", '"超"'), ("timeout", '"timeout"'),
+    ("foo.bar()", '"foo bar"'), ("修改youer", '"修改 youer"'), ("🚀", '"🚀"'), ('a"b', '"a b"'),
+])
+def test_a_term_is_queried_as_the_index_stores_it(text, match):
+    assert match_for(normalise(text)) == match
+
+
+def test_punctuation_only_has_no_query_and_stems_are_prefixes():
+    assert match_for("->") is None and match_for("...") is None
+    assert match_for("paint", prefix=True) == '"paint"*'
+
+
+def _fts_finds(text: str, query: str) -> bool:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, content='', tokenize=\"{textindex.TOKENIZE}\")")
+    conn.execute("INSERT INTO t (rowid, body) VALUES (1, ?)", (" ".join(tokens(normalise(text))),))
+    return bool(conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (match_for(normalise(query)),)).fetchall())
+
+
+@pytest.mark.parametrize("query", ["支付回调超时", "回调", "超", "时", "youer", "服务端", "ＡＰＩ", "api", "café", "🚀"])
+def test_every_substring_of_a_cjk_run_and_every_word_is_found(query):
+    assert _fts_finds("支付回调超时，修改youer服务端 API café 🚀", query)
+
+
+@pytest.mark.parametrize("query", ["超付", "服务器", "apis", "caf"])
+def test_what_the_text_does_not_hold_is_not_found(query):
+    assert not _fts_finds("支付回调超时，修改youer服务端 API café 🚀", query)
+
+
+def _write(index, sid, rows, seen, kind="append", key="k"):
+    index.write(Change(sid, kind, 0, seen), key, rows, first=True, complete=True)
+
+
+def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(1, "user", "超时了", None, None), (2, "tool", "websocket 超时", "terminal", None)], (2, 2))
+    _write(index, "s2", [(3, "user", "超时", None, None)], (1, 3), key="other")
+    states = index.states(["s1", "s2"])
+    assert states["s1"].slot != states["s2"].slot
+    user_only = textindex.lookup_for(index, states, ["s1"], with_tools=False)
+    with_tools = textindex.lookup_for(index, states, ["s1"], with_tools=True)
+    assert {r[1] for r in user_only.rows('"超时"', 10)} == {"s1"} and len(user_only.rows('"超时"', 10)) == 1
+    assert len(with_tools.rows('"超时"', 10)) == 2
+    assert with_tools.rows('"terminal"', 10)  # the tool name is indexed too
+    # s1 lost a message in Hermes: it is indexed again under a new number, the old rows are unreachable.
+    old = states["s1"].ordinal
+    _write(index, "s1", [(2, "tool", "websocket", "terminal", None)], (1, 2), kind="redo")
+    states = index.states(["s1"])
+    assert states["s1"].ordinal != old and index.garbage() == 2
+    lookup = textindex.lookup_for(index, states, ["s1"], with_tools=True)
+    assert lookup.rows('"超时"', 10) == [] and len(lookup.rows('"websocket"', 10)) == 1
+
+
+def test_list_content_is_indexed_as_its_text(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    raw = '\x00json:[{"type": "text", "text": "\\u652f\\u4ed8\\u56de\\u8c03\\u8d85\\u65f6 at the caf\\u00e9"}]'
+    _write(index, "s1", [(1, "user", raw, None, None)], (1, 1))
+    lookup = textindex.lookup_for(index, index.states(["s1"]), ["s1"], with_tools=False)
+    for query in ("超时", "支付回调超时", "café"):
+        assert lookup.rows(match_for(normalise(query)), 10), query
