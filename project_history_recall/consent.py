@@ -51,6 +51,8 @@ from .filestamp import StampCache, file_stamp
 
 SECRET_FILE = "consent.secret"
 TOKEN_PREFIX = "consent-"
+# What a token looks like, to mask the ones quoted in the searched history (redaction).
+TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 KEY = config.CONSENTS_KEY
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
@@ -282,24 +284,8 @@ def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> 
         "It will not be asked again for this project, service and model.")}
 
 
-_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32}")
-
-
-def _redact_tokens(response: dict) -> None:
-    """Tokens quoted in the searched history (Hermes keeps every tool result, and an
-    agent may repeat one) must not grant consent from another conversation later."""
-    for hit in response.get("results") or ():
-        if isinstance(hit.get("snippet"), str):
-            hit["snippet"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", hit["snippet"])
-        for ctx in hit.get("context") or ():
-            if isinstance(ctx.get("text"), str):
-                ctx["text"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", ctx["text"])
-
-
 def annotate(response: dict, note: dict | None) -> dict:
-    """Finish a search response: no consent token from the history in its results,
-    and the note about a token the caller passed."""
-    _redact_tokens(response)
+    """Finish a search response with the note about a token the caller passed."""
     if not note:
         return response
     asked = response.get("consent")

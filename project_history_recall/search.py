@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from . import config, consent, fusion, keyword, paths, results, semantic
+from . import config, consent, envfile, fusion, keyword, paths, redaction, results, semantic
 from .chunking import content_hash, prepare
 from .querytext import ParsedQuery, clean_text, parse
 from .scope import Caller, Scope, ScopeError, resolve_scope
@@ -212,7 +212,7 @@ def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: se
 
 
 def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: str,
-              pattern, source: str) -> dict | None:
+              pattern, source: str, shown: redaction.Masked) -> dict | None:
     row = rows.get(hit.message_id)
     if row is None:
         return None
@@ -220,7 +220,7 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
     entry = {
         "session_id": hit.session_id,
         "link": results.link(profile, hit.session_id),
-        "title": meta.get("title", ""),
+        "title": shown.text(meta.get("title", "")),
         "message_id": hit.message_id,
         "role": row.role,
         "snippet": results.snippet(row.text, pattern),
@@ -234,16 +234,19 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
 
 def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
              outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
-    rows = results.fetch_messages(conn, [h.message_id for h in hits])
+    # Secrets are masked in whole messages, before snippets and windows are cut and marked.
+    shown = redaction.Masked(envfile.configured_key(home))
+    rows = {i: shown.row(r) for i, r in results.fetch_messages(conn, [h.message_id for h in hits]).items()}
     sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
     if req.context > 0:
         for hit in hits:
             if hit.message_id in rows:
-                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
+                windows[hit.message_id] = [shown.row(m) for m in results.window(
+                    conn, shape, rows[hit.message_id], req.context, req.roles)]
     pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source) for h in hits) if e]
+    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
     response = {
         "success": True,
         "mode": req.mode,
