@@ -328,7 +328,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             if index_budget_ms is not None:
                 settings.values["index_budget_ms"] = index_budget_ms
             # The user's answer to an earlier consent request is recorded before anything is embedded.
-            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent,
+            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
                                   _granted_by(caller)) if req.consent else None
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
