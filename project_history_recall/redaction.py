@@ -13,7 +13,7 @@ pasted is as secret as the one the plugin uses):
 - credential shapes Hermes itself masks in tool output (``agent/redact.py``):
   vendor prefixes (``sk-``, ``ghp_``, ``xoxb-``, ``AKIA``…), Authorization
   and API-key headers, bearer tokens, JWTs, private key blocks, passwords in
-  database URLs, Telegram bot tokens, secret-named assignments
+  URLs (``user:password@``), Telegram bot tokens, secret-named assignments
   (``STRIPE_SECRET=…``) and JSON fields (``"api_key": "…"``);
 - this plugin's consent tokens;
 - the configured remote embedder's key, and any run of 8 or more of its
@@ -29,6 +29,7 @@ and masking them would blank ordinary project talk.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import replace
 
 from . import consent, envfile
@@ -66,18 +67,32 @@ _BEARER = re.compile(r"(\bBearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}")
 # A block pasted without its END line is masked to the end of the message.
 _PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)")
-_DB_PASSWORD = re.compile(r"((?:postgres(?:ql)?|mysql|mongodb(?:\+srv)?|redis|amqp)://[^:\s/@]+:)[^@\s]+(?=@)",
-                          re.IGNORECASE)
-_TELEGRAM = re.compile(r"\b((?:bot)?\d{8,}:)[-A-Za-z0-9_]{30,}")
-_SECRET_NAME = r"(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)"
-# Values that name where a secret comes from (os.getenv("X"), ${X}, <your key>) are code, not secrets;
-# short or all-digit ones (MAX_TOKENS=4096) are settings.
-_ASSIGNMENT = re.compile(
-    rf"\b([A-Z0-9_]{{0,50}}{_SECRET_NAME}[A-Z0-9_]{{0,50}}\s*=\s*(['\"]?))"
-    r"(?!os\.|process\.env|\$|<|%)(?!\d+\b)([^\s'\"]{8,})(?=\2)")
+# The password of user:password@ in a URL of any scheme (Hermes masks it in database URLs, and keeps
+# web URLs whole for the agent to follow, which a search result is never for).
+_URL_PASSWORD = re.compile(r"(://[^:\s/@]+:)[^@\s/]+(?=@)")
+_TELEGRAM = re.compile(r"(?<!\d)(\d{8,}:)[-A-Za-z0-9_]{30,}")
+_SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH")
+# The value of NAME=value, where an upper-case NAME says it is a secret (_assignment_mask looks back
+# for the name: a pattern that starts at every name would cost a regex pass per character). Values
+# naming where a secret comes from (os.getenv("X"), ${X}, <your key>) are code, and short or
+# all-digit ones (MAX_TOKENS=4096) are settings.
+_ASSIGNMENT = re.compile(r"=[ \t]*(['\"]?)(?!os\.|process\.env|\$|<|%)(?!\d+\b)[^\s'\"]{8,}(?=\1)")
+_NAME_CHARS = frozenset(string.ascii_uppercase + string.digits + "_")
 _JSON_FIELD = re.compile(
     r'("(?:api_?key|token|secret|password|passwd|access_token|refresh_token|auth_token|id_token|bearer|'
     r'client_secret|private_key|secret_key)"\s*:\s*")(?!os\.|process\.env|\$)[^"]+(?=")', re.IGNORECASE)
+
+
+def _assignment_mask(match: re.Match) -> str:
+    text, end = match.string, match.start()
+    while end and text[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    if start and (text[start - 1].isalnum() or text[start - 1] == "_") or not _SECRET_NAME.search(text[start:end]):
+        return match.group(0)
+    return match.group(0)[: match.end(1) - match.start()] + MASK
 
 
 def _vendor_mask(match: re.Match) -> str:
@@ -85,20 +100,25 @@ def _vendor_mask(match: re.Match) -> str:
     return next((label for label in _LABELS if token.startswith(label)), "") + MASK
 
 
-# (pattern, words one of which the message must hold for the pattern to be tried, the mask).
-# The words are looked up in the lower-cased message: a cheap test that spares most messages the regexes.
+# No vendor key or bot token is shorter: only messages with a piece this long (between spaces) need those.
+_LONG = 13
+
+# (pattern, the mask, words one of which a message must hold for the pattern to be tried). A lookup
+# of a word costs a fraction of a regex pass, and most messages hold none of them; a case-insensitive
+# pattern's words are looked up in the lower-cased message. Without words, a pattern is tried only if
+# it matches one of the message's long pieces.
 _RULES = (
-    (_PRIVATE_KEY, ("-----begin",), lambda m: "[redacted private key]"),
-    (_VENDOR, tuple(label.lower() for label in _LABELS), _vendor_mask),
-    (consent.TOKEN, (consent.TOKEN_PREFIX,), lambda m: consent.TOKEN_PREFIX + MASK),
-    (_JWT, ("eyj",), lambda m: MASK),
-    (_AUTH_HEADER, ("authorization",), lambda m: m.group(1) + MASK),
-    (_KEY_HEADER, ("api-key", "apikey", "-token"), lambda m: m.group(1) + MASK),
-    (_BEARER, ("bearer",), lambda m: m.group(1) + MASK),
-    (_DB_PASSWORD, ("://",), lambda m: m.group(1) + MASK),
-    (_TELEGRAM, (":",), lambda m: m.group(1) + MASK),
-    (_ASSIGNMENT, ("=",), lambda m: m.group(1) + MASK),
-    (_JSON_FIELD, ('"',), lambda m: m.group(1) + MASK),
+    (_PRIVATE_KEY, lambda m: "[redacted private key]", ("-----BEGIN",)),
+    (_VENDOR, _vendor_mask, ()),
+    (_TELEGRAM, lambda m: m.group(1) + MASK, ()),
+    (consent.TOKEN, lambda m: consent.TOKEN_PREFIX + MASK, (consent.TOKEN_PREFIX,)),
+    (_JWT, lambda m: MASK, ("eyJ",)),
+    (_AUTH_HEADER, lambda m: m.group(1) + MASK, ("authorization",)),
+    (_KEY_HEADER, lambda m: m.group(1) + MASK, ("api-key", "apikey", "-token")),
+    (_BEARER, lambda m: m.group(1) + MASK, ("bearer",)),
+    (_URL_PASSWORD, lambda m: m.group(1) + MASK, ("://",)),
+    (_ASSIGNMENT, _assignment_mask, ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH")),
+    (_JSON_FIELD, lambda m: m.group(1) + MASK, ('key"', 'token"', 'secret"', "passw", 'bearer"')),
 )
 
 
@@ -108,9 +128,15 @@ def mask(text: str, key: str | None = None) -> str:
         return text
     text = envfile.scrub_key(text, key)
     lowered = text.lower()
-    for pattern, words, masked in _RULES:
-        if any(word in lowered for word in words):
-            text = pattern.sub(masked, text)
+    pieces = [piece for piece in text.split() if len(piece) >= _LONG]
+    for pattern, masked, words in _RULES:
+        if words:
+            haystack = lowered if pattern.flags & re.IGNORECASE else text
+            if not any(word in haystack for word in words):
+                continue
+        elif not any(pattern.search(piece) for piece in pieces):
+            continue
+        text = pattern.sub(masked, text)
     return text
 
 
