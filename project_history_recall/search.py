@@ -303,8 +303,8 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
     return ranked[: req.limit], "keyword+semantic", outcome
 
 
-def _granted_by(caller: Caller) -> str:
-    where = f"conversation {caller.session_ids[0]}" if caller.session_ids else "a conversation"
+def _granted_by(conversation: tuple[str, ...]) -> str:
+    where = f"conversation {conversation[0]}" if conversation else "a conversation"
     return f"the user, in {where} (project_history_search)"
 
 
@@ -329,7 +329,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 settings.values["index_budget_ms"] = index_budget_ms
             # The user's answer to an earlier consent request is recorded before anything is embedded.
             note = consent.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
-                                  _granted_by(caller)) if req.consent else None
+                                  _granted_by(scope.conversation)) if req.consent else None
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
                 if outcome.usable:

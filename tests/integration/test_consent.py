@@ -394,7 +394,9 @@ def test_a_subagent_of_the_conversation_that_asked_may_record_it(pq, server, wor
     agreed = call(SEARCH, {"query": "pelican worker version", "context": 0, "consent": asked["consent"]["token"]},
                   session_id=child)
     assert agreed["consent"]["status"] == "recorded", agreed
-    assert "conversation" in plugin_module("consent").records(pq["home"])[0][0]["granted_by"]
+    # the record names the conversation the user agreed in, not the subagent
+    assert plugin_module("consent").records(pq["home"])[0][0]["granted_by"] == \
+        f"the user, in conversation {pq['askP']} (project_history_search)"
 
 
 def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server):
