@@ -200,7 +200,8 @@ def _secret(home: Path) -> bytes:
 
 
 def _hmac(secret: bytes, *parts: object) -> bytes:
-    return hmac.new(secret, json.dumps(parts, ensure_ascii=False).encode("utf-8"), hashlib.sha256).digest()
+    # ASCII JSON: a session id the host passes may hold a lone surrogate, which UTF-8 cannot encode.
+    return hmac.new(secret, json.dumps(parts).encode("ascii"), hashlib.sha256).digest()
 
 
 def _conversation_tag(secret: bytes, conversation: str) -> bytes:

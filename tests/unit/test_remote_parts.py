@@ -201,6 +201,8 @@ def test_tokens_are_bound_to_one_scope_one_conversation_and_one_home(home, tmp_p
     for forged in (flipped, "consent-" + "a" * 32, consent.token_for(other_home, *scope, "conv-a"), "yes", ""):
         assert consent.token_status(home, forged, *scope, ("conv-a",)) == "rejected", forged
     assert t.startswith(consent.TOKEN_PREFIX) and consent.TOKEN.fullmatch(t)
+    odd = consent.token_for(home, *scope, "conv-\ud800-项目")  # whatever id a host passes
+    assert consent.token_status(home, odd, *scope, ("conv-\ud800-项目",)) == "valid"
     secret = home / "project-history-recall" / consent.SECRET_FILE
     assert secret.stat().st_mode & 0o077 == 0
 
