@@ -232,14 +232,17 @@ def attribute_all(sessions: Mapping[str, SessionFacts], ctx: AttributionContext)
     return memo
 
 
+def lineage(session_id: str, sessions: Mapping[str, SessionFacts]) -> list[str]:
+    """``session_id`` and its parent chain, nearest first, up to the top."""
+    chain = [session_id]
+    while True:
+        facts = sessions.get(chain[-1])
+        parent = facts.parent_session_id if facts else None
+        if not parent or parent in chain or parent not in sessions:
+            return chain
+        chain.append(parent)
+
+
 def lineage_root(session_id: str, sessions: Mapping[str, SessionFacts]) -> str:
     """The top of ``session_id``'s parent chain (itself when it has no parent)."""
-    seen = {session_id}
-    current = session_id
-    while True:
-        facts = sessions.get(current)
-        parent = facts.parent_session_id if facts else None
-        if not parent or parent in seen or parent not in sessions:
-            return current
-        seen.add(parent)
-        current = parent
+    return lineage(session_id, sessions)[-1]

@@ -585,7 +585,7 @@ class _Scrubbed:
         self._stream, self._key = stream, key
 
     def write(self, text: str) -> int:
-        return self._stream.write(envfile.scrub(text, self._key))
+        return self._stream.write(envfile.scrub_key(text, self._key))
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

@@ -18,14 +18,24 @@ comments: ``configfile``)::
       granted_by: the user, in conversation 20260901_143022_a1b2
 
 How the agent records one: a ``consent_required`` response carries a token,
-an HMAC of (service, model, project kind, project id) under a random secret
-kept in the plugin's data folder (``consent.secret``, owner-only). The agent
-passes it back as the ``consent`` argument only after the user agreed. A
-model cannot grant consent by accident: ``true``, ``"yes"`` or a made-up
-string are refused; the token is unguessable without the secret, and one
-scope's token does not open another (another project, model or service).
+an HMAC of (service, model, project kind, project id, the conversation that
+was asked, the time) under a random secret kept in the plugin's data folder
+(``consent.secret``, owner-only). The agent passes it back as the
+``consent`` argument only after the user agreed. A model cannot grant
+consent by accident: ``true``, ``"yes"`` or a made-up string are refused;
+the token is unguessable without the secret, and one scope's token does not
+open another (another project, model or service).
+
+A token proves that the user was asked in one conversation, so it counts in
+that conversation only (its subagents and continuations included: the
+conversation is the top of the caller's parent chain), and for an hour.
+Hermes keeps every tool result, token included, and core ``session_search``
+shows it to any later conversation: a token read there records nothing.
+A call that names no conversation (no session id from the host) gets no
+token; a person agrees on the command line instead (``consent grant``).
 The token appears only in the tool response that asks (the CLI and /recall
-show the command a person runs instead), and is never logged.
+show the command a person runs instead), is masked wherever a search shows
+it from the history, and is never logged.
 
 Deliberately not built (SPEC §8): a revocation protocol. Deleting a record
 from config.yaml by hand takes effect on the next embedding call (the gate
@@ -43,6 +53,7 @@ import os
 import re
 import secrets as _random
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -51,6 +62,14 @@ from .filestamp import StampCache, file_stamp
 
 SECRET_FILE = "consent.secret"
 TOKEN_PREFIX = "consent-"
+TOKEN_LIFETIME = 3600  # seconds a token counts after the response that gave it
+# A token from the near future is a clock set back a little, not a forgery.
+_CLOCK_SKEW = 300
+# Sizes in a token: when it was issued (seconds), its conversation's tag, the HMAC.
+_ISSUED, _TAG, _MAC = 5, 5, 20
+_BODY = re.compile(r"[a-z2-7]{%d}" % ((_ISSUED + _TAG + _MAC) * 8 // 5))
+# What a token looks like, to mask the ones quoted in the searched history (redaction).
+TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 KEY = config.CONSENTS_KEY
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
@@ -180,11 +199,50 @@ def _secret(home: Path) -> bytes:
     return path.read_bytes()
 
 
-def token_for(home: Path, service: str, model: str, project_key: tuple) -> str:
-    """The token that grants exactly this scope (stable while the secret file lives)."""
-    message = json.dumps(["consent-v1", *_scope(service, model, project_key)], ensure_ascii=False)
-    digest = hmac.new(_secret(home), message.encode("utf-8"), hashlib.sha256).digest()
-    return TOKEN_PREFIX + base64.b32encode(digest[:20]).decode("ascii").lower()
+def _hmac(secret: bytes, *parts: object) -> bytes:
+    # ASCII JSON: a session id the host passes may hold a lone surrogate, which UTF-8 cannot encode.
+    return hmac.new(secret, json.dumps(parts).encode("ascii"), hashlib.sha256).digest()
+
+
+def _conversation_tag(secret: bytes, conversation: str) -> bytes:
+    """A short keyed digest of a conversation id: the token names its conversation without
+    showing it, and a refusal can still tell "another conversation" from "not a token"."""
+    return _hmac(secret, "consent-conversation", conversation)[:_TAG]
+
+
+def _token_mac(secret: bytes, scope: tuple, tag: bytes, issued: int) -> bytes:
+    return _hmac(secret, "consent-v2", *scope, tag.hex(), issued)[:_MAC]
+
+
+def token_for(home: Path, service: str, model: str, project_key: tuple, conversation: str,
+              issued_at: float | None = None) -> str:
+    """The token that grants exactly this scope, in ``conversation``, for ``TOKEN_LIFETIME``
+    from ``issued_at`` (now)."""
+    secret = _secret(home)
+    issued = int(time.time() if issued_at is None else issued_at)
+    tag = _conversation_tag(secret, conversation)
+    raw = issued.to_bytes(_ISSUED, "big") + tag + _token_mac(secret, _scope(service, model, project_key), tag, issued)
+    return TOKEN_PREFIX + base64.b32encode(raw).decode("ascii").lower()
+
+
+def token_status(home: Path, token: str, service: str, model: str, project_key: tuple,
+                 conversation: tuple[str, ...]) -> str:
+    """``valid``; ``rejected`` (not a token for this scope); ``other_conversation`` (issued
+    to a conversation other than any of ``conversation``'s ids); or ``expired``."""
+    body = token[len(TOKEN_PREFIX):] if token.startswith(TOKEN_PREFIX) else ""
+    if not _BODY.fullmatch(body):
+        return "rejected"
+    raw = base64.b32decode(body.upper())
+    issued, tag, mac = int.from_bytes(raw[:_ISSUED], "big"), raw[_ISSUED:_ISSUED + _TAG], raw[_ISSUED + _TAG:]
+    secret = _secret(home)
+    if not hmac.compare_digest(mac, _token_mac(secret, _scope(service, model, project_key), tag, issued)):
+        return "rejected"
+    if not any(hmac.compare_digest(tag, _conversation_tag(secret, c)) for c in conversation):
+        return "other_conversation"
+    now = time.time()
+    if not now - TOKEN_LIFETIME <= issued <= now + _CLOCK_SKEW:
+        return "expired"
+    return "valid"
 
 
 # -- what the agent (or a person) is told -------------------------------------------------
@@ -222,15 +280,25 @@ def describe(conn, embedder, project: dict, members: list[str], chunk_chars: int
     }
 
 
-def request(home: Path, conn, embedder, project: dict, members: list[str], chunk_chars: int) -> dict:
-    """``describe`` plus the token and how to use it: for the agent's tool response only."""
+def request(home: Path, conn, embedder, project: dict, members: list[str], chunk_chars: int,
+            conversation: tuple[str, ...]) -> dict:
+    """``describe`` plus the token for ``conversation`` and how to use it: for the agent's tool
+    response only."""
     out = describe(conn, embedder, project, members, chunk_chars)
-    out["token"] = token_for(home, embedder.provider, embedder.model, (project["kind"], project["id"]))
+    if not conversation:
+        out["how_to_record"] = (
+            "This call does not say which conversation it comes from, so the user's answer cannot be "
+            "recorded through this tool. Tell the user what ask_user says; if they agree, they can run: "
+            + grant_command("hermes recall", project["id"]))
+        return out
+    out["token"] = token_for(home, embedder.provider, embedder.model, (project["kind"], project["id"]),
+                             conversation[0])
     out["how_to_record"] = (
         "Tell the user what ask_user says, in your own words, and wait for their answer. Only if they clearly "
         "agree in this conversation, call project_history_search again with the same query and consent set "
         "to this token, exactly. If they decline or do not answer, do not pass it: keyword search keeps "
-        "working and nothing is sent. Never pass the token on your own.")
+        "working and nothing is sent. Never pass the token on your own. It counts in this conversation only, "
+        f"for {TOKEN_LIFETIME // 60} minutes.")
     return out
 
 
@@ -249,11 +317,12 @@ def for_person(consent_obj: dict, command: str) -> dict:
 
 
 # -- the agent's answer ------------------------------------------------------------------------
-def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> dict:
-    """Record the consent a token from a consent_required response stands for.
+def accept(home: Path, settings, project: dict, token: str, conversation: tuple[str, ...], granted_by: str) -> dict:
+    """Record the consent a token from a consent_required response stands for, when the
+    token was given to ``conversation`` (the caller's) within the hour.
 
     Returns a note for the response: ``status`` recorded | already_recorded |
-    not_needed | rejected | not_recorded, and a ``message``."""
+    not_needed | rejected | other_conversation | expired | not_recorded, and a ``message``."""
     remote, service, model = embedders.identity(settings)
     if not remote:
         return {"status": "not_needed", "message": "The configured embedder runs on this machine; no consent "
@@ -261,13 +330,25 @@ def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> 
     if project.get("kind") == "home":
         return {"status": "not_needed", "message": "This session is in no project, so nothing is searched or "
                                                    "sent; the token was ignored."}
-    key = (project["kind"], project["id"])
-    if not hmac.compare_digest(token.encode("utf-8", "replace"), token_for(home, service, model, key).encode()):
-        return {"status": "rejected", "message": (
+    status = token_status(home, token, service, model, (project["kind"], project["id"]), conversation)
+    if status == "rejected":
+        return {"status": status, "message": (
             f"That is not the consent token for sending project '{project.get('name')}' to {service} "
             f"(model {model}): a token only stands for the service, model and project of the response that "
             "gave it. Nothing was recorded or sent. If the user agreed, use the token of the consent_required "
             "response for this project.")}
+    if status == "other_conversation":
+        return {"status": status, "message": (
+            "That consent token was given in another conversation"
+            + ("" if conversation else " (and this call does not say which conversation it comes from)")
+            + ". A token only shows that the user was asked in the conversation that received it, so nothing "
+            "was recorded or sent. If the user wants this, ask them here: tell them what ask_user says and, "
+            "only if they agree in this conversation, call again with this response's token.")}
+    if status == "expired":
+        return {"status": status, "message": (
+            f"That consent token has expired: a token counts for {TOKEN_LIFETIME // 60} minutes after the "
+            "response that gave it. Nothing was recorded or sent. Ask the user again: tell them what ask_user "
+            "says and, only if they agree now, call again with this response's token.")}
     try:
         added = grant(home, service, model, project, granted_by)
     except configfile.ConfigWriteError as exc:
@@ -282,24 +363,8 @@ def accept(home: Path, settings, project: dict, token: str, granted_by: str) -> 
         "It will not be asked again for this project, service and model.")}
 
 
-_TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32}")
-
-
-def _redact_tokens(response: dict) -> None:
-    """Tokens quoted in the searched history (Hermes keeps every tool result, and an
-    agent may repeat one) must not grant consent from another conversation later."""
-    for hit in response.get("results") or ():
-        if isinstance(hit.get("snippet"), str):
-            hit["snippet"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", hit["snippet"])
-        for ctx in hit.get("context") or ():
-            if isinstance(ctx.get("text"), str):
-                ctx["text"] = _TOKEN.sub(TOKEN_PREFIX + "[redacted]", ctx["text"])
-
-
 def annotate(response: dict, note: dict | None) -> dict:
-    """Finish a search response: no consent token from the history in its results,
-    and the note about a token the caller passed."""
-    _redact_tokens(response)
+    """Finish a search response with the note about a token the caller passed."""
     if not note:
         return response
     asked = response.get("consent")

@@ -30,6 +30,10 @@ MASK = "[redacted]"
 # Shorter values are not scrubbed from what we print: a 3-character "key" would
 # blank out ordinary words, and nothing that short is a real credential.
 MIN_SCRUB_LEN = 6
+# A piece of the key at least this long is masked too: a key broken by a line
+# break, half pasted, or cut by a window must not show its first half either.
+# Shorter pieces carry too little of a random key to matter.
+MIN_FRAGMENT = 8
 
 _parsed = StampCache()
 
@@ -96,6 +100,32 @@ def scrub(text: str, *secrets: str | None, min_len: int = MIN_SCRUB_LEN) -> str:
     return text
 
 
+def scrub_key(text: str, key: str | None) -> str:
+    """``text`` with every run of at least ``MIN_FRAGMENT`` characters of ``key`` (the whole key
+    included) replaced by a mask."""
+    if not key or len(key) < MIN_SCRUB_LEN:
+        return text
+    size = min(MIN_FRAGMENT, len(key))
+    # Every such run holds one of the key's aligned half-size blocks: a few lookups rule most texts out.
+    half = size // 2
+    if not any(key[i:i + half] in text for i in range(0, len(key) - half + 1, half)):
+        return text
+    spans = []
+    for piece in {key[i:i + size] for i in range(len(key) - size + 1)}:
+        at = text.find(piece)
+        while at != -1:
+            spans.append((at, at + size))
+            at = text.find(piece, at + 1)
+    if not spans:
+        return text
+    out, done = [], 0
+    for start, end in sorted(spans):
+        if start > done or not out:  # overlapping and touching runs share one mask
+            out += [text[done:start], MASK]
+        done = max(done, end)
+    return "".join(out) + text[done:]
+
+
 def describe(home: Path, name: str | None) -> dict:
     """What may be shown about the key: the variable's name and whether (and where) it is set."""
     value, where = lookup(home, name)
@@ -120,4 +150,4 @@ def configured_key(home: Path) -> str | None:
 
 
 def scrub_configured(home: Path, text: str) -> str:
-    return scrub(text, configured_key(home))
+    return scrub_key(text, configured_key(home))

@@ -25,6 +25,7 @@ from .attribution import (
     SessionFacts,
     attribute,
     attribute_all,
+    lineage,
     lineage_root,
     resolve_own,
 )
@@ -62,6 +63,9 @@ class Scope:
     excluded_lineage: list[str] = field(default_factory=list)
     caller_session: str | None = None  # the caller's row in state.db, if any
     message_estimate: int = 0  # messages in scope, from possibly stale counts
+    # The caller's conversation, its first session first, down to the caller: a consent
+    # token is bound to it, so that it proves the user agreed here and nowhere else.
+    conversation: tuple[str, ...] = ()
 
     @property
     def members(self) -> list[str]:
@@ -192,6 +196,13 @@ def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
     raise unknown_project(amap.ctx.projects, ref)
 
 
+def _conversation(caller: Caller, caller_sid: str | None, facts: dict[str, SessionFacts]) -> tuple[str, ...]:
+    """A subagent or a compression continuation belongs to the conversation at the top of
+    its parent chain; a session whose row is not written yet is named by the id the host gave."""
+    chain = lineage(caller_sid, facts)[::-1] if caller_sid else []
+    return tuple(chain + [sid for sid in caller.session_ids[:1] if sid not in chain])
+
+
 def resolve_scope(
     home: Path,
     conn: sqlite3.Connection,
@@ -202,9 +213,10 @@ def resolve_scope(
 ) -> Scope:
     amap = attribution_map(home, conn)
     mine, caller_sid = attribution_for_caller(amap, caller)
+    conversation = _conversation(caller, caller_sid, amap.facts)
     attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
     if attribution.kind == "home":
-        return Scope(attribution, [], caller_session=caller_sid)
+        return Scope(attribution, [], caller_session=caller_sid, conversation=conversation)
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
     if not include_current and caller_sid:
@@ -213,4 +225,4 @@ def resolve_scope(
         excluded = [sid for sid in members if roots[sid] == root]
         members = [sid for sid in members if roots[sid] != root]
     estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
-    return Scope(attribution, members, excluded, caller_sid, estimate)
+    return Scope(attribution, members, excluded, caller_sid, estimate, conversation)

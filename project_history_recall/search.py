@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from . import config, consent, derived, fusion, keyword, paths, results, semantic, textindex
+from . import config, consent, derived, envfile, fusion, keyword, paths, redaction, results, semantic, textindex
 from .chunking import content_hash, prepare
 from .querytext import ParsedQuery, clean_text, parse
 from .scope import Caller, Scope, ScopeError, resolve_scope
@@ -220,7 +220,7 @@ def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: se
 
 
 def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: str,
-              pattern, source: str) -> dict | None:
+              pattern, source: str, shown: redaction.Masked) -> dict | None:
     row = rows.get(hit.message_id)
     if row is None:
         return None
@@ -228,7 +228,7 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
     entry = {
         "session_id": hit.session_id,
         "link": results.link(profile, hit.session_id),
-        "title": meta.get("title", ""),
+        "title": shown.text(meta.get("title", "")),
         "message_id": hit.message_id,
         "role": row.role,
         "snippet": results.snippet(row.text, pattern),
@@ -242,16 +242,19 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
 
 def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
              outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
-    rows = results.fetch_messages(conn, [h.message_id for h in hits])
+    # Secrets are masked in whole messages, before snippets and windows are cut and marked.
+    shown = redaction.Masked(envfile.configured_key(home))
+    rows = {i: shown.row(r) for i, r in results.fetch_messages(conn, [h.message_id for h in hits]).items()}
     sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
     if req.context > 0:
         for hit in hits:
             if hit.message_id in rows:
-                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
+                windows[hit.message_id] = [shown.row(m) for m in results.window(
+                    conn, shape, rows[hit.message_id], req.context, req.roles)]
     pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source) for h in hits) if e]
+    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
     response = {
         "success": True,
         "mode": req.mode,
@@ -328,8 +331,8 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
     return ranked[: req.limit], "keyword+semantic", outcome
 
 
-def _granted_by(caller: Caller) -> str:
-    where = f"conversation {caller.session_ids[0]}" if caller.session_ids else "a conversation"
+def _granted_by(conversation: tuple[str, ...]) -> str:
+    where = f"conversation {conversation[0]}" if conversation else "a conversation"
     return f"the user, in {where} (project_history_search)"
 
 
@@ -353,8 +356,8 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             if index_budget_ms is not None:
                 settings.values["index_budget_ms"] = index_budget_ms
             # The user's answer to an earlier consent request is recorded before anything is embedded.
-            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent,
-                                  _granted_by(caller)) if req.consent else None
+            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
+                                  _granted_by(scope.conversation)) if req.consent else None
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
                 if outcome.usable:

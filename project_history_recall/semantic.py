@@ -318,7 +318,8 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent.request(
-            home, conn, embedder, scope.attribution.as_json(), members, settings["chunk_chars"]))
+            home, conn, embedder, scope.attribution.as_json(), members, settings["chunk_chars"],
+            scope.conversation))
     except embedders.EmbedderUnavailable as exc:  # a remote service failed; keyword search goes on
         return Outcome("unavailable", str(exc))
     if worker.error:

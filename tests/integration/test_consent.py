@@ -13,6 +13,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,8 +82,9 @@ def wait_idle() -> None:
             assert worker.wait_idle(60), "background indexing did not finish"
 
 
-def token(pq, project: str, server: EmbeddingServer, model: str = MODEL) -> str:
-    return plugin_module("consent").token_for(pq["home"], server.url, model, ("explicit", pq[project]))
+def token(pq, project: str, server: EmbeddingServer, who: str, model: str = MODEL, **kw) -> str:
+    """A genuine token for ``project``, given to the conversation of session ``who``."""
+    return plugin_module("consent").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
 
 
 class Outputs:
@@ -128,7 +130,8 @@ def every_path(pq, server, capsys, monkeypatch, outputs: Outputs, *, before_cons
     from hermes_cli.plugins import get_plugin_command_handler
 
     home = pq["home"]
-    p_tok, q_tok = token(pq, "P", server), token(pq, "Q", server)
+    # genuine tokens of the asking conversation, for the other project
+    q_tok_in_p, p_tok_in_q = token(pq, "Q", server, "askP"), token(pq, "P", server, "askQ")
     for who in ("askP", "askQ"):
         for mode in ("hybrid", "keyword", "semantic"):
             outputs.add(search(pq, who, f"pelican quokka {QUERY_MARK} {mode}", mode=mode))
@@ -138,8 +141,8 @@ def every_path(pq, server, capsys, monkeypatch, outputs: Outputs, *, before_cons
         outputs.add(search(pq, who, f"{QUERY_MARK} yes", consent="yes"))
         outputs.add(search(pq, who, f"{QUERY_MARK} granted", consent="granted"))
         outputs.add(search(pq, who, f"{QUERY_MARK} true", consent=True))
-    outputs.add(search(pq, "askP", f"{QUERY_MARK} wrong project token", consent=q_tok))
-    outputs.add(search(pq, "askQ", f"{QUERY_MARK} wrong project token", consent=p_tok))
+    outputs.add(search(pq, "askP", f"{QUERY_MARK} wrong project token", consent=q_tok_in_p))
+    outputs.add(search(pq, "askQ", f"{QUERY_MARK} wrong project token", consent=p_tok_in_q))
     outputs.add(call(SEARCH, {"query": f"{QUERY_MARK} no ids"}))
     outputs.add(call(MOVE, {"project": "Quokka", "session": pq["spare"]}, session_id=pq["askP"]))
     outputs.add(call(MOVE, {"project": "Pelican", "session": pq["spare"]}, session_id=pq["askQ"]))
@@ -190,11 +193,13 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert c["service"] == server.url and c["model"] == MODEL and c["project"]["name"] == "Pelican"
     assert c["would_send"]["messages"] == 5 and c["would_send"]["sessions"] == 4  # P's user/assistant rows
     assert c["nothing_sent_yet"] and "Pelican" in c["ask_user"] and server.url in c["ask_user"]
-    assert c["token"] == token(pq, "P", server)
-    # the token only ever appears in the tool responses that ask
-    p_tok = token(pq, "P", server)
+    assert plugin_module("consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
+                                                 (pq["askP"],)) == "valid"
+    # a token only ever appears in the tool responses that ask
+    tokens = {t for text in outputs.texts for t in plugin_module("consent").TOKEN.findall(text)}
+    assert c["token"] in tokens
     for text in outputs.texts:
-        if p_tok in text:
+        if any(t in text for t in tokens):
             assert text.startswith("{") and '"consent_required"' in text, text[:300]
     assert "consent grant --project" in outputs  # a person is told the command instead
     # a made-up or boolean "consent" grants nothing
@@ -358,6 +363,64 @@ def test_a_token_quoted_in_the_history_is_not_shown_by_searches(pq, server, worl
     q_tok = asked["consent"]["token"]
     world.say(pq["askQ"], "tool", json.dumps(asked))  # Hermes keeps every tool result
     world.say(pq["p1"], "assistant", f"Pelican note: the quokka token was {q_tok}, do not reuse it")
-    found = search(pq, "askP", "quokka token reuse", mode="keyword", include_tool_output=True)
-    assert found["results"] and q_tok not in json.dumps(found) and "consent-[redacted]" in json.dumps(found)
+    for query in ("quokka token reuse", "consent"):  # "consent" marks the token's own first word
+        found = search(pq, "askP", query, mode="keyword", include_tool_output=True)
+        shown = json.dumps(found).replace(">>>", "").replace("<<<", "")
+        assert found["results"] and q_tok[-16:] not in shown and "consent-[redacted]" in shown, (query, shown)
     assert server.count() == 0
+
+
+# -- a token belongs to the conversation that asked --------------------------------------------------------------
+def test_a_token_from_another_conversation_records_nothing_and_sends_nothing(pq, server, world):
+    asked = search(pq, "askP", "pelican worker version")
+    p_tok = asked["consent"]["token"]
+    world.say(pq["askP"], "tool", json.dumps(asked))  # Hermes keeps the whole tool result, token included
+    world.say(pq["askP"], "user", "No. Do NOT send anything to that service.")
+    other = world.session(("user", "look up the pelican worker"), cwd=pq["p_dir"], title="another chat in P")
+    for ids in ({"session_id": other}, {"task_id": other}):  # the CLI names it by both, the TUI's durable id
+        replayed = call(SEARCH, {"query": "pelican worker version", "context": 0, "consent": p_tok}, **ids)
+        assert replayed["success"] and replayed["semantic_status"] == "consent_required", replayed
+        note = replayed["consent"]["token_result"]
+        assert note["status"] == "other_conversation" and "another conversation" in note["message"], note
+        assert replayed["consent"]["token"] != p_tok  # this conversation's own request, to ask its user
+    wait_idle()
+    assert not plugin_module("consent").records(pq["home"])[0]
+    assert server.count() == 0
+
+
+def test_a_subagent_of_the_conversation_that_asked_may_record_it(pq, server, world):
+    asked = search(pq, "askP", "pelican worker version")
+    child = world.session(parent=pq["askP"], title="subagent")  # no folder of its own: it is askP's conversation
+    agreed = call(SEARCH, {"query": "pelican worker version", "context": 0, "consent": asked["consent"]["token"]},
+                  session_id=child)
+    assert agreed["consent"]["status"] == "recorded", agreed
+    # the record names the conversation the user agreed in, not the subagent
+    assert plugin_module("consent").records(pq["home"])[0][0]["granted_by"] == \
+        f"the user, in conversation {pq['askP']} (project_history_search)"
+
+
+def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server):
+    from project_history_recall.consent import TOKEN_LIFETIME
+
+    old = token(pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
+    res = search(pq, "askP", "pelican worker version", consent=old)
+    assert res["semantic_status"] == "consent_required", res
+    note = res["consent"]["token_result"]
+    assert note["status"] == "expired" and "expired" in note["message"], note
+    wait_idle()
+    assert not plugin_module("consent").records(pq["home"])[0] and server.count() == 0
+    # the fresh token in the same response is this conversation's, and counts
+    agreed = search(pq, "askP", "pelican worker version", consent=res["consent"]["token"])
+    assert agreed["consent"]["status"] == "recorded", agreed
+
+
+def test_a_call_that_names_no_conversation_gets_no_token(pq, server, monkeypatch):
+    monkeypatch.chdir(pq["p_dir"])  # the agent's folder: Pelican, but no session id from the host
+    asked = call(SEARCH, {"query": "pelican worker version", "context": 0})
+    assert asked["semantic_status"] == "consent_required" and "token" not in asked["consent"], asked
+    assert "consent grant --project" in asked["consent"]["how_to_record"]
+    replayed = call(SEARCH, {"query": "pelican worker version", "context": 0,
+                             "consent": token(pq, "P", server, "askP")})
+    assert replayed["consent"]["token_result"]["status"] == "other_conversation", replayed
+    wait_idle()
+    assert not plugin_module("consent").records(pq["home"])[0] and server.count() == 0

@@ -1,0 +1,156 @@
+"""Secrets in the searched history, masked before any of it is shown.
+
+People paste keys into chats, and Hermes keeps every tool result, consent
+tokens included. A search shows pieces of that history: a snippet cut around
+the first match with the matches marked, neighbouring messages cut to a few
+hundred characters, a session's title. A whole message is masked before it is
+cut or marked: a marker inside a key (``sk->>>proj<<<-…``) or a cut through
+one leaves a string that no scrub afterwards recognises.
+
+Masked in every result, whichever embedder is configured (a key a user
+pasted is as secret as the one the plugin uses):
+
+- credential shapes Hermes itself masks in tool output (``agent/redact.py``):
+  vendor prefixes (``sk-``, ``ghp_``, ``xoxb-``, ``AKIA``…), Authorization
+  and API-key headers, bearer tokens, JWTs, private key blocks, passwords in
+  URLs (``user:password@``), Telegram bot tokens, secret-named assignments
+  (``STRIPE_SECRET=…``) and JSON fields (``"api_key": "…"``);
+- this plugin's consent tokens;
+- the configured remote embedder's key, and any run of 8 or more of its
+  characters (``envfile.scrub_key``).
+
+A mask shows nothing of the secret, at most the vendor's prefix
+(``ghp_[redacted]``), so a reader still learns what kind of credential was
+there. Phone numbers and lower-case ``password=…`` prose, which Hermes also
+masks in logs, are left alone: they are not credentials a search must hide,
+and masking them would blank ordinary project talk.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import replace
+
+from . import consent, envfile
+from .results import MessageRow
+
+MASK = envfile.MASK
+
+# Hermes's list of vendor key shapes (agent/redact.py, 0.19.0), kept in step by hand:
+# importing it would tie the plugin to a private name of one Hermes release.
+_VENDOR_SHAPES = (
+    r"sk-[A-Za-z0-9_-]{10,}", r"ghp_[A-Za-z0-9]{10,}", r"github_pat_[A-Za-z0-9_]{10,}", r"gho_[A-Za-z0-9]{10,}",
+    r"ghu_[A-Za-z0-9]{10,}", r"ghs_[A-Za-z0-9]{10,}", r"ghr_[A-Za-z0-9]{10,}", r"xapp-\d+-[A-Za-z0-9-]{10,}",
+    r"xox[baprs]-[A-Za-z0-9-]{10,}", r"AIza[A-Za-z0-9_-]{30,}", r"pplx-[A-Za-z0-9]{10,}", r"fal_[A-Za-z0-9_-]{10,}",
+    r"fc-[A-Za-z0-9]{10,}", r"bb_live_[A-Za-z0-9_-]{10,}", r"gAAAA[A-Za-z0-9_=-]{20,}", r"AKIA[A-Z0-9]{16}",
+    r"sk_live_[A-Za-z0-9]{10,}", r"sk_test_[A-Za-z0-9]{10,}", r"rk_live_[A-Za-z0-9]{10,}", r"SG\.[A-Za-z0-9_-]{10,}",
+    r"hf_[A-Za-z0-9]{10,}", r"r8_[A-Za-z0-9]{10,}", r"npm_[A-Za-z0-9]{10,}", r"pypi-[A-Za-z0-9_-]{10,}",
+    r"dop_v1_[A-Za-z0-9]{10,}", r"doo_v1_[A-Za-z0-9]{10,}", r"am_[A-Za-z0-9_-]{10,}", r"sk_[A-Za-z0-9_]{10,}",
+    r"tvly-[A-Za-z0-9]{10,}", r"exa_[A-Za-z0-9]{10,}", r"gsk_[A-Za-z0-9]{10,}", r"syt_[A-Za-z0-9]{10,}",
+    r"retaindb_[A-Za-z0-9]{10,}", r"hsk-[A-Za-z0-9]{10,}", r"mem0_[A-Za-z0-9]{10,}", r"brv_[A-Za-z0-9]{10,}",
+    r"xai-[A-Za-z0-9]{30,}", r"ntn_[A-Za-z0-9]{10,}", r"fw-[A-Za-z0-9]{30,}", r"fw_[A-Za-z0-9]{30,}",
+    r"fpk_[A-Za-z0-9]{30,}",
+)
+_VENDOR = re.compile(r"(?<![A-Za-z0-9_-])(?:" + "|".join(_VENDOR_SHAPES) + r")(?![A-Za-z0-9_-])")
+# The literal start of each shape: the label a mask keeps, longest first so sk_live_ wins over sk_.
+_LABELS = sorted({re.match(r"[A-Za-z0-9_-]*", s).group(0) for s in _VENDOR_SHAPES}, key=len, reverse=True)
+
+# A credential is one run of 8 or more characters after the header (and its scheme word, if any).
+_AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization\s*:\s*(?:[A-Za-z][\w.+-]*\s+)?)[^\s\"']{8,}",
+                          re.IGNORECASE)
+_KEY_HEADER = re.compile(
+    r"((?:x-api-key|x-goog-api-key|api-key|apikey|x-api-token|x-auth-token|x-access-token)\s*:\s*)[^\s\"']+",
+    re.IGNORECASE)
+# "Bearer" in prose ("the bearer of bad news") is followed by words: a credential is long and has a digit.
+_BEARER = re.compile(r"(\bBearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}", re.IGNORECASE)
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}")
+# A block pasted without its END line is masked to the end of the message.
+_PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)")
+# The password of user:password@ in a URL of any scheme (Hermes masks it in database URLs, and keeps
+# web URLs whole for the agent to follow, which a search result is never for).
+_URL_PASSWORD = re.compile(r"(://[^:\s/@]+:)[^@\s/]+(?=@)")
+_TELEGRAM = re.compile(r"(?<!\d)(\d{8,}:)[-A-Za-z0-9_]{30,}")
+_SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH")
+# The value of NAME=value, where an upper-case NAME says it is a secret (_assignment_mask looks back
+# for the name: a pattern that starts at every name would cost a regex pass per character). Values
+# naming where a secret comes from (os.getenv("X"), ${X}, <your key>) are code, and short or
+# all-digit ones (MAX_TOKENS=4096) are settings.
+_ASSIGNMENT = re.compile(r"=[ \t]*(['\"]?)(?!os\.|process\.env|\$|<|%)(?!\d+\b)[^\s'\"]{8,}(?=\1)")
+_NAME_CHARS = frozenset(string.ascii_uppercase + string.digits + "_")
+_JSON_FIELD = re.compile(
+    r'("(?:api_?key|token|secret|password|passwd|access_token|refresh_token|auth_token|id_token|bearer|'
+    r'client_secret|private_key|secret_key)"\s*:\s*")(?!os\.|process\.env|\$)[^"]+(?=")', re.IGNORECASE)
+
+
+def _assignment_mask(match: re.Match) -> str:
+    text, end = match.string, match.start()
+    while end and text[end - 1] in " \t":
+        end -= 1
+    start = end
+    while start and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    if start and (text[start - 1].isalnum() or text[start - 1] == "_") or not _SECRET_NAME.search(text[start:end]):
+        return match.group(0)
+    return match.group(0)[: match.end(1) - match.start()] + MASK
+
+
+def _vendor_mask(match: re.Match) -> str:
+    token = match.group(0)
+    return next((label for label in _LABELS if token.startswith(label)), "") + MASK
+
+
+# No vendor key or bot token is shorter: only messages with a piece this long (between spaces) need those.
+_LONG = 13
+
+# (pattern, the mask, words one of which a message must hold for the pattern to be tried). A lookup
+# of a word costs a fraction of a regex pass, and most messages hold none of them; a case-insensitive
+# pattern's words are looked up in the lower-cased message. Without words, a pattern is tried only if
+# it matches one of the message's long pieces.
+_RULES = (
+    (_PRIVATE_KEY, lambda m: "[redacted private key]", ("-----BEGIN",)),
+    (_VENDOR, _vendor_mask, ()),
+    (_TELEGRAM, lambda m: m.group(1) + MASK, ()),
+    (consent.TOKEN, lambda m: consent.TOKEN_PREFIX + MASK, (consent.TOKEN_PREFIX,)),
+    (_JWT, lambda m: MASK, ("eyJ",)),
+    (_AUTH_HEADER, lambda m: m.group(1) + MASK, ("authorization",)),
+    (_KEY_HEADER, lambda m: m.group(1) + MASK, ("api-key", "apikey", "-token")),
+    (_BEARER, lambda m: m.group(1) + MASK, ("bearer",)),
+    (_URL_PASSWORD, lambda m: m.group(1) + MASK, ("://",)),
+    (_ASSIGNMENT, _assignment_mask, ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH")),
+    (_JSON_FIELD, lambda m: m.group(1) + MASK, ('key"', 'token"', 'secret"', "passw", 'bearer"')),
+)
+
+
+def mask(text: str, key: str | None = None) -> str:
+    """``text`` with every secret it holds masked; ``key`` is the configured embedder's key."""
+    if not text:
+        return text
+    text = envfile.scrub_key(text, key)
+    lowered = text.lower()
+    pieces = [piece for piece in text.split() if len(piece) >= _LONG]
+    for pattern, masked, words in _RULES:
+        if words:
+            haystack = lowered if pattern.flags & re.IGNORECASE else text
+            if not any(word in haystack for word in words):
+                continue
+        elif not any(pattern.search(piece) for piece in pieces):
+            continue
+        text = pattern.sub(masked, text)
+    return text
+
+
+class Masked:
+    """The messages and titles of one response, each masked once (a hit is also in its neighbours' windows)."""
+
+    def __init__(self, key: str | None):
+        self.key = key
+        self._rows: dict[int, MessageRow] = {}
+
+    def text(self, text: str) -> str:
+        return mask(text, self.key)
+
+    def row(self, row: MessageRow) -> MessageRow:
+        if row.id not in self._rows:
+            self._rows[row.id] = replace(row, text=mask(row.text, self.key))
+        return self._rows[row.id]
