@@ -22,7 +22,7 @@ def status(home: Path, caller: Caller) -> dict:
     try:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, include_current=True)
-            row = attribution_map(home, conn).facts.get(scope.caller_session or "")
+            row = scope.caller_facts
             outcome = semantic.report(home, config.load(home), conn, scope)
     except (StateDBError, ScopeError) as exc:
         return error(str(exc), getattr(exc, "code", "error"))
