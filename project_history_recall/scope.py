@@ -119,7 +119,10 @@ def _membership_change(old: dict[str, SessionFacts], new: dict[str, SessionFacts
 
 
 def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
-    """Attribution of every session in ``home``'s state.db (cached)."""
+    """Attribution of every session in ``home``'s state.db (cached).
+
+    ``by_project`` holds only the sessions a search may look at (see
+    ``SessionFacts.searchable``); ``by_session`` has every session."""
     catalog = SessionCatalog.for_path(paths.state_db_path(home))
     version, facts = catalog.snapshot(conn)
     projects = current_projects(paths.projects_db_path(home))
@@ -150,7 +153,8 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
         by_session = attribute_all(facts, ctx)
         by_project, added = {}, list(by_session)
     for sid in added:
-        by_project.setdefault(by_session[sid].key, []).append(sid)
+        if facts[sid].searchable:
+            by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with _maps_lock:
         _maps[cache_key] = built

@@ -140,8 +140,12 @@ class Shape:
                 f"({alias}.active = 1 OR {alias}.compacted = 1)" if self.has_compacted else f"{alias}.active = 1"
             )
         if self.has_display_kind:
-            parts.append(f"COALESCE({alias}.display_kind, '') != 'hidden'")
+            parts.append(self.shown_filter(alias))
         return " AND ".join(parts) or "1"
+
+    def shown_filter(self, alias: str = "m") -> str:
+        """Rows Hermes ever shows: main marks model-only scaffolding ``display_kind='hidden'``."""
+        return f"COALESCE({alias}.display_kind, '') != 'hidden'" if self.has_display_kind else "1"
 
 
 _REQUIRED = {
@@ -318,16 +322,46 @@ def watched(path: Path, read: Callable[[sqlite3.Connection], T], missing: T) -> 
     return watcher.get()
 
 
-_SESSION_SELECT = "SELECT rowid, id, cwd, git_repo_root, parent_session_id, message_count FROM sessions"
+# What Hermes's own session_search never shows: delegate_task subagent runs,
+# third-party integrations (HERMES_SESSION_SOURCE=tool) and kanban workers.
+HIDDEN_SOURCES = frozenset({"kanban", "subagent", "tool"})
+
+
+def is_delegated(source: str | None, model_config: str | None) -> bool:
+    """A delegate_task subagent run (Hermes marks it by source, and in model_config)."""
+    if source == "subagent":
+        return True
+    try:
+        config = json.loads(model_config) if model_config else None
+    except (TypeError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("_delegate_from") is not None
+
+
+def _session_select(conn: sqlite3.Connection) -> str:
+    """The catalog's columns as this state.db spells them (``hidden`` is newer than 0.19.0)."""
+    have = _columns(conn, "sessions")
+
+    def flag(column: str) -> str:
+        return f"COALESCE({column}, 0)" if column in have else "0"
+
+    # Only a config that can hold the subagent marker is handed to Python to parse.
+    marker = ("CASE WHEN instr(model_config, '_delegate_from') > 0 THEN model_config END"
+              if "model_config" in have else "NULL")
+    source = "source" if "source" in have else "NULL"
+    return (f"SELECT rowid, id, cwd, git_repo_root, parent_session_id, message_count, {source}, "
+            f"{flag('archived')}, {flag('hidden')}, {marker} FROM sessions")
 
 
 def _facts(row: sqlite3.Row | tuple) -> tuple[int, SessionFacts]:
-    return row[0], SessionFacts(row[1], row[2], row[3], row[4], row[5] or 0)
+    rowid, sid, cwd, root, parent, count, source, archived, hidden, config = tuple(row)
+    searchable = not (archived or hidden or source in HIDDEN_SOURCES or is_delegated(source, config))
+    return rowid, SessionFacts(sid, cwd, root, parent, count or 0, searchable)
 
 
 def read_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts | None:
     """One session's facts as its row says right now (None: no such row)."""
-    row = conn.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
+    row = conn.execute(_session_select(conn) + " WHERE id = ?", (session_id,)).fetchone()
     return _facts(row)[1] if row else None
 
 
@@ -426,7 +460,7 @@ class SessionCatalog:
 
     @staticmethod
     def _read_all(conn: sqlite3.Connection) -> tuple[dict[str, SessionFacts], _Rowids, tuple]:
-        rows = [_facts(row) for row in conn.execute(_SESSION_SELECT)]
+        rows = [_facts(row) for row in conn.execute(_session_select(conn))]
         rowids = _Rowids((rowid, facts.id) for rowid, facts in rows)
         return {facts.id: facts for _rowid, facts in rows}, rowids, rowids.mark()
 
@@ -467,7 +501,7 @@ class SessionCatalog:
 
     def _sync(self, conn: sqlite3.Connection, mark: tuple) -> None:
         """Take in the sessions added and removed since the last mark. Caller holds the lock."""
-        select = _SESSION_SELECT
+        select = _session_select(conn)
         anchor = self._anchor(conn)
         if anchor is not None:
             # Rows above the anchor are new (see _MARK_SQL); the known ones there are gone.
