@@ -422,10 +422,11 @@ class SessionCatalog:
     every row (kilobytes of overflow pages scattered through the file):
     ~200 ms at 20k sessions. So the first snapshot reads everything once; after
     that a snapshot costs one query that reads no session's details (the
-    membership mark, ``_MARK_SQL``) and reads rows only for sessions added since, so new and deleted sessions count
-    at once. Changes Hermes makes to existing rows (a new folder, archiving) are
-    picked up by a full re-read in the background, at most every
-    ``max_staleness`` seconds after the file changed. A search never waits for it.
+    membership mark, ``_MARK_SQL``) and reads rows only for sessions added
+    since, so new and deleted sessions count at once. Changes Hermes makes to
+    existing rows (a new folder, archiving) are picked up by a full re-read in
+    the background, at most every ``max_staleness`` seconds after the file
+    changed. A search never waits for it.
     """
 
     _instances: dict[str, "SessionCatalog"] = {}
@@ -442,6 +443,7 @@ class SessionCatalog:
         self._full_at = float("-inf")
         self._full_fingerprint: tuple | None = None  # the file when the last full read began
         self._refresher: threading.Thread | None = None
+        self._invalidations = 0  # a re-read begun before the last invalidate() is stale
         self.version = 0
 
     @classmethod
@@ -457,6 +459,7 @@ class SessionCatalog:
         """Make the next snapshot re-read every row (after this process changed one)."""
         with self._lock:
             self._facts = None
+            self._invalidations += 1
 
     @staticmethod
     def _read_all(conn: sqlite3.Connection) -> tuple[dict[str, SessionFacts], _Rowids, tuple]:
@@ -537,10 +540,11 @@ class SessionCatalog:
         if self._refresher is not None and self._refresher.is_alive():
             return
         self._full_at, self._full_fingerprint = time.monotonic(), fingerprint
-        self._refresher = threading.Thread(target=self._refresh, name="phr-session-catalog", daemon=True)
+        self._refresher = threading.Thread(target=self._refresh, args=(self._invalidations,),
+                                           name="phr-session-catalog", daemon=True)
         self._refresher.start()
 
-    def _refresh(self) -> None:
+    def _refresh(self, invalidations: int) -> None:
         try:
             conn = connect_readonly(self.path)
         except StateDBError:
@@ -555,6 +559,8 @@ class SessionCatalog:
             current = self._facts
         same = facts == current  # 20k comparisons: not while searches wait for the lock
         with self._lock:
+            if self._invalidations != invalidations:
+                return  # this process changed a row after the read began
             # Sessions added or removed meanwhile are taken in by the next snapshot (its mark differs).
             keep = same and self._facts is current
             self._install(current if keep else facts, rowids, mark, changed=not keep)
