@@ -361,7 +361,10 @@ def _facts(row: sqlite3.Row | tuple) -> tuple[int, SessionFacts]:
 
 def read_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts | None:
     """One session's facts as its row says right now (None: no such row)."""
-    row = conn.execute(_session_select(conn) + " WHERE id = ?", (session_id,)).fetchone()
+    try:
+        row = conn.execute(_session_select(conn) + " WHERE id = ?", (session_id,)).fetchone()
+    except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
+        return None
     return _facts(row)[1] if row else None
 
 

@@ -74,6 +74,9 @@ def test_a_row_without_a_folder_is_never_placed_by_the_process_folder(gateway, w
     # A session id with no row yet (Hermes writes it lazily) is still placed by the working folder.
     res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id="20990101_000000_abcdef")
     assert res["project"]["name"] == "App" and found(res) == {gateway["secret"]}
+    # Nor has an id no row can hold (a lone surrogate: SQLite keeps UTF-8).
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id="2099\ud800")
+    assert res["success"] and res["project"]["name"] == "App", res
 
 
 def test_a_new_session_counts_immediately_in_a_deleted_sessions_rowid(gateway, world):
