@@ -44,6 +44,9 @@ class SessionFacts:
     git_repo_root: str | None = None
     parent_session_id: str | None = None
     message_count: int = field(default=0, compare=False)  # sizes work; never decides attribution
+    # False for what Hermes's own session_search leaves out (archived, hidden,
+    # subagent runs): such a session still has a project, but is not searched.
+    searchable: bool = True
 
 
 @dataclass(frozen=True)

@@ -380,8 +380,8 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
             continue
         try:
             if embedder.dimension is None:  # a remote model answers once before anything is looked up
-                with reading(paths.state_db_path(home)) as (conn, _shape):
-                    sample = indexer.first_text(conn, sids, settings["chunk_chars"], settings["chunk_overlap"])
+                with reading(paths.state_db_path(home)) as (conn, shape):
+                    sample = indexer.first_text(conn, shape, sids, settings["chunk_chars"], settings["chunk_overlap"])
                 if sample is not None:
                     embedder.embed_documents([sample])
             if embedder.dimension is None:  # nothing in this project to embed (yet)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import changes, chunking, consent, derived, paths, vectors
 from .embedders import EmbedderUnavailable
-from .statedb import StateDBError, decode_content, file_fingerprint, reading
+from .statedb import Shape, StateDBError, decode_content, file_fingerprint, reading
 
 logger = logging.getLogger(__name__)
 
@@ -67,23 +67,28 @@ def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> d
             for sid, c in changes.changes(conn, states, members).items()}
 
 
-def first_text(conn, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
+def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
     """The first piece of the scope that indexing will embed anyway: what the
     ``index`` command asks a remote model first, to learn its dimension."""
     rows = conn.execute(
-        "SELECT content FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) "
-        "AND role IN ('user', 'assistant') ORDER BY session_id DESC, id LIMIT 50", (json.dumps(members),))
+        "SELECT content FROM messages m WHERE session_id IN (SELECT value FROM json_each(?)) "
+        f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY session_id DESC, id LIMIT 50",
+        (json.dumps(members),))
     for (content,) in rows:
         for _offset, piece in chunking.split(chunking.prepare(decode_content(content)), chunk_chars, chunk_overlap):
             return piece
     return None
 
 
-def _read_rows(conn, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
-    """(id, prepared text, timestamp) of the session's user/assistant rows in (after_id, upto]."""
+def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
+    """(id, prepared text, timestamp) of the session's user/assistant rows in (after_id, upto].
+
+    Rewound rows are embedded (a restore brings them back; searches filter them
+    out); scaffolding Hermes never shows is not: it can never be a result."""
     rows = conn.execute(
-        "SELECT id, content, timestamp FROM messages WHERE session_id = ? AND id > ? AND id <= ? "
-        "AND role IN ('user', 'assistant') ORDER BY id", (sid, after_id, upto)).fetchall()
+        "SELECT id, content, timestamp FROM messages m WHERE session_id = ? AND id > ? AND id <= ? "
+        f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY id",
+        (sid, after_id, upto)).fetchall()
     return [(r[0], chunking.prepare(decode_content(r[1])), r[2] or 0.0) for r in rows]
 
 
@@ -302,8 +307,8 @@ class Indexer:
         size, overlap = self.settings["chunk_chars"], self.settings["chunk_overlap"]
         batch = self.settings["batch_size"]
         reconcile = work.kind == "reconcile"
-        with reading(state_path) as (conn, _shape):
-            rows = _read_rows(conn, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
+        with reading(state_path) as (conn, shape):
+            rows = _read_rows(conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
         if reconcile:
             rows = self._reconcile(work, rows, progress)
         pending: list[tuple[int, int, str, str, float]] = []  # (message id, offset, text, hash, ts)

@@ -6,7 +6,6 @@ CLI's ``--json`` and any future tool can print them as they are.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from . import config, paths, semantic, sessionref
@@ -22,7 +21,7 @@ def status(home: Path, caller: Caller) -> dict:
     try:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, include_current=True)
-            row = attribution_map(home, conn).facts.get(scope.caller_session or "")
+            row = scope.caller_facts
             outcome = semantic.report(home, config.load(home), conn, scope)
     except (StateDBError, ScopeError) as exc:
         return error(str(exc), getattr(exc, "code", "error"))
@@ -47,7 +46,8 @@ def list_projects(home: Path) -> dict:
             amap = attribution_map(home, conn)
     except StateDBError as exc:
         return error(str(exc), exc.code)
-    counts = Counter(a.key for a in amap.by_session.values())
+    # What a search of each project covers (archived and subagent sessions are not searched).
+    counts = {key: len(sids) for key, sids in amap.by_project.items()}
     explicit = [
         {
             "kind": "explicit", "id": p.id, "slug": p.slug, "name": p.name, "folders": list(p.folders),

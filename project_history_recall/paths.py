@@ -91,9 +91,20 @@ def _git_marker_root(candidate: Path) -> str | None:
     return _worktree_main(marker) or str(candidate)
 
 
+def _physical(directory: str | Path) -> Path | None:
+    """The folder git looks from: ``git -C`` enters it, so symlinks are followed
+    and a ``..`` leaves the folder it reaches, not the one it is spelled after.
+    None for a relative path or a folder that is not there (git finds no repository)."""
+    start = Path(directory).expanduser()
+    if not start.is_absolute():
+        return None
+    real = Path(os.path.realpath(start))
+    return real if real.is_dir() else None
+
+
 def _nearest_marker(directory: str | Path) -> Path | None:
-    current = Path(directory).expanduser()
-    if not current.is_absolute():
+    current = _physical(directory)
+    if current is None:
         return None
     for candidate in (current, *current.parents):
         marker = _git_marker(candidate)
@@ -155,7 +166,7 @@ def _worktree_main(marker: Path) -> str | None:
     if not line:
         return None
     head, sep, _ = line.replace("\\", "/").partition("/.git/worktrees/")
-    return head if sep and head else None
+    return os.path.realpath(head) if sep and head else None
 
 
 class GitRootCache:
@@ -168,13 +179,14 @@ class GitRootCache:
 
     def __call__(self, directory: str) -> str | None:
         now = time.monotonic()
+        hit = self._cache.get(directory)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
         try:
-            start = Path(directory).expanduser()
-            if not start.is_absolute():
-                return None
-            passed: list[str] = []
+            start = _physical(directory)
+            passed: list[str] = [directory]
             root: str | None = None
-            for candidate in (start, *start.parents):
+            for candidate in (start, *start.parents) if start is not None else ():
                 key = str(candidate)
                 hit = self._cache.get(key)
                 if hit is not None and now - hit[0] < self._ttl:

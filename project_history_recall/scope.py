@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from .attribution import (
 from .pathkeys import base_name, path_key
 from .projects import current_projects, find_project
 from .records import current_records, records_path
-from .statedb import SessionCatalog
+from .statedb import SessionCatalog, read_facts
 
 
 class ScopeError(ValueError):
@@ -61,11 +62,15 @@ class Scope:
     attribution: Attribution
     session_ids: list[str]
     excluded_lineage: list[str] = field(default_factory=list)
-    caller_session: str | None = None  # the caller's row in state.db, if any
+    caller_facts: SessionFacts | None = None  # the caller's row in state.db, if any
     message_estimate: int = 0  # messages in scope, from possibly stale counts
     # The caller's conversation, its first session first, down to the caller: a consent
     # token is bound to it, so that it proves the user agreed here and nowhere else.
     conversation: tuple[str, ...] = ()
+
+    @property
+    def caller_session(self) -> str | None:
+        return self.caller_facts.id if self.caller_facts else None
 
     @property
     def members(self) -> list[str]:
@@ -100,15 +105,28 @@ def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -
     )
 
 
-def _only_added(old: dict[str, SessionFacts], new: dict[str, SessionFacts]) -> list[str] | None:
-    """The sessions ``new`` adds to ``old``, or None if anything else changed."""
-    if len(new) < len(old) or any(new.get(sid) != facts for sid, facts in old.items()):
+def _membership_change(old: dict[str, SessionFacts], new: dict[str, SessionFacts]) -> tuple[list, list] | None:
+    """(sessions added, sessions removed) from ``old`` to ``new``, or None when
+    anything else changed, or an added or removed session is another's parent
+    (what that one inherits may change)."""
+    added = [sid for sid in new if sid not in old]
+    removed = [sid for sid in old if sid not in new]
+    # The catalog hands over the same objects for unchanged rows: ``is`` spares 20k comparisons.
+    if any(new[sid] is not facts and new[sid] != facts for sid, facts in old.items() if sid in new):
         return None
-    return [sid for sid in new if sid not in old]
+    touched = set(added) | set(removed)
+    if removed and any(f.parent_session_id in touched for f in new.values()):
+        return None
+    if added and any(f.parent_session_id in touched for sid, f in old.items() if sid in new):
+        return None
+    return added, removed
 
 
 def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
-    """Attribution of every session in ``home``'s state.db (cached)."""
+    """Attribution of every session in ``home``'s state.db (cached).
+
+    ``by_project`` holds only the sessions a search may look at (see
+    ``SessionFacts.searchable``); ``by_session`` has every session."""
     catalog = SessionCatalog.for_path(paths.state_db_path(home))
     version, facts = catalog.snapshot(conn)
     projects = current_projects(paths.projects_db_path(home))
@@ -121,31 +139,42 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
     if fresh and cached.key == key:
         return cached
-    added = _only_added(cached.facts, facts) if fresh and cached.key[1:] == key[1:] else None
-    if added is not None:
-        # A new session or two (every new chat): attribute just those.
+    change = _membership_change(cached.facts, facts) if fresh and cached.key[1:] == key[1:] else None
+    if change is not None:
+        # A chat or two started or deleted (every /new does both): only those change.
+        added, removed = change
         ctx, built_at = cached.ctx, cached.built_at
-        by_session = dict(cached.by_session)
+        by_session = {sid: a for sid, a in cached.by_session.items() if sid in facts}
         for sid in added:
             attribute(sid, facts, ctx, by_session)
         by_project = {k: list(v) for k, v in cached.by_project.items()}
+        for sid in removed:
+            members = by_project.get(cached.by_session[sid].key, [])
+            if sid in members:
+                members.remove(sid)
     else:
         ctx, built_at = _context(home, projects, records), time.monotonic()
         by_session = attribute_all(facts, ctx)
         by_project, added = {}, list(by_session)
     for sid in added:
-        by_project.setdefault(by_session[sid].key, []).append(sid)
+        if facts[sid].searchable:
+            by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with _maps_lock:
         _maps[cache_key] = built
     return built
 
 
-def attribution_for_caller(amap: _AttributionMap, caller: Caller) -> tuple[Attribution, str | None]:
-    """(attribution, the caller's session id when its row exists in state.db)."""
+def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,
+                           caller: Caller) -> tuple[Attribution, SessionFacts | None]:
+    """(attribution, the caller's own row when it exists in state.db).
+
+    The row is read afresh: its own facts decide, even for a session the
+    catalog has not taken in, and a row without a folder is in no project."""
     for sid in caller.session_ids:
-        if sid in amap.facts:
-            return amap.by_session[sid], sid
+        facts = read_facts(conn, sid)
+        if facts is not None:
+            return attribution_of(amap, facts), facts
     # The row is written lazily before the first flush: fall back to where
     # the caller is working.
     first = caller.session_ids[0] if caller.session_ids else ""
@@ -154,8 +183,8 @@ def attribution_for_caller(amap: _AttributionMap, caller: Caller) -> tuple[Attri
 
 
 def attribution_of(amap: _AttributionMap, facts: SessionFacts) -> Attribution:
-    """One session's attribution; a row newer than the map is resolved on its own."""
-    return amap.by_session.get(facts.id) or resolve_own(facts, amap.ctx) or HOME
+    """The attribution of a session whose row was just read: its own facts, then its ancestors'."""
+    return attribute(facts.id, ChainMap({facts.id: facts}, amap.facts), amap.ctx)
 
 
 def _listed(projects: list[ProjectInfo]) -> list[dict]:
@@ -196,10 +225,10 @@ def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
     raise unknown_project(amap.ctx.projects, ref)
 
 
-def _conversation(caller: Caller, caller_sid: str | None, facts: dict[str, SessionFacts]) -> tuple[str, ...]:
+def _conversation(caller: Caller, own_row: SessionFacts | None, facts: dict[str, SessionFacts]) -> tuple[str, ...]:
     """A subagent or a compression continuation belongs to the conversation at the top of
     its parent chain; a session whose row is not written yet is named by the id the host gave."""
-    chain = lineage(caller_sid, facts)[::-1] if caller_sid else []
+    chain = lineage(own_row.id, ChainMap({own_row.id: own_row}, facts))[::-1] if own_row else []
     return tuple(chain + [sid for sid in caller.session_ids[:1] if sid not in chain])
 
 
@@ -212,17 +241,17 @@ def resolve_scope(
     include_current: bool = False,
 ) -> Scope:
     amap = attribution_map(home, conn)
-    mine, caller_sid = attribution_for_caller(amap, caller)
-    conversation = _conversation(caller, caller_sid, amap.facts)
+    mine, own_row = attribution_for_caller(amap, conn, caller)
+    conversation = _conversation(caller, own_row, amap.facts)
     attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
     if attribution.kind == "home":
-        return Scope(attribution, [], caller_session=caller_sid, conversation=conversation)
+        return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
-    if not include_current and caller_sid:
-        root = lineage_root(caller_sid, amap.facts)
+    if not include_current and own_row is not None:
+        root = lineage_root(own_row.id, amap.facts)
         roots = {sid: lineage_root(sid, amap.facts) for sid in members}
         excluded = [sid for sid in members if roots[sid] == root]
         members = [sid for sid in members if roots[sid] != root]
     estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
-    return Scope(attribution, members, excluded, caller_sid, estimate, conversation)
+    return Scope(attribution, members, excluded, own_row, estimate, conversation)

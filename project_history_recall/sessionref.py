@@ -10,7 +10,6 @@ in this one.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import unicodedata
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from . import paths
 from .attribution import SessionFacts
-from .statedb import StateDBError, connect_readonly
+from .statedb import StateDBError, connect_readonly, is_delegated
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.
@@ -86,20 +85,10 @@ def _select(conn: sqlite3.Connection) -> str:
     return ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
 
 
-def _delegated(source: str | None, model_config: str | None) -> bool:
-    if source == "subagent":
-        return True
-    try:
-        config = json.loads(model_config) if model_config else None
-    except (TypeError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("_delegate_from") is not None
-
-
 def _row(values: sqlite3.Row | tuple) -> SessionRow:
     sid, title, source, cwd, branch, root, parent, count, archived, model_config = tuple(values)
     return SessionRow(sid, title, source, cwd, branch, root, parent, int(count or 0), bool(archived),
-                      _delegated(source, model_config))
+                      is_delegated(source, model_config))
 
 
 def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:

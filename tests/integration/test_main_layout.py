@@ -1,4 +1,4 @@
-"""Hermes main's state.db layout (external-content FTS over views, display_kind).
+"""Hermes main's state.db layout (external-content FTS over views, display_kind, hidden sessions).
 
 Hermes main is not installable here (Python 3.14), so the fixture takes a
 state.db written by 0.19.0's SessionDB and re-lays its search index the way
@@ -63,3 +63,92 @@ def test_search_on_mains_external_content_layout(home, work, monkeypatch, scan_l
         res = call("project_history_search", {"query": query}, session_id=asker)
         assert res["success"], res
         assert {r["session_id"] for r in res["results"]} == {hit}, query
+
+
+# Main's sessions table also has ``hidden`` (a chat hidden from every list, still resumable).
+MAIN_SESSIONS = "ALTER TABLE sessions ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;"
+
+
+def embedded(home) -> set[tuple[str, int]]:
+    """(session, message) of every vector the plugin stored."""
+    conn = sqlite3.connect(home / "project-history-recall" / "embeddings.db")
+    try:
+        return set(conn.execute("SELECT DISTINCT session_id, message_id FROM chunks"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("layout", ["0.19.0", "main"])
+def test_project_history_holds_what_hermes_session_search_shows(home, work, layout):
+    """Per kind, as Hermes's own session_search: archived, hidden, subagent, integration (tool)
+    and kanban sessions and display_kind='hidden' rows are not searched (nor embedded); cron runs are."""
+    w = World(home)
+    app = work / "app"
+    app.mkdir()
+    w.project("App", app)
+    chat = w.session(("user", "the okapi migration plan"), ("assistant", "okapi tables move first"), cwd=app)
+    cron = w.session(("user", "okapi nightly report"), cwd=app, source="cron")
+    archived = w.session(("user", "okapi notes I archived"), cwd=app)
+    w.db.set_session_archived(archived, True)
+    # Main copies the parent's folder into a subagent's row; 0.19.0 leaves it empty (inherited anyway).
+    subagent = w.session(("assistant", "okapi found by a subagent"), cwd=app, parent=chat, source="subagent")
+    delegated = "20260901_999998_00aaaa"
+    w.db.create_session(delegated, "desktop", model="m", model_config={"_delegate_from": chat}, cwd=str(app),
+                        parent_session_id=chat)
+    w.say(delegated, "assistant", "okapi from a delegated run")
+    tool = w.session(("user", "okapi from an integration"), cwd=app, source="tool")
+    kanban = w.session(("user", "okapi kanban worker"), cwd=app, source="kanban")
+    hidden = w.session(("user", "okapi in a chat hidden from the lists"), cwd=app)
+    scaffold = w.session(("user", "okapi shown to the person"), cwd=app)
+    scaffold_row = w.say(scaffold, "user", "okapi skill scaffolding for the model only")
+    asker = w.session(cwd=app)
+    w.close()
+    expected = {chat, cron, hidden, scaffold}
+    if layout == "main":
+        conn = sqlite3.connect(home / "state.db")
+        conn.executescript(MAIN_FTS + MAIN_SESSIONS)
+        conn.execute("UPDATE sessions SET hidden = 1 WHERE id = ?", (hidden,))
+        conn.execute("UPDATE messages SET display_kind = 'hidden' WHERE id = ?", (scaffold_row,))
+        conn.commit()
+        conn.close()
+        expected.discard(hidden)
+    enable_plugin(home)
+
+    res = call("project_history_search", {"query": "okapi", "mode": "keyword", "limit": 50}, session_id=asker)
+    assert {r["session_id"] for r in res["results"]} == expected, res
+    assert res["sessions_in_scope"] == len(expected)
+    for mode in ("hybrid", "semantic"):
+        res = call("project_history_search", {"query": "okapi", "mode": mode, "limit": 50}, session_id=asker)
+        assert res["success"] and res["semantic_status"] == "ready", res
+        assert {r["session_id"] for r in res["results"]} <= expected
+        if layout == "main":
+            assert scaffold_row not in {r["message_id"] for r in res["results"]}
+    vectors = embedded(home)
+    assert {sid for sid, _ in vectors} == expected
+    assert ((scaffold, scaffold_row) in vectors) == (layout == "0.19.0")
+    # Hidden from search, still in the project: a subagent run searches its conversation's project.
+    res = call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=subagent)
+    assert res["project"]["name"] == "App" and chat not in {r["session_id"] for r in res["results"]}
+
+
+def test_archiving_a_session_takes_it_out_after_the_background_reread(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    chat = world.session(("user", "okapi in a chat"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    catalog = plugin_module("statedb").SessionCatalog.for_path(world.home / "state.db")
+    assert {r["session_id"] for r in call("project_history_search", {"query": "okapi", "mode": "keyword"},
+                                          session_id=asker)["results"]} == {chat}
+    world.db.set_session_archived(chat, True)
+    catalog.max_staleness = 0
+    call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=asker)  # may still see it…
+    catalog.wait_idle()
+    res = call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=asker)
+    assert res["results"] == [] and res["sessions_in_scope"] == 0  # …the next does not
+    world.db.set_session_archived(chat, False)
+    call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=asker)
+    catalog.wait_idle()
+    res = call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=asker)
+    assert {r["session_id"] for r in res["results"]} == {chat}

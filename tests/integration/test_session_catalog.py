@@ -1,0 +1,153 @@
+"""New and deleted sessions count at once, whatever rowids SQLite hands out.
+
+``sessions`` is keyed by a TEXT id, so its rowid is SQLite's own: a session
+created right after the newest one was deleted gets that session's rowid
+again. Hermes's CLI deletes the empty session it leaves behind on ``/new``,
+so this happens every day. The background re-read is switched off in these
+tests (``max_staleness`` = ∞): what a search sees must come from the search
+path itself, never from a lucky timing.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from hermes_world import call, enable_plugin, plugin_module
+
+SEARCH = "project_history_search"
+
+
+def rowid(home, session_id: str) -> int:
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT rowid FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def catalog_of(home):
+    return plugin_module("statedb").SessionCatalog.for_path(home / "state.db")
+
+
+def found(result) -> set[str]:
+    assert result["success"], result
+    return {r["session_id"] for r in result["results"]}
+
+
+@pytest.fixture
+def gateway(world, work, monkeypatch):
+    """Project App, with a secret in its history, and a process (a messaging gateway) working in App's folder."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    secret = world.session(("user", "App secret: the staging DB password is hunter2"), cwd=app, title="secret")
+    enable_plugin(world.home)
+    monkeypatch.setenv("TERMINAL_CWD", str(app))
+    monkeypatch.setattr(catalog_of(world.home), "max_staleness", float("inf"))
+    return {"app": app, "secret": secret}
+
+
+def test_a_chat_that_reuses_a_deleted_chats_rowid_is_placed_by_its_own_row(gateway, world):
+    first = world.session(source="telegram")
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id=first)
+    assert res["project"]["kind"] == "home" and res["results"] == [], res
+
+    reused = rowid(world.home, first)
+    world.db.delete_session(first)
+    second = world.session(source="telegram")
+    assert rowid(world.home, second) == reused  # what makes this case: SQLite handed the rowid on
+
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id=second)
+    assert res["success"] and res["project"]["kind"] == "home", res
+    assert res["results"] == [] and res["sessions_in_scope"] == 0
+
+
+def test_a_row_without_a_folder_is_never_placed_by_the_process_folder(gateway, world):
+    """Even a row the plugin has never seen: its own facts decide, and it has no folder."""
+    call(SEARCH, {"query": "password", "mode": "keyword"}, session_id=world.session(source="telegram"))
+    unseen = world.session(source="discord")
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id=unseen)
+    assert res["project"]["kind"] == "home" and res["results"] == [], res
+    # A session id with no row yet (Hermes writes it lazily) is still placed by the working folder.
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id="20990101_000000_abcdef")
+    assert res["project"]["name"] == "App" and found(res) == {gateway["secret"]}
+    # Nor has an id no row can hold (a lone surrogate: SQLite keeps UTF-8).
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id="2099\ud800")
+    assert res["success"] and res["project"]["name"] == "App", res
+
+
+def test_a_new_session_counts_immediately_in_a_deleted_sessions_rowid(gateway, world):
+    app = gateway["app"]
+    asker = world.session(cwd=app, title="asker")
+    assert found(call(SEARCH, {"query": "okapi", "mode": "keyword"}, session_id=asker)) == set()
+    empty = world.session(cwd=app)  # a new chat that gets no message...
+    assert call(SEARCH, {"query": "okapi", "mode": "keyword"}, session_id=asker)["sessions_in_scope"] == 2
+    reused = rowid(world.home, empty)
+    world.db.delete_session(empty)  # ...is deleted by /new, and the next chat takes its rowid
+    fresh = world.session(("user", "an okapi crossed the staging server"), cwd=app)
+    assert rowid(world.home, fresh) == reused
+
+    res = call(SEARCH, {"query": "okapi", "mode": "keyword"}, session_id=asker)
+    assert found(res) == {fresh} and res["sessions_in_scope"] == 2, res
+    # And the new chat itself searches App at once.
+    res = call(SEARCH, {"query": "password", "mode": "keyword"}, session_id=fresh)
+    assert res["project"]["name"] == "App" and found(res) == {gateway["secret"]}
+
+
+def test_deleted_sessions_leave_the_scope_immediately(gateway, world):
+    app = gateway["app"]
+    asker = world.session(cwd=app, title="asker")
+    notes = [world.session(("user", f"wombat note {i}"), cwd=app) for i in range(3)]
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set(notes)
+    world.db.delete_session(notes[0])  # not the newest: no rowid is handed on
+    res = call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)
+    assert found(res) == set(notes[1:]) and res["sessions_in_scope"] == 3, res
+
+
+def test_random_creates_and_deletes_are_all_seen_by_the_next_search(gateway, world):
+    """Whatever mix of deletions (newest, oldest, several at once) and creations comes between two
+    searches, the next search's scope is exactly the sessions that exist."""
+    app = gateway["app"]
+    asker = world.session(cwd=app, title="asker")
+    rnd = random.Random(20261201)
+    live: list[str] = []
+    for step in range(40):
+        for _ in range(rnd.randint(0, 2)):
+            if live:
+                victim = live[-1] if rnd.random() < 0.6 else rnd.choice(live)
+                world.db.delete_session(victim)
+                live.remove(victim)
+        for _ in range(rnd.randint(0, 2)):
+            live.append(world.session(("user", f"quagga step {step}"), cwd=app))
+        res = call(SEARCH, {"query": "quagga", "mode": "keyword", "limit": 50}, session_id=asker)
+        assert found(res) == set(live) and res["sessions_in_scope"] == len(live) + 1, (step, res)
+
+
+def test_when_nothing_changed_a_search_pays_one_statement_that_does_not_grow_with_the_table(gateway, world):
+    """The membership check runs before every search, so it must not walk the sessions: its
+    SQLite instruction count is the same with 10 sessions as with 60."""
+    statedb = plugin_module("statedb")
+    catalog = catalog_of(world.home)
+
+    def check_cost() -> tuple[int, int]:
+        with statedb.reading(world.home / "state.db") as (conn, _shape):
+            catalog.snapshot(conn)  # take in whatever changed
+            statements, steps = [], [0]
+            conn.set_trace_callback(statements.append)
+            conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1) or 0, 1)
+            try:
+                catalog.snapshot(conn)
+            finally:
+                conn.set_trace_callback(None)
+                conn.set_progress_handler(None, 1)
+        return len(statements), steps[0]
+
+    for _ in range(10):
+        world.session(("user", "x" * 5000), cwd=gateway["app"])
+    small = check_cost()
+    for _ in range(50):
+        world.session(("user", "x" * 5000), cwd=gateway["app"])
+    assert small[0] == 1 and check_cost() == small
