@@ -7,7 +7,11 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
 (``state.db``, written by Hermes) cannot share one transaction, so:
 
 1. Everything is validated and planned from read-only reads. Any problem is
-   an error returned before anything is written.
+   an error returned before anything is written (nor any file created).
+   Then the profile's move lock is taken (``records.moving``) and the move
+   planned again: a move that ran meanwhile may have changed where the
+   session is, and two moves of one session must end with the record and the
+   cwd naming the same project. The lock is held until step 5 is done.
 2. A ``recall.db`` write transaction is opened and the move recorded in it.
 3. Inside that transaction Hermes's own ``SessionDB.update_session_cwd``
    writes the session's cwd (and git fields). If Hermes raises, the record is
@@ -321,15 +325,25 @@ def _re_anchor_live_session(plan: _Plan) -> str:
 def run(home: Path, caller: Caller, args: object) -> dict:
     """One move, start to finish; always returns a response dict, never raises for bad input."""
     try:
-        plan = _plan(home, caller, request_from_args(args))
+        req = request_from_args(args)
+        # A refused or no-op request is answered from reads alone: it never
+        # touches the data folder, not even to take the lock.
+        plan = _plan(home, caller, req)
+        if isinstance(plan, dict):
+            return plan
+        with records.moving(paths.data_dir(home)):
+            plan = _plan(home, caller, req)
+            return plan if isinstance(plan, dict) else _carry_out(home, plan)
     except MoveError as exc:
         return error(str(exc), exc.code, **exc.extra)
     except (ScopeError, SessionRefError) as exc:
         return error(str(exc), exc.code, candidates=exc.candidates)
     except StateDBError as exc:
         return error(str(exc), exc.code)
-    if isinstance(plan, dict):
-        return plan
+
+
+def _carry_out(home: Path, plan: _Plan) -> dict:
+    """Steps 2-5 for a plan made under the move lock."""
     try:
         _record_and_write(home, plan)
     except host.HermesMissing as exc:
