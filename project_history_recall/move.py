@@ -198,6 +198,7 @@ class _Plan:
     write: CwdWrite | None
     sidebar: dict
     notes: list[str]
+    cwd_written: bool = False  # Hermes saved the new cwd (whatever happens to the record)
 
     @property
     def branch_after(self) -> str | None:
@@ -304,6 +305,7 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
                 raise
             except Exception as exc:  # whatever Hermes raised: undo the record, report it
                 raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
+            plan.cwd_written = True
 
 
 def _re_anchor_live_session(plan: _Plan) -> str:
@@ -352,7 +354,7 @@ def _carry_out(home: Path, plan: _Plan) -> dict:
         return error(f"Hermes could not save the session's new working folder ({exc}); the move was undone "
                      "and nothing was changed.", "hermes_write_failed")
     except StateDBError as exc:
-        if exc.code == "record_failed" and plan.write is not None:
+        if plan.cwd_written:
             return error(f"{exc} Hermes had already moved the session's working folder to {plan.folder}, so "
                          "searches follow that folder; run the move again to record it.", exc.code)
         return error(f"{exc} Nothing was changed.", exc.code)

@@ -28,7 +28,7 @@ import os
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
@@ -174,7 +174,10 @@ def _begin(conn: sqlite3.Connection, wal: bool) -> None:
 
 @contextmanager
 def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
-    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:  # e.g. a store another user owns
+        raise _save_failed(path, exc) from exc
     try:
         try:
             retry(lambda: _begin(conn, wal), path)
@@ -199,16 +202,24 @@ def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
 
 
 def _save_failed(path: Path, exc: BaseException) -> StateDBError:
-    hint = " (is the disk full, or the folder not writable?)" if "i/o" in str(exc).lower() else ""
-    return StateDBError(f"Saving the move in {path} failed: {exc}{hint}.", "record_failed")
+    text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif isinstance(exc, OSError) or any(t in text.lower() for t in ("i/o", "unable to open", "readonly")):
+        hint = " (is the disk full, or the folder not writable?)"
+    else:
+        hint = ""
+    return StateDBError(f"Saving the move in {path} failed: {text}{hint}.", "record_failed")
 
 
 @contextmanager
 def moving(data_dir: Path) -> Iterator[None]:
     """Hold the profile's move lock (creating the data folder if need be) for the block.
 
-    Raises ``StateDBError`` (``locked``, nothing changed) when another move
-    did not finish in time.
+    Raises ``StateDBError``: ``record_failed`` when the folder cannot be
+    written, ``locked`` when another move did not finish in time. Nothing has
+    been changed either way.
     """
     lock = FileLock(data_dir / LOCK_NAME)
     try:
@@ -217,6 +228,9 @@ def moving(data_dir: Path) -> Iterator[None]:
     except LockTimeout:
         raise StateDBError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
                            "nothing was changed, try again.", "locked") from None
+    except OSError as exc:
+        failed = _save_failed(records_path(data_dir), exc)
+        raise StateDBError(f"{failed} Nothing was changed.", failed.code) from exc
     try:
         yield
     finally:
@@ -252,7 +266,10 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     A move holds :func:`moving` around it.
     """
     path = records_path(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _save_failed(path, exc) from exc
     if path.exists():
         with _transaction(path) as recorder:
             yield recorder
@@ -261,14 +278,18 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     try:
         with _transaction(staging, wal=False) as recorder:
             yield recorder
-        # WAL from the start, so later moves never rewrite the header (a failed
-        # one then leaves the file byte-for-byte as it was).
-        conn = sqlite3.connect(staging)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        finally:
-            conn.close()
-        _publish(staging, path, recorder.moves)
+            # WAL from the start, so later moves never rewrite the header (a
+            # failed one then leaves the file byte-for-byte as it was).
+            conn = sqlite3.connect(staging)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            finally:
+                conn.close()
+            _publish(staging, path, recorder.moves)
+        except (OSError, sqlite3.Error) as exc:
+            raise _save_failed(path, exc) from exc
     finally:
         for suffix in ("", "-journal", "-wal", "-shm"):
-            staging.with_name(staging.name + suffix).unlink(missing_ok=True)
+            with suppress(OSError):
+                staging.with_name(staging.name + suffix).unlink(missing_ok=True)
