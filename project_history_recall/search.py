@@ -340,6 +340,6 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             return consent.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
                                     note)
     except ScopeError as exc:
-        return error(str(exc), "unknown_project", candidates=exc.candidates)
+        return error(str(exc), exc.code, candidates=exc.candidates)
     except StateDBError as exc:
         return error(str(exc), exc.code)
