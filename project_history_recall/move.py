@@ -48,7 +48,15 @@ from .attribution import Attribution, FolderIndex, ProjectInfo, deepest_match
 from .pathkeys import is_under, path_key
 from .projects import load_projects
 from .results import link
-from .scope import Caller, ScopeError, attribution_map, attribution_of, live_project, unknown_project
+from .scope import (
+    Caller,
+    ScopeError,
+    attribution_map,
+    attribution_of,
+    live_project,
+    project_owning,
+    unknown_project,
+)
 from .search import error
 from .sessionref import SessionRefError, SessionRow
 from .statedb import SessionCatalog, StateDBError, reading
@@ -78,7 +86,7 @@ def request_from_args(args: object) -> MoveRequest:
         raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
     project, session = args.get("project"), args.get("session")
     if not isinstance(project, str) or not project.strip():
-        raise MoveError("'project' is required: the target project's id, slug or name.", "bad_argument")
+        raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
     if session is not None and not isinstance(session, str):
         raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
     return MoveRequest(project.strip(), session.strip() if session and session.strip() else None)
@@ -247,7 +255,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     with reading(paths.state_db_path(home)) as (conn, _shape):
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
-        target = live_project(projects, req.project, ACTION)
+        target = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         if target is None:
             raise unknown_project(projects, req.project)
         if req.session:

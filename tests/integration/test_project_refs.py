@@ -53,6 +53,30 @@ def found(res: dict) -> set[str]:
     return {r["session_id"] for r in res["results"]}
 
 
+@pytest.mark.parametrize("spelling", ["{app}", "{app}/", "{app}//", "{app}/src", "{app}/src/"])
+def test_a_projects_folder_or_one_inside_it_names_the_project(named, spelling):
+    res = searched(named, spelling.format(app=named["app"]))
+    assert res["project"] == {"kind": "explicit", "id": named["ids"]["App"], "name": "App"}, res
+    assert found(res) == {named["s"]["app"]}
+
+
+def test_a_folder_inside_a_nested_project_names_the_deepest_one(named):
+    res = searched(named, str(named["app"] / "api" / "handlers"))
+    assert res["project"]["id"] == named["ids"]["Api"] and found(res) == {named["s"]["api"]}
+
+
+def test_a_folder_of_an_automatic_project_or_inside_its_repository(named):
+    for folder in (named["repo"], named["repo"] / "src"):
+        res = searched(named, str(folder))
+        assert res["project"] == {"kind": "auto", "id": str(named["repo"]), "name": "tool"}, res
+        assert found(res) == {named["s"]["tool"]}
+
+
+def test_a_folder_in_no_project_is_unknown(named):
+    res = searched(named, str(named["work"] / "nowhere"))
+    assert res["success"] is False and res["error_code"] == "unknown_project", res
+
+
 def test_a_name_two_projects_share_is_ambiguous_even_where_it_is_one_slug(named):
     ids = named["ids"]
     for ref in ("web", "Web", "WEB"):
@@ -77,3 +101,31 @@ def test_move_refuses_a_name_two_projects_share(named, world):
     assert len(res["candidates"]) == 2 and session_rows(world.home)[sid]["cwd"] == before
     res = call(MOVE, {"project": "web-2", "session": sid})
     assert res["moved"] and res["project"]["id"] == named["ids"]["Web2"], res
+
+
+def test_move_takes_a_projects_folder_or_one_inside_it(named, world):
+    sid = named["s"]["loose"]
+    res = call(MOVE, {"project": str(named["repo"]), "session": sid})  # an automatic project: nothing to move into
+    assert res["success"] is False and res["error_code"] == "unknown_project", res
+    res = call(MOVE, {"project": f"{named['app']}/", "session": sid})
+    assert res["moved"] and res["project"]["id"] == named["ids"]["App"], res
+    res = call(MOVE, {"project": str(named["app"] / "api" / "handlers"), "session": sid})
+    assert res["moved"] and res["project"]["id"] == named["ids"]["Api"], res
+    assert session_rows(world.home)[sid]["cwd"] == str(named["app"] / "api")
+
+
+def test_a_folder_under_the_home_directory_may_start_with_a_tilde(world, tmp_path):
+    from pathlib import Path
+
+    folder = Path.home() / f"phr-{tmp_path.name}"  # the tests' own sandboxed HOME
+    (folder / "src").mkdir(parents=True)
+    try:
+        pid = world.project("Tilde", folder)
+        sid = world.session(("user", "okapi notes under the home directory"), cwd=folder / "src")
+        enable_plugin(world.home)
+        res = call(SEARCH, {"mode": "keyword", "query": "okapi", "project": f"~/{folder.name}/"})
+        assert res["project"]["id"] == pid and found(res) == {sid}, res
+    finally:
+        import shutil
+
+        shutil.rmtree(folder)
