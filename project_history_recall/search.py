@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from . import config, consent, fusion, keyword, paths, results, semantic
@@ -105,7 +105,13 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
         raise ArgumentError(
             f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
         ) from None
-    return parsed.timestamp()
+    try:
+        return parsed.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # A date without a zone is local time, and near year 1 or 9999 finding
+        # the local offset steps outside datetime's range. That far out a few
+        # hours cannot matter: read it as UTC.
+        return parsed.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _given(args: dict, key: str, default: object) -> object:
