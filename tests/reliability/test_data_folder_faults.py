@@ -42,7 +42,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _world(world, work):
+def _world(world, work, move_earlier: bool = True) -> tuple[str, str]:
+    """(a session asking from App, an earlier session, moved from Other into App unless told not to)."""
     app, other = work / "app", work / "other"
     app.mkdir()
     other.mkdir()
@@ -52,9 +53,10 @@ def _world(world, work):
     world.session(("user", "the websocket reconnect loop is flaky"), ("assistant", "added backoff"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
-    assert moved["moved"], moved
-    return asker
+    if move_earlier:
+        moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
+        assert moved["moved"], moved
+    return asker, earlier
 
 
 def _digest(folder) -> dict:
@@ -62,7 +64,7 @@ def _digest(folder) -> dict:
 
 
 def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
-    asker = _world(world, work)
+    asker, _earlier = _world(world, work)
     plugin_settings(world.home, index_budget_ms=5000)
     data = world.home / PLUGIN_KEY
     store_before = store_state(world.home)
@@ -108,19 +110,6 @@ def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     assert data.read_bytes() == before
 
 
-def _read_only_world(world, work) -> dict:
-    app, other = work / "app", work / "other"
-    app.mkdir()
-    other.mkdir()
-    world.project("App", app)
-    world.project("Other", other)
-    sid = world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
-    earlier = world.session(("user", "moved before the folder turned read-only"), cwd=work)
-    world.close()
-    enable_plugin(world.home)
-    return {"sid": sid, "app": str(app), "earlier": earlier}
-
-
 RO_CHILD = textwrap.dedent("""
     import json, sys
     import model_tools
@@ -129,7 +118,7 @@ RO_CHILD = textwrap.dedent("""
     out = {"move": json.loads(model_tools.handle_function_call(
         "project_session_move", {"project": "Other", "session": sys.argv[1]}))}
     out["search"] = json.loads(model_tools.handle_function_call(
-        "project_history_search", {"query": "turned", "mode": "keyword", "project": "App"}))
+        "project_history_search", {"query": "earlier", "mode": "keyword", "project": "App"}))
     print(json.dumps(out))
 """)
 # A read-only bind mount of the data folder, in a mount namespace of the child's own.
@@ -145,17 +134,16 @@ def _read_only_mounts_work(folder) -> bool:
 
 @pytest.mark.parametrize("earlier_move", [False, True], ids=["first-move", "store-exists"])
 def test_a_read_only_data_folder(world, work, earlier_move):
-    w = _read_only_world(world, work)
+    asker, earlier = _world(world, work, move_earlier=earlier_move)
+    world.close()
     data = world.home / PLUGIN_KEY
     if not _read_only_mounts_work(data):
         pytest.skip("no mount namespaces here (needs root and unshare)")
-    if earlier_move:
-        assert call("project_session_move", {"project": "App", "session": w["earlier"]})["moved"]
     store_before = store_state(world.home)
     files_before = _digest(data)
     env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
     proc = subprocess.run(["unshare", "-m", "sh", "-c", RO_MOUNT, "sh", str(data), sys.executable, "-c", RO_CHILD,
-                           w["sid"]], env=env, capture_output=True, text=True, timeout=300)
+                           asker], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     res, found = out["move"], out["search"]
@@ -163,7 +151,7 @@ def test_a_read_only_data_folder(world, work, earlier_move):
     assert "nothing was changed" in res["error"].lower()
     # Searches still read the store (a WAL reader cannot make its index file in a read-only folder).
     assert found["success"], found
-    assert {r["session_id"] for r in found["results"]} == ({w["earlier"]} if earlier_move else set())
+    assert {r["session_id"] for r in found["results"]} == ({earlier} if earlier_move else set())
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert session_rows(world.home)[w["sid"]]["cwd"] == w["app"]
+    assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
     assert store_state(world.home) == store_before and _digest(data) == files_before
