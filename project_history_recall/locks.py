@@ -5,11 +5,11 @@ Windows, as Hermes's own memory tool locks its files. A locking library
 (``filelock``) would be one more package a directory install has to bring into
 Hermes's Python, for needs this plain: one local file, held by short
 operations of one profile. Two things that library would have done are done
-here: threads of one process exclude each other through an in-process lock
-(Hermes runs tools in a thread pool, and ``fcntl`` record locks would not tell
-two threads apart), and a filesystem that cannot lock at all (``ENOLCK``,
-``ENOTSUP``) degrades to that in-process lock instead of failing the
-operation.
+here: threads of one process also exclude each other through an in-process
+lock (Hermes runs tools in a thread pool; on NFS, Linux emulates ``flock``
+with per-process record locks, which cannot tell two threads apart), and a
+filesystem that cannot lock at all (``ENOLCK``, ``ENOTSUP``) degrades to that
+in-process lock instead of failing the operation.
 
 The lock file is never deleted: removing it while another process waits on
 it would let a third create a new one and hold "the" lock at the same time.
