@@ -67,7 +67,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
     pr.add_argument("--json", action="store_true")
     mv = sub.add_parser("move", help="move a session into another project (its folder moves too)")
     mv.add_argument("session", help="session id, @session: link or title")
-    mv.add_argument("project", help="target project: id, slug or name")
+    mv.add_argument("project", help="target project: id, slug, name or folder")
     mv.add_argument("--json", action="store_true")
     se = sub.add_parser("session", help="which project a session is in, and why")
     se.add_argument("session", help="session id, @session: link or title")

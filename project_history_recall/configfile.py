@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from .locks import FileLock
+
 LOCK_NAME = ".config.lock"
 _TMP_PREFIX = ".config.yaml."
 _TMP_SUFFIX = ".tmp"
@@ -108,19 +110,10 @@ def _replace(text: str, before: dict, key: str, value: Any) -> str:
 
 @contextlib.contextmanager
 def locked(folder: Path):
-    """An exclusive lock between processes (advisory; a no-op where flock is missing)."""
+    """An exclusive lock between processes and threads (advisory)."""
     folder.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows: os.replace is still atomic; concurrent writers are rare
+    with FileLock(folder / LOCK_NAME):
         yield
-        return
-    with open(folder / LOCK_NAME, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _sync_folder(folder: Path) -> None:

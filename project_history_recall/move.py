@@ -7,7 +7,11 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
 (``state.db``, written by Hermes) cannot share one transaction, so:
 
 1. Everything is validated and planned from read-only reads. Any problem is
-   an error returned before anything is written.
+   an error returned before anything is written (nor any file created).
+   Then the profile's move lock is taken (``records.moving``) and the move
+   planned again: a move that ran meanwhile may have changed where the
+   session is, and two moves of one session must end with the record and the
+   cwd naming the same project. The lock is held until step 5 is done.
 2. A ``recall.db`` write transaction is opened and the move recorded in it.
 3. Inside that transaction Hermes's own ``SessionDB.update_session_cwd``
    writes the session's cwd (and git fields). If Hermes raises, the record is
@@ -44,7 +48,15 @@ from .attribution import Attribution, FolderIndex, ProjectInfo, deepest_match
 from .pathkeys import is_under, path_key
 from .projects import load_projects
 from .results import link
-from .scope import Caller, ScopeError, attribution_map, attribution_of, live_project, unknown_project
+from .scope import (
+    Caller,
+    ScopeError,
+    attribution_map,
+    attribution_of,
+    live_project,
+    project_owning,
+    unknown_project,
+)
 from .search import error
 from .sessionref import SessionRefError, SessionRow
 from .statedb import SessionCatalog, StateDBError, reading
@@ -74,7 +86,7 @@ def request_from_args(args: object) -> MoveRequest:
         raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
     project, session = args.get("project"), args.get("session")
     if not isinstance(project, str) or not project.strip():
-        raise MoveError("'project' is required: the target project's id, slug or name.", "bad_argument")
+        raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
     if session is not None and not isinstance(session, str):
         raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
     return MoveRequest(project.strip(), session.strip() if session and session.strip() else None)
@@ -194,6 +206,7 @@ class _Plan:
     write: CwdWrite | None
     sidebar: dict
     notes: list[str]
+    cwd_written: bool = False  # Hermes saved the new cwd (whatever happens to the record)
 
     @property
     def branch_after(self) -> str | None:
@@ -242,7 +255,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     with reading(paths.state_db_path(home)) as (conn, _shape):
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
-        target = live_project(projects, req.project, ACTION)
+        target = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         if target is None:
             raise unknown_project(projects, req.project)
         if req.session:
@@ -300,6 +313,7 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
                 raise
             except Exception as exc:  # whatever Hermes raised: undo the record, report it
                 raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
+            plan.cwd_written = True
 
 
 def _re_anchor_live_session(plan: _Plan) -> str:
@@ -321,15 +335,25 @@ def _re_anchor_live_session(plan: _Plan) -> str:
 def run(home: Path, caller: Caller, args: object) -> dict:
     """One move, start to finish; always returns a response dict, never raises for bad input."""
     try:
-        plan = _plan(home, caller, request_from_args(args))
+        req = request_from_args(args)
+        # A refused or no-op request is answered from reads alone: it never
+        # touches the data folder, not even to take the lock.
+        plan = _plan(home, caller, req)
+        if isinstance(plan, dict):
+            return plan
+        with records.moving(paths.data_dir(home)):
+            plan = _plan(home, caller, req)
+            return plan if isinstance(plan, dict) else _carry_out(home, plan)
     except MoveError as exc:
         return error(str(exc), exc.code, **exc.extra)
     except (ScopeError, SessionRefError) as exc:
         return error(str(exc), exc.code, candidates=exc.candidates)
     except StateDBError as exc:
         return error(str(exc), exc.code)
-    if isinstance(plan, dict):
-        return plan
+
+
+def _carry_out(home: Path, plan: _Plan) -> dict:
+    """Steps 2-5 for a plan made under the move lock."""
     try:
         _record_and_write(home, plan)
     except host.HermesMissing as exc:
@@ -338,7 +362,7 @@ def run(home: Path, caller: Caller, args: object) -> dict:
         return error(f"Hermes could not save the session's new working folder ({exc}); the move was undone "
                      "and nothing was changed.", "hermes_write_failed")
     except StateDBError as exc:
-        if exc.code == "record_failed" and plan.write is not None:
+        if plan.cwd_written:
             return error(f"{exc} Hermes had already moved the session's working folder to {plan.folder}, so "
                          "searches follow that folder; run the move again to record it.", exc.code)
         return error(f"{exc} Nothing was changed.", exc.code)

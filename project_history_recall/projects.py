@@ -79,17 +79,18 @@ def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | N
 
     Returns ``(project, [])`` on a unique match, else ``(None, candidates)``:
     several candidates when the reference is ambiguous, none when unknown.
+    An id is unique and unlike any name, so an exact id wins. A slug does not
+    win over a name: Hermes gives two projects named "Web" the slugs ``web``
+    and ``web-2``, and ``web`` names both of them as much as the first.
     """
     ref = (ref or "").strip()
     if not ref:
         return None, []
-    for field in ("id", "slug"):
-        exact = [p for p in projects if getattr(p, field) == ref]
-        if len(exact) == 1:
-            return exact[0], []
+    exact = [p for p in projects if p.id == ref]
+    if len(exact) == 1:
+        return exact[0], []
     folded = ref.casefold()
     matches = [p for p in projects if folded in (p.id.casefold(), p.slug.casefold(), p.name.casefold())]
     if len(matches) == 1:
         return matches[0], []
     return None, matches
-

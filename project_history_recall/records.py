@@ -14,6 +14,12 @@ becomes visible only if that write succeeded, and a killed process leaves no
 half-written record (SQLite rolls the transaction back). The file is in WAL
 mode, so searches keep reading the last committed records while a move is in
 progress, and never wait for it.
+
+Moves of one profile run one at a time, under :func:`moving`: a lock file
+beside the store, held from the move's plan to its last write. SQLite's own
+write lock cannot do this: it covers only the record, not the plan made
+before it nor Hermes's write of the cwd, and before the very first move
+there is no store yet to lock.
 """
 
 from __future__ import annotations
@@ -22,14 +28,19 @@ import os
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
+from .locks import FileLock, LockTimeout
 from .statedb import StateDBError, connect_readonly, retry, table_names, watched
 
 FILE_NAME = "recall.db"
+LOCK_NAME = "recall.lock"
+# Longer than any one move takes (its slowest parts, the store's and Hermes's
+# writes, each give up after a few seconds of contention).
+MOVE_WAIT_SECONDS = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS attributions (
@@ -163,7 +174,10 @@ def _begin(conn: sqlite3.Connection, wal: bool) -> None:
 
 @contextmanager
 def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
-    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:  # e.g. a store another user owns
+        raise _save_failed(path, exc) from exc
     try:
         try:
             retry(lambda: _begin(conn, wal), path)
@@ -188,14 +202,51 @@ def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
 
 
 def _save_failed(path: Path, exc: BaseException) -> StateDBError:
-    hint = " (is the disk full, or the folder not writable?)" if "i/o" in str(exc).lower() else ""
-    return StateDBError(f"Saving the move in {path} failed: {exc}{hint}.", "record_failed")
+    text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif isinstance(exc, OSError) or any(t in text.lower() for t in ("i/o", "unable to open", "readonly")):
+        hint = " (is the disk full, or the folder not writable?)"
+    else:
+        hint = ""
+    return StateDBError(f"Saving the move in {path} failed: {text}{hint}.", "record_failed")
+
+
+@contextmanager
+def moving(data_dir: Path) -> Iterator[None]:
+    """Hold the profile's move lock (creating the data folder if need be) for the block.
+
+    Raises ``StateDBError``: ``record_failed`` when the folder cannot be
+    written, ``locked`` when another move did not finish in time. Nothing has
+    been changed either way.
+    """
+    lock = FileLock(data_dir / LOCK_NAME)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock.acquire(MOVE_WAIT_SECONDS)
+    except LockTimeout:
+        raise StateDBError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
+                           "nothing was changed, try again.", "locked") from None
+    except OSError as exc:
+        failed = _save_failed(records_path(data_dir), exc)
+        raise StateDBError(f"{failed} Nothing was changed.", failed.code) from exc
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _publish(staging: Path, path: Path, moves: list[Move]) -> None:
-    """Put a privately built first store in place, or add its moves to one that appeared meanwhile."""
+    """Put a privately built first store in place (under the move lock).
+
+    ``os.link`` is atomic and never replaces a file. Where it fails (a
+    filesystem without hard links; one without locks, where another process's
+    first store may have appeared meanwhile) the moves are added to the store
+    at ``path`` instead.
+    """
     try:
-        os.link(staging, path)  # atomic, and never replaces a store another process just created
+        os.link(staging, path)
         return
     except OSError:
         pass
@@ -211,11 +262,14 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     If the block raises, everything recorded in it is rolled back and the
     exception propagates; readers never see a partial move. The very first
     move of a profile builds the store in a private file that is published
-    only on success, so a failed first move leaves no file behind either.
+    only on success, so a failed first move leaves no store behind either.
+    A move holds :func:`moving` around it.
     """
     path = records_path(data_dir)
-    made_dir = not data_dir.exists()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _save_failed(path, exc) from exc
     if path.exists():
         with _transaction(path) as recorder:
             yield recorder
@@ -224,19 +278,18 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     try:
         with _transaction(staging, wal=False) as recorder:
             yield recorder
-        # WAL from the start, so later moves never rewrite the header (a failed
-        # one then leaves the file byte-for-byte as it was).
-        conn = sqlite3.connect(staging)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        finally:
-            conn.close()
-        _publish(staging, path, recorder.moves)
+            # WAL from the start, so later moves never rewrite the header (a
+            # failed one then leaves the file byte-for-byte as it was).
+            conn = sqlite3.connect(staging)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            finally:
+                conn.close()
+            _publish(staging, path, recorder.moves)
+        except (OSError, sqlite3.Error) as exc:
+            raise _save_failed(path, exc) from exc
     finally:
         for suffix in ("", "-journal", "-wal", "-shm"):
-            staging.with_name(staging.name + suffix).unlink(missing_ok=True)
-        if made_dir:
-            try:
-                data_dir.rmdir()  # only succeeds while empty, i.e. when nothing was published
-            except OSError:
-                pass
+            with suppress(OSError):
+                staging.with_name(staging.name + suffix).unlink(missing_ok=True)

@@ -9,6 +9,7 @@ process and rebuilt whenever its inputs change.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -30,7 +31,7 @@ from .attribution import (
     lineage_root,
     resolve_own,
 )
-from .pathkeys import base_name, path_key
+from .pathkeys import is_windows_path
 from .projects import current_projects, find_project
 from .records import current_records, records_path
 from .statedb import SessionCatalog, read_facts
@@ -192,7 +193,7 @@ def _listed(projects: list[ProjectInfo]) -> list[dict]:
 
 
 def live_project(projects: list[ProjectInfo], ref: str, action: str = "search it") -> ProjectInfo | None:
-    """The live explicit project ``ref`` names (id, slug or name), None if none does.
+    """The live explicit project ``ref`` names by id, slug or name, None if none does.
 
     Raises ``ScopeError`` when ``ref`` is ambiguous or names an archived project.
     """
@@ -210,18 +211,48 @@ def live_project(projects: list[ProjectInfo], ref: str, action: str = "search it
 
 
 def unknown_project(projects: list[ProjectInfo], ref: str) -> ScopeError:
-    """The error for a name that matches nothing, listing what exists."""
-    return ScopeError(f"No project '{ref}' in this profile.", _listed([p for p in projects if not p.archived])[:20])
+    """The error for a name or folder that matches nothing, listing what exists."""
+    what = f"No project in this profile owns {ref}." if _folder(ref) else f"No project '{ref}' in this profile."
+    return ScopeError(what, _listed([p for p in projects if not p.archived])[:20])
+
+
+def _folder(ref: str) -> str | None:
+    """``ref`` as an absolute folder (``~`` expanded), None when it is not one."""
+    value = ref.strip()
+    if value.startswith("~"):
+        value = os.path.expanduser(value)
+    return value if value.startswith("/") or is_windows_path(value) else None
+
+
+def located(ctx: AttributionContext, ref: str) -> Attribution | None:
+    """Where a session working in the folder ``ref`` belongs; None when ``ref`` is not a folder.
+
+    By attribution's own rules, so a project's folder, or any folder inside
+    it, names the deepest live project that owns it; else the automatic
+    project of its repository or of the folder itself; else home.
+    """
+    folder = _folder(ref)
+    return resolve_own(SessionFacts(id="", cwd=folder), ctx) if folder else None
+
+
+def project_owning(home: Path, projects: list[ProjectInfo], ref: str) -> ProjectInfo | None:
+    """The live explicit project a session working in the folder ``ref`` belongs to, if any."""
+    ctx = _context(home, projects, {})
+    place = located(ctx, ref)
+    return ctx.live.get(place.id) if place is not None and place.kind == "explicit" else None
 
 
 def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
-    """A project named by the user: explicit id/slug/name, or a folder for an automatic one."""
+    """A project named by the user: explicit id/slug/name, or a folder (see :func:`located`).
+
+    A folder of an automatic project counts while it has sessions.
+    """
     project = live_project(amap.ctx.projects, ref)
     if project is not None:
         return Attribution("explicit", project.id, project.name, "folder")
-    key = path_key(ref)
-    if key and ("auto", key) in amap.by_project:
-        return Attribution("auto", key, base_name(key), "workspace")
+    place = located(amap.ctx, ref)
+    if place is not None and (place.kind == "explicit" or (place.kind == "auto" and place.key in amap.by_project)):
+        return place
     raise unknown_project(amap.ctx.projects, ref)
 
 

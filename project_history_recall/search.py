@@ -14,7 +14,7 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from . import config, consent, derived, envfile, fusion, keyword, paths, redaction, results, semantic, textindex
@@ -113,7 +113,13 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
         raise ArgumentError(
             f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
         ) from None
-    return parsed.timestamp()
+    try:
+        return parsed.timestamp()
+    except (ValueError, OverflowError, OSError):
+        # A date without a zone is local time, and near year 1 or 9999 finding
+        # the local offset steps outside datetime's range. That far out a few
+        # hours cannot matter: read it as UTC.
+        return parsed.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _given(args: dict, key: str, default: object) -> object:
@@ -371,6 +377,6 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             return consent.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
                                     note)
     except ScopeError as exc:
-        return error(str(exc), "unknown_project", candidates=exc.candidates)
+        return error(str(exc), exc.code, candidates=exc.candidates)
     except StateDBError as exc:
         return error(str(exc), exc.code)

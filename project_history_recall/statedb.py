@@ -279,12 +279,13 @@ class _Watcher:
                 return self.value
             except StateDBError as exc:
                 self.close()
-                if exc.code != "error" or not _wal_is_empty(self.path):
+                if exc.code not in ("error", "unreadable") or not _wal_is_empty(self.path):
                     raise
             # A WAL reader must create or grow the ``-shm`` index file, which a
-            # full disk refuses ("disk I/O error"). With nothing in the WAL the
-            # main file is the whole truth: read it once without the index,
-            # and cache nothing, so the next call tries the normal way again.
+            # full disk refuses ("disk I/O error") and a read-only folder cannot
+            # take ("unable to open"). With nothing in the WAL the main file is
+            # the whole truth: read it once without the index, and cache
+            # nothing, so the next call tries the normal way again.
             conn = connect_readonly(self.path, timeout_ms=2000, immutable=True)
             try:
                 return retry(lambda: self.read(conn), self.path)

@@ -104,7 +104,8 @@ MOVE_SCHEMA = {
     "parameters": {
         "type": "object",
         "properties": {
-            "project": {"type": "string", "description": "The target project: its id, slug or name."},
+            "project": {"type": "string",
+                        "description": "The target project: its id, slug, name or one of its folders."},
             "session": {
                 "type": "string",
                 "description": "The session to move: a session id, a search result's link "

@@ -2,21 +2,26 @@
 
 A full disk is simulated for one process with RLIMIT_FSIZE (any write that
 would grow a file fails with EFBIG, which SQLite reports as a full disk); an
-unusable folder by a file sitting where the folder should be (the tests run
-as root, for whom permissions do not stop a write).
+unusable folder by a file sitting where the folder should be, or by a
+read-only bind mount of the folder (the tests run as root, for whom
+permissions do not stop a write).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from conftest import SRC
-from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, store_state
+from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, session_rows, store_state
 
 CHILD = textwrap.dedent("""
     import json, resource, signal, sys
@@ -37,7 +42,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _world(world, work):
+def _world(world, work, move_earlier: bool = True) -> tuple[str, str]:
+    """(a session asking from App, an earlier session, moved from Other into App unless told not to)."""
     app, other = work / "app", work / "other"
     app.mkdir()
     other.mkdir()
@@ -47,9 +53,10 @@ def _world(world, work):
     world.session(("user", "the websocket reconnect loop is flaky"), ("assistant", "added backoff"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
-    assert moved["moved"], moved
-    return asker
+    if move_earlier:
+        moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
+        assert moved["moved"], moved
+    return asker, earlier
 
 
 def _digest(folder) -> dict:
@@ -57,7 +64,7 @@ def _digest(folder) -> dict:
 
 
 def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
-    asker = _world(world, work)
+    asker, _earlier = _world(world, work)
     plugin_settings(world.home, index_budget_ms=5000)
     data = world.home / PLUGIN_KEY
     store_before = store_state(world.home)
@@ -70,12 +77,14 @@ def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
     assert hybrid["semantic_status"] in ("unavailable", "indexing", "partial"), hybrid
     assert keyword["success"] and keyword["results"]
     assert moved["success"] is False and moved["error_code"] in ("record_failed", "hermes_write_failed"), moved
+    # Hermes's write fails on a full disk too: whichever failed first, the cwd was not moved.
+    assert "nothing was changed" in moved["error"].lower() and "already moved" not in moved["error"], moved
     assert "Traceback" not in json.dumps(out)
     assert store_state(world.home) == store_before  # the earlier move's record is intact
     assert (data / "recall.db").exists()
 
 
-def test_a_file_where_the_data_folder_should_be(world, work):
+def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     app = work / "app"
     app.mkdir()
     world.project("App", app)
@@ -93,6 +102,56 @@ def test_a_file_where_the_data_folder_should_be(world, work):
     res = call("project_history_search", {"query": "websocket"}, session_id=asker)
     assert res["success"] and res["results"], res
     assert res["semantic_status"] in ("unavailable", "disabled", "indexing"), res
+    caplog.clear()
     moved = call("project_session_move", {"project": "Other"}, session_id=asker)
-    assert moved["success"] is False and moved["error"], moved
+    assert moved["success"] is False and moved["error_code"] == "record_failed", moved
+    assert str(data) in moved["error"] and "nothing was changed" in moved["error"].lower()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text  # no traceback logged
     assert data.read_bytes() == before
+
+
+RO_CHILD = textwrap.dedent("""
+    import json, sys
+    import model_tools
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    out = {"move": json.loads(model_tools.handle_function_call(
+        "project_session_move", {"project": "Other", "session": sys.argv[1]}))}
+    out["search"] = json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "earlier", "mode": "keyword", "project": "App"}))
+    print(json.dumps(out))
+""")
+# A read-only bind mount of the data folder, in a mount namespace of the child's own.
+RO_MOUNT = 'mount --bind -o ro "$1" "$1" && shift && exec "$@"'
+
+
+def _read_only_mounts_work(folder) -> bool:
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", RO_MOUNT, "sh", str(folder), "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.parametrize("earlier_move", [False, True], ids=["first-move", "store-exists"])
+def test_a_read_only_data_folder(world, work, earlier_move):
+    asker, earlier = _world(world, work, move_earlier=earlier_move)
+    world.close()
+    data = world.home / PLUGIN_KEY
+    if not _read_only_mounts_work(data):
+        pytest.skip("no mount namespaces here (needs root and unshare)")
+    store_before = store_state(world.home)
+    files_before = _digest(data)
+    env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", RO_MOUNT, "sh", str(data), sys.executable, "-c", RO_CHILD,
+                           asker], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    res, found = out["move"], out["search"]
+    assert res["success"] is False and res["error_code"] == "record_failed", res
+    assert "nothing was changed" in res["error"].lower()
+    # Searches still read the store (a WAL reader cannot make its index file in a read-only folder).
+    assert found["success"], found
+    assert {r["session_id"] for r in found["results"]} == ({earlier} if earlier_move else set())
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
+    assert store_state(world.home) == store_before and _digest(data) == files_before

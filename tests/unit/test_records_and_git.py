@@ -32,7 +32,7 @@ def test_records_commit_only_when_the_block_succeeds(tmp_path):
         with records.recording(data) as rec:
             rec.record(records.Move("s1", "p1"))
             raise RuntimeError("hermes said no")
-    assert not data.exists()  # a failed first move leaves no file, not even the folder
+    assert list(data.iterdir()) == []  # a failed first move leaves no store, no staging file
     with records.recording(data) as rec:
         rec.record(records.Move("s1", "p1", from_kind="home", from_cwd=None, to_cwd="/w/p1"))
     assert records.load_records(path) == {"s1": "p1"} == records.current_records(path)

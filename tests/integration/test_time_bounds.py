@@ -1,0 +1,70 @@
+"""since/until at the edges of the calendar, through Hermes's real dispatch, in several time zones.
+
+Dates are read in the local time zone; at year 1 and year 9999 converting
+one to a timestamp can step outside what Python's datetime holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from hermes_world import call, enable_plugin
+
+SEARCH = "project_history_search"
+ALL, NONE = "all", "none"
+
+
+@pytest.fixture(params=["UTC", "Asia/Tokyo", "America/New_York"])
+def zone(request, monkeypatch):
+    monkeypatch.setenv("TZ", request.param)
+    time.tzset()
+    yield request.param
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.fixture
+def history(world, work):
+    world.project("App", work)
+    sid = world.session(("user", "a capybara in the history"), ("assistant", "noted, the capybara"), cwd=work)
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    return {"sid": sid, "asker": asker}
+
+
+SEARCHED = [
+    ({"since": "0001-01-01"}, ALL),
+    ({"since": "0001-01-01 00:00"}, ALL),
+    ({"since": "0001-01-01T00:00+05:00"}, ALL),
+    ({"until": "0001-01-01"}, NONE),
+    ({"since": "9999-12-31"}, NONE),
+    ({"since": "9999-12-31 23:59:59"}, NONE),
+    ({"until": "9999-12-31 23:59"}, ALL),
+    ({"until": "9999-12-31T23:59-05:00"}, ALL),
+    ({"since": "99999y"}, ALL),
+    ({"until": "99999y"}, NONE),
+    ({"since": "99999h", "until": "9999-12-31"}, ALL),
+    ({"since": "0001-01-01", "until": "9999-12-31"}, ALL),
+]
+REFUSED = [
+    {"since": "0000-12-31"},
+    {"until": "10000-01-01"},
+    {"since": "999999y"},
+    {"since": "9999-12-31", "until": "0001-01-01"},
+    {"since": "0001-01-01", "until": "99999y"},  # 99999 years ago is before year 1
+]
+
+
+def test_dates_at_the_ends_of_the_calendar(history, zone, caplog):
+    for bounds, expected in SEARCHED:
+        res = call(SEARCH, {"query": "capybara", **bounds}, session_id=history["asker"])  # hybrid: both engines
+        assert res["success"] and res["searched_with"] == "keyword+semantic", (bounds, res)
+        sessions = {r["session_id"] for r in res["results"]}
+        assert sessions == ({history["sid"]} if expected == ALL else set()), (bounds, res)
+    for bounds in REFUSED:
+        res = call(SEARCH, {"query": "capybara", **bounds}, session_id=history["asker"])
+        assert res["success"] is False and res["error_code"] == "bad_argument", (bounds, res)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
