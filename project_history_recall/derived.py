@@ -17,6 +17,10 @@ class StoreError(Exception):
     """A derived file cannot be used; the message says why."""
 
 
+class _OtherVersion(sqlite3.DatabaseError):
+    """The file was laid out by another version of the plugin."""
+
+
 def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
@@ -29,7 +33,7 @@ def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
         if row is None:
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(version),))
         elif row[0] != str(version):
-            raise sqlite3.DatabaseError(f"schema version {row[0]} is not {version}")
+            raise _OtherVersion(f"schema version {row[0]}, this plugin writes {version}")
         conn.execute("SELECT count(*) FROM meta").fetchone()
     except BaseException:
         conn.close()
@@ -48,6 +52,14 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
             raise StoreError(f"{path} is locked by another process") from exc
         if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc).lower():
             raise StoreError(f"cannot create or open {path}: {exc}") from exc
+        if isinstance(exc, _OtherVersion):
+            # Nothing to inspect: another release's layout of data this one rebuilds.
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(path) + suffix).unlink(missing_ok=True)
+            try:
+                return _connect(path, schema, version), f"{path.name} was laid out by another version ({exc}); rebuilt"
+            except sqlite3.Error as exc2:
+                raise StoreError(f"cannot create {path}: {exc2}") from exc2
         aside = path.with_name(f"{path.name}.broken-{int(time.time())}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(str(path) + suffix)

@@ -137,7 +137,7 @@ class Indexer:
         state_path = paths.state_db_path(self.home)
         # Nothing changed in state.db, in embeddings.db (other processes' commits
         # or ours) or in the scope since the last check found nothing to do.
-        quiet = (file_fingerprint(state_path), self.store.data_version(), self.store.writes, hash(tuple(members)))
+        quiet = (file_fingerprint(state_path), self.store.data_version(), self.store.writes, hash(frozenset(members)))
         with self._cond:
             if self._quiet.get(key) == quiet and not self._queues.get(key):
                 return self._summary(key, members)

@@ -48,17 +48,21 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import derived
 from .changes import Change, changes
 from .statedb import StateDBError, decode_content, reading
 
+if TYPE_CHECKING:
+    import numpy as np
+
 logger = logging.getLogger(__name__)
 
 FILE_NAME = "keywords.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Bump when ``tokens`` changes: the index is then rebuilt.
-TOKENIZER_VERSION = "2"
+TOKENIZER_VERSION = "4"
 
 # Letters, digits, private use and symbols (emoji) are token characters.
 TOKENIZE = "unicode61 categories 'L* N* Co So'"
@@ -74,7 +78,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     seen_count INTEGER NOT NULL DEFAULT 0,
     seen_max_id INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, length INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (
+    rowid INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, length INTEGER NOT NULL, timestamp REAL);
+CREATE TABLE IF NOT EXISTS words (word TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
     body, extra, content='', columnsize=0, tokenize="{TOKENIZE}");
 """
@@ -86,6 +92,7 @@ MAX_SEQ = (1 << 21) - 1
 # go to the background and the search uses Hermes's indexes meanwhile.
 INLINE_ROWS = 1000
 BATCH_ROWS = 500  # messages per committed batch in the background
+PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # Rows of retired ordinals left in the index; past this (and half the live
 # rows) the index is rebuilt from scratch.
 GARBAGE_LIMIT = 100_000
@@ -96,7 +103,13 @@ _CJK_CHARS = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df"
 )
 _EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
-_TOKENS = re.compile(f"([{_CJK_CHARS}]+)|([^\\W_{_CJK_CHARS}]+)|([{_EMOJI}])")
+# A CJK run or one emoji, kept in the split; words are what lies between.
+_CJK_OR_EMOJI = re.compile(f"([{_CJK_CHARS}]+|[{_EMOJI}])")
+_ONE_EMOJI = re.compile(f"[{_EMOJI}]$")
+_WORD = re.compile(r"[^\W_]+")
+# ASCII punctuation (and "_") separates words, as in unicode61: for ASCII text a
+# translate and a split are several times faster than a regex.
+_ASCII_GAPS = {c: " " for c in range(128) if not chr(c).isalnum()}
 
 
 def normalise(text: str) -> str:
@@ -104,15 +117,33 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def _words(part: str) -> list[str]:
+    return part.translate(_ASCII_GAPS).split() if part.isascii() else _WORD.findall(part)
+
+
+def _pieces(text: str):
+    """(kind, piece) in order: "word", "cjk" (a whole run) or "emoji"."""
+    if text.isascii():
+        for word in _words(text):
+            yield "word", word
+        return
+    for i, part in enumerate(_CJK_OR_EMOJI.split(text)):
+        if i % 2:
+            yield ("emoji" if _ONE_EMOJI.match(part) else "cjk"), part
+        else:
+            for word in _words(part):
+                yield "word", word
+
+
 def tokens(text: str) -> list[str]:
     """The index's tokens of already normalised text (see the module's docstring)."""
     out: list[str] = []
-    for cjk, word, emoji in _TOKENS.findall(text):
-        if cjk:
-            out.extend(cjk[i: i + 2] for i in range(len(cjk) - 1))
-            out.extend(cjk)
+    for kind, piece in _pieces(text):
+        if kind == "cjk":
+            out.extend([piece[i: i + 2] for i in range(len(piece) - 1)])
+            out.extend(piece)
         else:
-            out.append(word or emoji)
+            out.append(piece)
     return out
 
 
@@ -120,20 +151,15 @@ def _fts_string(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
-def match_for(text: str, prefix: bool = False) -> str | None:
+def match_for(text: str) -> str | None:
     """The FTS5 query that finds ``text`` (already normalised) as the index stores it,
     or None when it has no token the index keeps (punctuation only, say)."""
     parts: list[str] = []
-    for cjk, word, emoji in _TOKENS.findall(text):
-        if cjk:
-            # A run's bigrams in a row are exactly its substrings of 2+ characters.
-            parts.append(" ".join(cjk[i: i + 2] for i in range(len(cjk) - 1)) if len(cjk) > 1 else cjk)
-        else:
-            parts.append(word or emoji)
-    if not parts:
-        return None
-    phrase = _fts_string(" ".join(parts))
-    return phrase + "*" if prefix else phrase
+    for kind, piece in _pieces(text):
+        # A run's bigrams in a row are exactly its substrings of 2+ characters.
+        parts.append(" ".join(piece[i: i + 2] for i in range(len(piece) - 1)) if kind == "cjk" and len(piece) > 1
+                     else piece)
+    return _fts_string(" ".join(parts)) if parts else None
 
 
 def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
@@ -141,6 +167,11 @@ def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple
     text = normalise(decode_content(content))
     extra = " ".join(tokens(normalise(f"{tool_name or ''} {tool_calls or ''}")))
     return " ".join(tokens(text)), extra, len(text)
+
+
+def words_of(body: str) -> set[str]:
+    """The Latin-script words among a body's tokens (prefix queries look them up)."""
+    return {t for t in body.split() if t[0].isascii()}
 
 
 # -- the store ---------------------------------------------------------------------------
@@ -180,7 +211,7 @@ class TextIndex:
         with self.lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                for table in ("slots", "sessions", "docs"):
+                for table in ("slots", "sessions", "docs", "words"):
                     self._conn.execute(f"DELETE FROM {table}")
                 self._conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
                 self._conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
@@ -215,10 +246,31 @@ class TextIndex:
         out: list[int] = []
         with self.lock:
             for low, high in ranges:
-                out.extend(r[0] for r in self._conn.execute(
+                out.extend(r for (r,) in self._conn.execute(
                     "SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
                     (match, low, high, limit)))
         return out
+
+    def words_from(self, prefix: str, limit: int) -> list[str]:
+        """Indexed words that start with ``prefix`` (FTS5 would read every row of
+        every such word in the whole index; a lookup here costs microseconds)."""
+        with self.lock:
+            return [r for (r,) in self._conn.execute(
+                "SELECT word FROM words WHERE word >= ? AND word < ? LIMIT ?", (prefix, prefix + "\U0010ffff", limit))]
+
+    def count(self, match: str, ranges: list[tuple[int, int]]) -> int:
+        with self.lock:
+            return sum(self._conn.execute(
+                "SELECT count(*) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?", (match, low, high)
+            ).fetchone()[0] for low, high in ranges)
+
+    def within(self, rowids: list[int], since: float | None, until: float | None) -> list[int]:
+        """Those of ``rowids`` whose message was written in [since, until)."""
+        with self.lock:
+            return [r for (r,) in self._conn.execute(
+                "SELECT rowid FROM docs WHERE rowid IN (SELECT value FROM json_each(?)) "
+                "AND timestamp >= ? AND timestamp < ?",
+                (json.dumps(rowids), -1e300 if since is None else since, 1e300 if until is None else until))]
 
     def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
         """rowid -> (message id, length)."""
@@ -255,7 +307,7 @@ class TextIndex:
 
     def write(self, work: Change, key: str, rows: list[tuple], *, first: bool, complete: bool) -> None:
         """Add one batch of a session's messages ``(id, role, content, tool_name,
-        tool_calls)`` in id order, and the session's progress, in one transaction.
+        tool_calls, timestamp)`` in id order, and the session's progress, in one transaction.
 
         ``first``: the first batch of ``work`` (a reindex retires the old rows
         there); ``complete``: the last (the session is then current as of
@@ -275,15 +327,20 @@ class TextIndex:
                         self._add_garbage(conn, st.next_seq)
                     st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
                 base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
-                for mid, role, content, tool_name, tool_calls in rows:
+                texts, docs, words = [], [], set()
+                for mid, role, content, tool_name, tool_calls, ts in rows:
                     if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
                         continue  # done already; or two million messages in one session
                     rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
                     body, extra, length = index_texts(content, tool_name, tool_calls)
-                    conn.execute("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", (rowid, body, extra))
-                    conn.execute("INSERT INTO docs VALUES (?, ?, ?)", (rowid, mid, length))
+                    texts.append((rowid, body, extra))
+                    docs.append((rowid, mid, length, ts))
+                    words |= words_of(body)
                     st.next_seq += 1
                     st.indexed_max_id = mid
+                conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
+                conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
+                conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
                 if complete:
                     st.seen_count, st.seen_max_id = work.seen
                     st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
@@ -310,7 +367,7 @@ class TextIndex:
 
 def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     return conn.execute(
-        "SELECT id, role, content, tool_name, tool_calls FROM messages WHERE session_id = ? AND id > ? "
+        "SELECT id, role, content, tool_name, tool_calls, timestamp FROM messages WHERE session_id = ? AND id > ? "
         "AND id <= ? ORDER BY id LIMIT ?", (sid, after_id, upto, limit)).fetchall()
 
 
@@ -323,27 +380,61 @@ class Lookup:
     """The index as one scope sees it: its sessions' rowid ranges and ordinals."""
 
     index: TextIndex
-    ranges: list[tuple[int, int]]
-    session_of: dict[int, str]  # ordinal -> session id, for the scope's sessions only
+    with_tools: bool
+    slot_of: dict[int, int]  # ordinal -> slot, for the sessions searched
+    session_of: dict[int, str]  # ordinal -> session id, for the sessions searched
+    since: float | None = None
+    until: float | None = None
 
-    def rows(self, match: str, limit: int) -> list[tuple]:
-        """The scope's messages holding ``match``: (rowid, session id, 0.0, None) rows."""
-        out = []
-        for rowid in self.index.rowids(match, self.ranges, limit):
-            sid = self.session_of.get((rowid >> ORDINAL_SHIFT) & MAX_ORDINAL)
-            if sid is not None:
-                out.append((rowid, sid, 0.0, None))
-        return out
+    def _ranges(self, ordinals: list[int] | None) -> list[tuple[int, int]]:
+        """Rowid ranges: each slot's whole (``ordinals`` None), or these sessions' rows.
+
+        Tool rows sit above all others of a slot (bit 42), so a slot's rows
+        without tools are one range, and a session's tool rows another."""
+        if ordinals is None:
+            width = 2 * TOOL_BIT if self.with_tools else TOOL_BIT
+            return [(slot << SLOT_SHIFT, (slot << SLOT_SHIFT) + width - 1) for slot in sorted(set(self.slot_of.values()))]
+        ranges = []
+        for o in sorted(ordinals):
+            base = (self.slot_of[o] << SLOT_SHIFT) | (o << ORDINAL_SHIFT)
+            for start in (base, base | TOOL_BIT) if self.with_tools else (base,):
+                ranges.append((start, start + MAX_SEQ))
+        return ranges
+
+    def prefix_match(self, prefix: str) -> str | None:
+        """The query for every indexed word that starts with ``prefix`` (None: there is none)."""
+        found = self.index.words_from(prefix, PREFIX_WORDS)
+        return " OR ".join(_fts_string(w) for w in found) if found else None
+
+    def count(self, match: str) -> int:
+        """Messages holding ``match`` in the searched sessions' slots (an estimate:
+        a slot can hold sessions that are not searched)."""
+        return self.index.count(match, self._ranges(None))
+
+    def keys(self, match: str, limit: int, ordinals: list[int] | None = None) -> "np.ndarray":
+        """The rowids of the searched sessions' (or of ``ordinals``') messages holding ``match``, sorted."""
+        import numpy as np
+
+        rowids = np.fromiter(self.index.rowids(match, self._ranges(ordinals), limit), dtype=np.int64)
+        if not len(rowids):
+            return rowids
+        searched = np.fromiter(self.session_of, dtype=np.int64, count=len(self.session_of))
+        rowids = np.unique(rowids[np.isin(self.sessions_of(rowids), searched)])
+        if (self.since is not None or self.until is not None) and len(rowids):
+            rowids = np.array(self.index.within(rowids.tolist(), self.since, self.until), dtype=np.int64)
+        return rowids
+
+    @staticmethod
+    def sessions_of(rowids: "np.ndarray") -> "np.ndarray":
+        """The ordinal of each rowid's session."""
+        return (rowids >> ORDINAL_SHIFT) & MAX_ORDINAL
 
 
-def lookup_for(index: TextIndex, states: dict[str, SessionState], searched: list[str],
-               with_tools: bool) -> Lookup:
-    session_of = {states[sid].ordinal: sid for sid in searched if sid in states}
-    ranges = []
-    for slot in sorted({states[sid].slot for sid in searched if sid in states}):
-        low = slot << SLOT_SHIFT
-        ranges.append((low, low + (2 * TOOL_BIT if with_tools else TOOL_BIT) - 1))
-    return Lookup(index, ranges, session_of)
+def lookup_for(index: TextIndex, states: dict[str, SessionState], searched: list[str], with_tools: bool,
+               since: float | None = None, until: float | None = None) -> Lookup:
+    found = [states[sid] for sid in searched if sid in states]
+    return Lookup(index, with_tools, {st.ordinal: st.slot for st in found}, {st.ordinal: st.session_id for st in found},
+                  since, until)
 
 
 class Keeper:
@@ -356,7 +447,7 @@ class Keeper:
         self._cond = threading.Condition()
         self._queue: dict[str, list[str]] = {}  # scope key -> members, most recently asked last
         self._thread: threading.Thread | None = None
-        self._quiet: dict[str, tuple] = {}
+        self._quiet: dict[str, tuple] = {}  # scope key -> (what it depended on, the members' states)
         self.error: str | None = None
 
     def ready(self, conn: sqlite3.Connection, key: str, members: list[str]) -> dict[str, SessionState] | None:
@@ -365,10 +456,11 @@ class Keeper:
         from .statedb import file_fingerprint
 
         quiet = (file_fingerprint(self.home / "state.db"), self.index.data_version(), self.index.writes,
-                 hash(tuple(members)))
+                 hash(frozenset(members)))
         with self._cond:
-            if self._quiet.get(key) == quiet and key not in self._queue:
-                return self.index.states(members)
+            known = self._quiet.get(key)
+            if known is not None and known[0] == quiet and key not in self._queue:
+                return known[1]
         states = self.index.states(members)
         work = changes(conn, states, members)
         if work:
@@ -381,7 +473,8 @@ class Keeper:
                 self.index.index(conn, change, key)
             states = self.index.states(members)
         with self._cond:
-            self._quiet[key] = (quiet[0], self.index.data_version(), self.index.writes, quiet[3])
+            # Nothing changed since this answer, nothing will change it: the next search reuses it.
+            self._quiet[key] = ((quiet[0], self.index.data_version(), self.index.writes, quiet[3]), states)
         return states
 
     def _enqueue(self, key: str, members: list[str]) -> None:
