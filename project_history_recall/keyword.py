@@ -30,11 +30,14 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 from .statedb import Shape
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _WORD_TOKEN = re.compile(r"[^\W_]+")
 # Rows fetched per term. A term in more of the scope's messages than this is
@@ -60,7 +63,11 @@ SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
 # Messages read again (length, liveness) and reordered by length, at least.
-RERANKED = 200
+RERANKED = 100
+# Index rows read for a query's rarer terms; its commoner terms are then read
+# only in this many sessions, those where the rarer ones are.
+FETCH_ROWS = 6000
+CANDIDATE_SESSIONS = 50
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,8 @@ class _Scoped:
 
 
 def _text_expr(filters: Filters) -> str:
-    text = "COALESCE(m.content, '')"
+    # List content ("\x00json:[...]", non-ASCII escaped) is matched as the text it holds.
+    text = "CASE WHEN instr(m.content, 'json:') = 2 THEN phr_text(m.content) ELSE COALESCE(m.content, '') END"
     if "tool" in filters.roles:
         text = f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
     return f"lower({text})"
@@ -252,30 +260,36 @@ def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filt
 @dataclass
 class _Concept:
     weight: float
-    credit: dict[int, float]  # message id -> how much of the concept it holds, 0..1
+    credit: "np.ndarray"  # per candidate key: how much of the concept the message holds, 0..1
 
 
-def _concepts(groups: dict[int, list[Term]], found: dict[Term, list[Row]], total: int) -> list[_Concept]:
-    """Every concept of the query with its weight (IDF within the scope) and where it is found.
+def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
+              total: int, counts: dict[Term, int] | None = None) -> list[_Concept]:
+    """Every concept of the query with its weight (IDF within the scope) and, per
+    candidate in ``keys`` (sorted), how much of it the candidate holds.
 
     A concept that nothing in the scope holds keeps its (high) weight: the
     question asked for it, so no message holds the whole question."""
-    idf = {t: _idf(total, len(found.get(t, []))) for terms in groups.values() for t in terms}
+    import numpy as np
+
+    counts = counts or {}
+    idf = {t: _idf(total, counts.get(t, len(found.get(t, ())))) for terms in groups.values() for t in terms}
     concepts = []
     for terms in groups.values():
         head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
         parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
-        credit: dict[int, float] = {}
+        credit = np.zeros(len(keys))
         parts_weight = sum(idf[t] for t in parts) or 1.0
         for t in parts:
-            for r in found.get(t, []):
-                credit[r[0]] = credit.get(r[0], 0.0) + PIECE_CREDIT * idf[t] / parts_weight
+            if len(found.get(t, ())):
+                credit[np.searchsorted(keys, found[t])] += PIECE_CREDIT * idf[t] / parts_weight
         weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
         for t in terms:
             # Another form counts as rare as it is: "like*" for "likely" is common.
             share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * min(1.0, idf[t] / (weight or 1.0))
-            for r in found.get(t, []) if share else ():
-                credit[r[0]] = max(credit.get(r[0], 0.0), share)
+            if share and len(found.get(t, ())):
+                at = np.searchsorted(keys, found[t])
+                credit[at] = np.maximum(credit[at], share)
         concepts.append(_Concept(weight, credit))
     return concepts
 
@@ -294,25 +308,69 @@ def search(
     saves counting the scope's rows. With ``lookup`` (the scope is current in
     the plugin's own index) terms are looked up there, when it can answer
     them all."""
+    import numpy as np
+
     if not scope_ids or query.empty:
         return []
     scope_json = json.dumps(scope_ids)
     total = scope_messages if scope_messages else scope_size(conn, scope_json)
     groups = query.concepts
-    indexed = _index_matches(query, filters) if lookup is not None else None
+    indexed = _index_matches(query, lookup) if lookup is not None else None
+    counts: dict[Term, int] = {}
     if indexed is not None:
-        found = {t: lookup.rows(match, TERM_CANDIDATES + 1) for t, match in indexed.items()}
-        _confirm_symbols(conn, lookup, found)
         for t in indexed:
             if t.kind == "stem":
                 groups[t.concept].append(t)
+        counts = {t: lookup.count(match) for t, match in indexed.items()}
+        found = _from_index(lookup, indexed, counts, groups, total)
+        _confirm_symbols(conn, lookup, found)
+        names = lookup.session_of
+        sessions_of = lookup.sessions_of
         details = lambda keys: _index_details(conn, shape, lookup, keys, filters)  # noqa: E731
     else:
-        found = _from_hermes(conn, shape, query, groups, scope_json, filters, total)
-        rows_of = {r[0]: r for rows in found.values() for r in rows}
+        rows = _from_hermes(conn, shape, query, groups, scope_json, filters, total)
+        rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
+        found = {t: np.unique(np.fromiter((r[0] for r in term_rows), dtype=np.int64, count=len(term_rows)))
+                 for t, term_rows in rows.items()}
+        names = sorted({r[1] for r in rows_of.values()})
+        number = {sid: i for i, sid in enumerate(names)}
+        sessions_of = lambda keys: np.array([number[rows_of[int(k)][1]] for k in keys], dtype=np.int64)  # noqa: E731
         details = lambda keys: {k: (k, rows_of[k][3] or 0, rows_of[k][2] or 0.0) for k in keys}  # noqa: E731
-    session_of = {r[0]: r[1] for rows in found.values() for r in rows}
-    return rank(_concepts(groups, found, total), session_of, len(scope_ids), details, max(limit, RERANKED))[:limit]
+    arrays = [v for v in found.values() if len(v)]
+    keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
+    ranked = rank(_concepts(groups, found, keys, total, counts), keys, sessions_of(keys), len(scope_ids), details,
+                  max(limit, RERANKED))
+    return [Hit(mid, names[session], ts, score, share) for _key, mid, session, ts, score, share in ranked[:limit]]
+
+
+def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
+                groups: dict[int, list[Term]], total: int) -> dict[Term, "np.ndarray"]:
+    """Each term's keys in the plugin's index. Reading a row out of FTS5 costs
+    ~1 µs, so the rarer terms are read whole (within FETCH_ROWS; the rarest
+    always), and the commoner ones only in the sessions where the rarer ones
+    point (a common word weighs little, and elsewhere it cannot lift a
+    message past those sessions')."""
+    import numpy as np
+
+    found: dict[Term, np.ndarray] = {}
+    budget = FETCH_ROWS
+    for term in sorted(matches, key=lambda t: counts[t]):
+        if not found or counts[term] <= budget:
+            found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1)
+            budget -= counts[term]
+    common = [t for t in matches if t not in found]
+    if common:
+        arrays = [v for v in found.values() if len(v)]
+        keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
+        share = _shares(_concepts(groups, found, keys, total, counts), len(keys))
+        sessions = lookup.sessions_of(keys)
+        best: dict[int, float] = {}
+        for session, value in zip(sessions.tolist(), share.tolist()):
+            best[session] = max(best.get(session, 0.0), value)
+        top = sorted(best, key=best.get, reverse=True)[:CANDIDATE_SESSIONS]
+        for term in common:
+            found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1, top) if top else keys[:0]
+    return found
 
 
 def _from_hermes(conn, shape: Shape, query: ParsedQuery, groups: dict[int, list[Term]], scope_json: str,
@@ -331,32 +389,33 @@ def _from_hermes(conn, shape: Shape, query: ParsedQuery, groups: dict[int, list[
     return found
 
 
-def _index_matches(query: ParsedQuery, filters: Filters) -> dict[Term, str] | None:
+def _index_matches(query: ParsedQuery, lookup: textindex.Lookup) -> dict[Term, str] | None:
     """Each term's query in the plugin's index, or None when the index cannot
-    answer the query (a time range: Hermes's indexes filter by time; a term
-    of punctuation only)."""
-    if filters.since is not None or filters.until is not None:
-        return None
+    answer the query (a term of punctuation only: the index keeps none)."""
     out: dict[Term, str] = {}
-    for term in query.terms + stems(query):
-        match = textindex.match_for(textindex.normalise(term.text), prefix=term.kind == "stem")
+    for term in query.terms:
+        match = textindex.match_for(textindex.normalise(term.text))
         if match is None:
             return None
         out[term] = match
+    for term in stems(query):
+        match = lookup.prefix_match(textindex.normalise(term.text))
+        if match is not None:
+            out[term] = match
     return out
 
 
-def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict[Term, list[Row]]) -> None:
+def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict) -> None:
     """A symbol is found in the index by its words in a row ("foo bar" for
     ``foo.bar()``); keep the messages that hold it exactly."""
-    for term, rows in found.items():
-        if term.kind != "symbol" or not rows:
+    for term, keys in found.items():
+        if term.kind != "symbol" or not len(keys):
             continue
-        ids = lookup.index.docs([r[0] for r in rows])
+        ids = lookup.index.docs([int(k) for k in keys])
         exact = {r[0] for r in conn.execute(
             "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND instr(lower(content), ?) > 0",
             (json.dumps([v[0] for v in ids.values()]), _folded(term.text)))}
-        found[term] = [r for r in rows if ids.get(r[0], (None,))[0] in exact]
+        found[term] = keys[[ids.get(int(k), (None,))[0] in exact for k in keys]]
 
 
 def _index_details(conn, shape: Shape, lookup: textindex.Lookup, keys: list[int],
@@ -371,41 +430,54 @@ def _index_details(conn, shape: Shape, lookup: textindex.Lookup, keys: list[int]
     return {k: (mid, length, live[mid]) for k, (mid, length) in docs.items() if mid in live}
 
 
-def rank(concepts: list[_Concept], session_of: dict[int, str], sessions: int,
-         details: Callable[[list[int]], dict[int, tuple[int, int, float]]], keep: int) -> list[Hit]:
-    """Messages best first: each one's share of the query, lifted by its session's evidence.
+def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
+    """Per candidate, the weighted share of the query's concepts it holds."""
+    import numpy as np
+
+    total_weight = sum(c.weight for c in concepts) or 1.0
+    return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
+
+
+def rank(concepts: list[_Concept], keys: "np.ndarray", sessions_of_keys: "np.ndarray", sessions: int,
+         details: Callable[[list[int]], dict[int, tuple[int, int, float]]], keep: int) -> list[tuple]:
+    """(key, message id, session index, timestamp, score, share), best first: each
+    message's share of the query, lifted by its session's evidence.
 
     The best ``keep`` by that are then read (``details``: message id, length,
     time; a message missing there is dropped) and their shares normalised
     by length, as BM25 does."""
-    total_weight = sum(c.weight for c in concepts) or 1.0
-    shares: dict[int, float] = {}
-    session_cover: dict[str, list[float]] = {}
-    for i, concept in enumerate(concepts):
-        for key, credit in concept.credit.items():
-            shares[key] = shares.get(key, 0.0) + concept.weight * credit / total_weight
-            cover = session_cover.setdefault(session_of[key], [0.0] * len(concepts))
-            cover[i] = max(cover[i], credit)
-    # Coverage weighs each concept by its rarity among the scope's sessions.
-    holders = [sum(1 for cover in session_cover.values() if cover[i] > 0) for i in range(len(concepts))]
-    session_idf = [_idf(sessions, n) for n in holders]
-    cover_total = sum(session_idf) or 1.0
-    by_session: dict[str, list[float]] = {}
-    for key, share in shares.items():
-        by_session.setdefault(session_of[key], []).append(share)
-    evidence = {sid: SESSION_WEIGHT * sum(sorted(v, reverse=True)[:SESSION_TOP]) / SESSION_TOP
-                + COVERAGE_WEIGHT * sum(w * x for w, x in zip(session_idf, session_cover[sid])) / cover_total
-                for sid, v in by_session.items()}
-    first = sorted(shares, key=lambda k: (-(shares[k] + evidence[session_of[k]]), -k))[:keep]
-    read = details(first)
-    lengths = [read[k][1] for k in first if k in read]
+    import numpy as np
+
+    if not len(keys):
+        return []
+    credit = np.stack([c.credit for c in concepts]) if concepts else np.zeros((0, len(keys)))
+    share = _shares(concepts, len(keys))
+    session_ids, session_at = np.unique(sessions_of_keys, return_inverse=True)
+    # Candidates grouped by session, best share first within each.
+    order = np.lexsort((-share, session_at))
+    starts = np.flatnonzero(np.r_[True, np.diff(session_at[order]) != 0])
+    # Per concept and session, the most of it any of the session's messages holds;
+    # coverage weighs each concept by its rarity among the scope's sessions.
+    cover = np.maximum.reduceat(credit[:, order], starts, axis=1) if len(concepts) else np.zeros((0, len(starts)))
+    session_idf = np.array([_idf(sessions, int(n)) for n in (cover > 0).sum(axis=1)])
+    coverage = session_idf @ cover / (session_idf.sum() or 1.0) if len(concepts) else np.zeros(len(starts))
+    # The mean share of each session's best SESSION_TOP messages.
+    rank_in_session = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    best = rank_in_session < SESSION_TOP
+    top = np.bincount(session_at[order][best], weights=share[order][best], minlength=len(session_ids))
+    evidence = SESSION_WEIGHT * top / SESSION_TOP + COVERAGE_WEIGHT * coverage
+    first = share + evidence[session_at]
+    pick = np.argsort(-first, kind="stable")[:keep]
+    read = details([int(k) for k in keys[pick]])
+    lengths = [read[int(keys[i])][1] for i in pick if int(keys[i]) in read]
     avg = (sum(lengths) / len(lengths)) if lengths else 1.0
-    hits = []
-    for key in first:
+    out = []
+    for i in pick:
+        key = int(keys[i])
         if key not in read:
             continue
         mid, length, ts = read[key]
         norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * length / (avg or 1)))
-        sid = session_of[key]
-        hits.append(Hit(mid, sid, ts, shares[key] * norm + evidence[sid], shares[key]))
-    return sorted(hits, key=lambda h: (-h.score, -h.timestamp, -h.message_id))
+        out.append((key, mid, int(session_ids[session_at[i]]), ts, float(share[i] * norm + evidence[session_at[i]]),
+                    float(share[i])))
+    return sorted(out, key=lambda h: (-h[4], -h[3], -h[1]))

@@ -47,6 +47,7 @@ please tell know think say said does did done make made
 """.split())
 
 _QUOTE_PAIRS = {'"': '"', "“": "”", "「": "」", "『": "』"}
+_QUOTES = "".join(_QUOTE_PAIRS) + "".join(_QUOTE_PAIRS.values())
 _EDGE_PUNCT = "`'\"“”‘’「」『』«»()[]{}<>.,;:!?。，；：！？、…"
 _SYMBOL_INNER = re.compile(r"[^\W_][_./\\:#@$\-+=&%~]+[^\W_]|[^\W_]\(")
 _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
@@ -225,8 +226,10 @@ def _terms(text: str, keep_stop: bool) -> list[Term]:
 def parse(raw: object) -> ParsedQuery:
     text = clean_text(raw)
     # Stop words and single letters only count when they are all there is
-    # ("to be or not to be", "什么", "C").
-    terms = _terms(text, keep_stop=False) or _terms(text, keep_stop=True)
+    # ("to be or not to be", "什么", "C"); and text with no letters at all
+    # (an emoji, "->") is looked for exactly as pasted.
+    terms = _terms(text, keep_stop=False) or _terms(text, keep_stop=True) or [
+        Term("symbol", token) for token in text.split() if token.strip(_QUOTES)]
     numbered, concept = [], -1
     for term in terms:
         concept += not term.partial

@@ -33,7 +33,7 @@ MAX_CONTEXT = 10
 KEYWORD_CANDIDATES = 50
 # Keyword scores kept for the semantic engine's hits too (one that also holds
 # some of the words is credited for them).
-KEYWORD_SCORED = 1000
+KEYWORD_SCORED = 200
 SEMANTIC_CANDIDATES = 20
 DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
 
@@ -293,7 +293,8 @@ def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.F
         return None
     if states is None:
         return None
-    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles)
+    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
+                                filters.since, filters.until)
 
 
 def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn, shape,

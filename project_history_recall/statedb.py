@@ -111,6 +111,8 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
             # A damaged page can hold bytes that are not UTF-8; one such row
             # must not fail a whole search.
             conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+            # List content is stored as escaped JSON; scans match its decoded text.
+            conn.create_function("phr_text", 1, decode_content, deterministic=True)
             conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         except BaseException:
             conn.close()

@@ -16,7 +16,7 @@ from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_modu
 SEARCH = "project_history_search"
 
 
-@pytest.fixture(params=[10_000, 0], ids=["scan-small-scope", "index-big-scope"])
+@pytest.fixture(params=[None, 10_000, 0], ids=["own-keyword-index", "scan-small-scope", "hermes-index-big-scope"])
 def pq(world, work, request, monkeypatch):
     """Projects P and Q in folders that share a prefix and carry % and _."""
     p_dir = work / "app_1%"
@@ -35,11 +35,15 @@ def pq(world, work, request, monkeypatch):
     so = world.session(("user", "websocket in app_10 ERR_CONNECTION_REFUSED"), cwd=other, title="Other")
     asker_p = world.session(cwd=p_dir, title="asking from P")
     asker_q = world.session(cwd=q_dir, title="asking from Q")
+    if request.param is not None:
+        # Without the plugin's own index, both ways Hermes's data is searched:
+        # scanning a small scope, Hermes's indexes for a big one.
+        plugin_settings(world.home, keyword_index=False)
     enable_plugin(world.home)
-    # Both ways of finding substrings: scanning a small scope, indexes for a big one.
-    monkeypatch.setattr(plugin_module("keyword"), "SCAN_LIMIT", request.param)
+    if request.param is not None:
+        monkeypatch.setattr(plugin_module("keyword"), "SCAN_LIMIT", request.param)
     return {"P": p, "Q": q, "sp": sp, "sp2": sp2, "sq": sq, "so": so, "asker_p": asker_p, "asker_q": asker_q,
-            "p_dir": p_dir, "q_dir": q_dir, "other": other}
+            "p_dir": p_dir, "q_dir": q_dir, "other": other, "keyword_index": request.param is None}
 
 
 def sessions_of(result):
@@ -76,7 +80,7 @@ def test_hybrid_falls_back_to_keyword_and_says_why(pq, world):
     res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
     assert res["mode"] == "hybrid" and res["results"]
     assert res["semantic_status"] == "ready" and res["searched_with"] == "keyword+semantic"
-    plugin_settings(world.home, semantic=False)
+    plugin_settings(world.home, semantic=False, keyword_index=pq["keyword_index"])
     res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
     assert res["mode"] == "hybrid" and res["results"] and res["searched_with"] == "keyword"
     assert res["semantic_status"] == "disabled" and res["semantic_reason"]

@@ -95,9 +95,11 @@ def test_only_stop_words_or_single_letters_are_kept_when_that_is_all_there_is():
     assert kinds("什么") == [("cjk", "什么")]
 
 
-def test_empty_and_punctuation_only_queries_have_no_terms():
-    for q in ("", "   ", '""', "(((", "?!", None):
+def test_empty_queries_have_no_terms_and_letterless_ones_are_searched_as_pasted():
+    for q in ("", "   ", '""', None):
         assert parse(q).empty
+    assert [(t.kind, t.text) for t in parse("🚀").terms] == [("symbol", "🚀")]
+    assert [(t.kind, t.text) for t in parse("->  ✅✅").terms] == [("symbol", "->"), ("symbol", "✅✅")]
 
 
 def test_fts_quote_escapes_double_quotes():

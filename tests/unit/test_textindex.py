@@ -30,9 +30,8 @@ def test_a_term_is_queried_as_the_index_stores_it(text, match):
     assert match_for(normalise(text)) == match
 
 
-def test_punctuation_only_has_no_query_and_stems_are_prefixes():
+def test_punctuation_only_has_no_query():
     assert match_for("->") is None and match_for("...") is None
-    assert match_for("paint", prefix=True) == '"paint"*'
 
 
 def _fts_finds(text: str, query: str) -> bool:
@@ -58,28 +57,42 @@ def _write(index, sid, rows, seen, kind="append", key="k"):
 
 def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_path):
     index = textindex.TextIndex(tmp_path / "keywords.db")
-    _write(index, "s1", [(1, "user", "超时了", None, None), (2, "tool", "websocket 超时", "terminal", None)], (2, 2))
-    _write(index, "s2", [(3, "user", "超时", None, None)], (1, 3), key="other")
+    _write(index, "s1", [(1, "user", "超时了", None, None, 10.0), (2, "tool", "websocket 超时", "terminal", None, 20.0)],
+           (2, 2))
+    _write(index, "s2", [(3, "user", "超时", None, None, 30.0)], (1, 3), key="other")
     states = index.states(["s1", "s2"])
     assert states["s1"].slot != states["s2"].slot
     user_only = textindex.lookup_for(index, states, ["s1"], with_tools=False)
     with_tools = textindex.lookup_for(index, states, ["s1"], with_tools=True)
-    assert {r[1] for r in user_only.rows('"超时"', 10)} == {"s1"} and len(user_only.rows('"超时"', 10)) == 1
-    assert len(with_tools.rows('"超时"', 10)) == 2
-    assert with_tools.rows('"terminal"', 10)  # the tool name is indexed too
+    assert len(user_only.keys('"超时"', 10)) == 1 and user_only.count('"超时"') == 1
+    assert set(user_only.sessions_of(user_only.keys('"超时"', 10)).tolist()) == {states["s1"].ordinal}
+    assert len(with_tools.keys('"超时"', 10)) == 2
+    assert len(with_tools.keys('"超时"', 10, [states["s1"].ordinal])) == 2  # one session's rows, tools included
+    assert len(with_tools.keys('"terminal"', 10))  # the tool name is indexed too
+    later = textindex.lookup_for(index, states, ["s1"], with_tools=True, since=15.0)
+    assert len(later.keys('"超时"', 10)) == 1
     # s1 lost a message in Hermes: it is indexed again under a new number, the old rows are unreachable.
     old = states["s1"].ordinal
-    _write(index, "s1", [(2, "tool", "websocket", "terminal", None)], (1, 2), kind="redo")
+    _write(index, "s1", [(2, "tool", "websocket", "terminal", None, 20.0)], (1, 2), kind="redo")
     states = index.states(["s1"])
     assert states["s1"].ordinal != old and index.garbage() == 2
     lookup = textindex.lookup_for(index, states, ["s1"], with_tools=True)
-    assert lookup.rows('"超时"', 10) == [] and len(lookup.rows('"websocket"', 10)) == 1
+    assert len(lookup.keys('"超时"', 10)) == 0 and len(lookup.keys('"websocket"', 10)) == 1
+
+
+def test_a_prefix_stands_for_the_indexed_words_it_starts(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(1, "user", "painted paintings; a painter, 画画", None, None, 1.0)], (1, 1))
+    lookup = textindex.lookup_for(index, index.states(["s1"]), ["s1"], with_tools=False)
+    assert lookup.prefix_match("paint") == '"painted" OR "painter" OR "paintings"'
+    assert lookup.prefix_match("sculpt") is None
+    assert len(lookup.keys(lookup.prefix_match("paint"), 10)) == 1
 
 
 def test_list_content_is_indexed_as_its_text(tmp_path):
     index = textindex.TextIndex(tmp_path / "keywords.db")
     raw = '\x00json:[{"type": "text", "text": "\\u652f\\u4ed8\\u56de\\u8c03\\u8d85\\u65f6 at the caf\\u00e9"}]'
-    _write(index, "s1", [(1, "user", raw, None, None)], (1, 1))
+    _write(index, "s1", [(1, "user", raw, None, None, 1.0)], (1, 1))
     lookup = textindex.lookup_for(index, index.states(["s1"]), ["s1"], with_tools=False)
     for query in ("超时", "支付回调超时", "café"):
-        assert lookup.rows(match_for(normalise(query)), 10), query
+        assert len(lookup.keys(match_for(normalise(query)), 10)), query
