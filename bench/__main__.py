@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed`` and ``python -m bench locomo``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh`` and ``semantic``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -25,12 +26,20 @@ def main(argv: list[str] | None = None) -> int:
     speed.add_argument("--queries", type=int, default=200, help="queries per class")
     speed.add_argument("--json", type=Path, help="also write the figures here")
 
+    data = Path(os.environ.get("PHR_BENCH_DATA") or Path(__file__).resolve().parents[1] / "bench-data")
     locomo = sub.add_parser("locomo", help="retrieval quality on LoCoMo vs core session_search")
-    locomo.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "bench-data"
-                        / "locomo10.json")
+    locomo.add_argument("--data", type=Path, default=data / "locomo10.json",
+                        help="a LoCoMo file (default: $PHR_BENCH_DATA/locomo10.json, else bench-data/ in the checkout)")
     locomo.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
     locomo.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     locomo.add_argument("--json", type=Path, help="also write the figures here")
+
+    zh = sub.add_parser("locomo-zh", help="LoCoMo-zh: Chinese questions and their English originals side by side")
+    zh.add_argument("--data", type=Path, default=data / "locomo-zh",
+                    help="the folder holding medium_locomo_zh.json and medium_locomo.json")
+    zh.add_argument("--root", type=Path, help="folder for the two homes (default: a temp dir)")
+    zh.add_argument("--modes", default="keyword,semantic,hybrid")
+    zh.add_argument("--json", type=Path, help="also write the figures here")
 
     sem = sub.add_parser("semantic", help="semantic indexing throughput, no-op check at 1M, hybrid latency/RSS at 100k")
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
@@ -56,6 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         from . import semantic as mod
 
         figures = mod.run(args.home_1m, args.scratch, args.messages_100k, args.repeats, args.queries)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "locomo-zh":
+        from . import locomo as mod
+
+        root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
+        figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
+                                   [m.strip() for m in args.modes.split(",") if m.strip()])
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

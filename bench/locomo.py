@@ -16,16 +16,25 @@ Systems, in the same run on the same database:
 - core ``session_search`` (unscoped, limit 10), called the way Hermes's agent
   loop calls it (it is an agent-loop tool, not in the registry dispatch);
 - ``fts-or``: the reference baseline, a scoped FTS5 BM25 OR-query over the
-  question's content words, 10 messages.
+  question's content words, 10 messages;
+- ``bigram BM25``: a plain scoped BM25 over CJK character bigrams and words
+  (no segmentation, no stop words), computed here over the conversation's
+  messages: what a few dozen lines do for Chinese.
+
+``side_by_side`` runs two files of the same conversations (LoCoMo-zh's
+Chinese translation and its English originals), each in its own home, and
+prints them next to each other. Per-conversation figures are printed too, so
+a conversation kept aside while tuning can be read on its own.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
@@ -143,6 +152,41 @@ def _fts_or(conn, conv_sessions: list[str], question: str) -> list[tuple[int, st
     ).fetchall()
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def _bigram_tokens(text: str) -> list[str]:
+    """CJK runs as character bigrams (a lone character as itself), other words as words, case folded."""
+    text = text.casefold()
+    out = [w for w in _WORDS.findall(_CJK.sub(" ", text))]
+    for run in _CJK.findall(text):
+        out += [run[i: i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
+    return out
+
+
+class BigramBM25:
+    """A plain BM25 (k1 1.2, b 0.75) over one conversation's messages."""
+
+    def __init__(self, messages: list[tuple[int, str, str]]):  # (message id, session id, text)
+        self.docs = [(mid, sid, Counter(_bigram_tokens(text))) for mid, sid, text in messages]
+        self.df = Counter(t for _, _, tf in self.docs for t in tf)
+        self.avg = sum(sum(tf.values()) for _, _, tf in self.docs) / max(1, len(self.docs))
+
+    def search(self, question: str, limit: int = 10) -> list[tuple[int, str]]:
+        n, query = len(self.docs), set(_bigram_tokens(question))
+        idf = {t: math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in query if self.df[t]}
+        scored = []
+        for mid, sid, tf in self.docs:
+            length = sum(tf.values())
+            score = sum(w * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * length / self.avg))
+                        for t, w in idf.items() if tf[t])
+            if score > 0:
+                scored.append((score, mid, sid))
+        scored.sort(reverse=True)
+        return [(mid, sid) for _, mid, sid in scored[:limit]]
+
+
 def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
@@ -197,8 +241,9 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
 
     indexing = _index_all(home, convs) if any(m != "keyword" for m in modes) else None
 
-    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)"]
+    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)"]
     scores = {s: Scores() for s in systems}
+    by_conv = {s: defaultdict(Scores) for s in systems}
     latency = defaultdict(list)
     core_db = SessionDB(db_path=home / "state.db")
     ro = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
@@ -206,6 +251,14 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
         for sample in data:
             conv = convs[sample["sample_id"]]
             conv_sessions = sorted(set(conv["session_of"].values()))
+            bigrams = BigramBM25([(r[0], r[1], r[2]) for r in ro.execute(
+                "SELECT id, session_id, content FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(conv_sessions),))])
+
+            def score(system: str, sessions: list, messages: list) -> None:
+                for table in (scores[system], by_conv[system][sample["sample_id"]]):
+                    table.add(cat, sessions, messages, gold_sessions, gold_msgs)
+
             os.environ["TERMINAL_CWD"] = conv["folder"]
             for qa in sample["qa"]:
                 gold_dia = [d for d in evidence_ids(qa.get("evidence")) if d in conv["dia"]]
@@ -221,20 +274,21 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
                         task_id=conv["asker"], session_id=conv["asker"]))
                     latency[f"plugin:{mode}"].append((time.perf_counter() - t0) * 1000)
                     res = out.get("results") or []
-                    scores[f"plugin:{mode}"].add(cat, [r["session_id"] for r in res], [r["message_id"] for r in res],
-                                                 gold_sessions, gold_msgs)
+                    score(f"plugin:{mode}", [r["session_id"] for r in res], [r["message_id"] for r in res])
                 t0 = time.perf_counter()
                 core = json.loads(session_search(query=question, limit=10, db=core_db,
                                                  current_session_id=conv["asker"]))
                 latency["core session_search"].append((time.perf_counter() - t0) * 1000)
                 res = core.get("results") or []
-                scores["core session_search"].add(cat, [r.get("session_id") for r in res],
-                                                  [r.get("match_message_id") for r in res], gold_sessions, gold_msgs)
+                score("core session_search", [r.get("session_id") for r in res], [r.get("match_message_id") for r in res])
                 t0 = time.perf_counter()
                 rows = _fts_or(ro, conv_sessions, question)
                 latency["fts-or (scoped BM25)"].append((time.perf_counter() - t0) * 1000)
-                scores["fts-or (scoped BM25)"].add(cat, [r[1] for r in rows], [r[0] for r in rows],
-                                                   gold_sessions, gold_msgs)
+                score("fts-or (scoped BM25)", [r[1] for r in rows], [r[0] for r in rows])
+                t0 = time.perf_counter()
+                rows = bigrams.search(question)
+                latency["bigram BM25 (scoped)"].append((time.perf_counter() - t0) * 1000)
+                score("bigram BM25 (scoped)", [r[1] for r in rows], [r[0] for r in rows])
     finally:
         core_db.close()
         ro.close()
@@ -246,6 +300,7 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
         summary = scores[system].summary((1, 2, 3, 4))
         summary["p50_ms"] = common.percentile(latency[system], 50)
         summary["by_category"] = {CATEGORIES[c]: scores[system].summary((c,)) for c in CATEGORIES}
+        summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
         figures["systems"][system] = summary
         rows.append([system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"],
                      summary["mrr"], summary["turn_recall@10"], f"{summary['zero']:.1%}", summary["p50_ms"]])
@@ -258,4 +313,37 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
             s = figures["systems"][system]["by_category"][name]
             parts.append(f"{system} {s['hit@1']:.3f}/{s['hit@5']:.3f}/{s['mrr']:.3f}/{s['turn_recall@10']:.3f}")
         print(f"  {c} {name} ({figures['systems'][systems[0]]['by_category'][name]['questions']}): " + " · ".join(parts))
+    print("\nper conversation, categories 1-4 (hit@1 / MRR):")
+    for conv in sorted(by_conv[systems[0]]):
+        print(f"  {conv}: " + " · ".join(
+            f"{system} {figures['systems'][system]['by_conversation'][conv]['hit@1']:.3f}/"
+            f"{figures['systems'][system]['by_conversation'][conv]['mrr']:.3f}" for system in systems[:len(modes)]))
     return figures
+
+
+def side_by_side(files: list[Path], root: Path, modes: list[str]) -> dict:
+    """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
+    table: every system and category, the files' figures next to each other."""
+    import subprocess
+    import sys
+
+    results = {}
+    for path in files:
+        out = root / f"{path.stem}.json"
+        subprocess.run([sys.executable, "-m", "bench", "locomo", "--data", str(path), "--home",
+                        str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out)],
+                       check=True, cwd=Path(__file__).resolve().parents[1])
+        results[path.stem] = json.loads(out.read_text())
+    names = list(results)
+    first = results[names[0]]["systems"]
+    metrics = [("hit@1", "hit@1"), ("hit@5", "hit@5"), ("MRR", "mrr"), ("turn R@10", "turn_recall@10")]
+    print("\nside by side, categories 1-4 (" + " | ".join(names) + ")\n")
+    headers = ["system"] + [f"{n} {label}" for n in names for label, _ in metrics]
+    rows = [[system] + [results[n]["systems"][system][key] for n in names for _, key in metrics] for system in first]
+    print(common.table(headers, rows))
+    for c, name in CATEGORIES.items():
+        print(f"\n{c} {name} (hit@1 / MRR): " + "; ".join(
+            f"{system} " + " | ".join(f"{results[n]['systems'][system]['by_category'][name]['hit@1']:.3f}/"
+                                      f"{results[n]['systems'][system]['by_category'][name]['mrr']:.3f}" for n in names)
+            for system in first))
+    return results

@@ -1,10 +1,16 @@
 """Keyword search latency at scale, against Hermes core on the same database.
 
 Builds (once) a synthetic Hermes home with Hermes's own schema and triggers
-(see ``synth.py``), then times, for each query class, the plugin's tool
-handler (scope resolution, search, context windows, JSON) and core's
+(see ``synth.py``) and the plugin's keyword index for every project (timed),
+then times, for each query class, the plugin's tool handler (scope
+resolution, search, context windows, JSON) with its own keyword index and
+with Hermes's indexes only (``keyword_index: false``), and core's
 ``SessionDB.search_messages`` (unscoped, the engine behind session_search),
 with the same query strings in the same run.
+
+Chinese questions are drawn from the synthetic Chinese text: three words of
+a Chinese message in another session of the asker's project, put in a
+question (``上次…的…是怎么处理的？``), so each has an answer.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from pathlib import Path
 
 from . import common, synth
 
-CLASSES = ("english", "symbol", "zh2", "zh4")
+CLASSES = ("english", "symbol", "zh2", "zh4", "zh-question")
+_ZH_TEMPLATES = ("上次我们是怎么处理{0}和{1}的{2}问题的？", "之前讨论{0}的时候，{1}和{2}用了什么方案？",
+                 "{0}为什么会影响{1}？当时{2}是怎么改的？", "我记得有一次{0}出了问题，和{1}、{2}有关，是哪次？")
 
 
 def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
@@ -37,6 +45,52 @@ def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
         "zh2": [rng.choice(zh2) for _ in range(per_class)],
         "zh4": [rng.choice(zh4) for _ in range(per_class)],
     }
+
+
+def _zh_questions(home: Path, callers: list[str], seed: int) -> list[str]:
+    """One Chinese question per caller, from a Chinese message of its project."""
+    rng = random.Random(seed + 2)
+    vocabulary = sorted(set(synth.ZH_WORDS), key=len, reverse=True)
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    out = []
+    try:
+        by_folder: dict[str, list[str]] = {}
+        folder_of = {}
+        for sid, cwd in conn.execute("SELECT id, cwd FROM sessions"):
+            folder_of[sid] = cwd
+            by_folder.setdefault(cwd, []).append(sid)
+        for caller in callers:
+            others = [s for s in by_folder.get(folder_of.get(caller), []) if s != caller] or [caller]
+            texts = []
+            for sid in rng.sample(others, min(5, len(others))):
+                texts += [r[0] for r in conn.execute(
+                    "SELECT content FROM messages WHERE session_id = ? AND role = 'user'", (sid,))
+                    if any("\u4e00" <= ch <= "\u9fff" for ch in r[0])]
+            text = rng.choice(texts) if texts else "".join(rng.sample(synth.ZH_WORDS, 6))
+            words = [w for w in vocabulary if w in text]
+            picked = rng.sample(words, 3) if len(words) >= 3 else rng.sample(synth.ZH_WORDS, 3)
+            out.append(rng.choice(_ZH_TEMPLATES).format(*picked))
+    finally:
+        conn.close()
+    return out
+
+
+def _build_keyword_index(home: Path) -> dict:
+    """The plugin's keyword index for every project (what background indexing
+    leaves behind); a no-op when it is current."""
+    from project_history_recall import paths, textindex
+    from project_history_recall.scope import attribution_map
+    from project_history_recall.statedb import reading
+
+    with reading(home / "state.db") as (conn, _shape):
+        amap = attribution_map(home, conn)
+    keeper = textindex.keeper(home, paths.data_dir(home))
+    t0 = time.perf_counter()
+    sessions = sum(keeper.build(json.dumps(key), members) for key, members in amap.by_project.items()
+                   if key[0] != "home")
+    seconds = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in paths.data_dir(home).glob(textindex.FILE_NAME + "*"))
+    return {"sessions_indexed": sessions, "seconds": seconds, "bytes": size}
 
 
 def _callers(home: Path, n: int, seed: int) -> list[str]:
@@ -77,6 +131,10 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int) -> dict:
 
     queries = _queries(world, per_class, spec.seed)
     callers = _callers(home, per_class, spec.seed)
+    queries["zh-question"] = _zh_questions(home, callers, spec.seed)
+    built = _build_keyword_index(home)
+    print(f"keyword index: {built['sessions_indexed']:,} sessions indexed in {built['seconds']:.0f} s "
+          f"(0 when it was current); keywords.db {built['bytes'] / 2**20:,.0f} MiB")
 
     t0 = time.perf_counter()
     first = json.loads(tools.handle_search({"query": "warm up", "mode": "keyword"}, session_id=callers[0]))
@@ -85,38 +143,51 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int) -> dict:
 
     core = SessionDB(db_path=home / "state.db")
     rows = []
-    figures = {"machine": info, "cold_first_call_ms": cold_ms, "classes": {}}
+    figures = {"machine": info, "cold_first_call_ms": cold_ms, "keyword_index": built, "classes": {}}
+
+    def plugin(q: str, sid: str, times: list[float]) -> dict:
+        t = time.perf_counter()
+        out = json.loads(tools.handle_search({"query": q, "mode": "keyword", "limit": 10, "context": 2},
+                                             session_id=sid))
+        times.append((time.perf_counter() - t) * 1000)
+        if not out.get("success"):
+            raise RuntimeError(f"search failed for {q!r}: {out}")
+        return out
+
     try:
         for cls in CLASSES:
-            ours, theirs, found_ours, found_core, scope_sizes = [], [], 0, 0, []
+            ours, hermes_only, theirs, found_ours, found_core, scope_sizes = [], [], [], 0, 0, []
             for q, sid in zip(queries[cls], callers):
-                t = time.perf_counter()
-                out = json.loads(tools.handle_search({"query": q, "mode": "keyword", "limit": 10, "context": 2},
-                                                     session_id=sid))
-                ours.append((time.perf_counter() - t) * 1000)
-                if not out.get("success"):
-                    raise RuntimeError(f"search failed for {q!r}: {out}")
+                out = plugin(q, sid, ours)
                 found_ours += bool(out["results"])
                 scope_sizes.append(out["sessions_in_scope"])
+            plugin_config.write_text("semantic: false\nkeyword_index: false\n", encoding="utf-8")
+            for q, sid in zip(queries[cls], callers):
+                plugin(q, sid, hermes_only)
+            plugin_config.write_text("semantic: false\n", encoding="utf-8")
+            for q, sid in zip(queries[cls], callers):
                 t = time.perf_counter()
                 res = core.search_messages(q, role_filter=["user", "assistant"], limit=10)
                 theirs.append((time.perf_counter() - t) * 1000)
                 found_core += bool(res)
             stats = {
                 "plugin_p50": common.percentile(ours, 50), "plugin_p95": common.percentile(ours, 95),
+                "hermes_indexes_p50": common.percentile(hermes_only, 50),
+                "hermes_indexes_p95": common.percentile(hermes_only, 95),
                 "core_p50": common.percentile(theirs, 50), "core_p95": common.percentile(theirs, 95),
                 "plugin_found": found_ours / len(ours), "core_found": found_core / len(theirs),
                 "median_scope_sessions": sorted(scope_sizes)[len(scope_sizes) // 2],
             }
             figures["classes"][cls] = stats
-            rows.append([cls, len(ours), stats["plugin_p50"], stats["plugin_p95"], stats["core_p50"],
-                         stats["core_p95"], f"{stats['plugin_found']:.0%}", f"{stats['core_found']:.0%}",
-                         stats["median_scope_sessions"]])
+            rows.append([cls, len(ours), stats["plugin_p50"], stats["plugin_p95"], stats["hermes_indexes_p50"],
+                         stats["hermes_indexes_p95"], stats["core_p50"], stats["core_p95"],
+                         f"{stats['plugin_found']:.0%}", f"{stats['core_found']:.0%}", stats["median_scope_sessions"]])
     finally:
         core.close()
     print(f"\nfirst call (reads every session's folder, builds attribution): {cold_ms:.0f} ms")
     print("latency in ms; plugin = project_history_search handler, mode=keyword, limit 10, context 2 "
-          "(scoped to the caller's project); core = SessionDB.search_messages, unscoped, limit 10\n")
-    print(common.table(["class", "queries", "plugin p50", "plugin p95", "core p50", "core p95",
-                        "plugin hits", "core hits", "scope (sessions, median)"], rows))
+          "(scoped to the caller's project), with its keyword index and with Hermes's indexes only; "
+          "core = SessionDB.search_messages, unscoped, limit 10\n")
+    print(common.table(["class", "queries", "plugin p50", "plugin p95", "Hermes idx p50", "Hermes idx p95",
+                        "core p50", "core p95", "plugin hits", "core hits", "scope (sessions, median)"], rows))
     return figures
