@@ -139,7 +139,7 @@ class Scores:
 
 
 def _fts_or(conn, conv_sessions: list[str], question: str) -> list[tuple[int, str]]:
-    from project_history_recall.querytext import fts_quote, parse
+    from project_history_recall.keyword.querytext import fts_quote, parse
 
     words = [t.text for t in parse(question).terms if t.kind == "word"]
     if not words:
@@ -190,9 +190,11 @@ class BigramBM25:
 def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
-    from project_history_recall import config, indexer, semantic
-    from project_history_recall.scope import Caller, resolve_scope
-    from project_history_recall.statedb import reading
+    from project_history_recall import settings as config
+    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.scope.resolve import resolve_scope
+    from project_history_recall.hermes.statedb import reading
 
     from .semantic import _chunk_texts, _raw_rate
 

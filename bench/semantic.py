@@ -48,8 +48,8 @@ def _copy_home(src: Path, dst: Path) -> None:
 
 
 def _chunk_texts(conn, sessions: list[str], settings) -> list[str]:
-    from project_history_recall import chunking
-    from project_history_recall.statedb import decode_content
+    from project_history_recall.semantic import chunking
+    from project_history_recall.hermes.statedb import decode_content
 
     texts = []
     for (content,) in conn.execute(
@@ -74,9 +74,12 @@ def _raw_rate(embedder, texts: list[str], batch: int) -> float:
 def noop_check(home: Path, repeats: int) -> dict:
     from hermes_state import SessionDB
 
-    from project_history_recall import changes, config, indexer, semantic
-    from project_history_recall.scope import Caller, resolve_scope
-    from project_history_recall.statedb import reading
+    from project_history_recall.hermes import changes
+    from project_history_recall import settings as config
+    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.scope.resolve import resolve_scope
+    from project_history_recall.hermes.statedb import reading
 
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
@@ -134,9 +137,11 @@ def noop_check(home: Path, repeats: int) -> dict:
 
 
 def index_100k(home: Path, messages: int, sample: int) -> dict:
-    from project_history_recall import config, indexer, semantic
-    from project_history_recall.scope import Caller, resolve_scope
-    from project_history_recall.statedb import reading
+    from project_history_recall import settings as config
+    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.scope.resolve import resolve_scope
+    from project_history_recall.hermes.statedb import reading
 
     if not (home / "synth-world.json").exists():
         home.mkdir(parents=True, exist_ok=True)
@@ -177,9 +182,11 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
 
 def _build_keyword_index(home: Path, caller: str) -> float:
     """The scope's keyword index, as background indexing leaves it (seconds; ~0 when current)."""
-    from project_history_recall import paths, textindex
-    from project_history_recall.scope import Caller, resolve_scope
-    from project_history_recall.statedb import reading
+    from project_history_recall.hermes import paths
+    from project_history_recall.keyword import textindex
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.scope.resolve import resolve_scope
+    from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
@@ -191,7 +198,7 @@ def _build_keyword_index(home: Path, caller: str) -> float:
 def serve(home: Path, caller: str, queries: int) -> dict:
     """In a fresh process: warm hybrid latency and RSS with the whole scope in memory."""
     from project_history_recall import search
-    from project_history_recall.scope import Caller
+    from project_history_recall.hermes.host import Caller
 
     base = _rss_mb()
     keyword_index_s = _build_keyword_index(home, caller)

@@ -30,7 +30,7 @@ _ZH_TEMPLATES = ("上次我们是怎么处理{0}和{1}的{2}问题的？", "之�
 
 
 def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
-    from project_history_recall.querytext import STOP_WORDS
+    from project_history_recall.keyword.querytext import STOP_WORDS
 
     rng = random.Random(seed)
     weights = synth._zipf_weights(len(synth.EN_WORDS))
@@ -78,9 +78,10 @@ def _zh_questions(home: Path, callers: list[str], seed: int) -> list[str]:
 def _build_keyword_index(home: Path) -> dict:
     """The plugin's keyword index for every project (what background indexing
     leaves behind); a no-op when it is current."""
-    from project_history_recall import paths, textindex
-    from project_history_recall.scope import attribution_map
-    from project_history_recall.statedb import reading
+    from project_history_recall.hermes import paths
+    from project_history_recall.keyword import textindex
+    from project_history_recall.scope.resolve import attribution_map
+    from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         amap = attribution_map(home, conn)
@@ -120,7 +121,7 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int) -> dict:
 
     from hermes_state import SessionDB
 
-    from project_history_recall import tools
+    from project_history_recall.ui import tools
 
     # The keyword engine is measured alone: a first search would otherwise
     # start indexing the project in the background, competing for the cores.

@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 def register(ctx) -> None:
     from pathlib import Path
 
-    from . import cli, slash, tools
+    from .ui import cli, slash, tools
 
     for schema, handler, emoji in tools.TOOLS:
         ctx.register_tool(name=schema["name"], toolset=tools.TOOLSET, schema=schema, handler=handler, emoji=emoji)

@@ -43,23 +43,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import host, paths, records, sessionref
-from .attribution import Attribution, FolderIndex, ProjectInfo, deepest_match
-from .pathkeys import is_under, path_key
-from .projects import load_projects
+from .hermes import host, paths
+from .scope import gitroot, records, sessionref
+from .hermes.facts import ProjectInfo
+from .scope.attribution import Attribution, FolderIndex, deepest_match
+from .scope.pathkeys import is_under, path_key
+from .hermes.projects import load_projects
 from .results import link
-from .scope import (
-    Caller,
-    ScopeError,
-    attribution_map,
-    attribution_of,
-    live_project,
-    project_owning,
-    unknown_project,
-)
+from .hermes.host import Caller
+from .scope.resolve import ScopeError, attribution_map, attribution_of, live_project, project_owning, unknown_project
 from .search import error
-from .sessionref import SessionRefError, SessionRow
-from .statedb import SessionCatalog, StateDBError, reading
+from .scope.sessionref import SessionRefError, SessionRow
+from .hermes.catalog import SessionCatalog
+from .hermes.readonly import StateDBError
+from .hermes.statedb import reading
 
 ACTION = "move sessions into it"
 WRITTEN_BY = "SessionDB.update_session_cwd"
@@ -273,7 +270,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     if not os.path.isdir(folder):
         raise MoveError(f"The folder of project '{target.name}', {folder}, does not exist on this machine; "
                         "nothing was changed.", "folder_missing", folder=folder)
-    git = GitAt(paths.find_git_root(folder), paths.find_git_branch(folder))
+    git = GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
     write = plan_cwd(row, folder, git, host.can_clear_git_meta())
     root_after = write.root_after if write else row.git_repo_root
     shown = sidebar_project(projects, folder, git.root, root_after)

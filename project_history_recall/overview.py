@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import config, paths, semantic, sessionref
-from .records import load_history, records_path
+from . import settings as config
+from .hermes import paths
+from .semantic import engine as semantic
+from .scope import sessionref
+from .scope.records import load_history, records_path
 from .results import link, when
-from .scope import Caller, ScopeError, attribution_map, attribution_of, resolve_scope
+from .hermes.host import Caller
+from .scope.resolve import ScopeError, attribution_map, attribution_of, resolve_scope
 from .search import error, semantic_fields
-from .sessionref import SessionRefError
-from .statedb import StateDBError, reading
+from .scope.sessionref import SessionRefError
+from .hermes.readonly import StateDBError
+from .hermes.statedb import reading
 
 
 def status(home: Path, caller: Caller) -> dict:

@@ -32,7 +32,8 @@ import re
 import string
 from dataclasses import replace
 
-from . import consent, envfile
+from .semantic import consent
+from .files import envfile
 from .results import MessageRow
 
 MASK = envfile.MASK

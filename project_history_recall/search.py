@@ -17,11 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import config, consent, derived, envfile, fusion, keyword, paths, redaction, results, semantic, textindex
-from .chunking import content_hash, prepare
-from .querytext import ParsedQuery, clean_text, parse
-from .scope import Caller, Scope, ScopeError, resolve_scope
-from .statedb import StateDBError, reading
+from . import settings as config, fusion, redaction, results
+from .semantic import consent, engine as semantic
+from .files import derived, envfile
+from .keyword import engine as keyword, textindex
+from .hermes import paths
+from .semantic.chunking import content_hash, prepare
+from .keyword.querytext import ParsedQuery, clean_text, parse
+from .hermes.host import Caller
+from .scope.resolve import Scope, ScopeError, resolve_scope
+from .hermes.readonly import StateDBError
+from .hermes.statedb import reading
 
 logger = logging.getLogger(__name__)
 

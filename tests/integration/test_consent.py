@@ -75,16 +75,16 @@ def search(pq, who: str, query: str, **extra) -> dict:
 
 
 def wait_idle() -> None:
-    from project_history_recall import indexer as standalone
+    from project_history_recall.semantic import indexer as standalone
 
-    for module in (plugin_module("indexer"), standalone):
+    for module in (plugin_module("semantic.indexer"), standalone):
         for worker in module.all_indexers():
             assert worker.wait_idle(60), "background indexing did not finish"
 
 
 def token(pq, project: str, server: EmbeddingServer, who: str, model: str = MODEL, **kw) -> str:
     """A genuine token for ``project``, given to the conversation of session ``who``."""
-    return plugin_module("consent").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
+    return plugin_module("semantic.consent").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
 
 
 class Outputs:
@@ -102,7 +102,7 @@ class Outputs:
 
 
 def run_cli(outputs: Outputs, capsys, *argv, home: Path, stdin: str = "") -> int:
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     old = sys.stdin
     sys.stdin = io.StringIO(stdin)  # not a terminal: nothing can be agreed to by pressing enter
@@ -119,7 +119,7 @@ def subprocess_cli(outputs: Outputs, home: Path, *argv, hermes: bool = False, cw
     env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
     env.pop("PHR_TEST_KEY", None)
     cmd = ([str(Path(sys.executable).with_name("hermes")), "recall", *argv] if hermes
-           else [sys.executable, "-m", "project_history_recall.cli", *argv])
+           else [sys.executable, "-m", "project_history_recall.ui.cli", *argv])
     proc = subprocess.run(cmd, env=env, cwd=cwd or home, capture_output=True, text=True, timeout=180)
     outputs.add(proc.stdout + proc.stderr)
     return proc
@@ -193,10 +193,10 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert c["service"] == server.url and c["model"] == MODEL and c["project"]["name"] == "Pelican"
     assert c["would_send"]["messages"] == 5 and c["would_send"]["sessions"] == 4  # P's user/assistant rows
     assert c["nothing_sent_yet"] and "Pelican" in c["ask_user"] and server.url in c["ask_user"]
-    assert plugin_module("consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
+    assert plugin_module("semantic.consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
                                                  (pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
-    tokens = {t for text in outputs.texts for t in plugin_module("consent").TOKEN.findall(text)}
+    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent").TOKEN.findall(text)}
     assert c["token"] in tokens
     for text in outputs.texts:
         if any(t in text for t in tokens):
@@ -205,7 +205,7 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     # a made-up or boolean "consent" grants nothing
     bools = [json.loads(t) for t in outputs.texts if t.startswith("{") and "only ever the token" in t]
     assert bools and all(b["success"] is False and b["error_code"] == "bad_argument" for b in bools)
-    assert not plugin_module("consent").records(pq["home"])[0]
+    assert not plugin_module("semantic.consent").records(pq["home"])[0]
 
 
 # -- consent per project, service and model -------------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_the_key_never_shows_anywhere(pq, server, capsys, monkeypatch, caplog, t
         wait_idle()
         assert any(r.headers.get("Authorization") == f"Bearer {KEY}" for r in server.requests)
         # the user once pasted the key into a conversation: results show it masked
-        pq_world_db = plugin_module("statedb")  # noqa: F841  (the plugin is loaded)
+        pq_world_db = plugin_module("hermes.statedb")  # noqa: F841  (the plugin is loaded)
         from hermes_state import SessionDB
 
         db = SessionDB(db_path=pq["home"] / "state.db")
@@ -384,7 +384,7 @@ def test_a_token_from_another_conversation_records_nothing_and_sends_nothing(pq,
         assert note["status"] == "other_conversation" and "another conversation" in note["message"], note
         assert replayed["consent"]["token"] != p_tok  # this conversation's own request, to ask its user
     wait_idle()
-    assert not plugin_module("consent").records(pq["home"])[0]
+    assert not plugin_module("semantic.consent").records(pq["home"])[0]
     assert server.count() == 0
 
 
@@ -395,12 +395,12 @@ def test_a_subagent_of_the_conversation_that_asked_may_record_it(pq, server, wor
                   session_id=child)
     assert agreed["consent"]["status"] == "recorded", agreed
     # the record names the conversation the user agreed in, not the subagent
-    assert plugin_module("consent").records(pq["home"])[0][0]["granted_by"] == \
+    assert plugin_module("semantic.consent").records(pq["home"])[0][0]["granted_by"] == \
         f"the user, in conversation {pq['askP']} (project_history_search)"
 
 
 def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server):
-    from project_history_recall.consent import TOKEN_LIFETIME
+    from project_history_recall.semantic.consent import TOKEN_LIFETIME
 
     old = token(pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
     res = search(pq, "askP", "pelican worker version", consent=old)
@@ -408,7 +408,7 @@ def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server
     note = res["consent"]["token_result"]
     assert note["status"] == "expired" and "expired" in note["message"], note
     wait_idle()
-    assert not plugin_module("consent").records(pq["home"])[0] and server.count() == 0
+    assert not plugin_module("semantic.consent").records(pq["home"])[0] and server.count() == 0
     # the fresh token in the same response is this conversation's, and counts
     agreed = search(pq, "askP", "pelican worker version", consent=res["consent"]["token"])
     assert agreed["consent"]["status"] == "recorded", agreed
@@ -423,4 +423,4 @@ def test_a_call_that_names_no_conversation_gets_no_token(pq, server, monkeypatch
                              "consent": token(pq, "P", server, "askP")})
     assert replayed["consent"]["token_result"]["status"] == "other_conversation", replayed
     wait_idle()
-    assert not plugin_module("consent").records(pq["home"])[0] and server.count() == 0
+    assert not plugin_module("semantic.consent").records(pq["home"])[0] and server.count() == 0

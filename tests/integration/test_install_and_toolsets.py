@@ -96,7 +96,7 @@ def test_directory_install_loads_and_dispatches(home, work):
     assert entry["source"] == "user"
     from tools.registry import registry
 
-    assert registry.get_entry("project_history_search").handler.__module__ == "hermes_plugins.project_history_recall.tools"
+    assert registry.get_entry("project_history_search").handler.__module__ == "hermes_plugins.project_history_recall.ui.tools"
     assert registry.get_toolset_for_tool("project_history_search") == "project_history"
     w = World(home)
     (work / "d").mkdir()
@@ -160,7 +160,7 @@ def test_pip_install_loads_through_the_entry_point(pip_target, tmp_path):
 
 def _cli(*args, home: Path, cwd: Path | None = None, hermes: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
-    cmd = [str(HERMES_BIN), "recall", *args] if hermes else [sys.executable, "-m", "project_history_recall.cli", *args]
+    cmd = [str(HERMES_BIN), "recall", *args] if hermes else [sys.executable, "-m", "project_history_recall.ui.cli", *args]
     return subprocess.run(cmd, env=env, cwd=cwd or home, capture_output=True, text=True, timeout=180)
 
 

@@ -41,7 +41,7 @@ def pq(world, work, request, monkeypatch):
         plugin_settings(world.home, keyword_index=False)
     enable_plugin(world.home)
     if request.param is not None:
-        monkeypatch.setattr(plugin_module("keyword"), "SCAN_LIMIT", request.param)
+        monkeypatch.setattr(plugin_module("keyword.engine"), "SCAN_LIMIT", request.param)
     return {"P": p, "Q": q, "sp": sp, "sp2": sp2, "sq": sq, "so": so, "asker_p": asker_p, "asker_q": asker_q,
             "p_dir": p_dir, "q_dir": q_dir, "other": other, "keyword_index": request.param is None}
 
@@ -255,7 +255,7 @@ def test_state_db_bytes_and_schema_unchanged(pq, world):
 
 
 def test_plugin_connection_cannot_write(pq, world):
-    from project_history_recall import statedb
+    from project_history_recall.hermes import readonly as statedb
 
     conn = statedb.connect_readonly(world.home / "state.db")
     try:
@@ -297,7 +297,7 @@ def test_search_while_another_process_writes(pq, world):
 
 
 def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(pq, world):
-    SessionCatalog = plugin_module("statedb").SessionCatalog
+    SessionCatalog = plugin_module("hermes.catalog").SessionCatalog
 
     assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []
     fresh = world.session(("user", "okapi sighting in P"), cwd=pq["p_dir"])

@@ -49,11 +49,11 @@ def test_search_on_mains_external_content_layout(home, work, monkeypatch, scan_l
     conn.commit()
     conn.close()
     enable_plugin(home)
-    monkeypatch.setattr(plugin_module("keyword"), "SCAN_LIMIT", scan_limit)
+    monkeypatch.setattr(plugin_module("keyword.engine"), "SCAN_LIMIT", scan_limit)
 
-    from project_history_recall import statedb
+    from project_history_recall.hermes import readonly, statedb
 
-    ro = statedb.connect_readonly(home / "state.db")
+    ro = readonly.connect_readonly(home / "state.db")
     shape = statedb.inspect(ro, home / "state.db")
     ro.close()
     assert shape.words_fts == "messages_fts" and shape.trigram_fts and not shape.trigram_has_tools
@@ -138,7 +138,7 @@ def test_archiving_a_session_takes_it_out_after_the_background_reread(world, wor
     chat = world.session(("user", "okapi in a chat"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    catalog = plugin_module("statedb").SessionCatalog.for_path(world.home / "state.db")
+    catalog = plugin_module("hermes.catalog").SessionCatalog.for_path(world.home / "state.db")
     assert {r["session_id"] for r in call("project_history_search", {"query": "okapi", "mode": "keyword"},
                                           session_id=asker)["results"]} == {chat}
     world.db.set_session_archived(chat, True)

@@ -59,7 +59,8 @@ def found(result) -> set[str]:
 
 def attributions(home: Path) -> dict[str, tuple]:
     """Every session's attribution as the plugin resolves it right now."""
-    from project_history_recall import paths, scope, statedb
+    from project_history_recall.hermes import paths, statedb
+    from project_history_recall.scope import resolve as scope
 
     with statedb.reading(paths.state_db_path(home)) as (conn, _shape):
         amap = scope.attribution_map(home, conn)
@@ -374,7 +375,7 @@ def test_live_gui_session_moves_through_the_workspace_callback(ab, world):
 
 
 def test_a_search_that_began_before_the_move_keeps_the_old_attribution(ab, monkeypatch):
-    keyword = sys.modules["hermes_plugins.project_history_recall.keyword"]
+    keyword = sys.modules["hermes_plugins.project_history_recall.keyword.engine"]
     real = keyword.search
     entered, release = threading.Event(), threading.Event()
 

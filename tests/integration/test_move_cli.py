@@ -16,7 +16,7 @@ from test_move import MOVE, ab  # noqa: F401  (the fixture)
 def _cli(*args, home: Path, hermes: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
     cmd = ([str(Path(sys.executable).with_name("hermes")), "recall", *args] if hermes
-           else [sys.executable, "-m", "project_history_recall.cli", *args])
+           else [sys.executable, "-m", "project_history_recall.ui.cli", *args])
     return subprocess.run(cmd, env=env, cwd=home, capture_output=True, text=True, timeout=180)
 
 
@@ -29,7 +29,7 @@ def test_session_shows_a_move_made_by_another_process(ab, world):
 
 
 def test_cli_move_and_session(ab, world, capsys):
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     home = ["--home", str(world.home)]
     assert cli.main([*home, "move", "Alpha zebra", "Beta"]) == 0

@@ -87,12 +87,12 @@ def test_a_two_character_word_in_a_big_scope(world, work):
     needle = world.session(("user", "那次上线后接口一直超时，最后是连接池太小"), cwd=folder)
     asker = world.session(cwd=folder)
     enable_plugin(world.home)
-    keyword = plugin_module("keyword")
+    keyword = plugin_module("keyword.engine")
     assert world.db._conn.execute("SELECT count(*) FROM messages").fetchone()[0] > keyword.SCAN_LIMIT
 
     first = call(SEARCH, {"query": "超时", "mode": "keyword"}, session_id=asker)
     assert _first(first) == needle
-    textindex = plugin_module("textindex")
+    textindex = plugin_module("keyword.textindex")
     keeper = textindex.keeper(world.home, world.home / "project-history-recall")
     assert keeper.wait_idle(120)
     again = call(SEARCH, {"query": "超时", "mode": "keyword"}, session_id=asker)

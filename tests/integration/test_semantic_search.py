@@ -40,7 +40,7 @@ ZH_DOCS = {
 
 
 def wait_idle() -> None:
-    for worker in plugin_module("indexer").all_indexers():
+    for worker in plugin_module("semantic.indexer").all_indexers():
         assert worker.wait_idle(300), "background indexing did not finish"
 
 
@@ -119,7 +119,7 @@ def test_projects_stay_apart_in_semantic_search(docs):
 
 def test_status_is_truthful(docs, world):
     from project_history_recall import overview
-    from project_history_recall.scope import Caller
+    from project_history_recall.hermes.host import Caller
 
     caller = Caller.of(docs[("EN", "asker")])
     before = overview.status(world.home, caller)
@@ -129,7 +129,7 @@ def test_status_is_truthful(docs, world):
     # With no time to wait, whatever the search reports must match what it did.
     assert res["semantic_status"] in ("indexing", "partial", "ready")
     assert res["searched_with"] == ("keyword+semantic" if res["semantic_status"] != "indexing" else "keyword")
-    plugin_module("embedders").load(plugin_module("config").load(world.home))  # model loaded
+    plugin_module("semantic.embedders").load(plugin_module("settings").load(world.home))  # model loaded
     ask(docs, "EN", "server memory", "hybrid")  # queues the indexing if the model was still loading
     wait_idle()
     assert overview.status(world.home, caller)["semantic_status"] == "ready"
@@ -177,7 +177,7 @@ def test_deleted_session_leaves_results_and_the_index(docs, world):
     assert mid in ids(ask(docs, "EN", "the release crashed since the box had too little RAM"))
     world.db.delete_session(sid)
     assert mid not in ids(ask(docs, "EN", "the release crashed since the box had too little RAM"))
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
     db = sqlite3.connect(world.home / "project-history-recall" / "embeddings.db")
@@ -216,7 +216,8 @@ def test_killed_indexing_run_resumes(world, work):
         import os, signal, sys
         sys.path.insert(0, {str(SRC)!r})
         from pathlib import Path
-        from project_history_recall import cli, indexer
+        from project_history_recall.semantic import indexer
+        from project_history_recall.ui import cli
         batches = []
         real = indexer.Indexer._embed_and_store
         def dying(self, *a, **k):
@@ -264,7 +265,7 @@ def test_broken_or_deleted_index_is_rebuilt_and_keyword_keeps_working(docs, worl
 
 
 def test_index_command_builds_then_finds_nothing_to_do(docs, world, capsys):
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
@@ -282,7 +283,7 @@ def test_state_db_unchanged_by_indexing(docs, world):
     before = db_digest(world.home / "state.db")
     ask(docs, "EN", "server memory", "hybrid")
     ask(docs, "ZH", "内存", "semantic")
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
     wait_idle()

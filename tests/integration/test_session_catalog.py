@@ -29,7 +29,7 @@ def rowid(home, session_id: str) -> int:
 
 
 def catalog_of(home):
-    return plugin_module("statedb").SessionCatalog.for_path(home / "state.db")
+    return plugin_module("hermes.catalog").SessionCatalog.for_path(home / "state.db")
 
 
 def found(result) -> set[str]:
@@ -129,7 +129,7 @@ def test_random_creates_and_deletes_are_all_seen_by_the_next_search(gateway, wor
 def test_when_nothing_changed_a_search_pays_one_statement_that_does_not_grow_with_the_table(gateway, world):
     """The membership check runs before every search, so it must not walk the sessions: its
     SQLite instruction count is the same with 10 sessions as with 60."""
-    statedb = plugin_module("statedb")
+    statedb = plugin_module("hermes.statedb")
     catalog = catalog_of(world.home)
 
     def check_cost() -> tuple[int, int]:

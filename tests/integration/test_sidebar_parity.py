@@ -15,7 +15,7 @@ from hermes_world import enable_plugin, make_repo, plugin_module, sidebar_groups
 
 def plugin_groups(home) -> dict[str, str | None]:
     """session id -> the explicit project id or automatic root the plugin attributes it to (None: home)."""
-    statedb, scope = plugin_module("statedb"), plugin_module("scope")
+    statedb, scope = plugin_module("hermes.statedb"), plugin_module("scope.resolve")
     with statedb.reading(home / "state.db") as (conn, _shape):
         amap = scope.attribution_map(home, conn)
     return {sid: a.id for sid, a in amap.by_session.items()}

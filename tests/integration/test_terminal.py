@@ -12,7 +12,7 @@ from pty_terminal import Terminal, plain
 
 def run_in_terminal(args: list[str], env: dict, timeout: float = 240.0) -> tuple[int, str]:
     """Run the CLI with a pty as its terminal; returns (exit code, everything it printed)."""
-    term = Terminal([sys.executable, "-m", "project_history_recall.cli", *args], env)
+    term = Terminal([sys.executable, "-m", "project_history_recall.ui.cli", *args], env)
     code = term.run_to_end(timeout)
     return code, term.raw
 

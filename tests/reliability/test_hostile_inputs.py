@@ -124,7 +124,7 @@ def test_handlers_reject_non_dict_arguments_directly(fuzz_world):
 
 
 def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch):
-    from project_history_recall import cli
+    from project_history_recall.ui import cli
 
     monkeypatch.setenv("HERMES_HOME", str(fuzz_world["home"]))
     rng = random.Random(7)

@@ -116,7 +116,7 @@ def _build(world: dict, home: Path) -> tuple[dict, list[dict], dict]:
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 
-    from project_history_recall.records import Move, recording
+    from project_history_recall.scope.records import Move, recording
 
     junk_home, hermes_home = str(Path.home()), str(home)
     projects = []

@@ -145,7 +145,7 @@ def test_locked_state_db_is_reported_not_hung(world, work, monkeypatch):
     asker = world.session(("user", "websocket"), cwd=app)
     world.close()
     enable_plugin(world.home)
-    monkeypatch.setattr(plugin_module("statedb"), "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(plugin_module("hermes.readonly"), "BUSY_TIMEOUT_MS", 300)
     holder = sqlite3.connect(world.home / "state.db", isolation_level=None)
     holder.execute("PRAGMA journal_mode=DELETE")
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -183,7 +183,7 @@ def test_projects_db_missing_locked_or_corrupt(world, work, monkeypatch):
     projects.unlink()
     (world.home / "projects.db.bak").rename(projects)
 
-    monkeypatch.setattr(plugin_module("statedb"), "BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(plugin_module("hermes.readonly"), "BUSY_TIMEOUT_MS", 300)
     holder = sqlite3.connect(projects, isolation_level=None)
     holder.execute("PRAGMA journal_mode=DELETE")
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -212,8 +212,8 @@ def test_reads_only_ever(world, work):
     checkpoint(world.home)
     before = db_digest(world.home / "state.db")
     enable_plugin(world.home)
-    statedb = plugin_module("statedb")
-    seen, original = [], statedb.connect_readonly
+    statedb, readonly = plugin_module("hermes.statedb"), plugin_module("hermes.readonly")
+    seen, original = [], readonly.connect_readonly
     reads = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_TRANSACTION,
              sqlite3.SQLITE_RECURSIVE}
     harmless_pragmas = {"query_only", "busy_timeout", "mmap_size", "schema_version", "data_version", "table_info"}
@@ -239,7 +239,7 @@ def test_reads_only_ever(world, work):
 
     # Every module of the plugin that opens SQLite files read-only.
     modules = [m for name, m in sys.modules.items()
-               if name.startswith(statedb.__name__.rsplit(".", 1)[0]) and getattr(m, "connect_readonly", None) is original]
+               if name.startswith(statedb.__name__.rsplit(".", 2)[0]) and getattr(m, "connect_readonly", None) is original]
     for module in modules:
         module.connect_readonly = guarded
     statedb.discard_pooled(world.home / "state.db")

@@ -128,7 +128,7 @@ def test_two_processes_moving_one_session_on_the_first_move(tmp_path, monkeypatc
 HOLDER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from project_history_recall.locks import FileLock
+    from project_history_recall.files.locks import FileLock
     lock = FileLock(Path(sys.argv[1]))
     lock.acquire()
     print("held", flush=True)
@@ -147,7 +147,7 @@ def test_a_move_waits_for_the_lock_and_gives_up_without_changing_anything(world,
     sid = world.session(("user", "hello"), cwd=work / "app")
     world.close()
     enable_plugin(world.home)
-    records = plugin_module("records")
+    records = plugin_module("scope.records")
     lock_file = world.home / PLUGIN_KEY / records.LOCK_NAME
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock_file)], env=dict(os.environ, PYTHONPATH=str(SRC)),
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from project_history_recall.attribution import (
-    HOME,
-    AttributionContext,
-    FolderIndex,
-    JunkPolicy,
-    ProjectInfo,
-    SessionFacts,
-    attribute,
-    attribute_all,
-    lineage_root,
-    resolve_own,
-)
-from project_history_recall.pathkeys import ancestor_keys, is_under, path_key
+from project_history_recall.scope.attribution import HOME, AttributionContext, FolderIndex, JunkPolicy, attribute, attribute_all, lineage_root, resolve_own
+from project_history_recall.hermes.facts import ProjectInfo, SessionFacts
+from project_history_recall.scope.pathkeys import ancestor_keys, is_under, path_key
 
 APP = ProjectInfo("p_app", "app", "App", ("/w/app",))
 APP2 = ProjectInfo("p_app2", "app2", "App 2", ("/w/app2",))

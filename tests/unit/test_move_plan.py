@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from project_history_recall import sessionref
-from project_history_recall.attribution import ProjectInfo
-from project_history_recall.move import (
-    CwdWrite,
-    GitAt,
-    MoveError,
-    plan_cwd,
-    request_from_args,
-    sidebar_hidden,
-    sidebar_project,
-    sidebar_report,
-    target_folder,
-)
-from project_history_recall.sessionref import SessionRow
+from project_history_recall.scope import sessionref
+from project_history_recall.hermes.facts import ProjectInfo
+from project_history_recall.move import CwdWrite, GitAt, MoveError, plan_cwd, request_from_args, sidebar_hidden, sidebar_project, sidebar_report, target_folder
+from project_history_recall.scope.sessionref import SessionRow
 
 PARENT = ProjectInfo("p_parent", "parent", "Parent", ("/w/parent",), "/w/parent")
 REPO = ProjectInfo("p_repo", "repo", "Repo", ("/w/parent/repo",), "/w/parent/repo")
@@ -127,7 +117,7 @@ def test_target_folder_is_the_primary_path_else_the_first_folder():
 
 
 def test_workspace_callback_gets_the_arguments_its_hermes_takes():
-    from project_history_recall.host import call_workspace_callback
+    from project_history_recall.hermes.host import call_workspace_callback
 
     seen = []
     call_workspace_callback(lambda task_id, path, _name="": seen.append((task_id, path, _name)), "s", "/w", "W", "p")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from project_history_recall.querytext import fts_quote, light_stem, parse
+from project_history_recall.keyword.querytext import fts_quote, light_stem, parse
 
 
 def kinds(q):
@@ -65,7 +65,7 @@ def test_japanese_and_korean_keep_their_words():
 
 
 def test_without_the_segmenter_a_run_is_cut_at_function_words(monkeypatch):
-    from project_history_recall import cjk
+    from project_history_recall.keyword import cjk
 
     monkeypatch.setattr(cjk, "_segmenter", False)
     q = parse("上次怎么修复数据库连接超时的问题")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from project_history_recall import paths, records
+from project_history_recall.scope import gitroot as paths
+from project_history_recall.scope import records
 
 
 def test_git_branch_read_from_head(tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from project_history_recall import envfile, redaction
+from project_history_recall.files import envfile
+from project_history_recall import redaction
 
 KEY = "sk-proj-Zx81QqLmN0pR7tUvW3yBcD5e"
 

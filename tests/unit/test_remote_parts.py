@@ -15,9 +15,12 @@ import yaml
 
 from conftest import SRC
 from embed_server import EmbeddingServer, Reply
-from project_history_recall import config, configfile, consent, envfile, remote_embedder
-from project_history_recall.embedders import EmbedderUnavailable
-from project_history_recall.remote_embedder import OpenAIEmbedder
+from project_history_recall import settings as config
+from project_history_recall.files import configfile, envfile
+from project_history_recall.semantic import consent
+from project_history_recall.semantic.embedders import openai as remote_embedder
+from project_history_recall.semantic.embedders.base import EmbedderUnavailable
+from project_history_recall.semantic.embedders.openai import OpenAIEmbedder
 
 KEY = "sk-unit-Zq9xW3vK7pL2mN8rT4yB"
 
@@ -136,7 +139,8 @@ def _crash_writing(home: Path, when: str) -> subprocess.CompletedProcess:
     code = textwrap.dedent(f"""
         import os, sys
         from pathlib import Path
-        from project_history_recall import configfile, consent
+        from project_history_recall.files import configfile
+        from project_history_recall.semantic import consent
         real_replace, real_fsync = os.replace, os.fsync
         def die(*a, **k):
             os._exit(9)

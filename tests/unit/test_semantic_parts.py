@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from project_history_recall import chunking, config, fusion, indexer, semantic, vectors
+from project_history_recall.semantic import chunking, indexer, matrix, store as vectors
+from project_history_recall import settings as config, fusion
 
 
 # -- chunking -------------------------------------------------------------------------
@@ -129,14 +130,14 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
     data = {"s1": ([1, 2, 3], _unit(rng, 3)), "s2": ([10, 11], _unit(rng, 2))}
     for sid, (mids, vecs) in data.items():
         _add(store, sid, mids, vecs)
-    m = semantic.ScopeMatrix(8)
+    m = matrix.ScopeMatrix(8)
     q = _unit(rng, 1)[0]
 
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
         hits, _ = m.search(q, set(members), None, None, 10)
         everything = _brute({s: data[s] for s in members}, q)
-        floor = max(semantic.MIN_SIMILARITY, semantic.RELATIVE_SIMILARITY * max(everything.values()))
+        floor = max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * max(everything.values()))
         expected = {k: v for k, v in everything.items() if v >= floor}
         assert {h.message_id: round(h.score, 4) for h in hits} == {k: round(v, 4) for k, v in expected.items()}
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
@@ -159,7 +160,7 @@ def test_matrix_compacts_after_many_removals(tmp_path):
     sids = [f"s{i:03d}" for i in range(60)]
     for n, sid in enumerate(sids):
         _add(store, sid, list(range(n * 100, n * 100 + 30)), _unit(rng, 30))
-    m = semantic.ScopeMatrix(8)
+    m = matrix.ScopeMatrix(8)
     m.sync(store, "fp", sids, store.states("fp", sids))
     assert m.n == 1800
     keep = sids[:20]
@@ -192,7 +193,7 @@ def test_candidate_similarities_cover_keyword_hits_outside_the_top():
     import numpy as np
 
     rng = np.random.default_rng(3)
-    from project_history_recall.semantic import ScopeMatrix
+    from project_history_recall.semantic.matrix import ScopeMatrix
 
     m = ScopeMatrix(8)
     rows = [(n + 1, "s1", 100 + n, float(n), _unit(rng, 1)[0].astype(np.float16).tobytes()) for n in range(6)]
@@ -207,7 +208,7 @@ def test_candidate_similarities_cover_keyword_hits_outside_the_top():
 
 def test_weak_semantic_matches_are_dropped():
     rng = np.random.default_rng(5)
-    m = semantic.ScopeMatrix(8)
+    m = matrix.ScopeMatrix(8)
     q = _unit(rng, 1)[0]
     near = q + 0.5 * _unit(rng, 1)[0]  # close to the query, though not the same
     rows = [(n + 1, f"s{n}", 100 + n, float(n), (v / np.linalg.norm(v)).astype(np.float16).tobytes())
@@ -216,6 +217,6 @@ def test_weak_semantic_matches_are_dropped():
     hits, sims = m.search(q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
     best = hits[0].score
     assert hits[0].message_id == 100 and abs(best - 1.0) < 1e-2
-    assert all(h.score >= max(semantic.MIN_SIMILARITY, semantic.RELATIVE_SIMILARITY * best) for h in hits)
+    assert all(h.score >= max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * best) for h in hits)
     assert 102 not in {h.message_id for h in hits}  # the opposite message is not a result…
     assert sims[102] < 0  # …though a keyword candidate still gets its similarity

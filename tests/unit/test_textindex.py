@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from project_history_recall import textindex
-from project_history_recall.changes import Change
-from project_history_recall.textindex import match_for, normalise, tokens
+from project_history_recall.keyword import textindex
+from project_history_recall.hermes.changes import Change
+from project_history_recall.keyword.textindex import match_for, normalise, tokens
 
 
 def test_cjk_runs_become_bigrams_then_characters_and_words_stay_words():

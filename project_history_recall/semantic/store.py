@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import derived
+from ..files import derived
 
 FILE_NAME = "embeddings.db"
 SCHEMA_VERSION = 1

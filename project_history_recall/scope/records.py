@@ -33,8 +33,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
-from .locks import FileLock, LockTimeout
-from .statedb import StateDBError, connect_readonly, retry, table_names, watched
+from ..files.locks import FileLock, LockTimeout
+from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
+from ..hermes.watch import watched
 
 FILE_NAME = "recall.db"
 LOCK_NAME = "recall.lock"

@@ -25,9 +25,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import changes, chunking, consent, derived, paths, vectors
-from .embedders import EmbedderUnavailable
-from .statedb import Shape, StateDBError, decode_content, file_fingerprint, reading
+from ..hermes import changes, paths
+from . import chunking, consent, store as vectors
+from ..files import derived
+from .embedders.base import EmbedderUnavailable
+from ..hermes.statedb import Shape, decode_content, reading
+from ..hermes.readonly import StateDBError, file_fingerprint
 
 logger = logging.getLogger(__name__)
 

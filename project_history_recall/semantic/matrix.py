@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from . import consent, derived, embedders, indexer, paths, remote_embedder, vectors
-from .scope import Scope
+from . import store as vectors
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
 NORM_SLICE = 2048
@@ -36,23 +34,6 @@ class SemanticHit:
     session_id: str
     score: float
     timestamp: float
-
-
-@dataclass
-class Outcome:
-    status: str  # disabled | consent_required | indexing | partial | ready | unavailable
-    reason: str = ""
-    hits: list[SemanticHit] = field(default_factory=list)
-    index: dict | None = None  # {"sessions", "sessions_indexed", "sessions_pending"}
-    embedder: object = None
-    store: object = None
-    hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
-    similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
-    consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent.py)
-
-    @property
-    def usable(self) -> bool:
-        return self.status in ("ready", "partial")
 
 
 class ScopeMatrix:
@@ -270,108 +251,3 @@ def matrix_for(store: vectors.VectorStore, fp: str, key: tuple, dim: int) -> Sco
         return m
 
 
-def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
-    """Embedder and store, or the status that explains why semantic search cannot run.
-
-    ``wait``: how long to wait for the model to load (None: as long as it takes)."""
-    if not settings["semantic"]:
-        return Outcome("disabled", "semantic search is turned off in the settings ('semantic: false')")
-    try:
-        embedder = embedders.load(settings, wait)
-    except embedders.EmbedderUnavailable as exc:
-        return Outcome("unavailable", str(exc))
-    if embedder is None:
-        return Outcome("indexing", "the embedded model is still loading (once per process); "
-                                   "semantic results follow on the next search")
-    try:
-        store = vectors.open_store(paths.data_dir(home))
-    except derived.StoreError as exc:
-        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
-    return Outcome("ready", embedder=embedder, store=store)
-
-
-def run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
-        limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
-    """Top up the scope's index (waiting at most the budget) and search what is indexed.
-
-    ``wait=False`` (keyword mode): only start the top-up in the background and
-    report the status; nothing is embedded in this call."""
-    import time
-
-    deadline = time.monotonic() + (settings["index_budget_ms"] / 1000.0 if wait else 0.0)
-    out = prepare(home, settings, wait=max(0.0, deadline - time.monotonic()))
-    if out.status != "ready":
-        return out
-    embedder, store = out.embedder, out.store
-    key = scope.attribution.key
-    members = scope.members
-    try:
-        consent.check(home, embedder, key)
-        if embedder.dimension is None:
-            # A remote model's size is learned from its first answer, before anything is
-            # looked up by fingerprint; the query's vector is kept for the search below.
-            if not wait:
-                return Outcome("indexing", "the embedding service has not been asked yet in this process; "
-                                           "the semantic index is updated from the next hybrid or semantic search")
-            embedder.embed_query(query)
-        worker = indexer.get(home, settings, embedder, store)
-        summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
-    except consent.ConsentRequired as exc:
-        return Outcome("consent_required", str(exc), consent=consent.request(
-            home, conn, embedder, scope.attribution.as_json(), members, settings["chunk_chars"],
-            scope.conversation))
-    except embedders.EmbedderUnavailable as exc:  # a remote service failed; keyword search goes on
-        return Outcome("unavailable", str(exc))
-    if worker.error:
-        return Outcome("unavailable", worker.error)
-    out.index = {"sessions": len(members), "sessions_indexed": summary["indexed"],
-                 "sessions_pending": summary["pending"]}
-    if summary["pending"] and not summary["indexed"]:
-        out.status = "indexing"
-        out.reason = (f"building the semantic index for this project ({summary['pending']} sessions to go); "
-                      "it continues in the background")
-        return out
-    if summary["pending"]:
-        out.status = "partial"
-        out.reason = (f"{summary['pending']} of {len(members)} sessions are still being indexed in the "
-                      "background; semantic results come from the indexed part")
-    if not wait or limit <= 0:
-        return out
-    states = store.states(embedder.fingerprint, members)
-    matrix = matrix_for(store, embedder.fingerprint, key, embedder.dimension)
-    try:
-        q = embedder.embed_query(query)
-    except embedders.EmbedderUnavailable as exc:
-        return Outcome("unavailable", str(exc), index=out.index)
-    with matrix.lock:
-        matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
-    out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
-    if store.rebuilt_reason:
-        out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
-    return out
-
-
-def report(home: Path, settings, conn, scope: Scope) -> Outcome:
-    """The scope's semantic status without indexing or searching (``status`` command)."""
-    out = prepare(home, settings, wait=None)
-    if out.status != "ready":
-        return out
-    members = scope.members
-    if scope.attribution.kind != "home":
-        try:
-            consent.check(home, out.embedder, scope.attribution.key)
-        except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
-            return Outcome("consent_required", str(exc), consent=consent.describe(
-                conn, out.embedder, scope.attribution.as_json(), members, settings["chunk_chars"]))
-    # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-    fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
-    states = out.store.states(fp, members)
-    pending = len(indexer.plan(conn, states, members))
-    indexed = sum(1 for st in states.values() if st.chunks > 0)
-    out.index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}
-    if pending:
-        out.status = "partial" if indexed else "indexing"
-        out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
-                      "in the background, or run the 'index' command")
-    return out

@@ -138,7 +138,7 @@ def describe(home: Path, name: str | None) -> dict:
 
 def configured_key(home: Path) -> str | None:
     """The key the configured remote embedder would use, if there is one."""
-    from . import config
+    from .. import settings as config
 
     try:
         settings = config.load(home)

@@ -50,9 +50,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import derived
-from .changes import Change, changes
-from .statedb import StateDBError, decode_content, reading
+from ..files import derived
+from ..hermes.changes import Change, changes
+from ..hermes.readonly import StateDBError
+from ..hermes.statedb import decode_content, reading
 
 if TYPE_CHECKING:
     import numpy as np
@@ -453,7 +454,7 @@ class Keeper:
     def ready(self, conn: sqlite3.Connection, key: str, members: list[str]) -> dict[str, SessionState] | None:
         """The members' states when every one is current (indexing a few new
         messages on the way), else None (the rest goes on in the background)."""
-        from .statedb import file_fingerprint
+        from ..hermes.readonly import file_fingerprint
 
         quiet = (file_fingerprint(self.home / "state.db"), self.index.data_version(), self.index.writes,
                  hash(frozenset(members)))

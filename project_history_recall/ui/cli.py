@@ -24,9 +24,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import config, consent, configfile, embedders, envfile, indexer, move, overview, paths, results, search, semantic
-from .scope import Caller, ScopeError, attribution_map, resolve_scope
-from .statedb import StateDBError, reading
+from .. import settings as config, move, overview, results, search
+from ..semantic import consent, indexer, engine as semantic
+from ..files import configfile, envfile
+from ..semantic import embedders
+from ..hermes import paths
+from ..hermes.host import Caller
+from ..scope.resolve import ScopeError, attribution_map, resolve_scope
+from ..hermes.readonly import StateDBError
+from ..hermes.statedb import reading
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
@@ -287,7 +293,7 @@ def _build_demo_home() -> tuple[Path, dict]:
     base = Path(tempfile.mkdtemp(prefix="phr-demo-"))
     home = base / "home"
     env = dict(os.environ, HERMES_HOME=str(home))
-    code = "import json, sys; from pathlib import Path; from project_history_recall import demo; " \
+    code = "import json, sys; from pathlib import Path; from project_history_recall.ui import demo; " \
            "print(json.dumps(demo.build(Path(sys.argv[1]))))"
     proc = subprocess.run([sys.executable, "-c", code, str(home)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:

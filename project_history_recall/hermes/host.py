@@ -8,10 +8,22 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import paths
-from .scope import Caller
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the session ids the host offers (best first) and a folder."""
+
+    session_ids: tuple[str, ...] = ()
+    cwd: str | None = None
+
+    @classmethod
+    def of(cls, *ids: str | None, cwd: str | None = None) -> "Caller":
+        return cls(tuple(i.strip() for i in ids if isinstance(i, str) and i.strip()), cwd)
 
 
 def _session_env(name: str) -> str:

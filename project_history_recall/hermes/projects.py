@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .attribution import ProjectInfo
-from .statedb import StateDBError, connect_readonly, retry, table_names, watched
+from .facts import ProjectInfo
+from .readonly import StateDBError, connect_readonly, retry, table_names
+from .watch import watched
 
 
 class ProjectsDBError(StateDBError):

@@ -44,8 +44,10 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from . import __version__, chunking, envfile
-from .embedders import EmbedderUnavailable, _normalise, preprocessing_tag
+from ... import __version__
+from .. import chunking
+from ...files import envfile
+from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
 logger = logging.getLogger(__name__)
 
@@ -322,7 +324,7 @@ class OpenAIEmbedder:
                     "the model behind that name changed; semantic search resumes with a new index after a restart"
                 raise _Failure(f"{where} sent {vecs.shape[1]}-dimensional vectors where {self.dimension} were "
                                f"expected ({hint})", retry=False)
-        return _normalise(vecs)
+        return normalise(vecs)
 
 
 def stored_fingerprint(embedder, store) -> str | None:

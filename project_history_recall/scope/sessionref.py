@@ -16,9 +16,10 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
-from .attribution import SessionFacts
-from .statedb import StateDBError, connect_readonly, is_delegated
+from ..hermes import paths
+from ..hermes.facts import SessionFacts
+from ..hermes.readonly import StateDBError, connect_readonly
+from ..hermes.catalog import is_delegated
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Callable
 
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
-from .statedb import Shape
+from ..hermes.statedb import Shape
 
 if TYPE_CHECKING:
     import numpy as np

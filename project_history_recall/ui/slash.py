@@ -12,7 +12,10 @@ as for the tools.
 
 from __future__ import annotations
 
-from . import cli, envfile, host, move, overview, paths, search
+from . import cli
+from ..files import envfile
+from ..hermes import host, paths
+from .. import move, overview, search
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 VERBS = ("status", "move", "search", "help")

@@ -12,68 +12,6 @@ import re
 import time
 from pathlib import Path
 
-PLUGIN_KEY = "project-history-recall"
-_PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-
-
-def hermes_home() -> Path:
-    """The active profile's home, as Hermes itself resolves it when loaded."""
-    try:
-        # Stdlib-only module; honours the per-task override Hermes sets for
-        # profile-scoped work. Absent when we run without Hermes installed.
-        from hermes_constants import get_hermes_home
-    except ImportError:
-        value = os.environ.get("HERMES_HOME", "").strip()
-        return Path(value) if value else Path.home() / ".hermes"
-    return Path(get_hermes_home())
-
-
-def hermes_home_root() -> Path:
-    """The folder that holds ``profiles/`` (``~/.hermes`` in a standard install)."""
-    try:
-        from hermes_constants import get_default_hermes_root
-    except ImportError:
-        home = hermes_home()
-        return home.parent.parent if home.parent.name == "profiles" else home
-    return Path(get_default_hermes_root())
-
-
-def state_db_path(home: Path) -> Path:
-    return home / "state.db"
-
-
-def projects_db_path(home: Path) -> Path:
-    return home / "projects.db"
-
-
-def data_dir(home: Path) -> Path:
-    """The plugin's own files, beside Hermes's per-plugin folders.
-
-    Not inside ``plugins/project-history-recall/``: that folder holds the code
-    of a directory install, which ``hermes plugins update/remove`` replaces.
-    """
-    return home / PLUGIN_KEY
-
-
-def profile_name(home: Path) -> str:
-    """The profile segment Hermes puts in ``@session:<profile>/<id>`` links."""
-    if home.parent.name == "profiles" and _PROFILE_ID.match(home.name):
-        return home.name
-    return "default"
-
-
-def junk_roots(home: Path) -> tuple[list[str], list[str]]:
-    """(home directories, Hermes homes) that never form automatic projects."""
-    user_home = Path.home()
-    homes = {str(user_home)}
-    hermes = {str(home)}
-    for path, bucket in ((user_home, homes), (home, hermes)):
-        try:
-            bucket.add(str(path.resolve()))
-        except OSError:
-            pass
-    return sorted(homes), sorted(hermes)
-
 
 def _git_marker(candidate: Path) -> Path | None:
     """``candidate``'s own ``.git`` (a folder, or a linked worktree's file), if any."""

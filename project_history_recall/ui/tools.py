@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import logging
 
-from . import envfile, host, move, paths, search
+from ..files import envfile
+from ..hermes import host, paths
+from .. import move, search
 
 logger = logging.getLogger(__name__)
 

@@ -17,24 +17,16 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
-from .attribution import (
-    HOME,
-    Attribution,
-    AttributionContext,
-    JunkPolicy,
-    ProjectInfo,
-    SessionFacts,
-    attribute,
-    attribute_all,
-    lineage,
-    lineage_root,
-    resolve_own,
-)
+from . import gitroot
+from ..hermes import paths
+from ..hermes.facts import ProjectInfo, SessionFacts
+from ..hermes.host import Caller
+from .attribution import (HOME, Attribution, AttributionContext, JunkPolicy, attribute, attribute_all, lineage,
+                          lineage_root, resolve_own)
 from .pathkeys import is_windows_path
-from .projects import current_projects, find_project
+from ..hermes.projects import current_projects, find_project
 from .records import current_records, records_path
-from .statedb import SessionCatalog, read_facts
+from ..hermes.catalog import SessionCatalog, read_facts
 
 
 class ScopeError(ValueError):
@@ -44,18 +36,6 @@ class ScopeError(ValueError):
         super().__init__(message)
         self.candidates = candidates or []
         self.code = code
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is asking: the session ids the host offers (best first) and a folder."""
-
-    session_ids: tuple[str, ...] = ()
-    cwd: str | None = None
-
-    @classmethod
-    def of(cls, *ids: str | None, cwd: str | None = None) -> "Caller":
-        return cls(tuple(i.strip() for i in ids if isinstance(i, str) and i.strip()), cwd)
 
 
 @dataclass
@@ -90,7 +70,7 @@ class _AttributionMap:
     facts: dict[str, SessionFacts]
 
 
-_GIT_ROOTS = paths.GitRootCache()
+_GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
 _maps: dict[str, _AttributionMap] = {}
 _maps_lock = threading.Lock()

@@ -57,8 +57,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import config, configfile, embedders, paths
-from .filestamp import StampCache, file_stamp
+from .. import settings as config
+from ..files import configfile
+from . import embedders
+from ..hermes import paths
+from ..files.filestamp import StampCache, file_stamp
 
 SECRET_FILE = "consent.secret"
 TOKEN_PREFIX = "consent-"

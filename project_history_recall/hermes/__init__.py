@@ -1,0 +1,12 @@
+"""Hermes's data, read only, and the one thin edge that writes through Hermes.
+
+- ``paths``: where a Hermes home keeps things (and the plugin's data folder);
+- ``readonly``: opening Hermes's SQLite files read-only, retries, errors a person can act on;
+- ``statedb``: ``state.db``'s layout, a message's text, one read snapshot per search;
+- ``catalog``: every session's attribution facts, kept in step cheaply;
+- ``changes``: which sessions changed since one of the plugin's indexes looked;
+- ``projects``: ``projects.db``, Hermes's explicit projects;
+- ``facts``: the plain records those readers return;
+- ``watch``: a value read from a small SQLite file, again only after a commit;
+- ``host``: a running Hermes: who is calling, and Hermes's own write paths for a move.
+"""

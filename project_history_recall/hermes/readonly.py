@@ -1,0 +1,117 @@
+"""Read-only SQLite access to Hermes's files (and the plugin's own records).
+
+The plugin never writes to Hermes's databases: files are opened with
+``mode=ro`` and ``PRAGMA query_only``, so even a bug cannot write (SQLite
+refuses). A reader can meet a writer mid-checkpoint (a transient ``disk I/O
+error``); those are retried briefly. Everything else becomes a
+``StateDBError`` whose message a person can act on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from ..files.filestamp import file_stamp
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 5000
+# No memory map: mapped pages count towards the Hermes process's memory
+# (~160 MB after a search of a big home) and buy little over the page cache.
+MMAP_BYTES = 0
+_RETRIES = 3
+_RETRY_SLEEP = 0.05
+# A mode=ro reader can meet a writer's checkpoint as a transient I/O error.
+# "locked" is not retried: the busy timeout has already waited for it.
+_TRANSIENT = ("disk i/o error",)
+
+
+class StateDBError(Exception):
+    """A problem with state.db that the user can understand and act on."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _describe(path: Path, exc: sqlite3.Error) -> StateDBError:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return StateDBError(
+            f"Hermes's session database {path} is locked by another process; try again in a moment.",
+            "locked",
+        )
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StateDBError(
+            f"{path} is not a readable SQLite database (it may be corrupt). "
+            "Hermes's own 'hermes doctor' can check it; nothing was changed.",
+            "corrupt",
+        )
+    if "unable to open" in text:
+        return StateDBError(f"Cannot open {path} for reading: {exc}.", "unreadable")
+    return StateDBError(f"Reading {path} failed: {exc}.", "error")
+
+
+def retry(fn: Callable[[], T], path: Path) -> T:
+    """Run ``fn``, retrying the errors a writer's checkpoint causes."""
+    for attempt in range(_RETRIES + 1):
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if attempt < _RETRIES and any(t in str(exc).lower() for t in _TRANSIENT):
+                time.sleep(_RETRY_SLEEP * (attempt + 1))
+                continue
+            raise _describe(path, exc) from exc
+        except sqlite3.DatabaseError as exc:
+            raise _describe(path, exc) from exc
+    raise AssertionError("unreachable")
+
+
+def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection to an existing SQLite file (never creates one).
+
+    ``immutable`` skips locking and the WAL index: only for one read of a file
+    whose WAL holds nothing (see :func:`_wal_is_empty`), closed right after.
+    """
+    timeout_ms = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    if not path.is_file():
+        raise StateDBError(
+            f"No Hermes session database at {path}. Has Hermes run in this profile yet?",
+            "missing",
+        )
+    uri = "file:" + path.resolve().as_posix().replace("?", "%3F").replace("#", "%23") + "?mode=ro"
+    if immutable:
+        uri += "&immutable=1"
+
+    def _open() -> sqlite3.Connection:
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, check_same_thread=False,
+                               isolation_level=None)
+        try:
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute(f"PRAGMA busy_timeout={int(timeout_ms)}")
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            conn.row_factory = sqlite3.Row
+            # A damaged page can hold bytes that are not UTF-8; one such row
+            # must not fail a whole search.
+            conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    return retry(_open, path)
+
+
+def file_fingerprint(path: Path) -> tuple:
+    """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
+    return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")))
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+

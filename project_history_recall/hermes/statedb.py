@@ -1,0 +1,200 @@
+"""Hermes's ``state.db``: its layout, its messages' text, and a read snapshot per thread.
+
+Hermes has changed this file's layout between releases (0.19.0 indexes
+``content || tool_name || tool_calls`` inline in ``messages_fts``; main uses
+external-content tables, an optional ``messages_fts_cjk`` and hides
+scaffolding rows with ``display_kind``), so the shape is detected, never
+assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .readonly import StateDBError, _describe, connect_readonly, retry
+
+
+JSON_CONTENT_PREFIX = "\x00json:"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What this state.db offers."""
+
+    words_fts: str | None  # unicode61 index over messages
+    trigram_fts: str | None  # trigram index (substrings of 3+ characters)
+    trigram_has_tools: bool  # main's trigram view leaves tool rows out
+    has_active: bool
+    has_compacted: bool
+    has_display_kind: bool
+    schema_version: int | None
+
+    def live_filter(self, alias: str = "m") -> str:
+        """Rows that are part of the record: live, or compacted away (not rewound)."""
+        parts = []
+        if self.has_active:
+            parts.append(
+                f"({alias}.active = 1 OR {alias}.compacted = 1)" if self.has_compacted else f"{alias}.active = 1"
+            )
+        if self.has_display_kind:
+            parts.append(self.shown_filter(alias))
+        return " AND ".join(parts) or "1"
+
+    def shown_filter(self, alias: str = "m") -> str:
+        """Rows Hermes ever shows: main marks model-only scaffolding ``display_kind='hidden'``."""
+        return f"COALESCE({alias}.display_kind, '') != 'hidden'" if self.has_display_kind else "1"
+
+
+_REQUIRED = {
+    "sessions": {"id", "cwd", "git_repo_root", "parent_session_id", "started_at", "title"},
+    "messages": {"id", "session_id", "role", "content", "timestamp"},
+}
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def inspect(conn: sqlite3.Connection, path: Path) -> Shape:
+    def _read() -> Shape:
+        names = {r[0]: (r[1] or "") for r in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')")}
+        if "sessions" not in names or "messages" not in names:
+            raise StateDBError(
+                f"{path} has no Hermes sessions in it (no sessions/messages tables). "
+                "Has Hermes run in this profile yet?",
+                "empty",
+            )
+        cols = {t: columns(conn, t) for t in _REQUIRED}
+        for table, needed in _REQUIRED.items():
+            missing = needed - cols[table]
+            if missing:
+                raise StateDBError(
+                    f"{path} has a layout this plugin does not know ({table} lacks "
+                    f"{', '.join(sorted(missing))}). Supported: Hermes 0.19 and later "
+                    "releases that keep these columns.",
+                    "schema",
+                )
+        version = None
+        if "schema_version" in names:
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            version = row[0] if row else None
+        trigram = "messages_fts_trigram" if "messages_fts_trigram" in names else None
+        trigram_sql = names.get(trigram or "", "").lower()
+        return Shape(
+            words_fts="messages_fts" if "messages_fts" in names else None,
+            trigram_fts=trigram,
+            # External-content trigram tables in main index a view without tool rows.
+            trigram_has_tools="content=" not in trigram_sql.replace(" ", ""),
+            has_active="active" in cols["messages"],
+            has_compacted="compacted" in cols["messages"],
+            has_display_kind="display_kind" in cols["messages"],
+            schema_version=version,
+        )
+
+    return retry(_read, path)
+
+
+def decode_content(raw: object) -> str:
+    """Message text for display and matching; list/dict content is flattened."""
+    if raw is None:
+        return ""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        return str(raw)
+    if not raw.startswith(JSON_CONTENT_PREFIX):
+        return raw
+    try:
+        value = json.loads(raw[len(JSON_CONTENT_PREFIX):])
+    except (ValueError, TypeError):
+        return raw[len(JSON_CONTENT_PREFIX):]
+    return _flatten(value)
+
+
+def _flatten(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return " ".join(p for p in (_flatten(v) for v in value) if p)
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return value["text"]
+        if value.get("type") in ("image_url", "image", "input_image"):
+            return "[image]"
+        return " ".join(p for p in (_flatten(v) for v in value.values()) if p)
+    return ""
+
+
+_local = threading.local()
+_POOL_PER_THREAD = 4
+
+
+def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
+    """This thread's open connection to ``path`` (reopened if the file was replaced)."""
+    pool: dict = getattr(_local, "pool", None) or {}
+    _local.pool = pool
+    key = str(path)
+    try:
+        inode = os.stat(path).st_ino
+    except OSError:
+        inode = None
+    entry = pool.get(key)
+    if entry is not None:
+        conn, shape, cookie, seen_inode = entry
+        try:
+            current = conn.execute("PRAGMA schema_version").fetchone()[0]
+        except sqlite3.Error:
+            current = None
+        if seen_inode == inode and current == cookie and inode is not None:
+            return conn, shape
+        pool.pop(key, None)
+        conn.close()
+    conn = connect_readonly(path)
+    # List content is stored as escaped JSON; scans match its decoded text.
+    conn.create_function("phr_text", 1, decode_content, deterministic=True)
+    try:
+        shape = inspect(conn, path)
+        cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    except BaseException:
+        conn.close()
+        raise
+    pool[key] = (conn, shape, cookie, inode)
+    while len(pool) > _POOL_PER_THREAD:  # a profile switch must not leak a connection per home
+        pool.pop(next(iter(pool)))[0].close()
+    return conn, shape
+
+
+def discard_pooled(path: Path) -> None:
+    entry = (getattr(_local, "pool", None) or {}).pop(str(path), None)
+    if entry is not None:
+        entry[0].close()
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, Shape]]:
+    """A read-only connection inside one read transaction (one consistent snapshot)."""
+    conn, shape = _pooled(path)
+    try:
+        retry(lambda: conn.execute("BEGIN").fetchall(), path)
+    except StateDBError:
+        discard_pooled(path)
+        raise
+    try:
+        yield conn, shape
+    except sqlite3.DatabaseError as exc:
+        discard_pooled(path)
+        raise _describe(path, exc) from exc
+    finally:
+        try:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except sqlite3.Error:
+            discard_pooled(path)

@@ -1,0 +1,10 @@
+"""The semantic engine: vectors of the project's messages, searched by meaning.
+
+- ``embedders``: the embedded offline model (``local``) and OpenAI-compatible services (``openai``);
+- ``chunking``: message text into the pieces that get one vector each, pure;
+- ``store``: ``embeddings.db``, the vectors;
+- ``indexer``: keeping the store in step with state.db, in the background;
+- ``consent``: the one gate before any text leaves the machine;
+- ``matrix``: a scope's vectors in memory, searched exactly, pure numpy;
+- ``engine``: one search's semantic side and its status.
+"""

@@ -1,0 +1,95 @@
+"""The embedders there are, and the one the settings name, loaded once per process.
+
+``local`` (``local.py``) is the embedded default, offline. ``openai``
+(``openai.py``) is any OpenAI-compatible ``/embeddings`` endpoint, remote:
+its ``dimension`` (and so its ``fingerprint``) may be unknown (None) until
+its first answer, when ``openai.dimensions`` is not set; callers learn it,
+after the consent gate, before they look anything up by fingerprint.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .base import Embedder, EmbedderUnavailable
+from .local import UniversalSentenceEncoder
+
+_cache: dict[tuple, Embedder] = {}
+_failures: dict[tuple, str] = {}
+_loading: dict[tuple, threading.Event] = {}
+_lock = threading.Lock()
+
+
+def identity(settings) -> tuple[bool, str, str]:
+    """(remote, provider, model) of the configured embedder, without loading it:
+    what a consent is recorded for."""
+    if settings["embedder"] == "local":
+        return False, UniversalSentenceEncoder.provider, UniversalSentenceEncoder.model
+    return True, settings["openai.base_url"], settings["openai.model"]
+
+
+def _key(settings) -> tuple:
+    if settings["embedder"] == "local":
+        return (settings["embedder"], settings["chunk_chars"], settings["chunk_overlap"])
+    # A remote embedder depends on every openai.* setting and, through its key, on the profile.
+    return (settings["embedder"], str(getattr(settings, "home", None)), repr(sorted(settings["openai"].items())),
+            settings["batch_size"], settings["chunk_chars"], settings["chunk_overlap"])
+
+
+def _build(settings) -> Embedder:
+    name = settings["embedder"]
+    if name == "local":
+        return UniversalSentenceEncoder(settings["chunk_chars"], settings["chunk_overlap"])
+    from .openai import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_settings(settings)
+
+
+def _load_now(key: tuple, settings, done: threading.Event) -> None:
+    try:
+        embedder = _build(settings)
+    except EmbedderUnavailable as exc:
+        with _lock:
+            _failures[key] = str(exc)
+    except Exception as exc:  # anything else the model throws while loading
+        with _lock:
+            _failures[key] = f"the embedded model failed to load: {type(exc).__name__}: {exc}"
+    else:
+        with _lock:
+            _cache[key] = embedder
+    finally:
+        with _lock:
+            _loading.pop(key, None)
+        done.set()
+
+
+def load(settings, wait: float | None = None) -> Embedder | None:
+    """The configured embedder, loaded once per process (the default model takes 1-2 s).
+
+    Loading runs in a background thread; this waits for it at most ``wait``
+    seconds (None: until loaded) and returns None if it is still loading.
+    Raises ``EmbedderUnavailable`` with a reason a person can act on.
+    """
+    key = _key(settings)
+    if settings["embedder"] != "local":
+        # Building a remote embedder reads settings only (no request, no key):
+        # no thread, and nothing to wait for.
+        with _lock:
+            if key not in _cache:
+                _cache[key] = _build(settings)
+            return _cache[key]
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        if key in _failures:
+            raise EmbedderUnavailable(_failures[key])
+        done = _loading.get(key)
+        if done is None:
+            done = _loading[key] = threading.Event()
+            threading.Thread(target=_load_now, args=(key, settings, done), name="phr-model-load",
+                             daemon=True).start()
+    done.wait(wait)
+    with _lock:
+        if key in _failures:
+            raise EmbedderUnavailable(_failures[key])
+        return _cache.get(key)
