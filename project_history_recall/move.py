@@ -43,30 +43,40 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import DataError, PluginError, UsageError
 from .hermes import host, paths
-from .scope import gitroot, records, sessionref
+from .hermes.catalog import SessionCatalog
 from .hermes.facts import ProjectInfo
+from .hermes.host import Caller
+from .hermes.projects import load_projects
+from .hermes.statedb import reading
+from .results import link
+from .scope import gitroot, records, sessionref
 from .scope.attribution import Attribution, FolderIndex, deepest_match
 from .scope.pathkeys import is_under, path_key
-from .hermes.projects import load_projects
-from .results import link
-from .hermes.host import Caller
-from .scope.resolve import ScopeError, attribution_map, attribution_of, live_project, project_owning, unknown_project
-from .search import error
+from .scope.resolve import (
+    attribution_map,
+    attribution_of,
+    live_project,
+    project_owning,
+    unknown_project,
+)
 from .scope.sessionref import SessionRefError, SessionRow
-from .hermes.catalog import SessionCatalog
-from .hermes.readonly import StateDBError
-from .hermes.statedb import reading
 
 ACTION = "move sessions into it"
 WRITTEN_BY = "SessionDB.update_session_cwd"
 
 
-class MoveError(ValueError):
-    def __init__(self, message: str, code: str, **extra: object):
-        super().__init__(message)
-        self.code = code
-        self.extra = extra
+class MoveError(UsageError):
+    """The move cannot be done as asked; nothing was changed."""
+
+    codes = ("bad_argument", "no_folder", "folder_missing")
+
+
+class MoveFailed(DataError):
+    """Hermes or the plugin's records could not be written; the message says what was changed."""
+
+    codes = ("hermes_write_failed", "no_hermes")
 
 
 # --- pure: arguments, plan, sidebar ---------------------------------------------
@@ -341,12 +351,8 @@ def run(home: Path, caller: Caller, args: object) -> dict:
         with records.moving(paths.data_dir(home)):
             plan = _plan(home, caller, req)
             return plan if isinstance(plan, dict) else _carry_out(home, plan)
-    except MoveError as exc:
-        return error(str(exc), exc.code, **exc.extra)
-    except (ScopeError, SessionRefError) as exc:
-        return error(str(exc), exc.code, candidates=exc.candidates)
-    except StateDBError as exc:
-        return error(str(exc), exc.code)
+    except PluginError as exc:
+        return exc.envelope()
 
 
 def _carry_out(home: Path, plan: _Plan) -> dict:
@@ -354,15 +360,15 @@ def _carry_out(home: Path, plan: _Plan) -> dict:
     try:
         _record_and_write(home, plan)
     except host.HermesMissing as exc:
-        return error(f"{exc} Nothing was changed.", "no_hermes")
+        return MoveFailed(f"{exc} Nothing was changed.", "no_hermes").envelope()
     except _HermesWriteFailed as exc:
-        return error(f"Hermes could not save the session's new working folder ({exc}); the move was undone "
-                     "and nothing was changed.", "hermes_write_failed")
-    except StateDBError as exc:
+        return MoveFailed(f"Hermes could not save the session's new working folder ({exc}); the move was undone "
+                          "and nothing was changed.").envelope()
+    except DataError as exc:
         if plan.cwd_written:
-            return error(f"{exc} Hermes had already moved the session's working folder to {plan.folder}, so "
-                         "searches follow that folder; run the move again to record it.", exc.code)
-        return error(f"{exc} Nothing was changed.", exc.code)
+            return DataError(f"{exc} Hermes had already moved the session's working folder to {plan.folder}, so "
+                             "searches follow that folder; run the move again to record it.", exc.code).envelope()
+        return DataError(f"{exc} Nothing was changed.", exc.code).envelope()
     # Hermes's row changed: the next search re-reads every row, not just new ones.
     SessionCatalog.for_path(paths.state_db_path(home)).invalidate()
     live = _re_anchor_live_session(plan)

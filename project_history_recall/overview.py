@@ -9,17 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import settings as config
+from .errors import PluginError
 from .hermes import paths
-from .semantic import engine as semantic
+from .hermes.host import Caller
+from .hermes.statedb import reading
+from .results import link, when
 from .scope import sessionref
 from .scope.records import load_history, records_path
-from .results import link, when
-from .hermes.host import Caller
-from .scope.resolve import ScopeError, attribution_map, attribution_of, resolve_scope
-from .search import error, semantic_fields
-from .scope.sessionref import SessionRefError
-from .hermes.readonly import StateDBError
-from .hermes.statedb import reading
+from .scope.resolve import attribution_map, attribution_of, resolve_scope
+from .semantic import engine as semantic
 
 
 def status(home: Path, caller: Caller) -> dict:
@@ -28,8 +26,8 @@ def status(home: Path, caller: Caller) -> dict:
             scope = resolve_scope(home, conn, caller, include_current=True)
             row = scope.caller_facts
             outcome = semantic.report(home, config.load(home), conn, scope)
-    except (StateDBError, ScopeError) as exc:
-        return error(str(exc), getattr(exc, "code", "error"))
+    except PluginError as exc:
+        return exc.envelope()
     return {
         "success": True,
         # The session's own folder when it has a row; else where the caller works.
@@ -39,7 +37,7 @@ def status(home: Path, caller: Caller) -> dict:
         "attributed_by": scope.attribution.via,
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
-        **semantic_fields(outcome),
+        **outcome.fields(),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }
@@ -49,8 +47,8 @@ def list_projects(home: Path) -> dict:
     try:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             amap = attribution_map(home, conn)
-    except StateDBError as exc:
-        return error(str(exc), exc.code)
+    except PluginError as exc:
+        return exc.envelope()
     # What a search of each project covers (archived and subagent sessions are not searched).
     counts = {key: len(sids) for key, sids in amap.by_project.items()}
     explicit = [
@@ -83,10 +81,8 @@ def session_info(home: Path, ref: str) -> dict:
             row = sessionref.find(conn, home, ref)
             attribution = attribution_of(attribution_map(home, conn), row.facts)
         history = load_history(records_path(paths.data_dir(home)), row.id)
-    except SessionRefError as exc:
-        return error(str(exc), exc.code, candidates=exc.candidates)
-    except StateDBError as exc:
-        return error(str(exc), exc.code)
+    except PluginError as exc:
+        return exc.envelope()
     profile = paths.profile_name(home)
     return {
         "success": True,

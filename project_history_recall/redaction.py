@@ -32,9 +32,9 @@ import re
 import string
 from dataclasses import replace
 
-from .semantic import consent
 from .files import envfile
 from .results import MessageRow
+from .semantic import consent
 
 MASK = envfile.MASK
 

@@ -8,8 +8,8 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from .keyword.querytext import ParsedQuery, is_cjk
 from .hermes.statedb import Shape, decode_content
+from .keyword.querytext import ParsedQuery, is_cjk
 
 SNIPPET_CHARS = 240
 CONTEXT_CHARS = 400

@@ -17,17 +17,20 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import settings as config, fusion, redaction, results
-from .semantic import consent, engine as semantic
+from . import fusion, redaction, results
+from . import settings as config
+from .errors import PluginError, UsageError
 from .files import derived, envfile
-from .keyword import engine as keyword, textindex
 from .hermes import paths
-from .semantic.chunking import content_hash, prepare
-from .keyword.querytext import ParsedQuery, clean_text, parse
 from .hermes.host import Caller
-from .scope.resolve import Scope, ScopeError, resolve_scope
-from .hermes.readonly import StateDBError
 from .hermes.statedb import reading
+from .keyword import engine as keyword
+from .keyword import textindex
+from .keyword.querytext import ParsedQuery, clean_text, parse
+from .scope.resolve import Scope, resolve_scope
+from .semantic import consent
+from .semantic import engine as semantic
+from .semantic.chunking import content_hash, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +55,6 @@ HOW_TO_OPEN = (
     "To read around a hit: session_search(session_id=<session_id>, around_message_id=<message_id>, "
     "profile=<profile>). Cite a session by its link."
 )
-
-
-class ArgumentError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -83,18 +82,18 @@ def _as_bool(name: str, value: object) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
         return value.strip().lower() in ("true", "1", "yes")
-    raise ArgumentError(f"'{name}' must be true or false, not {value!r:.40}.")
+    raise UsageError(f"'{name}' must be true or false, not {value!r:.40}.")
 
 
 def _as_int(name: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool):
-        raise ArgumentError(f"'{name}' must be a whole number, not {value!r}.")
+        raise UsageError(f"'{name}' must be a whole number, not {value!r}.")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):
         value = int(value)
     if not isinstance(value, int):
-        raise ArgumentError(f"'{name}' must be a whole number, not {value!r:.40}.")
+        raise UsageError(f"'{name}' must be a whole number, not {value!r:.40}.")
     return max(low, min(high, value))
 
 
@@ -107,7 +106,7 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
-        raise ArgumentError(f"'{name}' must be a date like 2026-09-01 or an age like 7d.")
+        raise UsageError(f"'{name}' must be a date like 2026-09-01 or an age like 7d.")
     text = clean_text(value)
     rel = _RELATIVE.match(text)
     if rel:
@@ -116,7 +115,7 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ArgumentError(
+        raise UsageError(
             f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
         ) from None
     try:
@@ -136,27 +135,27 @@ def _given(args: dict, key: str, default: object) -> object:
 
 def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     if not isinstance(args, dict):
-        raise ArgumentError("Arguments must be an object with at least 'query'.")
+        raise UsageError("Arguments must be an object with at least 'query'.")
     raw_query = args.get("query")
     if raw_query is not None and not isinstance(raw_query, str):
-        raise ArgumentError(f"'query' must be text, not {type(raw_query).__name__}.")
+        raise UsageError(f"'query' must be text, not {type(raw_query).__name__}.")
     query = clean_text(raw_query or "")
     if not query:
-        raise ArgumentError("'query' is empty: say what to look for (words, an error code, a file name…).")
+        raise UsageError("'query' is empty: say what to look for (words, an error code, a file name…).")
     mode = args.get("mode") or "hybrid"
     if not isinstance(mode, str) or mode.strip().lower() not in MODES:
-        raise ArgumentError(f"'mode' must be one of {', '.join(MODES)}, not {mode!r:.40}.")
+        raise UsageError(f"'mode' must be one of {', '.join(MODES)}, not {mode!r:.40}.")
     project = args.get("project")
     if project is not None and not isinstance(project, str):
-        raise ArgumentError("'project' must be a project id, slug, name or folder.")
+        raise UsageError("'project' must be a project id, slug, name or folder.")
     token = args.get("consent")
     if token is not None and not isinstance(token, str):
-        raise ArgumentError("'consent' is only ever the token from a consent_required response, passed after "
+        raise UsageError("'consent' is only ever the token from a consent_required response, passed after "
                             "the user agreed; nothing was recorded.")
     since = parse_time("since", args.get("since"))
     until = parse_time("until", args.get("until"))
     if since is not None and until is not None and since >= until:
-        raise ArgumentError("'since' must be earlier than 'until'.")
+        raise UsageError("'since' must be earlier than 'until'.")
     return SearchRequest(
         query=query,
         mode=mode.strip().lower(),
@@ -169,19 +168,6 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
         include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
         consent=(token.strip()[:200] or None) if token else None,
     )
-
-
-def error(message: str, code: str = "error", **extra: object) -> dict:
-    return {"success": False, "error": message, "error_code": code, **extra}
-
-
-def semantic_fields(outcome: semantic.Outcome) -> dict:
-    fields = {"semantic_status": outcome.status, "semantic_reason": outcome.reason}
-    if outcome.index is not None:
-        fields["semantic_index"] = outcome.index
-    if outcome.consent is not None:
-        fields["consent"] = outcome.consent
-    return fields
 
 
 @dataclass
@@ -275,7 +261,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
         "query": req.query,
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
-        **semantic_fields(outcome),
+        **outcome.fields(),
         "profile": profile,
     }
     if scope.excluded_lineage:
@@ -357,11 +343,11 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
     try:
         settings = config.load(home)
         req = request_from_args(args, settings["context"])
-    except ArgumentError as exc:
-        return error(str(exc), "bad_argument")
+    except UsageError as exc:
+        return exc.envelope()
     query = parse(req.query)
     if query.empty:
-        return error("The query has nothing searchable in it (only punctuation or operators).", "bad_argument")
+        return UsageError("The query has nothing searchable in it (only punctuation or operators).").envelope()
     try:
         with reading(paths.state_db_path(home)) as (conn, shape):
             scope = resolve_scope(home, conn, caller, project_ref=req.project,
@@ -378,12 +364,10 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 return consent.annotate({
                     "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "results": [], "sessions_in_scope": 0,
-                    **semantic_fields(outcome), "reason": HOME_REASON,
+                    **outcome.fields(), "reason": HOME_REASON,
                 }, note)
             hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
             return consent.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
                                     note)
-    except ScopeError as exc:
-        return error(str(exc), exc.code, candidates=exc.candidates)
-    except StateDBError as exc:
-        return error(str(exc), exc.code)
+    except PluginError as exc:
+        return exc.envelope()

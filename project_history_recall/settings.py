@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .hermes import paths
 from .files.filestamp import StampCache, file_stamp
+from .hermes import paths
 
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"

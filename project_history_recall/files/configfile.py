@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import DataError
 from .locks import FileLock
 
 LOCK_NAME = ".config.lock"
@@ -40,8 +41,10 @@ _TMP_PREFIX = ".config.yaml."
 _TMP_SUFFIX = ".tmp"
 
 
-class ConfigWriteError(Exception):
+class ConfigWriteError(DataError):
     """The file could not be updated safely; it was left as it was."""
+
+    codes = ("config_write_failed",)
 
 
 def _block_span(lines: list[str], key: str) -> tuple[int, int] | None:

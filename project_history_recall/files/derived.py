@@ -12,9 +12,13 @@ import sqlite3
 import time
 from pathlib import Path
 
+from ..errors import DataError
 
-class StoreError(Exception):
+
+class StoreError(DataError):
     """A derived file cannot be used; the message says why."""
+
+    codes = ("store_unavailable",)
 
 
 class _OtherVersion(sqlite3.DatabaseError):

@@ -18,7 +18,6 @@ from .facts import SessionFacts
 from .readonly import StateDBError, connect_readonly, file_fingerprint, retry
 from .statedb import columns
 
-
 # What Hermes's own session_search never shows: delegate_task subagent runs,
 # third-party integrations (HERMES_SESSION_SOURCE=tool) and kanban workers.
 HIDDEN_SOURCES = frozenset({"kanban", "subagent", "tool"})

@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import DataError
 from . import paths
 
 
@@ -65,8 +66,10 @@ def caller_from_dispatch(kw: dict) -> Caller:
 # --- Moving a session: Hermes's own write paths (host doc §9) ---------------
 
 
-class HermesMissing(RuntimeError):
+class HermesMissing(DataError):
     """hermes-agent is not importable, so there is no Hermes write path to use."""
+
+    codes = ("no_hermes",)
 
 
 def _session_db_class():

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from ..errors import DataError
 from ..files.filestamp import file_stamp
 
 T = TypeVar("T")
@@ -29,12 +30,10 @@ _RETRY_SLEEP = 0.05
 _TRANSIENT = ("disk i/o error",)
 
 
-class StateDBError(Exception):
-    """A problem with state.db that the user can understand and act on."""
+class StateDBError(DataError):
+    """A Hermes database (or the plugin's own records) could not be read; the message says why."""
 
-    def __init__(self, message: str, code: str):
-        super().__init__(message)
-        self.code = code
+    codes = ("error", "missing", "empty", "corrupt", "schema", "locked", "unreadable")
 
 
 def _describe(path: Path, exc: sqlite3.Error) -> StateDBError:

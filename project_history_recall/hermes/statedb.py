@@ -20,7 +20,6 @@ from typing import Iterator
 
 from .readonly import StateDBError, _describe, connect_readonly, retry
 
-
 JSON_CONTENT_PREFIX = "\x00json:"
 
 

@@ -32,9 +32,9 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from ..hermes.statedb import Shape
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
-from ..hermes.statedb import Shape
 
 if TYPE_CHECKING:
     import numpy as np

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import DataError
 from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
 from ..hermes.watch import watched
@@ -202,7 +203,13 @@ def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
         conn.close()
 
 
-def _save_failed(path: Path, exc: BaseException) -> StateDBError:
+class RecordError(DataError):
+    """The plugin's own records (``recall.db``) could not be written; nothing was changed."""
+
+    codes = ("record_failed", "locked")
+
+
+def _save_failed(path: Path, exc: BaseException) -> RecordError:
     text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
     folder = path.parent
     if folder.exists() and not folder.is_dir():
@@ -211,14 +218,14 @@ def _save_failed(path: Path, exc: BaseException) -> StateDBError:
         hint = " (is the disk full, or the folder not writable?)"
     else:
         hint = ""
-    return StateDBError(f"Saving the move in {path} failed: {text}{hint}.", "record_failed")
+    return RecordError(f"Saving the move in {path} failed: {text}{hint}.")
 
 
 @contextmanager
 def moving(data_dir: Path) -> Iterator[None]:
     """Hold the profile's move lock (creating the data folder if need be) for the block.
 
-    Raises ``StateDBError``: ``record_failed`` when the folder cannot be
+    Raises ``RecordError``: ``record_failed`` when the folder cannot be
     written, ``locked`` when another move did not finish in time. Nothing has
     been changed either way.
     """
@@ -227,11 +234,10 @@ def moving(data_dir: Path) -> Iterator[None]:
         data_dir.mkdir(parents=True, exist_ok=True)
         lock.acquire(MOVE_WAIT_SECONDS)
     except LockTimeout:
-        raise StateDBError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
-                           "nothing was changed, try again.", "locked") from None
+        raise RecordError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
+                          "nothing was changed, try again.", "locked") from None
     except OSError as exc:
-        failed = _save_failed(records_path(data_dir), exc)
-        raise StateDBError(f"{failed} Nothing was changed.", failed.code) from exc
+        raise RecordError(f"{_save_failed(records_path(data_dir), exc)} Nothing was changed.") from exc
     try:
         yield
     finally:

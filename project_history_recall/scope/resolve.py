@@ -17,25 +17,35 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitroot
+from ..errors import UsageError
 from ..hermes import paths
+from ..hermes.catalog import SessionCatalog, read_facts
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
-from .attribution import (HOME, Attribution, AttributionContext, JunkPolicy, attribute, attribute_all, lineage,
-                          lineage_root, resolve_own)
-from .pathkeys import is_windows_path
 from ..hermes.projects import current_projects, find_project
+from . import gitroot
+from .attribution import (
+    HOME,
+    Attribution,
+    AttributionContext,
+    JunkPolicy,
+    attribute,
+    attribute_all,
+    lineage,
+    lineage_root,
+    resolve_own,
+)
+from .pathkeys import is_windows_path
 from .records import current_records, records_path
-from ..hermes.catalog import SessionCatalog, read_facts
 
 
-class ScopeError(ValueError):
+class ScopeError(UsageError):
     """The caller named a project that cannot be used (unknown, ambiguous, archived)."""
 
-    def __init__(self, message: str, candidates: list[dict] | None = None, code: str = "unknown_project"):
-        super().__init__(message)
-        self.candidates = candidates or []
-        self.code = code
+    codes = ("unknown_project", "ambiguous_project", "archived_project")
+
+    def __init__(self, message: str, candidates: list[dict] | None = None, code: str | None = None):
+        super().__init__(message, code, candidates=candidates or [])
 
 
 @dataclass

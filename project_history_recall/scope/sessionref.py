@@ -16,10 +16,11 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UsageError
 from ..hermes import paths
+from ..hermes.catalog import is_delegated
 from ..hermes.facts import SessionFacts
 from ..hermes.readonly import StateDBError, connect_readonly
-from ..hermes.catalog import is_delegated
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.
@@ -28,13 +29,13 @@ _LINK = re.compile(r"^@?session:(?:(?P<profile>[A-Za-z0-9_-]+)/)?(?P<id>[^\s/]+?
                    re.IGNORECASE)
 
 
-class SessionRefError(ValueError):
+class SessionRefError(UsageError):
     """The reference names no session of this profile (or several)."""
 
+    codes = ("unknown_session", "ambiguous_session", "bad_argument", "other_profile")
+
     def __init__(self, message: str, code: str, candidates: list[dict] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.candidates = candidates or []
+        super().__init__(message, code, candidates=candidates or [])
 
 
 @dataclass(frozen=True)

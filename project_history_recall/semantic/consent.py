@@ -58,10 +58,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import settings as config
+from ..errors import ConsentError
 from ..files import configfile
-from . import embedders
-from ..hermes import paths
 from ..files.filestamp import StampCache, file_stamp
+from ..hermes import paths
+from . import embedders
 
 SECRET_FILE = "consent.secret"
 TOKEN_PREFIX = "consent-"
@@ -81,7 +82,7 @@ NOT_SENT = "tool output, system prompts, files, and the messages of other projec
 _records = StampCache()
 
 
-class ConsentRequired(Exception):
+class ConsentRequired(ConsentError):
     """Semantic search for this scope needs the user's consent first."""
 
 

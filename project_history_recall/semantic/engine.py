@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import consent, indexer, store as vectors
 from ..files import derived
-from . import embedders
-from .embedders import openai as remote_embedder
-from .matrix import SemanticHit, matrix_for
 from ..hermes import paths
 from ..scope.resolve import Scope
+from . import consent, embedders, indexer
+from . import store as vectors
+from .embedders import openai as remote_embedder
+from .matrix import SemanticHit, matrix_for
 
 
 @dataclass
@@ -42,6 +42,15 @@ class Outcome:
     @property
     def usable(self) -> bool:
         return self.status in ("ready", "partial")
+
+    def fields(self) -> dict:
+        """What a search response says of the semantic side."""
+        out = {"semantic_status": self.status, "semantic_reason": self.reason}
+        if self.index is not None:
+            out["semantic_index"] = self.index
+        if self.consent is not None:
+            out["consent"] = self.consent
+        return out
 
 
 def prepare(home: Path, settings, wait: float | None = None) -> Outcome:

@@ -25,12 +25,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..hermes import changes, paths
-from . import chunking, consent, store as vectors
 from ..files import derived
-from .embedders.base import EmbedderUnavailable
-from ..hermes.statedb import Shape, decode_content, reading
+from ..hermes import changes, paths
 from ..hermes.readonly import StateDBError, file_fingerprint
+from ..hermes.statedb import Shape, decode_content, reading
+from . import chunking, consent
+from . import store as vectors
+from .embedders.base import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -24,25 +24,24 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import settings as config, move, overview, results, search
-from ..semantic import consent, indexer, engine as semantic
+from .. import errors, move, overview, results, search
+from .. import settings as config
+from ..errors import EXIT_CONSENT, EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE
 from ..files import configfile, envfile
-from ..semantic import embedders
 from ..hermes import paths
 from ..hermes.host import Caller
-from ..scope.resolve import ScopeError, attribution_map, resolve_scope
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import reading
+from ..scope.resolve import ScopeError, attribution_map, resolve_scope
+from ..semantic import consent, embedders, indexer
+from ..semantic import engine as semantic
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
 )
-EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA, EXIT_CONSENT = 0, 1, 2, 3, 4
 # A person running one search waits for the model and index (the agent's tool
 # keeps the short budget and lets indexing go on in the background).
 CLI_INDEX_BUDGET_MS = 60_000
-_DATA_CODES = {"missing", "empty", "corrupt", "locked", "schema", "unreadable", "error", "internal",
-               "hermes_write_failed", "record_failed", "no_hermes"}
 
 # Words, a Chinese term, an exact error code, and a question in other words
 # (in English, about a conversation held in Chinese).
@@ -239,11 +238,7 @@ def _fail(message: str, code: int) -> int:
 
 
 def _exit_for(response: dict) -> int:
-    if response.get("success") and response.get("moved") is False:
-        return EXIT_NOTHING
-    if response.get("success"):
-        return EXIT_FOUND if response.get("results", True) else EXIT_NOTHING
-    return EXIT_DATA if response.get("error_code") in _DATA_CODES else EXIT_USAGE
+    return errors.exit_code(response)
 
 
 def _folder(value: str | None) -> str:

@@ -12,10 +12,10 @@ as for the tools.
 
 from __future__ import annotations
 
-from . import cli
+from .. import move, overview, search
 from ..files import envfile
 from ..hermes import host, paths
-from .. import move, overview, search
+from . import cli
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 VERBS = ("status", "move", "search", "help")

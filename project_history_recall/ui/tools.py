@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 
+from .. import errors, move, search
 from ..files import envfile
 from ..hermes import host, paths
-from .. import move, search
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
         text = _json(run(home, host.caller_from_dispatch(kw), args))
     except Exception as exc:  # the last line of defence
         logger.exception("%s failed", tool)
-        text = _json(search.error(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}", "internal"))
+        text = _json(errors.envelope(exc))
     # Belt and braces: the remote embedder's key never leaves in a tool result,
     # even if it sits in the searched history itself.
     return envfile.scrub_configured(home, text)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from project_history_recall.search import ArgumentError, parse_time, request_from_args
+from project_history_recall.errors import UsageError
+from project_history_recall.search import parse_time, request_from_args
 
 
 def test_defaults():
@@ -33,13 +34,13 @@ def test_numbers_are_clamped_and_strings_coerced():
     ({"query": "x", "project": 3}, "project"),
 ])
 def test_bad_arguments_name_the_argument(args, needle):
-    with pytest.raises(ArgumentError) as exc:
+    with pytest.raises(UsageError) as exc:
         request_from_args(args)
     assert needle in str(exc.value)
 
 
 def test_non_dict_arguments():
-    with pytest.raises(ArgumentError):
+    with pytest.raises(UsageError):
         request_from_args(["query"])
 
 

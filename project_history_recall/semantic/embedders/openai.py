@@ -45,8 +45,8 @@ from typing import Sequence
 from urllib.parse import urlsplit
 
 from ... import __version__
-from .. import chunking
 from ...files import envfile
+from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
 logger = logging.getLogger(__name__)
