@@ -191,7 +191,8 @@ def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
     from project_history_recall import settings as config
-    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.home import Home
+    from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
@@ -208,12 +209,12 @@ def _index_all(home: Path, convs: dict) -> dict:
             scope = resolve_scope(home, conn, Caller.of(conv["asker"]), include_current=True)
             scopes.append(scope)
             texts += _chunk_texts(conn, scope.session_ids, settings)
-    raw_before = _raw_rate(ready.embedder, texts, settings["batch_size"])
-    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    raw_before = _raw_rate(ready.embedder, texts, settings.batch_size)
+    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
     t0 = time.perf_counter()
     chunks = sum(worker.index_now(s.attribution.key, list(s.session_ids)).chunks for s in scopes)
     wall = time.perf_counter() - t0
-    raw_after = _raw_rate(ready.embedder, texts, settings["batch_size"])
+    raw_after = _raw_rate(ready.embedder, texts, settings.batch_size)
     raw = (raw_before + raw_after) / 2
     out = {"model": ready.embedder.fingerprint, "chunks": chunks, "wall_seconds": wall,
            "indexing_chunks_per_s": chunks / wall, "raw_chunks_per_s_before": raw_before,

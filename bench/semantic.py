@@ -56,7 +56,7 @@ def _chunk_texts(conn, sessions: list[str], settings) -> list[str]:
             "SELECT content FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) "
             "AND role IN ('user', 'assistant') ORDER BY id", (json.dumps(sessions),)):
         text = chunking.prepare(decode_content(content))
-        texts.extend(p for _, p in chunking.split(text, settings["chunk_chars"], settings["chunk_overlap"]))
+        texts.extend(p for _, p in chunking.split(text, settings.chunk_chars, settings.chunk_overlap))
     return texts
 
 
@@ -76,14 +76,15 @@ def noop_check(home: Path, repeats: int) -> dict:
 
     from project_history_recall.hermes import changes
     from project_history_recall import settings as config
-    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.home import Home
+    from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
 
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     callers = [r[0] for r in conn.execute(
         "SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL ORDER BY id")]
@@ -138,7 +139,8 @@ def noop_check(home: Path, repeats: int) -> dict:
 
 def index_100k(home: Path, messages: int, sample: int) -> dict:
     from project_history_recall import settings as config
-    from project_history_recall.semantic import indexer, engine as semantic
+    from project_history_recall.home import Home
+    from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
@@ -149,7 +151,7 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
         synth.build(home, synth.SynthSpec(messages=messages, sessions=max(10, messages // 100), projects=1, seed=11))
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = indexer.get(home, settings, ready.embedder, ready.store)
+    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     caller = conn.execute("SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL LIMIT 1").fetchone()[0]
     conn.close()
@@ -157,7 +159,7 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
         texts = _chunk_texts(conn, scope.session_ids, settings)
     sample_texts = random.Random(5).sample(texts, min(sample, len(texts)))
-    raw_before = _raw_rate(ready.embedder, sample_texts, settings["batch_size"])
+    raw_before = _raw_rate(ready.embedder, sample_texts, settings.batch_size)
     last = [0.0]
 
     def report(p, done, total):
@@ -168,7 +170,7 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
     t0 = time.perf_counter()
     progress = worker.index_now(scope.attribution.key, list(scope.session_ids), on_progress=report)
     wall = time.perf_counter() - t0
-    raw_after = _raw_rate(ready.embedder, sample_texts, settings["batch_size"])
+    raw_after = _raw_rate(ready.embedder, sample_texts, settings.batch_size)
     raw = (raw_before + raw_after) / 2
     return {
         "caller": caller, "scope_sessions": len(scope.session_ids), "chunks_in_scope": len(texts),
@@ -182,16 +184,15 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
 
 def _build_keyword_index(home: Path, caller: str) -> float:
     """The scope's keyword index, as background indexing leaves it (seconds; ~0 when current)."""
-    from project_history_recall.hermes import paths
-    from project_history_recall.keyword import textindex
     from project_history_recall.hermes.host import Caller
+    from project_history_recall.home import Home
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
     t = time.perf_counter()
-    textindex.keeper(home, paths.data_dir(home)).build(json.dumps(scope.attribution.key), scope.members)
+    Home.of(home).keeper().build(json.dumps(scope.attribution.key), scope.members)
     return time.perf_counter() - t
 
 

@@ -45,11 +45,11 @@ from pathlib import Path
 
 from .errors import DataError, PluginError, UsageError
 from .hermes import host, paths
-from .hermes.catalog import SessionCatalog
 from .hermes.facts import ProjectInfo
 from .hermes.host import Caller
 from .hermes.projects import load_projects
 from .hermes.statedb import reading
+from .home import Home
 from .results import link
 from .scope import gitroot, records, sessionref
 from .scope.attribution import Attribution, FolderIndex, deepest_match
@@ -370,7 +370,7 @@ def _carry_out(home: Path, plan: _Plan) -> dict:
                              "searches follow that folder; run the move again to record it.", exc.code).envelope()
         return DataError(f"{exc} Nothing was changed.", exc.code).envelope()
     # Hermes's row changed: the next search re-reads every row, not just new ones.
-    SessionCatalog.for_path(paths.state_db_path(home)).invalidate()
+    Home.of(home).session_moved()
     live = _re_anchor_live_session(plan)
     return _moved(home, plan, live)
 

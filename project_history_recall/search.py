@@ -8,6 +8,7 @@ a message a person can act on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -24,6 +25,7 @@ from .files import derived, envfile
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
+from .home import Home
 from .keyword import engine as keyword
 from .keyword import textindex
 from .keyword.querytext import ParsedQuery, clean_text, parse
@@ -274,10 +276,10 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
 def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.Filters) -> textindex.Lookup | None:
     """The plugin's own keyword index for this scope, when it is current (brought
     up to date here if only a little is missing); None: use Hermes's indexes."""
-    if not settings["keyword_index"]:
+    if not settings.keyword_index:
         return None
     try:
-        keeper = textindex.keeper(home, paths.data_dir(home))
+        keeper = Home.of(home).keeper()
         states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
@@ -317,12 +319,12 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn
     session_of = {h.message_id: h.session_id for h in kw_hits}
     session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
     sem_ids = [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]
-    if settings["fusion"] == "rrf":
+    if settings.fusion == "rrf":
         fused = fusion.rrf({"keyword": [h.message_id for h in kw_hits], "semantic": sem_ids},
-                           settings["rrf_k"], {"semantic": settings["semantic_weight"]})
+                           settings.rrf_k, {"semantic": settings.semantic_weight})
     else:
         fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
-                             settings["blend_weight"], {h.message_id: h.score for h in kw_all})
+                             settings.blend_weight, {h.message_id: h.score for h in kw_all})
     fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
     ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
     # Checking costs a lookup per semantic-only hit: check a few more than needed.
@@ -342,7 +344,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
     wait for the model and the index than get keyword-only results."""
     try:
         settings = config.load(home)
-        req = request_from_args(args, settings["context"])
+        req = request_from_args(args, settings.context)
     except UsageError as exc:
         return exc.envelope()
     query = parse(req.query)
@@ -353,7 +355,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                   include_current=req.include_current_session)
             if index_budget_ms is not None:
-                settings.values["index_budget_ms"] = index_budget_ms
+                settings = dataclasses.replace(settings, index_budget_ms=index_budget_ms)
             # The user's answer to an earlier consent request is recorded before anything is embedded.
             note = consent.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
                                   _granted_by(scope.conversation)) if req.consent else None

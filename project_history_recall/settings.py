@@ -1,4 +1,4 @@
-"""Settings: defaults, where they can be overridden, and validation.
+"""Settings: typed, validated once, and where each value came from.
 
 Sources, later ones winning key by key:
 
@@ -16,16 +16,24 @@ the value of a key that might hold one by mistake (``openai.api_key_env``).
 
 Consents to send text to a remote embedder (``consents``) are not settings:
 they are read from, and written to, the plugin's own config.yaml only (see
-``consent.py``); anywhere else they are ignored with a warning.
+``semantic/consent.py``); anywhere else they are ignored with a warning.
+
+``load`` returns a frozen ``Settings``, parsed and checked once per change of
+either file; callers read attributes (``settings.openai.model``) and derive a
+changed copy with ``dataclasses.replace``. A dataclass, not pydantic: a
+dozen keys whose checks (ranges, choices, a URL, an environment variable's
+name) fit in the functions below, and a dependency on every import path of
+Hermes's process is not worth that.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from .files.filestamp import StampCache, file_stamp
 from .hermes import paths
@@ -33,29 +41,54 @@ from .hermes import paths
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"
 
-DEFAULTS: dict[str, Any] = {
-    "semantic": True,            # semantic (and so hybrid) search on or off
-    "embedder": "local",         # local: the embedded offline model; openai: an OpenAI-compatible endpoint
-    "openai": {
-        "base_url": "https://api.openai.com/v1",
-        "model": "text-embedding-3-small",
-        "dimensions": None,      # ask the endpoint for this many dimensions (if it supports it)
-        "api_key_env": "OPENAI_API_KEY",  # the variable in $HERMES_HOME/.env (or the environment)
-        "timeout": 10.0,         # seconds per request (background indexing)
-        "query_timeout": 4.0,    # seconds a search waits for its query's vector, retries included
-        "max_retries": 3,        # on 429, 5xx and network errors, with backoff
-    },
-    "batch_size": 32,            # texts per embedding call
-    "chunk_chars": 800,          # long messages are split into chunks of about this size
-    "chunk_overlap": 100,        # characters shared by neighbouring chunks
-    "fusion": "blend",           # blend: keyword score + weight x cosine; rrf: Reciprocal Rank Fusion
-    "blend_weight": 0.7,         # the cosine's weight in blend fusion (keyword scores are shares of the query)
-    "rrf_k": 3,                  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
-    "semantic_weight": 0.5,      # in rrf fusion, the semantic list's vote, the keyword list's being 1
-    "context": 2,                # messages shown around each hit by default
-    "index_budget_ms": 1500,     # indexing a search may wait for; the rest continues in the background
-    "keyword_index": True,       # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
-}
+@dataclass(frozen=True)
+class OpenAISettings:
+    """An OpenAI-compatible ``/embeddings`` endpoint (``embedder: openai``)."""
+
+    base_url: str = "https://api.openai.com/v1"
+    model: str = "text-embedding-3-small"
+    dimensions: int | None = None  # ask the endpoint for this many dimensions (if it supports it)
+    api_key_env: str = "OPENAI_API_KEY"  # the variable in $HERMES_HOME/.env (or the environment)
+    timeout: float = 10.0  # seconds per request (background indexing)
+    query_timeout: float = 4.0  # seconds a search waits for its query's vector, retries included
+    max_retries: int = 3  # on 429, 5xx and network errors, with backoff
+
+
+@dataclass(frozen=True)
+class Settings:
+    semantic: bool = True  # semantic (and so hybrid) search on or off
+    embedder: str = "local"  # local: the embedded offline model; openai: an OpenAI-compatible endpoint
+    openai: OpenAISettings = field(default_factory=OpenAISettings)
+    batch_size: int = 32  # texts per embedding call
+    chunk_chars: int = 800  # long messages are split into chunks of about this size
+    chunk_overlap: int = 100  # characters shared by neighbouring chunks
+    fusion: str = "blend"  # blend: keyword score + weight x cosine; rrf: Reciprocal Rank Fusion
+    blend_weight: float = 0.7  # the cosine's weight in blend fusion (keyword scores are shares of the query)
+    rrf_k: int = 3  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
+    semantic_weight: float = 0.5  # in rrf fusion, the semantic list's vote, the keyword list's being 1
+    context: int = 2  # messages shown around each hit by default
+    index_budget_ms: int = 1500  # indexing a search may wait for; the rest continues in the background
+    keyword_index: bool = True  # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
+    # Where they came from (not settings themselves).
+    home: Path | None = field(default=None, compare=False)  # the Hermes home (its .env holds the key)
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)  # dotted key -> its source
+    sources: tuple[str, ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def values(self) -> dict[str, Any]:
+        """The settings as nested plain values (what ``config`` shows)."""
+        return {f.name: (asdict(getattr(self, f.name)) if f.name == "openai" else getattr(self, f.name))
+                for f in fields(self) if f.name not in _META}
+
+    def value(self, dotted: str) -> Any:
+        node: Any = self
+        for part in dotted.split("."):
+            node = getattr(node, part)
+        return node
+
+
+_META = {"home", "origins", "sources", "warnings"}
+DEFAULTS: dict[str, Any] = Settings().values()
 
 _CHOICES = {"embedder": ("local", "openai"), "fusion": ("blend", "rrf")}
 _RANGES = {
@@ -80,27 +113,6 @@ _SECRET_PRONE = {"openai.api_key_env"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 DEFAULTS_SOURCE = "defaults"
 CONSENTS_KEY = "consents"
-
-
-@dataclass
-class Settings:
-    values: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    origins: dict[str, str] = field(default_factory=dict)  # dotted key -> the source its value came from
-    home: Path | None = None  # the Hermes home these settings are for (its .env holds the key)
-
-    def __getitem__(self, key: str) -> Any:
-        node: Any = self.values
-        for part in key.split("."):
-            node = node[part]
-        return node
-
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except (KeyError, TypeError):
-            return default
 
 
 def plugin_config_path(home: Path) -> Path:
@@ -237,12 +249,12 @@ _loaded = StampCache()
 
 
 def load(home: Path) -> Settings:
-    """The effective settings for ``home``: a copy the caller may change.
+    """The effective settings for ``home`` (frozen: shared, never copied).
 
     Parsed again only when one of the two files changes (a tool call reads
     the settings more than once, and Hermes's config.yaml can be long)."""
     stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"))
-    return copy.deepcopy(_loaded.get(str(home), stamp, lambda: _load(home)))
+    return _loaded.get(str(home), stamp, lambda: _load(home))
 
 
 def _load(home: Path) -> Settings:
@@ -266,4 +278,6 @@ def _load(home: Path) -> Settings:
         warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {DEFAULTS['chunk_overlap']}")
         values["chunk_overlap"] = min(DEFAULTS["chunk_overlap"], values["chunk_chars"] // 2)
         origins["chunk_overlap"] = DEFAULTS_SOURCE
-    return Settings(values, warnings, sources, origins, home)
+    openai = OpenAISettings(**values.pop("openai"))
+    return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),
+                    warnings=tuple(warnings))

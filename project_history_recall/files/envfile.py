@@ -144,9 +144,9 @@ def configured_key(home: Path) -> str | None:
         settings = config.load(home)
     except Exception:  # reading settings must never break output
         return None
-    if settings["embedder"] == "local":
+    if settings.embedder == "local":
         return None
-    return lookup(home, settings["openai.api_key_env"])[0]
+    return lookup(home, settings.openai.api_key_env)[0]
 
 
 def scrub_configured(home: Path, text: str) -> str:

@@ -128,8 +128,6 @@ class SessionCatalog:
     changed. A search never waits for it.
     """
 
-    _instances: dict[str, "SessionCatalog"] = {}
-    _instances_lock = threading.Lock()
     _PROBES = 16  # newest known rows checked for the one the newest sessions were added above
 
     def __init__(self, path: Path, max_staleness: float = 3.0):
@@ -144,15 +142,6 @@ class SessionCatalog:
         self._refresher: threading.Thread | None = None
         self._invalidations = 0  # a re-read begun before the last invalidate() is stale
         self.version = 0
-
-    @classmethod
-    def for_path(cls, path: Path) -> "SessionCatalog":
-        key = str(path.resolve())
-        with cls._instances_lock:
-            catalog = cls._instances.get(key)
-            if catalog is None:
-                catalog = cls._instances[key] = cls(path)
-            return catalog
 
     def invalidate(self) -> None:
         """Make the next snapshot re-read every row (after this process changed one)."""

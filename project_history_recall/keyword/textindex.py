@@ -538,24 +538,3 @@ class Keeper:
                     return False
                 self._cond.wait(left)
             return True
-
-
-_keepers: dict[str, Keeper] = {}
-_keepers_lock = threading.Lock()
-
-
-def keeper(home: Path, data_dir: Path) -> Keeper:
-    """This process's keeper of ``data_dir``'s keywords.db (reopened if the file went away)."""
-    path = data_dir / FILE_NAME
-    key = str(path)
-    with _keepers_lock:
-        kept = _keepers.get(key)
-        if kept is not None and kept.error is None and kept.index.healthy():
-            return kept
-        fresh = _keepers[key] = Keeper(home, TextIndex(path))
-        if kept is not None:
-            try:
-                kept.index.close()
-            except sqlite3.Error:
-                pass
-        return fresh

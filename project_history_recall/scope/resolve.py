@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
 from collections import ChainMap
 from dataclasses import dataclass, field
@@ -19,10 +18,11 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import SessionCatalog, read_facts
+from ..hermes.catalog import read_facts
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project
+from ..home import Home
 from . import gitroot
 from .attribution import (
     HOME,
@@ -82,10 +82,6 @@ class _AttributionMap:
 
 _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
-_maps: dict[str, _AttributionMap] = {}
-_maps_lock = threading.Lock()
-
-
 def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -> AttributionContext:
     homes, hermes_homes = paths.junk_roots(home)
     return AttributionContext(
@@ -118,15 +114,14 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
 
     ``by_project`` holds only the sessions a search may look at (see
     ``SessionFacts.searchable``); ``by_session`` has every session."""
-    catalog = SessionCatalog.for_path(paths.state_db_path(home))
-    version, facts = catalog.snapshot(conn)
+    kept = Home.of(home)
+    version, facts = kept.catalog.snapshot(conn)
     projects = current_projects(paths.projects_db_path(home))
     # Re-read after every commit to recall.db, so a move counts from the next search on.
     records = current_records(records_path(paths.data_dir(home)))
     key = (version, tuple(projects), tuple(sorted(records.items())))
-    cache_key = str(home)
-    with _maps_lock:
-        cached = _maps.get(cache_key)
+    with kept.lock:
+        cached = kept.attribution
     fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
     if fresh and cached.key == key:
         return cached
@@ -151,8 +146,8 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
         if facts[sid].searchable:
             by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
-    with _maps_lock:
-        _maps[cache_key] = built
+    with kept.lock:
+        kept.attribution = built
     return built
 
 

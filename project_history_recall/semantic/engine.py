@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import derived
-from ..hermes import paths
+from ..home import Home
 from ..scope.resolve import Scope
 from . import consent, embedders, indexer
-from . import store as vectors
 from .embedders import openai as remote_embedder
-from .matrix import SemanticHit, matrix_for
+from .matrix import SemanticHit
 
 
 @dataclass
@@ -57,7 +56,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
     """Embedder and store, or the status that explains why semantic search cannot run.
 
     ``wait``: how long to wait for the model to load (None: as long as it takes)."""
-    if not settings["semantic"]:
+    if not settings.semantic:
         return Outcome("disabled", "semantic search is turned off in the settings ('semantic: false')")
     try:
         embedder = embedders.load(settings, wait)
@@ -67,7 +66,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
     try:
-        store = vectors.open_store(paths.data_dir(home))
+        store = Home.of(home).vector_store()
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     return Outcome("ready", embedder=embedder, store=store)
@@ -81,7 +80,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     report the status; nothing is embedded in this call."""
     import time
 
-    deadline = time.monotonic() + (settings["index_budget_ms"] / 1000.0 if wait else 0.0)
+    deadline = time.monotonic() + (settings.index_budget_ms / 1000.0 if wait else 0.0)
     out = prepare(home, settings, wait=max(0.0, deadline - time.monotonic()))
     if out.status != "ready":
         return out
@@ -97,11 +96,11 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
                 return Outcome("indexing", "the embedding service has not been asked yet in this process; "
                                            "the semantic index is updated from the next hybrid or semantic search")
             embedder.embed_query(query)
-        worker = indexer.get(home, settings, embedder, store)
+        worker = Home.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent.request(
-            home, conn, embedder, scope.attribution.as_json(), members, settings["chunk_chars"],
+            home, conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars,
             scope.conversation))
     except embedders.EmbedderUnavailable as exc:  # a remote service failed; keyword search goes on
         return Outcome("unavailable", str(exc))
@@ -121,7 +120,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     if not wait or limit <= 0:
         return out
     states = store.states(embedder.fingerprint, members)
-    matrix = matrix_for(store, embedder.fingerprint, key, embedder.dimension)
+    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
@@ -146,7 +145,7 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
             consent.check(home, out.embedder, scope.attribution.key)
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
             return Outcome("consent_required", str(exc), consent=consent.describe(
-                conn, out.embedder, scope.attribution.as_json(), members, settings["chunk_chars"]))
+                conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
     # A remote model not asked yet in this process: its vectors from earlier runs, if any.
     fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
     states = out.store.states(fp, members)

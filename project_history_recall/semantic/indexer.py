@@ -308,8 +308,8 @@ class Indexer:
         Returns the last message id done when it yielded to a more recently
         asked scope (background appends only), None when the session is done."""
         state_path = paths.state_db_path(self.home)
-        size, overlap = self.settings["chunk_chars"], self.settings["chunk_overlap"]
-        batch = self.settings["batch_size"]
+        size, overlap = self.settings.chunk_chars, self.settings.chunk_overlap
+        batch = self.settings.batch_size
         reconcile = work.kind == "reconcile"
         with reading(state_path) as (conn, shape):
             rows = _read_rows(conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
@@ -365,21 +365,3 @@ class Indexer:
                 progress.chunks += len(pending)
             chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs)]
         self.store.add(self.fp, work.session_id, chunks, upto, seen)
-
-
-_indexers: dict[tuple, Indexer] = {}
-_lock = threading.Lock()
-
-
-def get(home: Path, settings, embedder, store: vectors.VectorStore) -> Indexer:
-    key = (str(store.path), embedder.fingerprint, id(store))
-    with _lock:
-        indexer = _indexers.get(key)
-        if indexer is None or indexer.error:
-            indexer = _indexers[key] = Indexer(home, settings, embedder, store)
-        return indexer
-
-
-def all_indexers() -> list[Indexer]:
-    with _lock:
-        return list(_indexers.values())

@@ -16,12 +16,10 @@ at no extra embedding cost, since it is computed from the stored vectors.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from . import store as vectors
 
-MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU)
 NORM_SLICE = 2048
 MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
@@ -233,21 +231,3 @@ class ScopeMatrix:
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity
-
-
-_matrices: "OrderedDict[tuple, ScopeMatrix]" = OrderedDict()
-_matrices_lock = threading.Lock()
-
-
-def matrix_for(store: vectors.VectorStore, fp: str, key: tuple, dim: int) -> ScopeMatrix:
-    mkey = (str(store.path), id(store), fp, key)
-    with _matrices_lock:
-        m = _matrices.get(mkey)
-        if m is None:
-            m = _matrices[mkey] = ScopeMatrix(dim)
-        _matrices.move_to_end(mkey)
-        while len(_matrices) > MAX_MATRICES:
-            _matrices.popitem(last=False)
-        return m
-
-

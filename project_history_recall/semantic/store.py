@@ -261,34 +261,3 @@ class VectorStore:
     def session_ids(self) -> set[str]:
         with self.lock:
             return {r[0] for r in self._conn.execute("SELECT DISTINCT session_id FROM sessions")}
-
-
-_stores: dict[str, VectorStore] = {}
-_stores_lock = threading.Lock()
-
-
-def open_store(data_dir: Path) -> VectorStore:
-    """This process's store for ``data_dir`` (reopened if the file was deleted)."""
-    path = path_for(data_dir)
-    key = str(path)
-    with _stores_lock:
-        store = _stores.get(key)
-        if store is not None and store.healthy():
-            return store
-        # Open (and if need be rebuild) the new file before closing the old
-        # connection: closing checkpoints its WAL into whatever file it still
-        # holds, which by then has been moved aside.
-        fresh = _stores[key] = VectorStore(path)
-        if store is not None:
-            try:
-                store.close()
-            except sqlite3.Error:
-                pass
-        return fresh
-
-
-def forget(data_dir: Path) -> None:
-    with _stores_lock:
-        store = _stores.pop(str(path_for(data_dir)), None)
-    if store is not None:
-        store.close()

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from .. import errors, move, overview, results, search
+from ..home import Home
 from .. import settings as config
 from ..errors import EXIT_CONSENT, EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE
 from ..files import configfile, envfile
@@ -382,13 +383,13 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
         try:
             if embedder.dimension is None:  # a remote model answers once before anything is looked up
                 with reading(paths.state_db_path(home)) as (conn, shape):
-                    sample = indexer.first_text(conn, shape, sids, settings["chunk_chars"], settings["chunk_overlap"])
+                    sample = indexer.first_text(conn, shape, sids, settings.chunk_chars, settings.chunk_overlap)
                 if sample is not None:
                     embedder.embed_documents([sample])
             if embedder.dimension is None:  # nothing in this project to embed (yet)
                 progress = indexer.Progress()
             else:
-                worker = worker or indexer.get(home, settings, embedder, ready.store)
+                worker = worker or Home.of(home).indexer(settings, embedder, ready.store)
                 progress = worker.index_now(key, sids, on_progress=(
                     lambda p, d, t, label=label: _bar(sys.stderr, label, p, d, t)) if show else None)
         except embedders.EmbedderUnavailable as exc:
@@ -433,16 +434,16 @@ def config_report(home: Path) -> dict:
     settings = config.load(home)
     records, consent_warnings = consent.records(home)
     remote, service, model = embedders.identity(settings)
-    leaves = {key: settings.get(key) for key in settings.origins}
+    leaves = {key: settings.value(key) for key in settings.origins}
     return {
         "success": True,
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
         "sources": settings.sources,
-        "settings": settings.values,
+        "settings": settings.values(),
         "origins": settings.origins,
         "values": leaves,
-        "secrets": {"openai.api_key": envfile.describe(home, settings["openai.api_key_env"])},
+        "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env)},
         "embedder": {"remote": remote, "service": service, "model": model,
                      "consent_needed": remote},
         "consents": len(records),
@@ -527,7 +528,7 @@ def _consent_grant(home: Path, args: argparse.Namespace) -> int:
             embedder = embedders.load(settings)
             members = scope.members
             described = consent.describe(conn, embedder, scope.attribution.as_json(), members,
-                                         settings["chunk_chars"])
+                                         settings.chunk_chars)
     except ScopeError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except StateDBError as exc:

@@ -75,11 +75,12 @@ def search(pq, who: str, query: str, **extra) -> dict:
 
 
 def wait_idle() -> None:
-    from project_history_recall.semantic import indexer as standalone
+    from project_history_recall import home as standalone
 
-    for module in (plugin_module("semantic.indexer"), standalone):
-        for worker in module.all_indexers():
-            assert worker.wait_idle(60), "background indexing did not finish"
+    for module in (plugin_module("home"), standalone):
+        for kept in module.Home.every():
+            for worker in kept.indexers():
+                assert worker.wait_idle(60), "background indexing did not finish"
 
 
 def token(pq, project: str, server: EmbeddingServer, who: str, model: str = MODEL, **kw) -> str:

@@ -63,7 +63,7 @@ def test_projects_never_leak_into_each_other(pq):
 
 
 def test_response_shape_matches_the_spec(pq):
-    res = call(SEARCH, {"mode": "keyword", "query": "websocket reconnect", "mode": "keyword"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket reconnect"}, session_id=pq["asker_p"])
     assert res["success"] is True and res["mode"] == "keyword"
     assert res["sessions_in_scope"] == 2  # P's two sessions; the asker's own is excluded
     assert res["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
@@ -297,7 +297,6 @@ def test_search_while_another_process_writes(pq, world):
 
 
 def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(pq, world):
-    SessionCatalog = plugin_module("hermes.catalog").SessionCatalog
 
     assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []
     fresh = world.session(("user", "okapi sighting in P"), cwd=pq["p_dir"])
@@ -305,7 +304,7 @@ def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread
 
     # Hermes moves an existing session's folder (not through this plugin).
     world.db.update_session_cwd(fresh, str(pq["q_dir"]))
-    catalog = SessionCatalog.for_path(world.home / "state.db")
+    catalog = plugin_module("home").Home.of(world.home).catalog
     catalog.max_staleness = 0
     call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
     catalog.wait_idle()

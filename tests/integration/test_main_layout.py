@@ -96,8 +96,8 @@ def test_project_history_holds_what_hermes_session_search_shows(home, work, layo
     w.db.create_session(delegated, "desktop", model="m", model_config={"_delegate_from": chat}, cwd=str(app),
                         parent_session_id=chat)
     w.say(delegated, "assistant", "okapi from a delegated run")
-    tool = w.session(("user", "okapi from an integration"), cwd=app, source="tool")
-    kanban = w.session(("user", "okapi kanban worker"), cwd=app, source="kanban")
+    w.session(("user", "okapi from an integration"), cwd=app, source="tool")
+    w.session(("user", "okapi kanban worker"), cwd=app, source="kanban")
     hidden = w.session(("user", "okapi in a chat hidden from the lists"), cwd=app)
     scaffold = w.session(("user", "okapi shown to the person"), cwd=app)
     scaffold_row = w.say(scaffold, "user", "okapi skill scaffolding for the model only")
@@ -138,7 +138,7 @@ def test_archiving_a_session_takes_it_out_after_the_background_reread(world, wor
     chat = world.session(("user", "okapi in a chat"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    catalog = plugin_module("hermes.catalog").SessionCatalog.for_path(world.home / "state.db")
+    catalog = plugin_module("home").Home.of(world.home).catalog
     assert {r["session_id"] for r in call("project_history_search", {"query": "okapi", "mode": "keyword"},
                                           session_id=asker)["results"]} == {chat}
     world.db.set_session_archived(chat, True)

@@ -40,8 +40,9 @@ ZH_DOCS = {
 
 
 def wait_idle() -> None:
-    for worker in plugin_module("semantic.indexer").all_indexers():
-        assert worker.wait_idle(300), "background indexing did not finish"
+    for kept in plugin_module("home").Home.every():
+        for worker in kept.indexers():
+            assert worker.wait_idle(300), "background indexing did not finish"
 
 
 def ids(res: dict) -> list[int]:

@@ -29,7 +29,7 @@ def rowid(home, session_id: str) -> int:
 
 
 def catalog_of(home):
-    return plugin_module("hermes.catalog").SessionCatalog.for_path(home / "state.db")
+    return plugin_module("home").Home.of(home).catalog
 
 
 def found(result) -> set[str]:

@@ -18,7 +18,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, store_state, plugin_settings
+from hermes_world import checkpoint, db_digest, enable_plugin, store_state, plugin_settings
 
 CALLS = int(os.environ.get("PHR_FUZZ_CALLS", "10000"))
 

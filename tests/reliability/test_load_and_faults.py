@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from hermes_world import World, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
 LOAD_SECONDS = float(os.environ.get("PHR_LOAD_SECONDS", "60"))
 SEARCHERS = 8

@@ -47,7 +47,7 @@ def test_precedence_and_where_each_value_came_from(home):
                 openai: {model: c}
         """), encoding="utf-8")
     s = config.load(home)
-    assert (s["embedder"], s["batch_size"], s["openai.model"], s["openai.timeout"]) == ("openai", 16, "c", 3.0)
+    assert (s.embedder, s.batch_size, s.openai.model, s.openai.timeout) == ("openai", 16, "c", 3.0)
     assert s.origins["embedder"] == str(own) and s.origins["openai.timeout"] == str(own)
     assert s.origins["batch_size"].endswith("plugins.project-history-recall")
     assert s.origins["openai.model"].endswith("plugins.entries.project-history-recall.settings")
@@ -75,13 +75,13 @@ def test_bad_values_are_named_and_fall_back_without_showing_secrets(home):
                 "'openai.api_key'", "'consents' is only read from"):
         assert key in text, key
     assert KEY not in text
-    assert (s["embedder"], s["batch_size"], s["openai.api_key_env"]) == ("local", 32, "OPENAI_API_KEY")
-    assert s["openai.base_url"] == "https://api.openai.com/v1"
+    assert (s.embedder, s.batch_size, s.openai.api_key_env) == ("local", 32, "OPENAI_API_KEY")
+    assert s.openai.base_url == "https://api.openai.com/v1"
 
 
 def test_base_url_is_normalised(home):
     own_config(home, "openai:\n  base_url: 'HTTP://LocalHost:11434/v1/'\n")
-    assert config.load(home)["openai.base_url"] == "http://localhost:11434/v1"
+    assert config.load(home).openai.base_url == "http://localhost:11434/v1"
 
 
 # -- .env ----------------------------------------------------------------------------------------

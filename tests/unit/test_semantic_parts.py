@@ -67,7 +67,7 @@ def test_new_settings_are_validated(tmp_path):
     (home / "project-history-recall").mkdir(parents=True)
     (home / "project-history-recall" / "config.yaml").write_text("semantic_weight: -1\nrrf_k: 7\n")
     s = config.load(home)
-    assert s["semantic_weight"] == config.DEFAULTS["semantic_weight"] and s["rrf_k"] == 7
+    assert s.semantic_weight == config.Settings().semantic_weight and s.rrf_k == 7
     assert any("semantic_weight" in w for w in s.warnings)
 
 

@@ -23,23 +23,23 @@ _lock = threading.Lock()
 def identity(settings) -> tuple[bool, str, str]:
     """(remote, provider, model) of the configured embedder, without loading it:
     what a consent is recorded for."""
-    if settings["embedder"] == "local":
+    if settings.embedder == "local":
         return False, UniversalSentenceEncoder.provider, UniversalSentenceEncoder.model
-    return True, settings["openai.base_url"], settings["openai.model"]
+    return True, settings.openai.base_url, settings.openai.model
 
 
 def _key(settings) -> tuple:
-    if settings["embedder"] == "local":
-        return (settings["embedder"], settings["chunk_chars"], settings["chunk_overlap"])
+    if settings.embedder == "local":
+        return (settings.embedder, settings.chunk_chars, settings.chunk_overlap)
     # A remote embedder depends on every openai.* setting and, through its key, on the profile.
-    return (settings["embedder"], str(getattr(settings, "home", None)), repr(sorted(settings["openai"].items())),
-            settings["batch_size"], settings["chunk_chars"], settings["chunk_overlap"])
+    return (settings.embedder, str(settings.home), settings.openai,
+            settings.batch_size, settings.chunk_chars, settings.chunk_overlap)
 
 
 def _build(settings) -> Embedder:
-    name = settings["embedder"]
+    name = settings.embedder
     if name == "local":
-        return UniversalSentenceEncoder(settings["chunk_chars"], settings["chunk_overlap"])
+        return UniversalSentenceEncoder(settings.chunk_chars, settings.chunk_overlap)
     from .openai import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)
@@ -71,7 +71,7 @@ def load(settings, wait: float | None = None) -> Embedder | None:
     Raises ``EmbedderUnavailable`` with a reason a person can act on.
     """
     key = _key(settings)
-    if settings["embedder"] != "local":
+    if settings.embedder != "local":
         # Building a remote embedder reads settings only (no request, no key):
         # no thread, and nothing to wait for.
         with _lock:

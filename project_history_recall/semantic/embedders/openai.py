@@ -155,11 +155,11 @@ class OpenAIEmbedder:
 
     @classmethod
     def from_settings(cls, settings) -> "OpenAIEmbedder":
-        return cls(getattr(settings, "home", None), settings["openai.base_url"], settings["openai.model"],
-                   dimensions=settings["openai.dimensions"], api_key_env=settings["openai.api_key_env"],
-                   timeout=settings["openai.timeout"], query_timeout=settings["openai.query_timeout"],
-                   max_retries=settings["openai.max_retries"], batch_size=settings["batch_size"],
-                   chunk_chars=settings["chunk_chars"], chunk_overlap=settings["chunk_overlap"])
+        return cls(settings.home, settings.openai.base_url, settings.openai.model,
+                   dimensions=settings.openai.dimensions, api_key_env=settings.openai.api_key_env,
+                   timeout=settings.openai.timeout, query_timeout=settings.openai.query_timeout,
+                   max_retries=settings.openai.max_retries, batch_size=settings.batch_size,
+                   chunk_chars=settings.chunk_chars, chunk_overlap=settings.chunk_overlap)
 
     def __repr__(self) -> str:  # never the key: it is not an attribute, and this says so
         return f"OpenAIEmbedder({self.provider!r}, model={self.model!r}, dimension={self.dimension})"
