@@ -28,11 +28,11 @@ which is the target project's, then attributes the session to it anyway.
 
 Git fields on Hermes 0.19.0: ``update_session_cwd`` writes only non-empty
 values, so it cannot clear a ``git_repo_root`` left over from the old folder,
-and Hermes's sidebar would keep grouping the session by that stale root
-(host doc §9). When the new folder is a repository its real root and branch
-are written, as Hermes's own GUI move does; when it is not and the old root
-lies elsewhere, the folder itself is written as the root (the host doc's
-workaround; the field is read only by the sidebar's grouping). Hermes
+and Hermes's sidebar would keep grouping the session by that stale root.
+When the new folder is a repository its real root and branch are written, as
+Hermes's own GUI move does; when it is not and the old root lies elsewhere,
+the folder itself is written as the root (a workaround; the field is read
+only by the sidebar's grouping). Hermes
 releases whose ``update_session_cwd`` takes ``replace_git_meta`` get the real
 values, empty ones clearing the fields.
 """

@@ -47,7 +47,7 @@ def _agent_cwd() -> str | None:
 
 
 def caller_from_dispatch(kw: dict) -> Caller:
-    """The calling session as Hermes's dispatch describes it (host doc §5).
+    """The calling session as Hermes's dispatch describes it .
 
     ``session_id`` is the agent's session (in a subagent: the child);
     ``task_id`` is the durable id in the TUI; the session env is the CLI's
@@ -63,7 +63,7 @@ def caller_from_dispatch(kw: dict) -> Caller:
     )
 
 
-# --- Moving a session: Hermes's own write paths (host doc §9) ---------------
+# --- Moving a session: Hermes's own write paths ------------------------
 
 
 class HermesMissing(DataError):

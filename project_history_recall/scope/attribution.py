@@ -1,6 +1,6 @@
 """Which project a session belongs to: pure functions, no I/O.
 
-First match wins (SPEC §3):
+First match wins:
 
 1. recorded  - a move recorded by this plugin, naming a live project;
 2. folder    - the deepest folder of a live explicit project that holds the

@@ -1,4 +1,4 @@
-"""Both install paths, the toolset outcome of SPEC §2, and the CLI, with the real Hermes."""
+"""Both install paths, which toolsets end up offering the tools, and the CLI, with the real Hermes."""
 
 from __future__ import annotations
 

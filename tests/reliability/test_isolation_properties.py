@@ -5,7 +5,7 @@ Each example builds a real Hermes home (Hermes's own ``SessionDB`` and
 prefixes, carrying ``%`` and ``_``, some archived — and random sessions
 (folders, stale git roots, parents, recorded moves, no folder at all), then
 searches through Hermes's dispatch. An independent, deliberately naive
-oracle of SPEC §3 decides what each caller may see:
+oracle of the attribution rules (recorded, folder, workspace, home) decides what each caller may see:
 
 - no result ever comes from outside the caller's project (nor its own
   conversation), and the home bucket never searches;

@@ -1,4 +1,4 @@
-"""Attribution rules (SPEC §3) as pure functions, edge cases included."""
+"""Attribution rules (recorded, folder, workspace, home) as pure functions, edge cases included."""
 
 from __future__ import annotations
 
