@@ -154,8 +154,9 @@ class VectorStore:
         return out
 
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
-        """Chunk rows of these sessions, in (session, message, offset) order, in pages of
-        ``(rowids, session_ids, message_ids, timestamps, float16 bytes)``."""
+        """Chunk rows of these sessions with ``rowid > after_rowid``, in (session,
+        message, offset) order: lists of up to ``page`` rows, each a tuple
+        ``(rowid, session_id, message_id, timestamp, float16 vector bytes)``."""
         sql = ("SELECT rowid, session_id, message_id, timestamp, vector FROM chunks "
                "WHERE model_fingerprint = ? AND session_id IN (SELECT value FROM json_each(?)) AND rowid > ? "
                "ORDER BY session_id, message_id, chunk_offset")
