@@ -1,9 +1,4 @@
-"""Where things live for the active profile.
-
-Every path is derived from the Hermes home at call time (Hermes freezes
-``hermes_state.DEFAULT_DB_PATH`` at import, which goes stale under a profile
-switch or a test's temporary home).
-"""
+"""Which git repository holds a folder, found on disk as Hermes's sidebar finds it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Semantic search in one scope: status, top-up, then exact similarity in memory.
+"""One project's vectors in memory, searched exactly. Pure numpy, no SQL of its own.
 
 The scope's vectors are read from embeddings.db once and kept in RAM as one
 float32 matrix per project (``ScopeMatrix``), topped up from the store when
