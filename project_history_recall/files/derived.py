@@ -9,6 +9,7 @@ is left, never fails for it.
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -99,3 +100,28 @@ def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> boo
         return seen_inode is not None and inode(path) == seen_inode
     except (sqlite3.Error, OSError):
         return False
+
+
+class DerivedFile:
+    """One derived SQLite file, shared by the threads of a process (one lock)."""
+
+    def __init__(self, path: Path, schema: str, version: int):
+        self.path = path
+        self.lock = threading.RLock()
+        self.writes = 0  # commits through this object (data_version only sees other connections')
+        self._conn, self.rebuilt_reason = open_or_rebuild(path, schema, version)
+        self._inode = inode(path)
+
+    def close(self) -> None:
+        with self.lock:
+            self._conn.close()
+
+    def healthy(self) -> bool:
+        """False when the file was deleted, replaced or overwritten under us (then reopen)."""
+        with self.lock:
+            return healthy(self.path, self._conn, self._inode)
+
+    def data_version(self) -> int:
+        """Changes when another connection (process) committed to the file."""
+        with self.lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]

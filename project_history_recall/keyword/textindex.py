@@ -191,15 +191,11 @@ class SessionState:
 _STATE_COLUMNS = "session_id, ordinal, slot, next_seq, indexed_max_id, seen_count, seen_max_id"
 
 
-class TextIndex:
-    """One keywords.db, shared by the threads of a process (one lock)."""
+class TextIndex(derived.DerivedFile):
+    """One keywords.db."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self.lock = threading.RLock()
-        self._conn, self.rebuilt_reason = derived.open_or_rebuild(path, _SCHEMA, SCHEMA_VERSION)
-        self._inode = derived.inode(path)
-        self.writes = 0  # commits through this object (data_version only sees other connections')
+        super().__init__(path, _SCHEMA, SCHEMA_VERSION)
         self._check_tokenizer()
 
     def _check_tokenizer(self) -> None:
@@ -221,18 +217,6 @@ class TextIndex:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
-
-    def close(self) -> None:
-        with self.lock:
-            self._conn.close()
-
-    def healthy(self) -> bool:
-        with self.lock:
-            return derived.healthy(self.path, self._conn, self._inode)
-
-    def data_version(self) -> int:
-        with self.lock:
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     # -- reads --------------------------------------------------------------------------
     def states(self, session_ids: list[str]) -> dict[str, SessionState]:

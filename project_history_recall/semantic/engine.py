@@ -1,16 +1,11 @@
 """Semantic search in one scope: status, top-up, then exact similarity in memory.
 
-The scope's vectors are read from embeddings.db once and kept in RAM as one
-float32 matrix per project (``ScopeMatrix``), topped up from the store when
-the indexer adds or removes vectors. A query is one matrix-vector product
-over exactly the scope's rows (never a global top-K filtered afterwards).
-
-Each chunk is scored in its conversational context: the similarity of the
-chunk plus its neighbours in the same session (the chunk before and after),
-divided by the norm of the three vectors' sum, which is exactly the cosine
-with the sum of the three vectors. Short chat turns ("Yes, last week!") mean
-little alone; on LoCoMo this lifts semantic session hit@1 from 0.33 to 0.42
-at no extra embedding cost, since it is computed from the stored vectors.
+Before a search, the scope's index is brought up to date (``indexer``, at
+most ``index_budget_ms``, the rest in the background) behind the consent
+gate (``consent``); then the query's vector is compared with every chunk of
+the scope kept in memory (``matrix``). Every way this can stop short (no
+model, no consent, a failing service, still indexing) is an ``Outcome``
+status, never an exception: keyword search goes on.
 """
 
 from __future__ import annotations
@@ -23,7 +18,9 @@ from ..home import Home
 from ..scope.resolve import Scope
 from . import consent, embedders, indexer
 from .embedders import openai as remote_embedder
+from .embedders.base import Embedder
 from .matrix import SemanticHit
+from .store import VectorStore
 
 
 @dataclass
@@ -32,8 +29,8 @@ class Outcome:
     reason: str = ""
     hits: list[SemanticHit] = field(default_factory=list)
     index: dict | None = None  # {"sessions", "sessions_indexed", "sessions_pending"}
-    embedder: object = None
-    store: object = None
+    embedder: Embedder | None = None
+    store: VectorStore | None = None
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent.py)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,34 +95,11 @@ def path_for(data_dir: Path) -> Path:
     return data_dir / FILE_NAME
 
 
-class VectorStore:
-    """One embeddings.db, shared by the threads of a process (one lock)."""
+class VectorStore(derived.DerivedFile):
+    """One embeddings.db."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self.lock = threading.RLock()
-        self.rebuilt_reason: str | None = None
-        self.writes = 0  # commits through this object (data_version only sees other connections')
-        self._conn = self._open()
-        self._inode = derived.inode(self.path)
-
-    def _open(self) -> sqlite3.Connection:
-        conn, self.rebuilt_reason = derived.open_or_rebuild(self.path, _SCHEMA, SCHEMA_VERSION)
-        return conn
-
-    def close(self) -> None:
-        with self.lock:
-            self._conn.close()
-
-    def healthy(self) -> bool:
-        """False when the file was deleted, replaced or overwritten under us (then reopen)."""
-        with self.lock:
-            return derived.healthy(self.path, self._conn, self._inode)
-
-    def data_version(self) -> int:
-        """Changes when another connection (process) committed to the file."""
-        with self.lock:
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        super().__init__(path, _SCHEMA, SCHEMA_VERSION)
 
     # -- reads -------------------------------------------------------------------
     def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, SessionState]:
