@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,56 +51,88 @@ CLI_INDEX_BUDGET_MS = 60_000
 DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED", "payment callback taking too long")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr (argparse prints the usage block too), exit code 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see --help)\n")
+
+
+def _within(low: int, high: int):
+    """An argparse type for a whole number in [low, high]: the bounds the tool's schema gives."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {value}")
+        return value
+    return parse
+
+
+def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool) -> None:
+    """Options that go before or after the subcommand.
+
+    On the subcommands their default is SUPPRESS, so an option given before
+    the subcommand is not overwritten by the subcommand's default."""
+    unset = {} if top else {"default": argparse.SUPPRESS}
+    if standalone:
+        p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
+        p.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)", **unset)
+    p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
+
+
 def _add_search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="+", help="words, a question, an error code, a symbol or a path")
     p.add_argument("--dir", default=None, help="search the project of this folder (default: the current one)")
     p.add_argument("--project", help="search this project instead (id, slug, name or folder)")
     p.add_argument("--mode", choices=search.MODES, default="hybrid")
-    p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--context", type=int, default=None, help="messages shown around each hit (default: the 'context' setting, 2)")
+    p.add_argument("--limit", type=_within(1, search.MAX_LIMIT), default=10,
+                   help=f"results to show, 1 to {search.MAX_LIMIT} (default: 10)")
+    p.add_argument("--context", type=_within(0, search.MAX_CONTEXT), default=None,
+                   help="messages shown around each hit (default: the 'context' setting, 2)")
     p.add_argument("--tools", action="store_true", help="also search tool output")
     p.add_argument("--since", help="only after this date (2026-09-01) or age (7d, 2w)")
     p.add_argument("--until", help="only before this date")
-    p.add_argument("--json", action="store_true", help="print the tool's JSON")
 
 
-def setup_parser(parser: argparse.ArgumentParser) -> None:
-    """Subcommands; shared by the standalone script and ``hermes recall``."""
-    sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND")
-    _add_search_args(sub.add_parser("search", help="search a project's earlier sessions"))
-    st = sub.add_parser("status", help="which project a folder belongs to and how much is in scope")
+def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> None:
+    """Subcommands; shared by the standalone script and ``hermes recall`` (where Hermes
+    chooses the home: ``hermes --profile NAME recall …``)."""
+    _add_global_options(parser, standalone, top=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _add_global_options(common, standalone, top=False)
+    sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND", parser_class=_Parser)
+
+    def command(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kw)
+
+    _add_search_args(command("search", help="search a project's earlier sessions"))
+    st = command("status", help="which project a folder belongs to and how much is in scope")
     st.add_argument("dir", nargs="?", default=None)
-    st.add_argument("--json", action="store_true")
-    pr = sub.add_parser("projects", help="list this profile's projects with their session counts")
-    pr.add_argument("--json", action="store_true")
-    mv = sub.add_parser("move", help="move a session into another project (its folder moves too)")
+    command("projects", help="list this profile's projects with their session counts")
+    mv = command("move", help="move a session into another project (its folder moves too)")
     mv.add_argument("session", help="session id, @session: link or title")
     mv.add_argument("project", help="target project: id, slug, name or folder")
-    mv.add_argument("--json", action="store_true")
-    se = sub.add_parser("session", help="which project a session is in, and why")
+    se = command("session", help="which project a session is in, and why")
     se.add_argument("session", help="session id, @session: link or title")
-    se.add_argument("--json", action="store_true")
-    ix = sub.add_parser("index", help="build or update the semantic index ahead of time (a project, or all)")
+    ix = command("index", help="build or update the semantic index ahead of time (a project, or all)")
     ix.add_argument("dir", nargs="?", default=None, help="index the project of this folder (default: the current one)")
     ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
     ix.add_argument("--all", action="store_true", help="index every project of this profile")
-    ix.add_argument("--json", action="store_true", help="print the summary as JSON")
-    qs = sub.add_parser("quickstart", help="search your Hermes home from here, or a demo home if you have none")
+    qs = command("quickstart", help="search your Hermes home from here, or a demo home if you have none")
     qs.add_argument("query", nargs="*")
     qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
-    cf = sub.add_parser("config", help="the effective settings, where each comes from, and any warnings "
-                                       "(secrets masked)")
-    cf.add_argument("--json", action="store_true")
-    co = sub.add_parser("consent", help="consents to send a project's messages to a remote embedder")
-    co_sub = co.add_subparsers(dest="consent_command", metavar="ACTION")
-    cl = co_sub.add_parser("list", help="the consents on record")
-    cl.add_argument("--json", action="store_true")
-    cg = co_sub.add_parser("grant", help="agree that a project's messages may be sent to the configured "
-                                         "remote embedder")
+    command("config", help="the effective settings, where each comes from, and any warnings (secrets masked)")
+    co = command("consent", help="consents to send a project's messages to a remote embedder")
+    co_sub = co.add_subparsers(dest="consent_command", metavar="ACTION", parser_class=_Parser)
+    co_sub.add_parser("list", parents=[common], help="the consents on record")
+    cg = co_sub.add_parser("grant", parents=[common], help="agree that a project's messages may be sent to the "
+                                                           "configured remote embedder")
     cg.add_argument("dir", nargs="?", default=None, help="the project of this folder (default: the current one)")
     cg.add_argument("--project", help="this project instead (id, slug, name or folder)")
     cg.add_argument("--yes", action="store_true", help="do not ask (needed when not run from a terminal)")
-    cg.add_argument("--json", action="store_true")
     # How a person runs us (`project-history-recall` or `hermes recall`), for the hints we print.
     parser.set_defaults(prog=parser.prog or "project-history-recall")
 
@@ -130,14 +164,31 @@ def _project_label(project: dict) -> str:
     return f"{kind} {project.get('name')} ({project.get('id')})"
 
 
-def format_search(response: dict, style: _Style) -> str:
+def _unfinished(response: dict, command: str | None) -> str | None:
+    """For a one-shot process, what replaces "continues in the background" / "on the next search":
+    what this command did, and the command that finishes the job (None: say what the tool says)."""
+    if command is None or response.get("semantic_status") not in ("indexing", "partial"):
+        return None
+    index = response.get("semantic_index") or {}
+    project = (response.get("project") or {}).get("id")
+    finish = f"to index the rest, run: {command} index --project {shlex.quote(str(project))}"
+    if "sessions" not in index:
+        return f"the embedding model was not ready within the {CLI_INDEX_BUDGET_MS // 1000} s this command waits; {finish}"
+    return (f"{index.get('sessions_indexed', 0)} of {index['sessions']} sessions indexed within the "
+            f"{CLI_INDEX_BUDGET_MS // 1000} s this command waits; {finish}")
+
+
+def format_search(response: dict, style: _Style, command: str | None = None) -> str:
+    """``command``: how to run this program again, when it is a one-shot process (the CLI)."""
     lines = []
     scope = f"{_project_label(response['project'])}, {response.get('sessions_in_scope', 0)} sessions searched"
     lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
-    state = response.get("semantic_status")
     used = response.get("searched_with", response.get("mode"))
-    lines.append(style.dim(f"mode {response.get('mode')} (searched with {used}); semantic: {state}"
-                           + (f" — {response['semantic_reason']}" if response.get("semantic_reason") else "")))
+    line = f"mode {response.get('mode')} (searched with {used})"
+    if response.get("mode") != "keyword":  # keyword mode never asked for the semantic side
+        reason = _unfinished(response, command) or response.get("semantic_reason")
+        line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")
+    lines.append(style.dim(line))
     if response.get("reason"):
         lines.append("")
         lines.append(response["reason"])
@@ -195,8 +246,11 @@ def format_projects(response: dict) -> str:
     lines = [f"Projects in {response['hermes_home']} (profile {response['profile']}):"]
     for p in response["projects"]:
         flag = " [archived]" if p.get("archived") else ""
-        where = ", ".join(p.get("folders", [])) if p["kind"] == "explicit" else p["id"]
-        lines.append(f"  {p['sessions']:>5}  {p['name']}{flag}  ({p['kind']} {p['id'] if p['kind'] == 'explicit' else ''}) {where}")
+        if p["kind"] == "explicit":
+            kind, where = f"explicit {p['id']}", ", ".join(p.get("folders", []))
+        else:  # an automatic project's id is its folder
+            kind, where = p["kind"], p["id"]
+        lines.append(f"  {p['sessions']:>5}  {p['name']}{flag}  ({kind}) {where}")
     lines.append(f"  {response['home_bucket_sessions']:>5}  (no project: home bucket)")
     return "\n".join(lines)
 
@@ -265,12 +319,35 @@ def cmd_search(home: Path, args: argparse.Namespace) -> int:
         "include_tool_output": args.tools, "since": args.since, "until": args.until, "project": args.project,
     }
     response = for_person(search.run(home, _caller(_folder(args.dir)), request, index_budget_ms=CLI_INDEX_BUDGET_MS),
-                          _command(args))
-    return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
+                          _command(args, home))
+    return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout), _command(args, home)))
 
 
-def _command(args: argparse.Namespace) -> str:
-    return getattr(args, "prog", None) or "project-history-recall"
+def _program() -> str:
+    """This program as a command that works pasted into any shell: the bare name only when it is
+    on PATH outside a virtual environment (activating one is per shell), else its full path."""
+    name = "project-history-recall"
+    script = Path(sys.executable).with_name(name)
+    if not script.is_file():  # run as ``python -m`` from a checkout: ``env`` sets the path in any shell
+        checkout = Path(__file__).resolve().parents[2]
+        return (f"env PYTHONPATH={shlex.quote(str(checkout))} {shlex.quote(sys.executable)} "
+                "-m project_history_recall.ui.cli")
+    found = shutil.which(name)
+    if found and sys.prefix == sys.base_prefix and Path(found).resolve() == script.resolve():
+        return name
+    return shlex.quote(str(script))
+
+
+def _command(args: argparse.Namespace, home: Path) -> str:
+    """The command that runs this program again on the same Hermes home, from any shell and folder."""
+    if getattr(args, "prog", "").startswith("hermes"):  # ``hermes recall``: Hermes chose the profile
+        profile = paths.profile_name(home)
+        return "hermes recall" if profile == "default" else f"hermes --profile {shlex.quote(profile)} recall"
+    if getattr(args, "profile", None):
+        return f"{_program()} --profile {shlex.quote(args.profile)}"
+    if Path(home).absolute() == Path.home() / ".hermes":
+        return _program()
+    return f"{_program()} --home {shlex.quote(str(Path(home).absolute()))}"
 
 
 def _emit(response: dict, as_json: bool, fmt) -> int:
@@ -306,8 +383,8 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
             print('\nNext: search it, e.g.  project-history-recall search "what did we decide about X"')
             return EXIT_FOUND
         response = for_person(search.run(home, _caller(os.getcwd()), {"query": query, "context": 1},
-                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args))
-        return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout)))
+                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args, home))
+        return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout), _command(args, home)))
     try:
         demo_home, info = _build_demo_home()
     except RuntimeError as exc:
@@ -320,7 +397,7 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     code = EXIT_NOTHING
     for q in ([query] if query else DEMO_QUERIES):
         response = for_person(search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1},
-                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args))
+                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args, home))
         print(f"$ cd {folder} && project-history-recall search {json.dumps(q, ensure_ascii=False)}")
         print(format_search(response, _Style.for_stream(sys.stdout)) if response.get("success") else response.get("error"))
         print()
@@ -378,7 +455,7 @@ def cmd_index(home: Path, args: argparse.Namespace) -> int:
             skipped.append({"project": {"kind": key[0], "id": key[1], "name": label},
                             "reason": f"no consent to send its messages to {embedder.provider} "
                                       f"(model {embedder.model}); nothing was sent",
-                            "how_to_record": consent.grant_command(_command(args), key[1])})
+                            "how_to_record": consent.grant_command(_command(args, home), key[1])})
             continue
         try:
             if embedder.dimension is None:  # a remote model answers once before anything is looked up
@@ -568,7 +645,7 @@ def _consent_grant(home: Path, args: argparse.Namespace) -> int:
 COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
-    "status": lambda home, args: _emit(for_person(overview.status(home, _caller(_folder(args.dir))), _command(args)),
+    "status": lambda home, args: _emit(for_person(overview.status(home, _caller(_folder(args.dir))), _command(args, home)),
                                        args.json, format_status),
     "projects": lambda home, args: _emit(overview.list_projects(home), args.json, format_projects),
     "quickstart": cmd_quickstart,
@@ -618,12 +695,11 @@ def run_from_hermes(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="project-history-recall", description=DESCRIPTION)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)")
-    where.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)")
-    setup_parser(parser)
+    parser = _Parser(prog="project-history-recall", description=DESCRIPTION)
+    setup_parser(parser, standalone=True)
     args = parser.parse_args(argv)
+    if args.home and args.profile:
+        parser.error("give --home or --profile, not both")
     if args.home:
         home = args.home.expanduser()
     elif args.profile:

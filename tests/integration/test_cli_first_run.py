@@ -1,0 +1,105 @@
+"""The command line as a new user meets it: options anywhere, one-line usage errors, and
+hints that work when pasted into another shell, in another folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SRC
+from test_consent import pq, remote_settings  # noqa: F401  (the fixture)
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(SRC), NO_COLOR="1", **extra)
+    return env
+
+
+def _cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "project_history_recall.ui.cli", *args], env=env or _env(),
+                          cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+def _pasted(line: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    """A printed command run as a person pastes it: a new shell, another folder, a HOME whose
+    ~/.hermes does not exist, no HERMES_HOME and no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
+    env.update(HOME=str(home), NO_COLOR="1")
+    return subprocess.run(["bash", "-c", line], env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+def _small_world(world, work) -> Path:
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app, title="Fix websocket")
+    auto = work / "loose"
+    auto.mkdir()
+    subprocess.run(["git", "init", "-q", str(auto)], check=True)
+    world.session(("user", "a websocket note in a plain repository"), cwd=auto, title="Loose note")
+    return app
+
+
+def test_global_options_go_before_or_after_the_subcommand(world, work, tmp_path):
+    app = _small_world(world, work)
+    before = _cli("--home", str(world.home), "--json", "search", "websocket", "--dir", str(app), cwd=tmp_path)
+    after = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--json", cwd=tmp_path)
+    assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
+    assert json.loads(before.stdout)["results"] and json.loads(after.stdout)["results"]
+    assert json.loads(before.stdout)["results"][0]["link"] == json.loads(after.stdout)["results"][0]["link"]
+    both = _cli("search", "x", "--home", str(world.home), "--profile", "other", cwd=tmp_path)
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1, both.stderr
+
+
+def test_limit_out_of_range_is_a_one_line_usage_error(world, work, tmp_path):
+    app = _small_world(world, work)
+    for bad in ("0", "-3", "51", "ten"):
+        done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", bad, cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", (bad, done)
+        assert len(done.stderr.strip().splitlines()) == 1 and "--limit" in done.stderr, done.stderr
+    for usage in (["bogus"], ["search"], ["status", "--nope"], ["consent", "grant", "--what"]):
+        done = _cli("--home", str(world.home), *usage, cwd=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (usage, done.stderr)
+    one = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", "1", "--json",
+               cwd=tmp_path)
+    assert len(json.loads(one.stdout)["results"]) == 1
+
+
+def test_keyword_mode_says_nothing_of_a_next_search(world, work, tmp_path):
+    app = _small_world(world, work)
+    done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--mode", "keyword",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Fix websocket" in done.stdout
+    assert "next search" not in done.stdout and "semantic:" not in done.stdout, done.stdout
+    assert "background" not in done.stdout
+
+
+def test_projects_labels_automatic_projects(world, work, tmp_path):
+    _small_world(world, work)
+    done = _cli("projects", "--home", str(world.home), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "(auto )" not in done.stdout and "()" not in done.stdout, done.stdout
+    loose = [line for line in done.stdout.splitlines() if "loose" in line]
+    assert loose and "(auto)" in loose[0] and str(work / "loose") in loose[0], done.stdout
+
+
+def test_consent_hint_keeps_the_home_and_works_when_pasted(pq, tmp_path):
+    home = pq["home"]
+    done = _cli("search", "pelican", "--dir", str(pq["p_dir"]), "--home", str(home), cwd=tmp_path,
+                env=_env(PHR_TEST_KEY="sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"))
+    hint = re.search(r"To agree, run: (.+)", done.stdout)
+    assert hint, done.stdout
+    assert "--home" in hint.group(1) and str(home) in hint.group(1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    granted = _pasted(hint.group(1) + " --yes", elsewhere, tmp_path / "fresh-user")
+    assert granted.returncode == 0, (hint.group(1), granted.stderr)
+    assert "Consent recorded" in granted.stdout
+    listed = _cli("consent", "list", "--json", "--home", str(home), cwd=tmp_path)
+    assert [c["project"]["id"] for c in json.loads(listed.stdout)["consents"]] == [pq["P"]]
