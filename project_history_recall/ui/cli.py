@@ -21,9 +21,7 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from .. import errors, move, overview, results, search
@@ -38,6 +36,7 @@ from ..hermes.statedb import reading
 from ..scope.resolve import ScopeError, attribution_map, resolve_scope
 from ..semantic import consent, embedders, indexer
 from ..semantic import engine as semantic
+from . import demo
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
@@ -323,15 +322,13 @@ def cmd_search(home: Path, args: argparse.Namespace) -> int:
     return _emit(response, args.json, lambda r: format_search(r, _Style.for_stream(sys.stdout), _command(args, home)))
 
 
-def _program() -> str:
-    """This program as a command that works pasted into any shell: the bare name only when it is
-    on PATH outside a virtual environment (activating one is per shell), else its full path."""
-    name = "project-history-recall"
+def _program(name: str) -> str | None:
+    """A console script of this Python as a command that works pasted into any shell: the bare
+    name only when it is on PATH outside a virtual environment (activating one is per shell),
+    else its full path; None when this Python has no such script."""
     script = Path(sys.executable).with_name(name)
-    if not script.is_file():  # run as ``python -m`` from a checkout: ``env`` sets the path in any shell
-        checkout = Path(__file__).resolve().parents[2]
-        return (f"env PYTHONPATH={shlex.quote(str(checkout))} {shlex.quote(sys.executable)} "
-                "-m project_history_recall.ui.cli")
+    if not script.is_file():
+        return None
     found = shutil.which(name)
     if found and sys.prefix == sys.base_prefix and Path(found).resolve() == script.resolve():
         return name
@@ -339,15 +336,25 @@ def _program() -> str:
 
 
 def _command(args: argparse.Namespace, home: Path) -> str:
-    """The command that runs this program again on the same Hermes home, from any shell and folder."""
-    if getattr(args, "prog", "").startswith("hermes"):  # ``hermes recall``: Hermes chose the profile
-        profile = paths.profile_name(home)
-        return "hermes recall" if profile == "default" else f"hermes --profile {shlex.quote(profile)} recall"
-    if getattr(args, "profile", None):
-        return f"{_program()} --profile {shlex.quote(args.profile)}"
-    if Path(home).absolute() == Path.home() / ".hermes":
-        return _program()
-    return f"{_program()} --home {shlex.quote(str(Path(home).absolute()))}"
+    """The command that runs this program again on ``home``, pasted into any shell in any folder:
+    it names the home unless it is the default one, since a new shell may not have the
+    ``HERMES_HOME`` (or ``--home``) this process was given."""
+    home, default = Path(home).absolute(), Path.home() / ".hermes"
+    profile = shlex.quote(home.name) if home.parent == default / "profiles" else None
+    if getattr(args, "prog", "").startswith("hermes"):
+        hermes = _program("hermes") or "hermes"
+        if home == default:
+            return f"{hermes} recall"
+        if profile:
+            return f"{hermes} --profile {profile} recall"
+        return f"env HERMES_HOME={shlex.quote(str(home))} {hermes} recall"
+    # Run as ``python -m`` from a checkout: ``env`` sets the module path in any shell.
+    program = _program("project-history-recall") or (
+        f"env PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))} "
+        f"{shlex.quote(sys.executable)} -m project_history_recall.ui.cli")
+    if home == default:
+        return program
+    return f"{program} --profile {profile}" if profile else f"{program} --home {shlex.quote(str(home))}"
 
 
 def _emit(response: dict, as_json: bool, fmt) -> int:
@@ -360,36 +367,25 @@ def _emit(response: dict, as_json: bool, fmt) -> int:
     return _exit_for(response)
 
 
-def _build_demo_home() -> tuple[Path, dict]:
-    """A fresh demo home, built in a child process so Hermes's import-time
-    files land in the demo folder and never in a real home."""
-    base = Path(tempfile.mkdtemp(prefix="phr-demo-"))
-    home = base / "home"
-    env = dict(os.environ, HERMES_HOME=str(home))
-    code = "import json, sys; from pathlib import Path; from project_history_recall.ui import demo; " \
-           "print(json.dumps(demo.build(Path(sys.argv[1]))))"
-    proc = subprocess.run([sys.executable, "-c", code, str(home)], env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-        raise RuntimeError(f"could not build the demo home (is hermes-agent installed?): {tail}")
-    return home, json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not args.demo and paths.state_db_path(home).is_file():
         if not query:
             print(format_status(overview.status(home, _caller(os.getcwd()))))
-            print('\nNext: search it, e.g.  project-history-recall search "what did we decide about X"')
+            print(f"\nNext: search it, e.g.  {_command(args, home)} search 'what did we decide about X'")
             return EXIT_FOUND
         response = for_person(search.run(home, _caller(os.getcwd()), {"query": query, "context": 1},
                                          index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args, home))
         return _emit(response, False, lambda r: format_search(r, _Style.for_stream(sys.stdout), _command(args, home)))
     try:
-        demo_home, info = _build_demo_home()
+        info, built = demo.ensure()
     except RuntimeError as exc:
         return _fail(str(exc), EXIT_DATA)
-    print(f"No Hermes home at {home}; built a demo home with Hermes's own SessionDB at {demo_home}.")
+    demo_home = Path(info["home"])
+    command = _command(args, demo_home)
+    why = "you asked for the demo" if args.demo else f"there is no Hermes home at {home}"
+    made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"
+    print(f"Using the demo home at {demo_home} ({why}; {made}).")
     # Index it up front (seconds, offline) so every demo search shows hybrid results.
     cmd_index(demo_home, argparse.Namespace(all=True, json=False, dir=None, project=None))
     print()
@@ -397,11 +393,14 @@ def cmd_quickstart(home: Path, args: argparse.Namespace) -> int:
     code = EXIT_NOTHING
     for q in ([query] if query else DEMO_QUERIES):
         response = for_person(search.run(demo_home, Caller(cwd=folder), {"query": q, "context": 1},
-                                         index_budget_ms=CLI_INDEX_BUDGET_MS), _command(args, home))
-        print(f"$ cd {folder} && project-history-recall search {json.dumps(q, ensure_ascii=False)}")
-        print(format_search(response, _Style.for_stream(sys.stdout)) if response.get("success") else response.get("error"))
+                                         index_budget_ms=CLI_INDEX_BUDGET_MS), command)
+        print(f"$ cd {shlex.quote(folder)} && {command} search {shlex.quote(q)}")
+        print(format_search(response, _Style.for_stream(sys.stdout), command) if response.get("success")
+              else response.get("error"))
         print()
         code = min(code, _exit_for(response))
+    print(f"The plugin is enabled in the demo home, so Hermes finds it there too: "
+          f"{_command(argparse.Namespace(prog='hermes recall'), demo_home)} status {shlex.quote(folder)}")
     return code
 
 

@@ -103,3 +103,41 @@ def test_consent_hint_keeps_the_home_and_works_when_pasted(pq, tmp_path):
     assert "Consent recorded" in granted.stdout
     listed = _cli("consent", "list", "--json", "--home", str(home), cwd=tmp_path)
     assert [c["project"]["id"] for c in json.loads(listed.stdout)["consents"]] == [pq["P"]]
+
+
+def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
+    import shutil
+
+    import yaml
+
+    cache, user = tmp_path / "cache", tmp_path / "new-user"
+    user.mkdir()
+    env = _env(HOME=str(user), XDG_CACHE_HOME=str(cache))
+    first = _cli("quickstart", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "built it just now" in first.stdout
+    root = cache / "project-history-recall" / "demo"
+    home = root / "home"
+    again = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
+    assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
+    # the printed search, pasted into a new shell elsewhere, finds what the demo showed
+    shown = [line[2:] for line in first.stdout.splitlines() if line.startswith("$ cd ")]
+    assert len(shown) == 4 and all(f"--home {home}" in line for line in shown), shown
+    pasted = _pasted(shown[0], tmp_path, user)
+    assert pasted.returncode == 0, (shown[0], pasted.stderr)
+    assert "Fix flaky websocket reconnect" in pasted.stdout
+    # Hermes loads the plugin there (enabled in the demo home's config.yaml)
+    config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    assert "project-history-recall" in config["plugins"]["enabled"]
+    shutil.copytree(SRC / "project_history_recall", home / "plugins" / "project-history-recall",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a directory install, as `hermes plugins install`
+    hint = first.stdout.strip().splitlines()[-1].split("too: ", 1)[1]
+    hermes = _pasted(hint, tmp_path, user)
+    assert hermes.returncode == 0, (hint, hermes.stdout, hermes.stderr)
+    assert "Webshop" in hermes.stdout
+    # a broken demo home is built again, in the same place
+    (home / "state.db").unlink()
+    rebuilt = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    assert rebuilt.returncode == 0 and "built it just now" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
+    assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
