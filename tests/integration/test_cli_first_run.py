@@ -141,3 +141,60 @@ def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
     rebuilt = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0 and "built it just now" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
     assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
+
+
+def test_recall_and_the_cli_print_the_same_cards(world, work, monkeypatch, capsys):
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import enable_plugin
+    from project_history_recall.ui import cli
+
+    app = _small_world(world, work)
+    me = world.session(cwd=app, title="current chat")
+    enable_plugin(world.home)
+    monkeypatch.setenv("HERMES_SESSION_ID", me)
+    slash = get_plugin_command_handler("recall")("websocket")
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli.main(["search", "websocket", "--dir", str(app), "--context", "1", "--home", str(world.home)]) == 0
+    printed = capsys.readouterr().out
+
+    def cards(text: str) -> list[str]:  # the results, after the header lines (the CLI's is one-shot)
+        return text[text.index("\n 1. "):].rstrip().splitlines()
+
+    assert "Fix websocket" in slash and cards(slash) == cards(printed), (slash, printed)
+
+
+def test_index_and_consent_are_library_calls_that_return_dicts(pq):
+    from project_history_recall import indexing
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.semantic import consent
+
+    home = pq["home"]
+    asked = []
+    refused = consent.grant_for_person(home, Caller(cwd=str(pq["p_dir"])), None,
+                                       lambda described: asked.append(described) or False)
+    assert refused["success"] and refused["recorded"] is False and asked[0]["project"]["name"] == "Pelican"
+    assert consent.listing(home)["consents"] == []
+    seen = []
+    done = indexing.run(home, Caller(), every=True, on_progress=lambda *event: seen.append(event[:2]),
+                        grant_command="recall-cli")
+    assert done["success"] and done["projects"] == []  # nothing sent: both projects wait for consent
+    assert sorted(s["project"]["name"] for s in done["skipped_for_consent"]) == ["Pelican", "Quokka"]
+    assert done["skipped_for_consent"][0]["how_to_record"].startswith("recall-cli consent grant --project ")
+    assert done["keyword"]["sessions_updated"] > 0 and ("keyword", "Pelican") in seen
+    granted = consent.grant_for_person(home, Caller(), "Quokka")
+    assert granted["recorded"] is True and consent.listing(home)["consents"][0]["project"]["name"] == "Quokka"
+    again = indexing.run(home, Caller(), project="Quokka")
+    assert again["projects"][0]["messages_embedded"] == 3 and "skipped_for_consent" not in again
+    assert again["keyword"]["sessions_updated"] == 0  # already brought up to date above
+    bad = indexing.run(home, Caller(), project="no-such-project")
+    assert bad["success"] is False and bad["error_code"] != "internal"
+
+
+def test_errors_and_progress_never_show_the_key(pq, tmp_path):
+    key = "sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"
+    (pq["home"] / ".env").write_text(f"PHR_TEST_KEY={key}\n", encoding="utf-8")
+    done = _cli("search", "pelican", "--project", f"x{key}", "--home", str(pq["home"]), cwd=tmp_path)
+    assert done.returncode == 2 and "[redacted]" in done.stderr, done.stderr
+    assert key[:8] not in done.stderr + done.stdout
