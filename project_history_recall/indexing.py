@@ -116,8 +116,8 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
                      "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
                      "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
                      "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
-    out = {"model": embedder.fingerprint, "index": str(ready.store.path), "projects": done,
-           "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+    out = {"model": embedder.fingerprint, "model_name": embedder.model, "index": str(ready.store.path),
+           "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
     if skipped:
         out["skipped_for_consent"] = skipped
     return out

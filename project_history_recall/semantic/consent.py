@@ -421,7 +421,8 @@ def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
         try:
             grant(home, service, model, project, granted_by)
         except configfile.ConfigWriteError as exc:
-            raise configfile.ConfigWriteError(f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
+            raise configfile.ConfigWriteError(
+                f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
     except PluginError as exc:
         return exc.envelope()
     return {"success": True, "recorded": True, "consent": described, "message": (

@@ -225,7 +225,7 @@ def format_index(response: dict) -> str:
         totals = response["totals"]
         rate = totals["chunks_embedded"] / totals["embed_seconds"] if totals["embed_seconds"] else 0.0
         lines.append(f"Indexed {len(response['projects'])} project(s), {totals['sessions']:,} sessions with "
-                     f"{response['model']} into {response['index']}")
+                     f"{response['model_name']} into {response['index']}")
         lines.append(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
                      f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
                      f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
