@@ -20,11 +20,11 @@ from everything printed (``render.Output``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import errors, indexing, move, overview, search
@@ -147,13 +147,13 @@ def _program(name: str) -> str | None:
     return shlex.quote(str(script))
 
 
-def _command(args: argparse.Namespace, home: Path) -> str:
+def _command(prog: str, home: Path) -> str:
     """The command that runs this program again on ``home``, pasted into any shell in any folder:
     it names the home unless it is the default one, since a new shell may not have the
     ``HERMES_HOME`` (or ``--home``) this process was given."""
     home, default = Path(home).absolute(), Path.home() / ".hermes"
     profile = shlex.quote(home.name) if home.parent == default / "profiles" else None
-    if getattr(args, "prog", "").startswith("hermes"):
+    if prog.startswith("hermes"):
         hermes = _program("hermes") or "hermes"
         if home == default:
             return f"{hermes} recall"
@@ -177,7 +177,7 @@ def _caller(folder: str) -> Caller:
     return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder)
 
 
-@dataclass
+@dataclasses.dataclass
 class _Run:
     """One command: its home, its arguments, where it writes."""
 
@@ -187,7 +187,7 @@ class _Run:
 
     @property
     def command(self) -> str:
-        return _command(self.args, self.home)
+        return _command(getattr(self.args, "prog", ""), self.home)
 
     @property
     def one_shot(self) -> render.OneShot:
@@ -232,12 +232,13 @@ def cmd_quickstart(run: _Run) -> int:
     except RuntimeError as exc:
         run.out.error(str(exc))
         return EXIT_DATA
-    demo_run = _Run(Path(info["home"]), argparse.Namespace(**{**vars(run.args), "json": False}), run.out)
+    demo_run = dataclasses.replace(run, home=Path(info["home"]))
     why = "you asked for the demo" if run.args.demo else f"there is no Hermes home at {run.home}"
     made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"
     run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
     # Index it up front (seconds, offline) so every demo search shows hybrid results.
-    _index(demo_run, Caller(), every=True)
+    indexed = _indexed(demo_run, Caller(), every=True)
+    run.out.print(render.format_index(indexed) if indexed.get("success") else indexed.get("error"))
     run.out.print()
     folder = str(Path(info["work"]) / "webshop")
     code = EXIT_NOTHING
@@ -248,7 +249,7 @@ def cmd_quickstart(run: _Run) -> int:
                       if response.get("success") else response.get("error"))
         run.out.print()
         code = min(code, errors.exit_code(response))
-    hermes = _command(argparse.Namespace(prog="hermes recall"), demo_run.home)
+    hermes = _command("hermes recall", demo_run.home)
     run.out.print(f"The plugin is enabled in the demo home, so Hermes finds it there too: "
                   f"{hermes} status {shlex.quote(folder)}")
     return code
@@ -259,7 +260,8 @@ def _search_here(run: _Run, query: str) -> int:
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
 
 
-def _index(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> int:
+def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
+    """``indexing.run`` with a progress bar on a terminal."""
     show = not run.args.json and sys.stderr.isatty()
     drawn = []
 
@@ -273,11 +275,12 @@ def _index(run: _Run, caller: Caller, project: str | None = None, every: bool = 
                             on_progress=progress if show else None, grant_command=run.command)
     if drawn:
         run.out.progress(None)
-    return run.emit(response, render.format_index)
+    return response
 
 
 def cmd_index(run: _Run) -> int:
-    return _index(run, _caller(_folder(run.args.dir)), run.args.project, run.args.all)
+    return run.emit(_indexed(run, _caller(_folder(run.args.dir)), run.args.project, run.args.all),
+                    render.format_index)
 
 
 # -- settings and consents -------------------------------------------------------------------
