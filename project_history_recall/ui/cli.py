@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .. import errors, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, UsageError
+from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
@@ -229,9 +229,8 @@ def cmd_quickstart(run: _Run) -> int:
         return EXIT_FOUND
     try:
         info, built = demo.ensure()
-    except RuntimeError as exc:
-        run.out.error(str(exc))
-        return EXIT_DATA
+    except PluginError as exc:
+        return run.emit(exc.envelope(), render.format_message)
     demo_run = dataclasses.replace(run, home=Path(info["home"]))
     why = "you asked for the demo" if run.args.demo else f"there is no Hermes home at {run.home}"
     made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"

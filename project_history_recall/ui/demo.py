@@ -160,10 +160,12 @@ def enable_plugin(home: Path) -> None:
 
 
 def ensure(root: Path | None = None) -> tuple[dict, bool]:
-    """(the demo home's build info, whether it was built just now), reusing a sound one.
+    """(the demo home's build info, whether it was built just now), reusing a sound one;
+    raises ``DataError`` when it cannot be built.
 
     Built in a child process, so Hermes's import-time files land in the demo
     home and never in a real one; one process at a time builds (a lock file)."""
+    from ..errors import DataError
     from ..files.locks import FileLock
 
     root = root or demo_root()
@@ -186,7 +188,7 @@ def ensure(root: Path | None = None) -> tuple[dict, bool]:
                               env=dict(os.environ, HERMES_HOME=str(home)), capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-            raise RuntimeError(f"could not build the demo home (is hermes-agent installed?): {tail}")
+            raise DataError(f"could not build the demo home (is hermes-agent installed?): {tail}")
         info = {**json.loads(proc.stdout.strip().splitlines()[-1]), "recipe": recipe}
         enable_plugin(home)
         (root / MARKER).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
