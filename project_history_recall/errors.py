@@ -72,9 +72,12 @@ def envelope(exc: BaseException) -> dict:
 
 
 def exit_code(response: dict) -> int:
-    """The command line's exit code for a response: found (0), found nothing (1), or its error's class."""
+    """The command line's exit code for a response: found / done (0), found or did nothing (1),
+    done but a project was left for the user's consent (4), or its error's class."""
     if response.get("success"):
-        if response.get("moved") is False:
+        if response.get("skipped_for_consent"):
+            return ConsentError.exit_code
+        if response.get("moved") is False or response.get("recorded") is False:
             return EXIT_NOTHING
         return EXIT_FOUND if response.get("results", True) else EXIT_NOTHING
     return _EXIT_BY_CODE.get(response.get("error_code", ""), EXIT_DATA)

@@ -377,3 +377,53 @@ def annotate(response: dict, note: dict | None) -> dict:
     else:
         response["consent"] = {"required": False, **note}
     return response
+
+
+# -- a person's consents (the command line) ---------------------------------------------------
+def listing(home: Path) -> dict:
+    """The consents on record, as a response."""
+    found, warnings = records(home)
+    return {"success": True, "consents": found, "warnings": warnings, "file": str(config.plugin_config_path(home)),
+            "note": "There is no revoke command: delete an entry from the file to withdraw it "
+                    "(nothing already sent is deleted by the service)."}
+
+
+def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
+                     granted_by: str = "a person, with the consent grant command") -> dict:
+    """Record that a person agrees to send the caller's project (or ``project_ref``) to the
+    configured remote embedder; the response (``recorded`` false when there was nothing to do).
+
+    ``confirm(described)`` is asked first, with what would be sent (``describe``);
+    None: the person already agreed (``--yes``). It returns whether they agree,
+    or raises a ``PluginError`` to refuse (no terminal to ask on, say)."""
+    from ..errors import PluginError, UsageError
+    from ..hermes.statedb import reading
+    from ..scope.resolve import resolve_scope
+
+    try:
+        settings = config.load(home)
+        if not embedders.identity(settings)[0]:
+            return {"success": True, "recorded": False,
+                    "message": "The configured embedder runs on this machine: no consent is needed."}
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            scope = resolve_scope(home, conn, caller, project_ref=project_ref, include_current=True)
+            if scope.attribution.kind == "home":
+                raise UsageError("this folder is in no project, so nothing of it is ever sent; name one with "
+                                 "--project")
+            embedder = embedders.load(settings)
+            described = describe(conn, embedder, scope.attribution.as_json(), scope.members, settings.chunk_chars)
+        project, service, model = described["project"], embedder.provider, embedder.model
+        if on_record(home, service, model, scope.attribution.key):
+            return {"success": True, "recorded": False, "consent": described, "message": (
+                f"Consent for project '{project['name']}' to {service} (model {model}) is already on record.")}
+        if confirm is not None and not confirm(described):
+            return {"success": True, "recorded": False, "consent": described, "message": "Nothing recorded."}
+        try:
+            grant(home, service, model, project, granted_by)
+        except configfile.ConfigWriteError as exc:
+            raise configfile.ConfigWriteError(
+                f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
+    except PluginError as exc:
+        return exc.envelope()
+    return {"success": True, "recorded": True, "consent": described, "message": (
+        f"Consent recorded: project '{project['name']}' may be sent to {service} (model {model}).")}

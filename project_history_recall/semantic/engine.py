@@ -69,6 +69,19 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
     return Outcome("ready", embedder=embedder, store=store)
 
 
+def learn_size(embedder, text: str | None, as_query: bool = False) -> bool:
+    """Whether ``embedder``'s vector size is known, asking a remote model once with ``text`` if
+    not: its size is learned from its first answer, and its stored vectors are found by a
+    fingerprint that includes the size. ``as_query``: ``text`` is the search's own query (its
+    vector is kept for the search)."""
+    if embedder.dimension is None and text is not None:
+        if as_query:
+            embedder.embed_query(text)
+        else:
+            embedder.embed_documents([text])
+    return embedder.dimension is not None
+
+
 def run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
         limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
     """Top up the scope's index (waiting at most the budget) and search what is indexed.
@@ -86,13 +99,10 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     members = scope.members
     try:
         consent.check(home, embedder, key)
-        if embedder.dimension is None:
-            # A remote model's size is learned from its first answer, before anything is
-            # looked up by fingerprint; the query's vector is kept for the search below.
-            if not wait:
-                return Outcome("indexing", "the embedding service has not been asked yet in this process; "
-                                           "the semantic index is updated from the next hybrid or semantic search")
-            embedder.embed_query(query)
+        if embedder.dimension is None and not wait:
+            return Outcome("indexing", "the embedding service has not been asked yet in this process; "
+                                       "the semantic index is updated from the next hybrid or semantic search")
+        learn_size(embedder, query, as_query=True)
         worker = Home.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:

@@ -3,5 +3,8 @@
 - ``tools``: the two agent tools (schemas, handlers for Hermes's dispatch);
 - ``cli``: ``hermes recall …`` and ``project-history-recall …``;
 - ``slash``: ``/recall`` inside a session;
-- ``demo``: the demo Hermes home the first run builds when there is none.
+- ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
+  CLI writes (the remote embedder's key is scrubbed there);
+- ``demo``: the demo Hermes home the first run builds when there is none (kept in the cache
+  folder and reused).
 """

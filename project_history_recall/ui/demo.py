@@ -2,15 +2,25 @@
 
 Written with Hermes's own ``SessionDB`` and ``projects_db`` (so the schema,
 FTS tables and triggers are exactly Hermes's), into a folder of its own.
-Needs ``hermes-agent`` installed; the caller must point ``HERMES_HOME`` at
-``home`` before Hermes is imported anywhere in the process (Hermes creates
-files in its home at import time).
+Needs ``hermes-agent`` installed. ``build`` must run where ``HERMES_HOME``
+points at ``home`` before Hermes is imported (Hermes creates files in its
+home at import time); ``ensure`` does that in a child process.
+
+The first run's demo home is built once under the user's cache folder and
+reused (with its indexes) by every later run, and built again when it is
+missing, broken, or made by another version of this file or of Hermes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
+import sqlite3
 import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
 DAY = 86400.0
@@ -102,6 +112,84 @@ def build(home: Path, work: Path | None = None) -> dict:
     return {"home": str(home), "work": str(work), "sessions": session_ids, "projects": project_ids}
 
 
-def default_demo_home() -> Path:
+MARKER = "demo.json"  # beside home/ and work/: what was built, and from what
+
+
+def demo_root() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "project-history-recall" / "demo-home"
+    return base / "project-history-recall" / "demo"
+
+
+def _recipe() -> str:
+    """What the demo home is made from: its conversations and Hermes's version."""
+    try:
+        hermes = metadata.version("hermes-agent")
+    except metadata.PackageNotFoundError:
+        hermes = "?"
+    text = json.dumps([CONVERSATIONS, sorted(EXPLICIT_PROJECTS.items()), hermes], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _reusable(root: Path, recipe: str) -> dict | None:
+    """The recorded build when it is still whole and of this recipe, else None."""
+    try:
+        info = json.loads((root / MARKER).read_text(encoding="utf-8"))
+        if info.get("recipe") != recipe or not all(Path(info["work"], name).is_dir()
+                                                   for name in EXPLICIT_PROJECTS):
+            return None
+        uri = (Path(info["home"]) / "state.db").as_uri() + "?mode=ro"
+        with sqlite3.connect(uri, uri=True) as conn:
+            sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        return None
+    return info if sessions == len(info.get("sessions", ())) else None
+
+
+def enable_plugin(home: Path) -> None:
+    """List the plugin in the home's ``plugins.enabled`` (Hermes loads only what is listed there)."""
+    from ..files import configfile
+    from ..hermes.paths import PLUGIN_KEY
+
+    def change(current):
+        plugins = dict(current) if isinstance(current, dict) else {}
+        enabled = plugins.get("enabled") if isinstance(plugins.get("enabled"), list) else []
+        plugins["enabled"] = enabled if PLUGIN_KEY in enabled else [*enabled, PLUGIN_KEY]
+        return plugins
+
+    configfile.update_block(home / "config.yaml", "plugins", change)
+
+
+def ensure(root: Path | None = None) -> tuple[dict, bool]:
+    """(the demo home's build info, whether it was built just now), reusing a sound one;
+    raises ``DataError`` when it cannot be built.
+
+    Built in a child process, so Hermes's import-time files land in the demo
+    home and never in a real one; one process at a time builds (a lock file)."""
+    from ..errors import DataError
+    from ..files.locks import FileLock
+
+    root = root or demo_root()
+    root.mkdir(parents=True, exist_ok=True)
+    recipe = _recipe()
+    with FileLock(root / ".lock"):
+        info = _reusable(root, recipe)
+        if info is not None:
+            return info, False
+        for part in ("home", "work", MARKER):  # only what an earlier build of ours made
+            target = root / part
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        home = root / "home"
+        code = ("import json, sys; from pathlib import Path; from project_history_recall.ui import demo; "
+                "print(json.dumps(demo.build(Path(sys.argv[1]), Path(sys.argv[2]))))")
+        proc = subprocess.run([sys.executable, "-c", code, str(home), str(root / "work")],
+                              env=dict(os.environ, HERMES_HOME=str(home)), capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
+            raise DataError(f"could not build the demo home (is hermes-agent installed?): {tail}")
+        info = {**json.loads(proc.stdout.strip().splitlines()[-1]), "recipe": recipe}
+        enable_plugin(home)
+        (root / MARKER).write_text(json.dumps(info, ensure_ascii=False, indent=1), encoding="utf-8")
+        return info, True

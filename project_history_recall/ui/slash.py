@@ -13,9 +13,8 @@ as for the tools.
 from __future__ import annotations
 
 from .. import move, overview, search
-from ..files import envfile
 from ..hermes import host, paths
-from . import cli
+from . import render
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 VERBS = ("status", "move", "search", "help")
@@ -29,7 +28,7 @@ def _plain(response: dict, fmt) -> str:
 
 def handle(raw_args: str) -> str:
     # The remote embedder's key never shows, whatever the history holds.
-    return envfile.scrub_configured(paths.hermes_home(), _handle(raw_args))
+    return render.scrubbed(paths.hermes_home(), _handle(raw_args))
 
 
 def _handle(raw_args: str) -> str:
@@ -40,12 +39,12 @@ def _handle(raw_args: str) -> str:
         return USAGE
     home, caller = paths.hermes_home(), host.caller_from_dispatch({})
     if verb == "status":
-        return _plain(cli.for_person(overview.status(home, caller), "hermes recall"), cli.format_status)
+        return _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)
     if verb == "move":
         if not rest:
             return "recall: say which project, e.g. /recall move webshop\n" + USAGE
-        return _plain(move.run(home, caller, {"project": rest}), cli.format_move)
+        return _plain(move.run(home, caller, {"project": rest}), render.format_move)
     query = rest if verb == "search" else text
     # A person typed this: a consent request names the command that grants it, not the agent's token.
-    response = cli.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")
-    return _plain(response, lambda r: cli.format_search(r, cli._Style()))
+    response = render.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")
+    return _plain(response, lambda r: render.format_search(r, render.Style()))

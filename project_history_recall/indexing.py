@@ -1,0 +1,123 @@
+"""Bringing a project's indexes (or every project's) up to date now, ahead of the searches.
+
+A search keeps both indexes in step by itself, a little at a time and in the
+background; ``run`` does the whole job at once, in the calling thread, for a
+person who would rather wait now (the ``index`` command, the demo). It
+updates the plugin's keyword index (``keywords.db``) and the semantic index
+(``embeddings.db``), and returns a dict like ``search.run``: never raises for
+anything a caller sends.
+
+Nothing of a project is sent to a remote embedder without consent on record
+for it: such a project is skipped (``skipped_for_consent``) and the rest is
+indexed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from . import settings as config
+from .errors import DataError, PluginError, UsageError
+from .hermes import paths
+from .hermes.host import Caller
+from .hermes.statedb import reading
+from .home import Home
+from .scope.resolve import attribution_map, resolve_scope
+from .semantic import consent, indexer
+from .semantic import engine as semantic
+
+# (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
+OnProgress = Callable[[str, str, int, int, "indexer.Progress | None"], None]
+
+_TOTALS = ("sessions", "sessions_updated", "messages_embedded", "chunks_embedded", "messages_removed",
+           "messages_changed", "deleted_sessions_dropped", "seconds", "embed_seconds")
+
+
+def targets(home: Path, caller: Caller, project: str | None = None,
+            every: bool = False) -> list[tuple[tuple, str, list[str]]]:
+    """(project key, its name, its sessions) for the caller's project, the named one, or every project."""
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        if every:
+            amap = attribution_map(home, conn)
+            names = {("explicit", p.id): p.name for p in amap.ctx.projects}
+            return [(key, names.get(key, str(key[1])), sids)
+                    for key, sids in sorted(amap.by_project.items(), key=lambda kv: str(kv[0]))
+                    if key[0] != "home"]
+        scope = resolve_scope(home, conn, caller, project_ref=project, include_current=True)
+    if scope.attribution.kind == "home":
+        from .search import HOME_REASON
+
+        raise UsageError(HOME_REASON)
+    return [(scope.attribution.key, scope.attribution.name, scope.members)]
+
+
+def run(home: Path, caller: Caller, *, project: str | None = None, every: bool = False,
+        on_progress: OnProgress | None = None, grant_command: str = "hermes recall") -> dict:
+    """Index the caller's project (or ``project``, or ``every`` project); the response dict.
+
+    ``model``, ``index``, ``projects`` and ``totals`` tell of the semantic
+    index, ``keyword`` of the keyword index. ``grant_command``: how the person
+    runs this program, for the consent hint of a skipped project."""
+    try:
+        settings = config.load(home)
+        wanted = targets(home, caller, project, every)
+        out: dict = {"success": True}
+        if settings.keyword_index:
+            out["keyword"] = _keyword(home, wanted, on_progress)
+        ready = semantic.prepare(home, settings, wait=None)
+        if ready.status == "disabled":
+            return {**out, "semantic_status": ready.status, "semantic_reason": ready.reason}
+        if not ready.usable:
+            raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
+        return {**out, "semantic_status": "ready",
+                **_semantic(home, settings, ready, wanted, on_progress, grant_command)}
+    except PluginError as exc:
+        return exc.envelope()
+
+
+def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
+    keeper = Home.of(home).keeper()
+    updated = 0
+    for key, name, sids in wanted:
+        # The key a search looks the scope up by (search._keyword_lookup).
+        updated += keeper.build(json.dumps(key), sids, on_progress=(
+            (lambda done, total, name=name: on_progress("keyword", name, done, total, None))
+            if on_progress else None))
+    return {"index": str(keeper.index.path), "sessions": sum(len(s) for _, _, s in wanted),
+            "sessions_updated": updated}
+
+
+def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
+              grant_command: str) -> dict:
+    embedder, worker = ready.embedder, None
+    done, skipped = [], []
+    for key, name, sids in wanted:
+        try:
+            consent.check(home, embedder, key)  # before anything of this project is read for sending
+        except consent.ConsentRequired:
+            skipped.append({"project": {"kind": key[0], "id": key[1], "name": name},
+                            "reason": f"no consent to send its messages to {embedder.provider} "
+                                      f"(model {embedder.model}); nothing was sent",
+                            "how_to_record": consent.grant_command(grant_command, key[1])})
+            continue
+        with reading(paths.state_db_path(home)) as (conn, shape):
+            sample = (indexer.first_text(conn, shape, sids, settings.chunk_chars, settings.chunk_overlap)
+                      if embedder.dimension is None else None)
+        if not semantic.learn_size(embedder, sample):
+            progress = indexer.Progress()  # nothing in this project to embed (yet)
+        else:
+            worker = worker or Home.of(home).indexer(settings, embedder, ready.store)
+            progress = worker.index_now(key, sids, on_progress=(
+                (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
+        done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),
+                     "sessions_updated": progress.sessions, "messages_embedded": progress.messages,
+                     "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
+                     "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
+                     "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
+    out = {"model": embedder.fingerprint, "model_name": embedder.model, "index": str(ready.store.path),
+           "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+    if skipped:
+        out["skipped_for_consent"] = skipped
+    return out

@@ -1,0 +1,307 @@
+"""What a person reads: every response as text, the same on the command line and in ``/recall``.
+
+The responses are the library's dicts (``search.run``, ``move.run``,
+``overview``, ``indexing.run``, ``semantic.consent``); nothing here decides or
+looks anything up. ``Output`` is the one place the command line writes, and
+``/recall`` returns ``scrubbed`` text: the remote embedder's API key is
+masked there, whatever the searched history or an error message holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import results
+from ..files import envfile
+from ..semantic import consent
+
+class Style:
+    """Colours in a terminal (unless NO_COLOR), plain marks elsewhere."""
+
+    def __init__(self, color: bool = False):
+        self.color = color
+
+    @classmethod
+    def for_stream(cls, stream) -> "Style":
+        return cls(stream.isatty() and os.environ.get("NO_COLOR") is None)
+
+    def mark(self, text: str) -> str:
+        if self.color:
+            return text.replace(results.MARK_OPEN, "\033[1;33m").replace(results.MARK_CLOSE, "\033[0m")
+        return text.replace(results.MARK_OPEN, "«").replace(results.MARK_CLOSE, "»")
+
+    def dim(self, text: str) -> str:
+        return f"\033[2m{text}\033[0m" if self.color else text
+
+    def bold(self, text: str) -> str:
+        return f"\033[1m{text}\033[0m" if self.color else text
+
+
+def project_label(project: dict) -> str:
+    if project.get("kind") == "home":
+        return "no project (home bucket)"
+    kind = "project" if project.get("kind") == "explicit" else "automatic project"
+    return f"{kind} {project.get('name')} ({project.get('id')})"
+
+
+@dataclass(frozen=True)
+class OneShot:
+    """A process that ends after one command (the CLI): nothing goes on in the background and
+    there is no next search, so a message says what it did and the command that finishes."""
+
+    command: str  # how to run the program again, on the same home
+    waited_s: int  # how long a search waits for the model and the index
+
+
+def _unfinished(response: dict, one_shot: OneShot | None) -> str | None:
+    """For a one-shot process, what replaces "continues in the background" / "on the next search"
+    (None: say what the tool says)."""
+    if one_shot is None or response.get("semantic_status") not in ("indexing", "partial"):
+        return None
+    index = response.get("semantic_index") or {}
+    project = (response.get("project") or {}).get("id")
+    finish = f"to index the rest, run: {one_shot.command} index --project {shlex.quote(str(project))}"
+    if "sessions" not in index:
+        return f"the embedding model was not ready within the {one_shot.waited_s} s this command waits; {finish}"
+    return (f"{index.get('sessions_indexed', 0)} of {index['sessions']} sessions indexed within the "
+            f"{one_shot.waited_s} s this command waits; {finish}")
+
+
+def format_search(response: dict, style: Style, one_shot: OneShot | None = None) -> str:
+    lines = []
+    scope = f"{project_label(response['project'])}, {response.get('sessions_in_scope', 0)} sessions searched"
+    lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
+    used = response.get("searched_with", response.get("mode"))
+    line = f"mode {response.get('mode')} (searched with {used})"
+    if response.get("mode") != "keyword":  # keyword mode never asked for the semantic side
+        reason = _unfinished(response, one_shot) or response.get("semantic_reason")
+        line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")
+    lines.append(style.dim(line))
+    if response.get("reason"):
+        lines.append("")
+        lines.append(response["reason"])
+    asked = response.get("consent")
+    if isinstance(asked, dict):
+        lines.append("")
+        if asked.get("required"):
+            lines.append(asked.get("ask_user", ""))
+            if asked.get("how_to_record"):
+                lines.append(f"To agree, run: {asked['how_to_record']}")
+        if (asked.get("token_result") or asked).get("message"):
+            lines.append((asked.get("token_result") or asked)["message"])
+    if not response.get("results") and not response.get("reason"):
+        lines.append("")
+        lines.append("Nothing found.")
+    for n, hit in enumerate(response.get("results", []), 1):
+        lines.append("")
+        title = hit.get("title") or "(untitled session)"
+        lines.append(f"{n:>2}. {style.bold(title)} · {hit.get('when', '')} · {hit.get('role')} · {hit.get('score_source')}")
+        lines.append(f"    {style.mark(hit.get('snippet', ''))}")
+        for ctx in hit.get("context", []):
+            if ctx.get("hit"):
+                continue
+            lines.append(style.dim(f"      {ctx['role']}: {ctx['text'][:160]}"))
+        lines.append(style.dim(f"    {hit['link']} · message {hit['message_id']}"))
+    return "\n".join(lines)
+
+
+def _semantic_line(response: dict) -> str:
+    parts = [response["semantic_status"]]
+    index = response.get("semantic_index")
+    if isinstance(index, dict) and "sessions" in index:
+        parts.append(f"{index.get('sessions_indexed', 0)}/{index['sessions']} sessions indexed")
+    if response.get("semantic_reason"):
+        parts.append(response["semantic_reason"])
+    return " — ".join(parts)
+
+
+def format_status(response: dict) -> str:
+    rows = [
+        ("folder", response.get("folder") or "-"),
+        ("project", project_label(response["project"])),
+        ("attributed by", response.get("attributed_by")),
+        ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
+        ("semantic", _semantic_line(response)),
+        ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
+    ]
+    asked = response.get("consent")
+    if isinstance(asked, dict) and asked.get("how_to_record"):
+        rows.insert(5, ("to agree", asked["how_to_record"]))
+    return "\n".join(f"{k:>14}: {v}" for k, v in rows)
+
+
+def format_projects(response: dict) -> str:
+    lines = [f"Projects in {response['hermes_home']} (profile {response['profile']}):"]
+    for p in response["projects"]:
+        flag = " [archived]" if p.get("archived") else ""
+        if p["kind"] == "explicit":
+            kind, where = f"explicit {p['id']}", ", ".join(p.get("folders", []))
+        else:  # an automatic project's id is its folder
+            kind, where = p["kind"], p["id"]
+        lines.append(f"  {p['sessions']:>5}  {p['name']}{flag}  ({kind}) {where}")
+    lines.append(f"  {response['home_bucket_sessions']:>5}  (no project: home bucket)")
+    return "\n".join(lines)
+
+
+def format_move(response: dict) -> str:
+    if not response.get("moved"):
+        return response["message"]
+    lines = [response["message"]]
+    rows = [("session", f"{response['session_id']}  {response.get('title') or ''}".rstrip()),
+            ("from", project_label(response["previous_project"])),
+            ("to", project_label(response["project"])),
+            ("folder", f"{response.get('previous_cwd') or '-'} -> {response['cwd']}")]
+    sidebar = response.get("sidebar", {})
+    rows.append(("sidebar", "agrees" if sidebar.get("agrees") else sidebar.get("reason", "differs")))
+    if sidebar.get("note"):
+        rows.append(("", sidebar["note"]))
+    lines += [f"{k:>9}: {v}" for k, v in rows]
+    lines += [f"     note: {n}" for n in response.get("notes", [])]
+    return "\n".join(lines)
+
+
+def format_session(response: dict) -> str:
+    rows = [
+        ("session", f"{response['session_id']}  {response.get('title') or ''}".rstrip()),
+        ("link", response["link"]),
+        ("project", project_label(response["project"])),
+        ("attributed by", response.get("attributed_by")),
+        ("folder", response.get("cwd") or "-"),
+        ("git root", response.get("git_repo_root") or "-"),
+    ]
+    for m in response.get("moves", []):
+        rows.append(("moved", f"{m['when']}: {project_label(m['from'])} -> {project_label(m['to'])}"
+                              f" ({m.get('from_cwd') or '-'} -> {m.get('to_cwd') or '-'})"))
+    return "\n".join(f"{k:>14}: {v}" for k, v in rows)
+
+
+def format_config(response: dict) -> str:
+    lines = [f"Settings for {response['hermes_home']} (profile {response['profile']})",
+             f"  sources, later ones win: {' < '.join(response['sources'])}", ""]
+    width = max(len(k) for k in response["values"])
+    for key, value in response["values"].items():
+        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        lines.append(f"  {key:<{width}}  {shown:<28}  {response['origins'][key]}")
+    key = response["secrets"]["openai.api_key"]
+    where = f"set, in {key['from']} (not shown)" if key["set"] else "not set"
+    lines.append(f"  {'openai.api_key':<{width}}  {where}  (variable {key['variable']})")
+    emb = response["embedder"]
+    lines.append("")
+    if emb["remote"]:
+        lines.append(f"Embedder: {emb['model']} at {emb['service']}, off this machine: each project needs "
+                     f"consent before anything is sent; {response['consents']} consent(s) on record.")
+    else:
+        lines.append("Embedder: the embedded offline model; nothing leaves this machine, no consent needed.")
+    if response["warnings"]:
+        lines.append("")
+        lines.append("Warnings:")
+        lines += [f"  - {w}" for w in response["warnings"]]
+    return "\n".join(lines)
+
+
+def for_person(response: dict, command: str) -> dict:
+    """A search or status response as a person sees it: a consent request names the command
+    that grants it, never the agent's token."""
+    asked = response.get("consent")
+    if isinstance(asked, dict) and asked.get("required"):
+        response = {**response, "consent": consent.for_person(asked, command)}
+    return response
+
+
+def format_index(response: dict) -> str:
+    lines = []
+    kw = response.get("keyword")
+    if kw:
+        lines.append(f"Keyword index: {kw['sessions_updated']:,} of {kw['sessions']:,} sessions brought up to date "
+                     f"in {kw['index']}")
+    if response.get("semantic_status") != "ready":
+        lines.append(f"Semantic index: not built: {response.get('semantic_reason')}")
+    elif response["projects"]:
+        totals = response["totals"]
+        rate = totals["chunks_embedded"] / totals["embed_seconds"] if totals["embed_seconds"] else 0.0
+        lines.append(f"Indexed {len(response['projects'])} project(s), {totals['sessions']:,} sessions with "
+                     f"{response['model_name']} into {response['index']}")
+        lines.append(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
+                     f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
+                     f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
+                     f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
+    for item in response.get("skipped_for_consent", []):
+        lines.append(f"Skipped {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
+    return "\n".join(lines)
+
+
+def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,
+                 rate: float = 0.0) -> str:
+    """One line, redrawn in place (``\\r``) while an index is built."""
+    width = 24
+    filled = int(width * done / total) if total else width
+    line = f"\r{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions"
+    if messages or chunks:
+        line += f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s"
+    return line + " "
+
+
+def format_consents(response: dict) -> str:
+    if not response["consents"]:
+        lines = ["No consents on record."]
+    else:
+        lines = [f"Consents on record in {response['file']}:"]
+        for c in response["consents"]:
+            p = c["project"]
+            lines.append(f"  {p.get('name') or p['id']} ({p['kind']} {p['id']}) -> {c['model']} at "
+                         f"{c['service']}; {c.get('granted_at', '?')}, {c.get('granted_by', '?')}")
+    lines += [f"  warning: {w}" for w in response["warnings"]]
+    lines.append(response["note"])
+    return "\n".join(lines)
+
+
+def format_message(response: dict) -> str:
+    return response["message"]
+
+
+def scrubbed(home: Path, text: str) -> str:
+    """``text`` without the configured remote embedder's key (or any long piece of it)."""
+    return envfile.scrub_configured(home, text)
+
+
+class Output:
+    """The one place the command line writes to stdout and stderr, so the key scrub cannot be
+    missed: the key is looked up once per command (it is read from ``.env`` or the
+    environment at request time, never kept on an object that could print it)."""
+
+    def __init__(self, home: Path):
+        self._key = envfile.configured_key(home)
+
+    def _write(self, stream, text: str) -> None:
+        stream.write(envfile.scrub_key(text, self._key))
+        stream.flush()
+
+    def print(self, text: str = "") -> None:
+        self._write(sys.stdout, text + "\n")
+
+    def json(self, response: dict) -> None:
+        self.print(json.dumps(response, ensure_ascii=False, indent=2))
+
+    def error(self, text: str) -> None:
+        self._write(sys.stderr, f"project-history-recall: {text}\n")
+
+    def progress(self, line: str | None) -> None:
+        """A progress line redrawn in place on stderr; None ends it."""
+        self._write(sys.stderr, "\n" if line is None else line)
+
+    def ask(self, question: str, prompt: str) -> str:
+        """A yes/no question on the terminal; the answer, lower case ("" at end of input)."""
+        self.print(question)
+        try:
+            return input(envfile.scrub_key(prompt, self._key)).strip().lower()
+        except EOFError:
+            return ""
+
+    @staticmethod
+    def style() -> Style:
+        return Style.for_stream(sys.stdout)

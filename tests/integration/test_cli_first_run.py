@@ -1,0 +1,200 @@
+"""The command line as a new user meets it: options anywhere, one-line usage errors, and
+hints that work when pasted into another shell, in another folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SRC
+from test_consent import pq, remote_settings  # noqa: F401  (the fixture)
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(SRC), NO_COLOR="1", **extra)
+    return env
+
+
+def _cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "project_history_recall.ui.cli", *args], env=env or _env(),
+                          cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+def _pasted(line: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    """A printed command run as a person pastes it: a new shell, another folder, a HOME whose
+    ~/.hermes does not exist, no HERMES_HOME and no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
+    env.update(HOME=str(home), NO_COLOR="1")
+    return subprocess.run(["bash", "-c", line], env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+def _small_world(world, work) -> Path:
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app, title="Fix websocket")
+    auto = work / "loose"
+    auto.mkdir()
+    subprocess.run(["git", "init", "-q", str(auto)], check=True)
+    world.session(("user", "a websocket note in a plain repository"), cwd=auto, title="Loose note")
+    return app
+
+
+def test_global_options_go_before_or_after_the_subcommand(world, work, tmp_path):
+    app = _small_world(world, work)
+    before = _cli("--home", str(world.home), "--json", "search", "websocket", "--dir", str(app), cwd=tmp_path)
+    after = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--json", cwd=tmp_path)
+    assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
+    assert json.loads(before.stdout)["results"] and json.loads(after.stdout)["results"]
+    assert json.loads(before.stdout)["results"][0]["link"] == json.loads(after.stdout)["results"][0]["link"]
+    both = _cli("search", "x", "--home", str(world.home), "--profile", "other", cwd=tmp_path)
+    assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1, both.stderr
+
+
+def test_limit_out_of_range_is_a_one_line_usage_error(world, work, tmp_path):
+    app = _small_world(world, work)
+    for bad in ("0", "-3", "51", "ten"):
+        done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", bad, cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", (bad, done)
+        assert len(done.stderr.strip().splitlines()) == 1 and "--limit" in done.stderr, done.stderr
+    for usage in (["bogus"], ["search"], ["status", "--nope"], ["consent", "grant", "--what"]):
+        done = _cli("--home", str(world.home), *usage, cwd=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (usage, done.stderr)
+    one = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", "1", "--json",
+               cwd=tmp_path)
+    assert len(json.loads(one.stdout)["results"]) == 1
+
+
+def test_keyword_mode_says_nothing_of_a_next_search(world, work, tmp_path):
+    app = _small_world(world, work)
+    done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--mode", "keyword",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Fix websocket" in done.stdout
+    assert "next search" not in done.stdout and "semantic:" not in done.stdout, done.stdout
+    assert "background" not in done.stdout
+
+
+def test_projects_labels_automatic_projects(world, work, tmp_path):
+    _small_world(world, work)
+    done = _cli("projects", "--home", str(world.home), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "(auto )" not in done.stdout and "()" not in done.stdout, done.stdout
+    loose = [line for line in done.stdout.splitlines() if "loose" in line]
+    assert loose and "(auto)" in loose[0] and str(work / "loose") in loose[0], done.stdout
+
+
+def test_consent_hint_keeps_the_home_and_works_when_pasted(pq, tmp_path):
+    home = pq["home"]
+    done = _cli("search", "pelican", "--dir", str(pq["p_dir"]), "--home", str(home), cwd=tmp_path,
+                env=_env(PHR_TEST_KEY="sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"))
+    hint = re.search(r"To agree, run: (.+)", done.stdout)
+    assert hint, done.stdout
+    assert "--home" in hint.group(1) and str(home) in hint.group(1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    granted = _pasted(hint.group(1) + " --yes", elsewhere, tmp_path / "fresh-user")
+    assert granted.returncode == 0, (hint.group(1), granted.stderr)
+    assert "Consent recorded" in granted.stdout
+    listed = _cli("consent", "list", "--json", "--home", str(home), cwd=tmp_path)
+    assert [c["project"]["id"] for c in json.loads(listed.stdout)["consents"]] == [pq["P"]]
+
+
+def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
+    import shutil
+
+    import yaml
+
+    cache, user = tmp_path / "cache", tmp_path / "new-user"
+    user.mkdir()
+    env = _env(HOME=str(user), XDG_CACHE_HOME=str(cache))
+    first = _cli("quickstart", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "built it just now" in first.stdout
+    root = cache / "project-history-recall" / "demo"
+    home = root / "home"
+    again = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
+    assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
+    # the printed search, pasted into a new shell elsewhere, finds what the demo showed
+    shown = [line[2:] for line in first.stdout.splitlines() if line.startswith("$ cd ")]
+    assert len(shown) == 4 and all(f"--home {home}" in line for line in shown), shown
+    pasted = _pasted(shown[0], tmp_path, user)
+    assert pasted.returncode == 0, (shown[0], pasted.stderr)
+    assert "Fix flaky websocket reconnect" in pasted.stdout
+    # Hermes loads the plugin there (enabled in the demo home's config.yaml)
+    config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    assert "project-history-recall" in config["plugins"]["enabled"]
+    shutil.copytree(SRC / "project_history_recall", home / "plugins" / "project-history-recall",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # a directory install, as `hermes plugins install`
+    hint = first.stdout.strip().splitlines()[-1].split("too: ", 1)[1]
+    hermes = _pasted(hint, tmp_path, user)
+    assert hermes.returncode == 0, (hint, hermes.stdout, hermes.stderr)
+    assert "Webshop" in hermes.stdout
+    # a broken demo home is built again, in the same place
+    (home / "state.db").unlink()
+    rebuilt = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    assert rebuilt.returncode == 0 and "built it just now" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
+    assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
+
+
+def test_recall_and_the_cli_print_the_same_cards(world, work, monkeypatch, capsys):
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import enable_plugin
+    from project_history_recall.ui import cli
+
+    app = _small_world(world, work)
+    me = world.session(cwd=app, title="current chat")
+    enable_plugin(world.home)
+    monkeypatch.setenv("HERMES_SESSION_ID", me)
+    slash = get_plugin_command_handler("recall")("websocket")
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert cli.main(["search", "websocket", "--dir", str(app), "--context", "1", "--home", str(world.home)]) == 0
+    printed = capsys.readouterr().out
+
+    def cards(text: str) -> list[str]:  # the results, after the header lines (the CLI's is one-shot)
+        return text[text.index("\n 1. "):].rstrip().splitlines()
+
+    assert "Fix websocket" in slash and cards(slash) == cards(printed), (slash, printed)
+
+
+def test_index_and_consent_are_library_calls_that_return_dicts(pq):
+    from project_history_recall import indexing
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.semantic import consent
+
+    home = pq["home"]
+    asked = []
+    refused = consent.grant_for_person(home, Caller(cwd=str(pq["p_dir"])), None,
+                                       lambda described: asked.append(described) or False)
+    assert refused["success"] and refused["recorded"] is False and asked[0]["project"]["name"] == "Pelican"
+    assert consent.listing(home)["consents"] == []
+    seen = []
+    done = indexing.run(home, Caller(), every=True, on_progress=lambda *event: seen.append(event[:2]),
+                        grant_command="recall-cli")
+    assert done["success"] and done["projects"] == []  # nothing sent: both projects wait for consent
+    assert sorted(s["project"]["name"] for s in done["skipped_for_consent"]) == ["Pelican", "Quokka"]
+    assert done["skipped_for_consent"][0]["how_to_record"].startswith("recall-cli consent grant --project ")
+    assert done["keyword"]["sessions_updated"] > 0 and ("keyword", "Pelican") in seen
+    granted = consent.grant_for_person(home, Caller(), "Quokka")
+    assert granted["recorded"] is True and consent.listing(home)["consents"][0]["project"]["name"] == "Quokka"
+    again = indexing.run(home, Caller(), project="Quokka")
+    assert again["projects"][0]["messages_embedded"] == 3 and "skipped_for_consent" not in again
+    assert again["keyword"]["sessions_updated"] == 0  # already brought up to date above
+    bad = indexing.run(home, Caller(), project="no-such-project")
+    assert bad["success"] is False and bad["error_code"] != "internal"
+
+
+def test_errors_and_progress_never_show_the_key(pq, tmp_path):
+    key = "sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"
+    (pq["home"] / ".env").write_text(f"PHR_TEST_KEY={key}\n", encoding="utf-8")
+    done = _cli("search", "pelican", "--project", f"x{key}", "--home", str(pq["home"]), cwd=tmp_path)
+    assert done.returncode == 2 and "[redacted]" in done.stderr, done.stderr
+    assert key[:8] not in done.stderr + done.stdout
