@@ -62,6 +62,15 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nREAL ~/.hermes WAS TOUCHED BY THE TESTS: {changed[:10]}", file=sys.stderr)
 
 
+def sizes(variable: str, full: int | float, quick: int | float) -> list:
+    """Two runs of a reliability test: ``quick`` in the everyday suite, and
+    ``full`` (the size the README's figures claim; ``$variable`` changes it)
+    under the ``slow`` marker, which CI selects with ``-m slow``."""
+    kind = type(full)
+    return [pytest.param(quick, id="quick"),
+            pytest.param(kind(os.environ.get(variable, full)), id="full", marks=pytest.mark.slow)]
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch):
     """An empty Hermes home for one test, active for Hermes and the plugin."""

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from conftest import sizes
 from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
 
-LOAD_SECONDS = float(os.environ.get("PHR_LOAD_SECONDS", "60"))
 SEARCHERS = 8
 WRITER = textwrap.dedent("""
     import json, sys, time
@@ -58,10 +58,11 @@ def loaded(world, work):
     return {"home": world.home, "app": app, "asker": asker}
 
 
-def test_eight_searchers_and_a_writer(loaded):
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(LOAD_SECONDS), str(loaded["app"])],
+@pytest.mark.parametrize("seconds", sizes("PHR_LOAD_SECONDS", full=60.0, quick=5.0))
+def test_eight_searchers_and_a_writer(loaded, seconds):
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(seconds), str(loaded["app"])],
                               env=dict(os.environ, HERMES_HOME=str(loaded["home"])), stdout=subprocess.PIPE, text=True)
-    stop = time.time() + LOAD_SECONDS
+    stop = time.time() + seconds
     results = {"searches": 0, "failed": []}
     lock = threading.Lock()
     queries = ["websocket", "超时", "ERR_CONNECTION_REFUSED", "load message", "ERR_LOAD_7", "reconnect fix"]
