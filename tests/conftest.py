@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REAL_HERMES = Path(os.path.expanduser("~")) / ".hermes"
+# pytest-xdist's workers start from this process's environment, after HOME
+# below points at the sandbox: the real home is handed down to them here.
+REAL_HERMES = Path(os.environ.setdefault("PHR_TESTS_REAL_HOME", os.path.expanduser("~"))) / ".hermes"
 _SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
 os.environ["HOME"] = str(_SANDBOX / "user-home")
 os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
