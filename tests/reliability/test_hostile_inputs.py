@@ -89,7 +89,7 @@ def _plugins_own_answer(raw: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("calls", sizes("PHR_FUZZ_CALLS", full=10_000, quick=1_000))
+@pytest.mark.parametrize("calls", sizes("PHR_FUZZ_CALLS", full=10_000, quick=300))
 def test_ten_thousand_hostile_tool_calls(fuzz_world, calls):
     import model_tools
 
@@ -123,7 +123,7 @@ def test_handlers_reject_non_dict_arguments_directly(fuzz_world):
             assert out["success"] is False
 
 
-@pytest.mark.parametrize("runs", sizes("PHR_FUZZ_CLI_RUNS", full=1000, quick=100))
+@pytest.mark.parametrize("runs", sizes("PHR_FUZZ_CLI_RUNS", full=1000, quick=50))
 def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch, runs):
     from project_history_recall.ui import cli
 

@@ -156,7 +156,7 @@ def _build(world: dict, home: Path) -> tuple[dict, list[dict], dict]:
 _loaded = {}
 
 
-@pytest.mark.parametrize("examples", sizes("PHR_PROPERTY_EXAMPLES", full=1000, quick=50))
+@pytest.mark.parametrize("examples", sizes("PHR_PROPERTY_EXAMPLES", full=1000, quick=25))
 def test_no_result_ever_leaves_the_callers_project(examples):
     run = given(world=world_st)(one_world)
     settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)(run)()
