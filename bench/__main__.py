@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh`` and ``semantic``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic`` and ``load``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -50,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
     sem.add_argument("--json", type=Path, help="also write the figures here")
+    load = sub.add_parser("load", help="search latency and Hermes's writer throughput while both run at once")
+    load.add_argument("--seconds", type=float, default=60)
+    load.add_argument("--searchers", type=int, default=8, help="threads searching at once")
+    load.add_argument("--rate", type=float, default=150, help="messages a second the writer aims for")
+    load.add_argument("--sessions", type=int, default=30, help="sessions in the project before the load starts")
+    load.add_argument("--json", type=Path, help="also write the figures here")
     serve = sub.add_parser("_serve")  # internal: the fresh process of `semantic`
     serve.add_argument("home", type=Path)
     serve.add_argument("caller")
@@ -60,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
         from . import semantic as mod
 
         print(json.dumps(mod.serve(args.home, args.caller, args.queries)))
+        return 0
+    if args.command == "load":
+        from . import load as mod
+
+        figures = mod.run(args.seconds, args.searchers, args.rate, args.sessions)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
     if args.command == "semantic":
         from . import semantic as mod

@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REAL_HERMES = Path(os.path.expanduser("~")) / ".hermes"
+# pytest-xdist's workers start from this process's environment, after HOME
+# below points at the sandbox: the real home is handed down to them here.
+REAL_HERMES = Path(os.environ.setdefault("PHR_TESTS_REAL_HOME", os.path.expanduser("~"))) / ".hermes"
 _SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
 os.environ["HOME"] = str(_SANDBOX / "user-home")
 os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
@@ -60,6 +62,15 @@ def pytest_sessionfinish(session, exitstatus):
         changed = sorted(set(after) ^ set(_REAL_BEFORE) | {k for k in after if after.get(k) != _REAL_BEFORE.get(k)})
         session.exitstatus = 1
         print(f"\nREAL ~/.hermes WAS TOUCHED BY THE TESTS: {changed[:10]}", file=sys.stderr)
+
+
+def sizes(variable: str, full: int | float, quick: int | float) -> list:
+    """Two runs of a reliability test: ``quick`` in the everyday suite, and
+    ``full`` (the size the README's figures claim; ``$variable`` changes it)
+    under the ``slow`` marker, which CI selects with ``-m slow``."""
+    kind = type(full)
+    return [pytest.param(quick, id="quick"),
+            pytest.param(kind(os.environ.get(variable, full)), id="full", marks=pytest.mark.slow)]
 
 
 @pytest.fixture

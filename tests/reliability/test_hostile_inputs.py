@@ -18,9 +18,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+from conftest import sizes
 from hermes_world import checkpoint, db_digest, enable_plugin, store_state, plugin_settings
-
-CALLS = int(os.environ.get("PHR_FUZZ_CALLS", "10000"))
 
 FRAGMENTS = [
     'NEAR(', 'NEAR(a b, 2)', '"', '""', "'", '*', '^', '-', '+', 'AND', 'OR', 'NOT', '(', ')', '{', '}', ':',
@@ -90,14 +89,15 @@ def _plugins_own_answer(raw: str) -> dict:
     return out
 
 
-def test_ten_thousand_hostile_tool_calls(fuzz_world):
+@pytest.mark.parametrize("calls", sizes("PHR_FUZZ_CALLS", full=10_000, quick=300))
+def test_ten_thousand_hostile_tool_calls(fuzz_world, calls):
     import model_tools
 
     home, asker = fuzz_world["home"], fuzz_world["asker"]
     before_db, before_store = db_digest(home / "state.db"), store_state(home)
     rng = random.Random(20261130)
     outcomes = {"ok": 0, "error": 0}
-    for n in range(CALLS):
+    for n in range(calls):
         tool, keys = ("project_session_move", MOVE_KEYS) if n % 5 == 0 else ("project_history_search", SEARCH_KEYS)
         args = hostile_args(rng, keys)
         kw = {"session_id": rng.choice([asker, None, "", hostile_text(rng)[:40]]),
@@ -107,8 +107,8 @@ def test_ten_thousand_hostile_tool_calls(fuzz_world):
         outcomes["ok" if out["success"] else "error"] += 1
         if tool == "project_session_move":
             assert not out.get("moved"), (args, out)
-    assert outcomes["ok"] + outcomes["error"] == CALLS
-    assert outcomes["ok"] > CALLS // 10 and outcomes["error"] > CALLS // 10  # both paths really exercised
+    assert outcomes["ok"] + outcomes["error"] == calls
+    assert outcomes["ok"] > calls // 10 and outcomes["error"] > calls // 10  # both paths really exercised
     assert db_digest(home / "state.db") == before_db
     assert store_state(home) == before_store
 
@@ -123,14 +123,15 @@ def test_handlers_reject_non_dict_arguments_directly(fuzz_world):
             assert out["success"] is False
 
 
-def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch):
+@pytest.mark.parametrize("runs", sizes("PHR_FUZZ_CLI_RUNS", full=1000, quick=50))
+def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch, runs):
     from project_history_recall.ui import cli
 
     monkeypatch.setenv("HERMES_HOME", str(fuzz_world["home"]))
     rng = random.Random(7)
     commands = [["search"], ["status"], ["projects"], ["move"], ["session"], ["search", "--json"],
                 ["search", "--project"], ["search", "--since"], ["search", "--limit"], []]
-    for _ in range(1000):
+    for _ in range(runs):
         argv = list(rng.choice(commands)) + [hostile_text(rng)[:2000] for _ in range(rng.randint(0, 3))]
         out, err = io.StringIO(), io.StringIO()
         with redirect_stdout(out), redirect_stderr(err):

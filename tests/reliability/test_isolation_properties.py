@@ -19,12 +19,13 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from conftest import sizes
 from hermes_world import call, enable_plugin, plugin_settings
 
-EXAMPLES = int(os.environ.get("PHR_PROPERTY_EXAMPLES", "1000"))
 SEMANTIC = os.environ.get("PHR_PROPERTY_SEMANTIC", "1") == "1"
 FOLDERS = ["app", "app2", "app_1%", "app_1%x", "app/sub", "app/sub/deep", "lib", "lib-x", "lib/app", "a%b_c"]
 # Real folders: Hermes only trusts a working folder that exists.
@@ -155,9 +156,13 @@ def _build(world: dict, home: Path) -> tuple[dict, list[dict], dict]:
 _loaded = {}
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(world=world_st)
-def test_no_result_ever_leaves_the_callers_project(world):
+@pytest.mark.parametrize("examples", sizes("PHR_PROPERTY_EXAMPLES", full=1000, quick=25))
+def test_no_result_ever_leaves_the_callers_project(examples):
+    run = given(world=world_st)(one_world)
+    settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None)(run)()
+
+
+def one_world(world):
     base = Path(tempfile.mkdtemp(prefix="phr-prop-"))
     home = base / "hermes"
     home.mkdir()

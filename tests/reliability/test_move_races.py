@@ -18,12 +18,12 @@ import textwrap
 import threading
 from pathlib import Path
 
-from conftest import SRC
+import pytest
+
+from conftest import SRC, sizes
 from hermes_world import PLUGIN_KEY, World, call, enable_plugin, session_rows, store_state
 
 MOVE = "project_session_move"
-HOMES = int(os.environ.get("PHR_RACE_HOMES", "24"))
-PROCESS_HOMES = int(os.environ.get("PHR_RACE_PROCESS_HOMES", "12"))
 
 
 def fresh_home(root: Path) -> dict:
@@ -65,9 +65,10 @@ def assert_serialised(case: dict, results: list[dict]) -> None:
     assert log == [(sid, first["project"]["id"]), (sid, last["project"]["id"])], log
 
 
-def test_two_threads_moving_one_session_on_the_first_move(tmp_path, monkeypatch):
+@pytest.mark.parametrize("homes", sizes("PHR_RACE_HOMES", full=24, quick=6))
+def test_two_threads_moving_one_session_on_the_first_move(tmp_path, monkeypatch, homes):
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # restored after the test; each home sets its own
-    for n in range(HOMES):
+    for n in range(homes):
         case = fresh_home(tmp_path / f"h{n}")
         gate = threading.Barrier(2)
         results: list[dict] = []
@@ -106,9 +107,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_two_processes_moving_one_session_on_the_first_move(tmp_path, monkeypatch):
+@pytest.mark.parametrize("homes", sizes("PHR_RACE_PROCESS_HOMES", full=12, quick=4))
+def test_two_processes_moving_one_session_on_the_first_move(tmp_path, monkeypatch, homes):
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
-    cases = [fresh_home(tmp_path / f"h{n}") for n in range(PROCESS_HOMES)]
+    cases = [fresh_home(tmp_path / f"h{n}") for n in range(homes)]
     sync = tmp_path / "sync"
     sync.mkdir()
     plan = json.dumps([[str(c["home"]), c["sid"]] for c in cases])
@@ -120,7 +122,7 @@ def test_two_processes_moving_one_session_on_the_first_move(tmp_path, monkeypatc
     for child, (_out, err) in zip(children, outputs):
         assert child.returncode == 0, err[-3000:]
     answers = [[json.loads(line) for line in out.splitlines() if line.startswith("{")] for out, _err in outputs]
-    assert [len(a) for a in answers] == [PROCESS_HOMES, PROCESS_HOMES]
+    assert [len(a) for a in answers] == [homes, homes]
     for case, beta, gamma in zip(cases, *answers):
         assert_serialised(case, [beta, gamma])
 

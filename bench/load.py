@@ -1,0 +1,151 @@
+"""Searches and Hermes's writer at the same time: how fast each goes.
+
+Builds a small Hermes home with Hermes's own ``SessionDB`` and
+``projects_db`` (one project, ``--sessions`` sessions), then for
+``--seconds`` runs ``--searchers`` threads calling the plugin's search
+handler with the shipped settings while a separate process appends messages
+through ``SessionDB`` at about ``--rate`` a second, as a busy Hermes session
+would. It reports the writer's throughput and per-message latency (does a
+search ever hold Hermes up?) and the searches' latency under that load.
+
+The reliability suite runs the same load and checks only that nothing
+fails; the figures belong here because they depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from . import common
+
+QUERIES = ("websocket", "超时", "ERR_CONNECTION_REFUSED", "load message", "ERR_LOAD_7", "reconnect fix")
+
+# A separate process, as Hermes is: the plugin's threads must not slow it
+# through the GIL, only through the database.
+WRITER = textwrap.dedent("""
+    import json, sys, time
+    from hermes_state import SessionDB
+    seconds, rate, folder = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    db = SessionDB()
+    sid = "20260901_777777_abcdef"
+    db.create_session(sid, "cli", cwd=folder)
+    latencies, errors, n = [], 0, 0
+    start = time.time()
+    while time.time() - start < seconds:
+        t = time.perf_counter()
+        try:
+            db.append_message(sid, "user", f"websocket load message {n} 超时 ERR_LOAD_{n % 50}")
+        except Exception:
+            errors += 1
+        latencies.append(time.perf_counter() - t)
+        n += 1
+        if n % 500 == 0:
+            db._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        time.sleep(max(0.0, start + n / rate - time.time()))
+    db.close()
+    print(json.dumps({"messages": n, "errors": errors, "latencies": latencies, "seconds": time.time() - start}))
+""")
+
+
+def _build(home: Path, app: Path, sessions: int) -> str:
+    """The project's history; the id of the session that searches it."""
+    from hermes_cli import projects_db
+    from hermes_state import SessionDB
+
+    with projects_db.connect_closing(home / "projects.db") as conn:
+        projects_db.create_project(conn, name="App", folders=[str(app)])
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        for n in range(sessions):
+            sid = f"20260901_{n:06d}_{n:06x}"
+            db.create_session(sid, "cli", cwd=str(app))
+            db.append_message(sid, "user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED")
+            db.append_message(sid, "assistant", f"超时 fix {n}")
+        asker = "20260901_999999_0f423f"
+        db.create_session(asker, "cli", cwd=str(app))
+    finally:
+        db.close()
+    return asker
+
+
+def _ms(values: list[float]) -> dict:
+    ms = [v * 1000 for v in values]
+    return {"p50_ms": common.percentile(ms, 50), "p95_ms": common.percentile(ms, 95),
+            "max_ms": max(ms) if ms else float("nan")}
+
+
+def run(seconds: float, searchers: int, rate: float, sessions: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="phr-bench-load-", ignore_cleanup_errors=True) as root:
+        return _measure(Path(root), seconds, searchers, rate, sessions)
+
+
+def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: int) -> dict:
+    home, app = root / "home", root / "work" / "app"
+    home.mkdir(parents=True)
+    app.mkdir(parents=True)
+    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
+    info = common.machine()
+    common.print_machine(info)
+    asker = _build(home, app, sessions)
+    print(f"data: {sessions} sessions of one project; {searchers} searching threads and one writer "
+          f"process at up to {rate:g} messages/s for {seconds:g} s; the plugin's shipped settings")
+
+    from project_history_recall.ui import tools
+
+    warm = json.loads(tools.handle_search({"query": "warm up"}, session_id=asker))
+    if not warm.get("success"):
+        raise RuntimeError(f"search failed: {warm}")
+
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(seconds), str(rate), str(app)],
+                              env=dict(os.environ, HERMES_HOME=str(home)), stdout=subprocess.PIPE, text=True)
+    stop = time.time() + seconds
+    took: list[float] = []
+    failed: list[dict] = []
+    lock = threading.Lock()
+
+    def searcher(k: int) -> None:
+        n = 0
+        while time.time() < stop:
+            t = time.perf_counter()
+            res = json.loads(tools.handle_search({"query": QUERIES[(k + n) % len(QUERIES)], "context": 1},
+                                                 session_id=asker))
+            with lock:
+                took.append(time.perf_counter() - t)
+                if not res.get("success"):
+                    failed.append(res)
+            n += 1
+
+    threads = [threading.Thread(target=searcher, args=(k,)) for k in range(searchers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out, _ = writer.communicate(timeout=seconds + 120)
+    if writer.returncode != 0:
+        raise RuntimeError(f"the writer failed (exit {writer.returncode})")
+    report = json.loads(out.strip().splitlines()[-1])
+
+    figures = {
+        "machine": info,
+        "load": {"seconds": seconds, "searchers": searchers, "target_rate": rate, "sessions": sessions},
+        "writer": {"messages": report["messages"], "errors": report["errors"],
+                   "messages_per_s": report["messages"] / report["seconds"], **_ms(report["latencies"])},
+        "search": {"searches": len(took), "failed": len(failed), "per_s": len(took) / seconds, **_ms(took)},
+    }
+    w, s = figures["writer"], figures["search"]
+    print()
+    print(common.table(
+        ["who", "done", "per second", "failed", "p50 ms", "p95 ms", "max ms"],
+        [["Hermes writer (append_message)", w["messages"], w["messages_per_s"], w["errors"],
+          w["p50_ms"], w["p95_ms"], w["max_ms"]],
+         [f"plugin search ({searchers} threads)", s["searches"], s["per_s"], s["failed"],
+          s["p50_ms"], s["p95_ms"], s["max_ms"]]]))
+    return figures
