@@ -126,7 +126,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
                       "background; semantic results come from the indexed part")
     if not wait or limit <= 0:
         return out
-    states = store.states(embedder.fingerprint, members)
+    states = summary["states"]
     matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
     try:
         q = embedder.embed_query(query)
