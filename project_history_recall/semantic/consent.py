@@ -37,7 +37,7 @@ The token appears only in the tool response that asks (the CLI and /recall
 show the command a person runs instead), is masked wherever a search shows
 it from the history, and is never logged.
 
-Deliberately not built (SPEC §8): a revocation protocol. Deleting a record
+Deliberately not built: a revocation protocol. Deleting a record
 from config.yaml by hand takes effect on the next embedding call (the gate
 re-reads the file when it changes), but nothing is deleted remotely.
 """

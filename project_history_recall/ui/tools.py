@@ -4,7 +4,8 @@ Handlers follow Hermes's contract: ``handler(args, **kw) -> str`` (JSON),
 never raising. The toolset is ``project_history`` rather than Hermes's
 ``project``: registering into ``project`` makes it a plugin toolset that
 Hermes switches on for every platform, dragging core's
-``project_list/create/switch`` along (host doc §6).
+``project_list/create/switch`` along (hermes-agent 0.19.0, toolset resolution
+in ``toolsets.py``).
 """
 
 from __future__ import annotations
