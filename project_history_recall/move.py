@@ -32,9 +32,8 @@ and Hermes's sidebar would keep grouping the session by that stale root.
 When the new folder is a repository its real root and branch are written, as
 Hermes's own GUI move does; when it is not and the old root lies elsewhere,
 the folder itself is written as the root (a workaround; the field is read
-only by the sidebar's grouping). Hermes
-releases whose ``update_session_cwd`` takes ``replace_git_meta`` get the real
-values, empty ones clearing the fields.
+only by the sidebar's grouping). Hermes releases whose ``update_session_cwd``
+takes ``replace_git_meta`` get the real values, empty ones clearing the fields.
 """
 
 from __future__ import annotations

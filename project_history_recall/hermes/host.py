@@ -47,7 +47,7 @@ def _agent_cwd() -> str | None:
 
 
 def caller_from_dispatch(kw: dict) -> Caller:
-    """The calling session as Hermes's dispatch describes it .
+    """The calling session as Hermes's dispatch describes it.
 
     ``session_id`` is the agent's session (in a subagent: the child);
     ``task_id`` is the durable id in the TUI; the session env is the CLI's

@@ -82,6 +82,8 @@ class _AttributionMap:
 
 _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
+
+
 def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -> AttributionContext:
     homes, hermes_homes = paths.junk_roots(home)
     return AttributionContext(
