@@ -57,7 +57,9 @@ class OpenAISettings:
 @dataclass(frozen=True)
 class Settings:
     semantic: bool = True  # semantic (and so hybrid) search on or off
-    embedder: str = "local"  # local: the embedded offline model; openai: an OpenAI-compatible endpoint
+    # local: the embedded offline model (USE); e5-small: multilingual-e5-small, offline, an optional
+    # extra (slower to index, better by meaning); openai: an OpenAI-compatible endpoint
+    embedder: str = "local"
     openai: OpenAISettings = field(default_factory=OpenAISettings)
     batch_size: int = 32  # texts per embedding call
     chunk_chars: int = 800  # long messages are split into chunks of about this size
@@ -90,7 +92,7 @@ class Settings:
 _META = {"home", "origins", "sources", "warnings"}
 DEFAULTS: dict[str, Any] = Settings().values()
 
-_CHOICES = {"embedder": ("local", "openai"), "fusion": ("blend", "rrf")}
+_CHOICES = {"embedder": ("local", "e5-small", "openai"), "fusion": ("blend", "rrf")}
 _RANGES = {
     "batch_size": (1, 2048),
     "chunk_chars": (100, 20000),

@@ -144,7 +144,7 @@ def configured_key(home: Path) -> str | None:
         settings = config.load(home)
     except Exception:  # reading settings must never break output
         return None
-    if settings.embedder == "local":
+    if settings.embedder != "openai":
         return None
     return lookup(home, settings.openai.api_key_env)[0]
 
