@@ -110,15 +110,16 @@ class Home:
         with self.lock:
             return list(self._indexers.values())
 
-    def matrix(self, vectors, fingerprint: str, scope_key: tuple, dimension: int):
-        """A scope's vectors in memory (the last MAX_MATRICES scopes asked for)."""
+    def matrix(self, vectors, fingerprint: str, scope_key: tuple, dimension: int, context_weight: float = 1.0):
+        """A scope's vectors in memory (the last MAX_MATRICES scopes asked for), scored with
+        ``context_weight`` (the model's, and the fingerprint names the model)."""
         from .semantic.matrix import ScopeMatrix
 
-        key = (id(vectors), fingerprint, scope_key)
+        key = (id(vectors), fingerprint, scope_key, context_weight)
         with self.lock:
             found = self._matrices.get(key)
             if found is None:
-                found = self._matrices[key] = ScopeMatrix(dimension)
+                found = self._matrices[key] = ScopeMatrix(dimension, context_weight)
             self._matrices.move_to_end(key)
             while len(self._matrices) > MAX_MATRICES:
                 self._matrices.popitem(last=False)

@@ -127,7 +127,8 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
+    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension,
+                                  embedder.context_weight)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
