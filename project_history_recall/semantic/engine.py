@@ -142,6 +142,11 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     return out
 
 
+def measured_rate(home: Path, fingerprint: str | None) -> float | None:
+    """Chunks a second this process's indexer of that model has been embedding, if it has."""
+    return next((w.chunks_per_second for w in Home.of(home).indexers() if w.fp == fingerprint), None)
+
+
 def report(home: Path, settings, conn, scope: Scope) -> Outcome:
     """The scope's semantic status without indexing or searching (``status`` command)."""
     out = prepare(home, settings, wait=None)
@@ -157,10 +162,15 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
     # A remote model not asked yet in this process: its vectors from earlier runs, if any.
     fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
     states = out.store.states(fp, members)
-    pending = len(indexer.plan(conn, states, members))
+    work = indexer.plan(conn, states, members)
+    pending = len(work)
     indexed = sum(1 for st in states.values() if st.chunks > 0)
     out.index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}
     if pending:
+        # A first index of a big project takes minutes with a slow model: say how many up front.
+        out.index.update(indexer.estimate(indexer.pending_chunks(conn, work, settings.chunk_chars,
+                                                                 settings.chunk_overlap),
+                                          out.embedder, measured_rate(home, fp)))
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command")

@@ -259,6 +259,9 @@ def _search_here(run: _Run, query: str) -> int:
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
 
 
+LONG_INDEX_S = 30
+
+
 def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
     """``indexing.run`` with a progress bar on a terminal."""
     show = not run.args.json and sys.stderr.isatty()
@@ -270,8 +273,14 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
                                              p.chunks if p else 0, rate))
         drawn.append(True)
 
+    def estimate(e: dict) -> None:
+        # Worth a line only before a wait a person would wonder about (a first index with e5).
+        if not run.args.json and (e.get("estimated_seconds") or 0) >= LONG_INDEX_S:
+            run.out.progress(f"Indexing {render.estimate_text(e)}; Ctrl-C stops, the next run resumes.\n")
+
     response = indexing.run(run.home, caller, project=project, every=every,
-                            on_progress=progress if show else None, grant_command=run.command)
+                            on_progress=progress if show else None, grant_command=run.command,
+                            on_estimate=estimate)
     if drawn:
         run.out.progress(None)
     return response
