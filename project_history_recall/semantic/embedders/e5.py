@@ -101,10 +101,6 @@ class MultilingualE5Small(EmbeddedModel):
             raise EmbedderUnavailable(f"multilingual-e5-small cannot run here: {problem}; "
                                       "use 'embedder: local' (the default)")
 
-    @staticmethod
-    def default_threads() -> int:
-        return 1
-
     def _load(self, lib, threads: int) -> None:
         # E5(num_threads=N) would set OMP_NUM_THREADS for the whole process, and
         # every program Hermes starts afterwards would inherit it. The engine's

@@ -12,7 +12,6 @@ probe that loads the weights up front, and unit-length float32 rows.
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 from .. import chunking
@@ -34,6 +33,10 @@ class EmbeddedModel:
     # Chunks a second on one core of a busy 2-core machine, short chat chunks
     # (`python -m bench firstrun`): what an estimate uses before this process has measured.
     reference_chunks_per_second: float
+    # One thread: on a machine busy with other work, a second one mostly spins waiting for
+    # a core. USE with 2 BLAS threads embedded 10 chunks/s where 1 thread did 82 (2-core
+    # machine at load ~20, `python -m bench firstrun --threads 1,2`).
+    threads = 1
 
     def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
         from importlib import import_module
@@ -56,7 +59,7 @@ class EmbeddedModel:
         self.fingerprint = (f"{self.provider}/{self.model}/{self.package}-{self.version}/"
                             f"d{self.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
         try:
-            self._load(lib, threads or self.default_threads())
+            self._load(lib, threads or self.threads)
             # Load weights and tokenizer now (some load lazily) so two threads
             # never race to build them, and a broken install fails here.
             probe = self._encode(["probe"], query=False)
@@ -74,10 +77,6 @@ class EmbeddedModel:
     @classmethod
     def check_machine(cls) -> None:
         """Raise ``EmbedderUnavailable`` when the model cannot run on this machine."""
-
-    @staticmethod
-    def default_threads() -> int:
-        raise NotImplementedError
 
     def _load(self, lib, threads: int) -> None:
         raise NotImplementedError
@@ -111,11 +110,9 @@ class UniversalSentenceEncoder(EmbeddedModel):
     context_weight = 1.0
     reference_chunks_per_second = 200.0
 
-    @staticmethod
-    def default_threads() -> int:
-        return min(4, os.cpu_count() or 1)
-
     def _load(self, lib, threads: int) -> None:
+        # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's
+        # "fast" extra, a dependency of the plugin); without it the cap does nothing.
         self._use = lib.USE(threads=threads)
 
     def _encode(self, texts: list[str], query: bool):
