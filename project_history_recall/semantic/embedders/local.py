@@ -30,12 +30,15 @@ class EmbeddedModel:
     # The chunk score is the cosine with (chunk + w x its neighbours' sum): short chat
     # turns ("Yes, last week!") mean little alone. How much that helps depends on the model.
     context_weight: float
-    # Chunks a second on one core of a busy 2-core machine, short chat chunks
-    # (`python -m bench firstrun`): what an estimate uses before this process has measured.
+    # Chunks a second on one free core (chunks per CPU-second, one thread, ~185-character chat
+    # messages, `python -m bench firstrun`): what an estimate uses before this process has
+    # measured its own rate. A busy machine is slower.
     reference_chunks_per_second: float
     # One thread: on a machine busy with other work, a second one mostly spins waiting for
-    # a core. USE with 2 BLAS threads embedded 10 chunks/s where 1 thread did 82 (2-core
-    # machine at load ~20, `python -m bench firstrun --threads 1,2`).
+    # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
+    # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
+    # chunk; e5 with two OpenMP threads had used 122 CPU-s after 582 s, unfinished, on what
+    # one thread did in 355 s and 68 CPU-s. It also leaves Hermes a core while indexing.
     threads = 1
 
     def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
@@ -108,7 +111,7 @@ class UniversalSentenceEncoder(EmbeddedModel):
     # On LoCoMo (semantic only, session hit@1) the neighbours lift USE from 0.33 to 0.42
     # in English and from 0.28 to 0.41 in Chinese, at no extra embedding cost.
     context_weight = 1.0
-    reference_chunks_per_second = 200.0
+    reference_chunks_per_second = 396.0
 
     def _load(self, lib, threads: int) -> None:
         # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's
