@@ -42,7 +42,7 @@ from pathlib import Path
 from . import common
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-RAW_SAMPLE = 500  # chunks the raw embedder is timed on, before and after indexing
+RAW_SAMPLE = 200  # chunks the raw embedder is timed on, before and after indexing
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
 
