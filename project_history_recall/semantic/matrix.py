@@ -180,11 +180,13 @@ class ScopeMatrix:
 
     # -- searching ----------------------------------------------------------------------
     def search(self, q, allowed: set[str], since: float | None, until: float | None,
-               limit: int, candidates: set[int] | None = None) -> tuple[list[SemanticHit], dict[int, float]]:
+               limit: int, candidates: set[int] | None = None,
+               baseline: float = 0.0) -> tuple[list[SemanticHit], dict[int, float]]:
         """(the ``limit`` best messages, the similarity of each message in ``candidates``).
 
         A message's similarity is its best chunk's, each chunk scored with its
-        neighbours; only rows of ``allowed`` sessions in the time range count."""
+        neighbours; only rows of ``allowed`` sessions in the time range count.
+        ``baseline``: the model's ``cosine_baseline``, the similarity mapped to 0."""
         import numpy as np
 
         n = self.n
@@ -194,6 +196,10 @@ class ScopeMatrix:
         sims = np.append(self.vecs[:n] @ q, np.float32(0.0))
         ctx = sims[:n] + self.w * (sims[self.prev[:n]] + sims[self.next[:n]])
         ctx /= self.norm[:n]
+        if baseline:
+            # A model whose cosines crowd near 1 is put on the scale the floors below and
+            # the hybrid blend were set for.
+            ctx = (ctx - baseline) / (1.0 - baseline)
         ok_session = np.zeros(len(self.sessions) + 1, dtype=bool)
         for sid in allowed:
             idx = self.session_index.get(sid)

@@ -150,3 +150,27 @@ def test_estimate_is_shown_to_a_person():
         == "~7,400 chunks to embed, about 9 min at ~13 chunks/s"
     assert render.estimate_text({"chunks_pending": 5, "chunks_per_second": None, "estimated_seconds": None}) \
         == "~5 chunks to embed"
+
+
+# -- scores on a common scale ---------------------------------------------------------------------------
+def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale():
+    from project_history_recall.semantic import matrix
+
+    q = np.eye(8, dtype=np.float32)[0]
+    # e5-like: every text is close to every other; one message is closer than the rest.
+    raw = [0.95, 0.86, 0.84, 0.83]
+    rows = []
+    for n, c in enumerate(raw):
+        v = np.zeros(8, np.float32)
+        v[0], v[n + 1] = c, np.sqrt(1 - c * c)
+        rows.append((n + 1, f"s{n}", 100 + n, float(n), v.astype(np.float16).tobytes()))
+    plain, crowded = matrix.ScopeMatrix(8), matrix.ScopeMatrix(8)
+    plain._append(rows, {})
+    crowded._append(rows, {})
+    everything = {"s0", "s1", "s2", "s3"}
+    unmapped, _ = plain.search(q, everything, None, None, 10)
+    assert len(unmapped) == 4  # nothing is under 0.6 x the best, so nothing is dropped
+    mapped, sims = crowded.search(q, everything, None, None, 10, candidates={103}, baseline=0.8)
+    assert [h.message_id for h in mapped] == [100]  # the rest are far below the best on this scale
+    assert abs(mapped[0].score - (0.95 - 0.8) / 0.2) < 1e-2 and abs(sims[103] - (0.83 - 0.8) / 0.2) < 1e-2
+    assert embedders.OFFLINE["local"].cosine_baseline == 0.0 < embedders.OFFLINE["e5-small"].cosine_baseline

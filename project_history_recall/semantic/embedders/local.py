@@ -34,6 +34,9 @@ class EmbeddedModel:
     # messages, `python -m bench firstrun`): what an estimate uses before this process has
     # measured its own rate. A busy machine is slower.
     reference_chunks_per_second: float
+    # The cosine unrelated texts have, which scores map to 0 (matrix.py): the similarity
+    # floors and the hybrid blend weight were set on USE, whose unrelated texts score near 0.
+    cosine_baseline = 0.0
     # One thread: on a machine busy with other work, a second one mostly spins waiting for
     # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
     # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
