@@ -37,10 +37,8 @@ class Style:
         return f"{self.screen.sgr(code)}{text}{self.screen.sgr('0')}" if self.screen else text
 
     def mark(self, text: str) -> str:
-        if self.screen:
-            return text.replace(results.MARK_OPEN, self.screen.sgr("1;33")).replace(results.MARK_CLOSE,
-                                                                                     self.screen.sgr("0"))
-        return text.replace(results.MARK_OPEN, "«").replace(results.MARK_CLOSE, "»")
+        on, off = (self.screen.sgr("1;33"), self.screen.sgr("0")) if self.screen else ("«", "»")
+        return text.replace(results.MARK_OPEN, on).replace(results.MARK_CLOSE, off)
 
     def dim(self, text: str) -> str:
         return self._sgr("2", text)
