@@ -58,9 +58,9 @@ _VENDOR_SHAPES = (
     r"fpk_[A-Za-z0-9]{30,}",
 )
 # Shapes Hermes leaves alone, written after gitleaks' rules of the same name (github.com/gitleaks/
-# gitleaks, cmd/generate/config/rules/*.go): a maintained set, but in Go and its TOML config, which
-# no package ships for Python; detect-secrets (PyPI) covers fewer of these shapes, and only through
-# its scanner plugins' private attributes.
+# gitleaks, cmd/generate/config/rules/*.go): a maintained set, but Go source and TOML that no Python
+# package ships. detect-secrets (PyPI) has detectors for most of them, but no release since 1.5.0
+# (May 2024), none for curl -u or session tokens, and its patterns come as parts of a file scanner.
 # aws-access-token: the prefixes of temporary (STS) and other AWS access key ids besides AKIA.
 # gitlab-pat, -ptt, -deploy-token, -runner-authentication-token, -cicd-job-token, -feed-token,
 # -incoming-mail-token, -kubernetes-agent-token, -oauth-app-secret, -scim-token, -feature-flag-token.
