@@ -102,10 +102,12 @@ _AWS_NAMED = re.compile(r"((?:aws_?)?(?:secret_?access_?key|session_?token|secur
 _SLACK_WEBHOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9+/]{43,}")
 # An Azure storage (or Service Bus) connection string's key (detect-secrets' AzureStorageKeyDetector).
 _AZURE_KEY = re.compile(r"((?:AccountKey|SharedAccessKey)=)[A-Za-z0-9+/=]{20,}", re.IGNORECASE)
-# gitleaks' curl-auth-user: the password of curl -u/--user user:password, on the command's line or a
-# continuation line; a variable ($PASS, ${P}) or a <placeholder> is left alone.
-_CURL_USER = re.compile(r"(\bcurl\b(?:[^\n]|\\\n)*?\s(?:-u|--user)(?:=|[ \t]{0,5})['\"]?[^\s:'\"]*:)"
-                        r"(?![$<\[{])[^\s'\"]{3,}")
+# gitleaks' curl-auth-user: the password of -u/--user user:password in a curl command (_curl_mask
+# looks back for "curl": a pattern that starts at every "curl" and scans on for the flag costs a
+# pass over the line per "curl"). A variable ($PASS, ${P}) or a <placeholder> is left alone.
+_CURL_USER = re.compile(r"(\s(?:-u|--user)(?:=|[ \t]{0,5})['\"]?[^\s:'\"]*:)(?![$<\[{])[^\s'\"]{3,}")
+_CURL = re.compile(r"\bcurl\b")
+_CURL_REACH = 1000  # how far back a command's "curl" may be, its continuation lines included
 _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH")
 # The value of NAME=value, where an upper-case NAME says it is a secret (_assignment_mask looks back
 # for the name: a pattern that starts at every name would cost a regex pass per character). Values
@@ -128,6 +130,19 @@ def _assignment_mask(match: re.Match) -> str:
     if start and (text[start - 1].isalnum() or text[start - 1] == "_") or not _SECRET_NAME.search(text[start:end]):
         return match.group(0)
     return match.group(0)[: match.end(1) - match.start()] + MASK
+
+
+def _curl_mask(match: re.Match) -> str:
+    text, end = match.string, match.start()
+    floor = max(0, end - _CURL_REACH)
+    start = text.rfind("\n", floor, end)
+    while start > floor and text[start - 1] == "\\":  # a continuation line: its command began above
+        start = text.rfind("\n", floor, start - 1)
+    start = max(start, floor)
+    # find() first: most flags have no "curl" before them, and it skips ahead far faster than \\b.
+    if text.find("curl", start, end) < 0 or not _CURL.search(text, start, end):
+        return match.group(0)
+    return match.group(1) + MASK
 
 
 def _vendor_mask(match: re.Match) -> str:
@@ -153,7 +168,7 @@ _RULES = (
     (_AWS_NAMED, lambda m: m.group(1) + MASK, ("accesskey", "access_key", "token")),
     (_SLACK_WEBHOOK, lambda m: m.group(1) + MASK, ("hooks.slack.com/",)),
     (_AZURE_KEY, lambda m: m.group(1) + MASK, ("accountkey=", "sharedaccesskey=")),
-    (_CURL_USER, lambda m: m.group(1) + MASK, ("curl",)),
+    (_CURL_USER, _curl_mask, ("curl",)),
 )
 # Whether each rule's words are looked up in the lower-cased message (read once: flag arithmetic
 # on re's enum costs more than the lookups).
