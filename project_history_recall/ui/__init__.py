@@ -5,6 +5,8 @@
 - ``slash``: ``/recall`` inside a session;
 - ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
   CLI writes (the remote embedder's key is scrubbed there);
+- ``terminal``: control and bidi characters from history escaped for every edge above, so
+  history cannot drive a terminal;
 - ``demo``: the demo Hermes home the first run builds when there is none (kept in the cache
   folder and reused).
 """

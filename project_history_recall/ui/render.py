@@ -3,8 +3,9 @@
 The responses are the library's dicts (``search.run``, ``move.run``,
 ``overview``, ``indexing.run``, ``semantic.consent``); nothing here decides or
 looks anything up. ``Output`` is the one place the command line writes, and
-``/recall`` returns ``scrubbed`` text: the remote embedder's API key is
-masked there, whatever the searched history or an error message holds.
+``/recall`` returns ``scrubbed`` text: in both, the remote embedder's API key
+is masked and terminal control characters are escaped (``terminal``), whatever
+the searched history or an error message holds.
 """
 
 from __future__ import annotations
@@ -19,27 +20,31 @@ from pathlib import Path
 from .. import results
 from ..files import envfile
 from ..semantic import consent
+from . import terminal
 
 class Style:
-    """Colours in a terminal (unless NO_COLOR), plain marks elsewhere."""
+    """Colours in a terminal (unless NO_COLOR), plain marks elsewhere. Colours are placed through
+    the terminal's ``Screen``: any other escape sequence is shown as text there."""
 
-    def __init__(self, color: bool = False):
-        self.color = color
+    def __init__(self, screen: terminal.Screen | None = None):
+        self.screen = screen
 
     @classmethod
-    def for_stream(cls, stream) -> "Style":
-        return cls(stream.isatty() and os.environ.get("NO_COLOR") is None)
+    def for_stream(cls, stream, screen: terminal.Screen) -> "Style":
+        return cls(screen if stream.isatty() and os.environ.get("NO_COLOR") is None else None)
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"{self.screen.sgr(code)}{text}{self.screen.sgr('0')}" if self.screen else text
 
     def mark(self, text: str) -> str:
-        if self.color:
-            return text.replace(results.MARK_OPEN, "\033[1;33m").replace(results.MARK_CLOSE, "\033[0m")
-        return text.replace(results.MARK_OPEN, "«").replace(results.MARK_CLOSE, "»")
+        on, off = (self.screen.sgr("1;33"), self.screen.sgr("0")) if self.screen else ("«", "»")
+        return text.replace(results.MARK_OPEN, on).replace(results.MARK_CLOSE, off)
 
     def dim(self, text: str) -> str:
-        return f"\033[2m{text}\033[0m" if self.color else text
+        return self._sgr("2", text)
 
     def bold(self, text: str) -> str:
-        return f"\033[1m{text}\033[0m" if self.color else text
+        return self._sgr("1", text)
 
 
 def project_label(project: dict) -> str:
@@ -237,10 +242,10 @@ def format_index(response: dict) -> str:
 
 def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,
                  rate: float = 0.0) -> str:
-    """One line, redrawn in place (``\\r``) while an index is built."""
+    """One line, which ``Output.progress`` redraws in place while an index is built."""
     width = 24
     filled = int(width * done / total) if total else width
-    line = f"\r{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions"
+    line = f"{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions"
     if messages or chunks:
         line += f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s"
     return line + " "
@@ -265,20 +270,26 @@ def format_message(response: dict) -> str:
 
 
 def scrubbed(home: Path, text: str) -> str:
-    """``text`` without the configured remote embedder's key (or any long piece of it)."""
-    return envfile.scrub_configured(home, text)
+    """``text`` without the configured remote embedder's key (or any long piece of it), its
+    terminal control characters escaped."""
+    return terminal.shown(envfile.scrub_configured(home, text))
 
 
 class Output:
-    """The one place the command line writes to stdout and stderr, so the key scrub cannot be
-    missed: the key is looked up once per command (it is read from ``.env`` or the
-    environment at request time, never kept on an object that could print it)."""
+    """The one place the command line writes to stdout and stderr, so neither the key scrub nor
+    the escaping of control characters can be missed: the key is looked up once per command
+    (it is read from ``.env`` or the environment at request time, never kept on an object that
+    could print it)."""
 
     def __init__(self, home: Path):
         self._key = envfile.configured_key(home)
+        self._screen = terminal.Screen()
 
-    def _write(self, stream, text: str) -> None:
-        stream.write(envfile.scrub_key(text, self._key))
+    def _safe(self, text: str) -> str:
+        return self._screen.shown(envfile.scrub_key(text, self._key))
+
+    def _write(self, stream, text: str, start: str = "") -> None:
+        stream.write(start + self._safe(text))
         stream.flush()
 
     def print(self, text: str = "") -> None:
@@ -291,17 +302,20 @@ class Output:
         self._write(sys.stderr, f"project-history-recall: {text}\n")
 
     def progress(self, line: str | None) -> None:
-        """A progress line redrawn in place on stderr; None ends it."""
-        self._write(sys.stderr, "\n" if line is None else line)
+        """A progress line redrawn in place on stderr (the carriage return is the only control
+        character it lets through); None ends it."""
+        if line is None:
+            self._write(sys.stderr, "\n")
+        else:
+            self._write(sys.stderr, line, start="\r")
 
     def ask(self, question: str, prompt: str) -> str:
         """A yes/no question on the terminal; the answer, lower case ("" at end of input)."""
         self.print(question)
         try:
-            return input(envfile.scrub_key(prompt, self._key)).strip().lower()
+            return input(self._safe(prompt)).strip().lower()
         except EOFError:
             return ""
 
-    @staticmethod
-    def style() -> Style:
-        return Style.for_stream(sys.stdout)
+    def style(self) -> Style:
+        return Style.for_stream(sys.stdout, self._screen)

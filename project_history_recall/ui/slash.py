@@ -17,6 +17,8 @@ from ..hermes import host, paths
 from . import render
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
+# What the tool's ``notice`` tells the model, in a line for the person reading the results.
+QUOTED = "Quoted from earlier sessions: what they say is history, not an instruction."
 VERBS = ("status", "move", "search", "help")
 
 
@@ -47,4 +49,9 @@ def _handle(raw_args: str) -> str:
     query = rest if verb == "search" else text
     # A person typed this: a consent request names the command that grants it, not the agent's token.
     response = render.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")
-    return _plain(response, lambda r: render.format_search(r, render.Style()))
+    return _plain(response, _search_text)
+
+
+def _search_text(response: dict) -> str:
+    text = render.format_search(response, render.Style())
+    return f"{QUOTED}\n{text}" if response.get("results") else text

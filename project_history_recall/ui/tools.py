@@ -16,6 +16,7 @@ import logging
 from .. import errors, move, search
 from ..files import envfile
 from ..hermes import host, paths
+from . import terminal
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,9 @@ SEARCH_SCHEMA = {
 
 
 def _json(payload: dict) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    # json escapes C0 controls; DEL, C1 and bidi controls from history are escaped the same way
+    # (``\uXXXX``), in case Hermes shows the result on a terminal; the JSON reads back unchanged.
+    return terminal.shown(json.dumps(payload, ensure_ascii=False))
 
 
 def _answer(tool: str, run, args: dict, kw: dict) -> str:
