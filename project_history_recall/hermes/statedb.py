@@ -113,23 +113,32 @@ def decode_content(raw: object) -> str:
         return raw
     try:
         value = json.loads(raw[len(JSON_CONTENT_PREFIX):])
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
+        # Nested deeper than the JSON parser goes (thousands of levels): its words are still in the raw text.
         return raw[len(JSON_CONTENT_PREFIX):]
     return _flatten(value)
 
 
 def _flatten(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return " ".join(p for p in (_flatten(v) for v in value) if p)
-    if isinstance(value, dict):
-        if isinstance(value.get("text"), str):
-            return value["text"]
-        if value.get("type") in ("image_url", "image", "input_image"):
-            return "[image]"
-        return " ".join(p for p in (_flatten(v) for v in value.values()) if p)
-    return ""
+    """The text parts of list/dict content, in order. A loop, not recursion: Hermes stores content
+    nested a few hundred levels deep as readily as flat, and a recursive walk overflows the stack."""
+    parts: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item:
+                parts.append(item)
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            if isinstance(item.get("text"), str):
+                stack.append(item["text"])
+            elif item.get("type") in ("image_url", "image", "input_image"):
+                parts.append("[image]")
+            else:
+                stack.extend(reversed(list(item.values())))
+    return " ".join(parts)
 
 
 _local = threading.local()
