@@ -8,7 +8,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 
-from .hermes.statedb import Shape, decode_content
+from .hermes.statedb import Shape, decode_content, seconds_sql
 from .keyword.querytext import ParsedQuery, is_cjk
 
 SNIPPET_CHARS = 240
@@ -78,12 +78,14 @@ def _message(row: sqlite3.Row) -> MessageRow:
                       row["timestamp"] or 0.0, row["tool_name"])
 
 
+_MESSAGE_COLS = f"id, session_id, role, content, {seconds_sql('timestamp')} AS timestamp, tool_name"
+
+
 def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages "
-        "WHERE id IN (SELECT value FROM json_each(?))",
+        f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
         (f"[{','.join(str(int(i)) for i in ids)}]",),
     )
     return {r["id"]: _message(r) for r in rows}
@@ -101,23 +103,20 @@ def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
 
 def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
            roles: tuple[str, ...]) -> list[MessageRow]:
-    """Up to ``size`` messages before and after ``anchor`` in its session."""
+    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
+    keeps them (by id, as session_search opens a hit): a message whose time an importer
+    garbled still has its real neighbours."""
     if size <= 0:
         return [anchor]
     role_sql = ",".join("?" * len(roles))
     base = (
-        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages m "
+        f"SELECT {_MESSAGE_COLS} FROM messages m "
         f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND m.role IN ({role_sql}) AND "
     )
-    ts = anchor.timestamp
-    before = conn.execute(
-        base + "(m.timestamp < ? OR (m.timestamp = ? AND m.id < ?)) ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (anchor.session_id, *roles, ts, ts, anchor.id, size),
-    ).fetchall()
-    after = conn.execute(
-        base + "(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?)) ORDER BY m.timestamp, m.id LIMIT ?",
-        (anchor.session_id, *roles, ts, ts, anchor.id, size),
-    ).fetchall()
+    before = conn.execute(base + "m.id < ? ORDER BY m.id DESC LIMIT ?",
+                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
+    after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
+                         (anchor.session_id, *roles, anchor.id, size)).fetchall()
     return [_message(r) for r in reversed(before)] + [anchor] + [_message(r) for r in after]
 
 

@@ -101,6 +101,13 @@ def inspect(conn: sqlite3.Connection, path: Path) -> Shape:
     return retry(_read, path)
 
 
+def seconds_sql(column: str) -> str:
+    """``column``, a time, where it holds a number, else NULL: Hermes writes times as REAL, but SQLite
+    keeps whatever an importer wrote there ('yesterday', a blob) despite the column's affinity. A
+    message without a usable time is shown without one and falls outside every since/until."""
+    return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
+
+
 def decode_content(raw: object) -> str:
     """Message text for display and matching; list/dict content is flattened."""
     if raw is None:
