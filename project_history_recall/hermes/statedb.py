@@ -21,6 +21,10 @@ from typing import Iterator
 from .readonly import StateDBError, _describe, connect_readonly, retry
 
 JSON_CONTENT_PREFIX = "\x00json:"
+# The part of a message that is indexed, embedded, scanned and shown. Hermes cuts a tool's
+# result at 100,000 characters, so only pasted or imported text is ever longer; reading all
+# of a 20 MB paste for each search that hits it cost seconds.
+MAX_TEXT_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -108,44 +112,60 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
+def is_list_sql(column: str) -> str:
+    """SQL: ``column``, a message's content, is list content. Its prefix's NUL is seen by the first
+    character alone (``unicode()`` reads it as no character): ``instr()`` reads all of a huge
+    message, and ``substr()`` stops at the NUL."""
+    return f"(unicode({column}) IS NULL AND {column} != '')"
+
+
+def content_sql(column: str) -> str:
+    """``column``, a message's content, cut in SQL to what ``decode_content`` keeps, so a huge
+    message is not copied out whole. List content is read whole: JSON cut short cannot be parsed."""
+    return f"(CASE WHEN {is_list_sql(column)} THEN {column} ELSE substr({column}, 1, {MAX_TEXT_CHARS}) END)"
+
+
 def decode_content(raw: object) -> str:
-    """Message text for display and matching; list/dict content is flattened."""
+    """Message text for display and matching, its first ``MAX_TEXT_CHARS``; list/dict content is flattened."""
     if raw is None:
         return ""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     if not isinstance(raw, str):
-        return str(raw)
+        return str(raw)[:MAX_TEXT_CHARS]
     if not raw.startswith(JSON_CONTENT_PREFIX):
-        return raw
+        return raw[:MAX_TEXT_CHARS]
     try:
         value = json.loads(raw[len(JSON_CONTENT_PREFIX):])
     except (ValueError, TypeError, RecursionError):
         # Nested deeper than the JSON parser goes (thousands of levels): its words are still in the raw text.
-        return raw[len(JSON_CONTENT_PREFIX):]
+        return raw[len(JSON_CONTENT_PREFIX): len(JSON_CONTENT_PREFIX) + MAX_TEXT_CHARS]
     return _flatten(value)
 
 
 def _flatten(value: object) -> str:
-    """The text parts of list/dict content, in order. A loop, not recursion: Hermes stores content
-    nested a few hundred levels deep as readily as flat, and a recursive walk overflows the stack."""
+    """The text parts of list/dict content, in order, up to ``MAX_TEXT_CHARS``. A loop, not recursion:
+    Hermes stores content nested a few hundred levels deep as readily as flat, and a recursive walk
+    overflows the stack."""
     parts: list[str] = []
+    size = 0
     stack = [value]
-    while stack:
+    while stack and size < MAX_TEXT_CHARS:
         item = stack.pop()
         if isinstance(item, str):
             if item:
                 parts.append(item)
+                size += len(item) + 1
         elif isinstance(item, list):
             stack.extend(reversed(item))
         elif isinstance(item, dict):
             if isinstance(item.get("text"), str):
                 stack.append(item["text"])
             elif item.get("type") in ("image_url", "image", "input_image"):
-                parts.append("[image]")
+                stack.append("[image]")
             else:
                 stack.extend(reversed(list(item.values())))
-    return " ".join(parts)
+    return " ".join(parts)[:MAX_TEXT_CHARS]
 
 
 _local = threading.local()

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import decode_content, reading, seconds_sql
+from ..hermes.statedb import MAX_TEXT_CHARS, content_sql, decode_content, reading, seconds_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -354,8 +354,9 @@ class TextIndex(derived.DerivedFile):
 
 def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     return conn.execute(
-        f"SELECT id, role, content, tool_name, tool_calls, {seconds_sql('timestamp')} FROM messages "
-        "WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?", (sid, after_id, upto, limit)).fetchall()
+        f"SELECT id, role, {content_sql('content')}, tool_name, substr(tool_calls, 1, {MAX_TEXT_CHARS}), "
+        f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+        (sid, after_id, upto, limit)).fetchall()
 
 
 

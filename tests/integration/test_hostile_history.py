@@ -132,3 +132,46 @@ def test_garbled_times_are_no_times(garbled_times, world, own_index):
             if mode != "semantic":
                 assert (ids[name] in since, ids[name] in until) == (since_keeps, until_keeps), (mode, name)
     assert db_digest(world.home / "state.db") == before
+
+
+PEM_BODY = [f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{n:04d}" + "Zq8x" * 3 for n in range(40)]
+PEM = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END PRIVATE KEY-----"
+
+
+def test_a_huge_message_costs_what_is_shown(world, work, monkeypatch):
+    """Only pieces of a 3 MB message are masked and normalised, and a key just before the
+    match (straddling where the snippet starts) is still masked whole."""
+    from hermes_world import plugin_module
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "a capybara in a short message"), cwd=app)
+    filler = "lorem ipsum dolor sit amet "
+    huge = world.say(sid, "assistant", filler * 2000 + PEM + " capybara " + filler * 110_000)
+    after = world.say(sid, "user", "and the capybara again")  # the huge message is in its window
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, chunk_chars=20_000)  # a few chunks to embed, not a hundred
+    enable_plugin(world.home)
+    statedb, redaction = plugin_module("hermes.statedb"), plugin_module("redaction")
+    textindex, chunking = plugin_module("keyword.textindex"), plugin_module("semantic.chunking")
+    seen: dict[str, list[int]] = {"mask": [], "normalise": [], "prepare": []}
+    for module, name in ((redaction, "mask"), (textindex, "normalise"), (chunking, "prepare")):
+        def recorded(text, *args, _real=getattr(module, name), _name=name):
+            seen[_name].append(len(text))
+            return _real(text, *args)
+        monkeypatch.setattr(module, name, recorded)
+
+    for mode in MODES:
+        res = _search(asker, "capybara", mode)
+        shown = {r["message_id"]: r for r in res["results"]}
+        if mode != "semantic":
+            assert {huge, after} <= set(shown), mode
+            snippet = shown[huge]["snippet"]
+            assert ">>>capybara<<<" in snippet and "[redacted private key]" in snippet, snippet
+            assert not any(line[:24] in snippet for line in PEM_BODY), snippet
+            window = next(c for c in shown[after]["context"] if c["message_id"] == huge)
+            assert len(window["text"]) <= 400 and "lorem ipsum" in window["text"]
+    assert seen["mask"] and max(seen["mask"]) <= 2 * redaction.MARGIN + 1000, max(seen["mask"])
+    assert seen["normalise"] and max(seen["normalise"]) <= statedb.MAX_TEXT_CHARS + 100
+    assert seen["prepare"] and max(seen["prepare"]) <= statedb.MAX_TEXT_CHARS
