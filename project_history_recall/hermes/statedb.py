@@ -112,17 +112,18 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
-def is_list_sql(column: str) -> str:
-    """SQL: ``column``, a message's content, is list content. Its prefix's NUL is seen by the first
-    character alone (``unicode()`` reads it as no character): ``instr()`` reads all of a huge
-    message, and ``substr()`` stops at the NUL."""
-    return f"(unicode({column}) IS NULL AND {column} != '')"
+def prefix_sql(column: str) -> str:
+    """SQL: the UTF-8 bytes of ``column`` that hold at least its first ``MAX_TEXT_CHARS`` whole
+    characters, so a huge message is not copied out whole. Cut as a blob: on text ``substr()``
+    stops at the first NUL, and text may hold NULs."""
+    return f"substr(CAST({column} AS BLOB), 1, {4 * MAX_TEXT_CHARS + 3})"
 
 
 def content_sql(column: str) -> str:
-    """``column``, a message's content, cut in SQL to what ``decode_content`` keeps, so a huge
-    message is not copied out whole. List content is read whole: JSON cut short cannot be parsed."""
-    return f"(CASE WHEN {is_list_sql(column)} THEN {column} ELSE substr({column}, 1, {MAX_TEXT_CHARS}) END)"
+    """``column``, a message's content, as much of it as ``decode_content`` keeps. List content
+    (its prefix's NUL reads as no character to ``unicode()``, which looks no further) is read
+    whole: JSON cut short cannot be parsed."""
+    return f"(CASE WHEN unicode({column}) IS NULL THEN {column} ELSE {prefix_sql(column)} END)"
 
 
 def decode_content(raw: object) -> str:
@@ -130,7 +131,7 @@ def decode_content(raw: object) -> str:
     if raw is None:
         return ""
     if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
+        raw = raw.decode("utf-8", "replace")  # a cut through the last character is cut off below
     if not isinstance(raw, str):
         return str(raw)[:MAX_TEXT_CHARS]
     if not raw.startswith(JSON_CONTENT_PREFIX):

@@ -32,7 +32,7 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
-from ..hermes.statedb import MAX_TEXT_CHARS, Shape, content_sql, is_list_sql, seconds_sql
+from ..hermes.statedb import Shape, seconds_sql
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
@@ -214,17 +214,14 @@ class _Scoped:
 
 
 def _text_expr(filters: Filters) -> str:
-    # List content ("\x00json:[...]", non-ASCII escaped) is matched as the text it holds; as in the
-    # plugin's index, only a message's first MAX_TEXT_CHARS are searched.
-    text = (f"CASE WHEN {is_list_sql('m.content')} THEN phr_text(m.content) "
-            f"ELSE COALESCE(substr(m.content, 1, {MAX_TEXT_CHARS}), '') END")
+    # List content ("\x00json:[...]", non-ASCII escaped) is matched as the text it holds.
+    text = "CASE WHEN instr(m.content, 'json:') = 2 THEN phr_text(m.content) ELSE COALESCE(m.content, '') END"
     if "tool" in filters.roles:
-        text = (f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || "
-                f"COALESCE(substr(m.tool_calls, 1, {MAX_TEXT_CHARS}), ''))")
+        text = f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
     return f"lower({text})"
 
 
-_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length({content_sql('m.content')})"
+_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
 Row = tuple  # (message id, session id, timestamp, length)
 
 
@@ -416,8 +413,7 @@ def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict) -> None:
             continue
         ids = lookup.index.docs([int(k) for k in keys])
         exact = {r[0] for r in conn.execute(
-            f"SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND "
-            f"instr(lower({content_sql('content')}), ?) > 0",
+            "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND instr(lower(content), ?) > 0",
             (json.dumps([v[0] for v in ids.values()]), _folded(term.text)))}
         found[term] = keys[[ids.get(int(k), (None,))[0] in exact for k in keys]]
 

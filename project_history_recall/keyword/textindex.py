@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import MAX_TEXT_CHARS, content_sql, decode_content, reading, seconds_sql
+from ..hermes.statedb import content_sql, decode_content, prefix_sql, reading, seconds_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,7 +166,7 @@ def match_for(text: str) -> str | None:
 def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
     """(body, extra, the text's length in characters) of one message, as stored in the index."""
     text = normalise(decode_content(content))
-    extra = " ".join(tokens(normalise(f"{tool_name or ''} {tool_calls or ''}")))
+    extra = " ".join(tokens(normalise(f"{tool_name or ''} {decode_content(tool_calls)}")))
     return " ".join(tokens(text)), extra, len(text)
 
 
@@ -354,7 +354,7 @@ class TextIndex(derived.DerivedFile):
 
 def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     return conn.execute(
-        f"SELECT id, role, {content_sql('content')}, tool_name, substr(tool_calls, 1, {MAX_TEXT_CHARS}), "
+        f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
         f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
         (sid, after_id, upto, limit)).fetchall()
 
