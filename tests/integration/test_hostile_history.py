@@ -134,6 +134,18 @@ def test_garbled_times_are_no_times(garbled_times, world, own_index):
     assert db_digest(world.home / "state.db") == before
 
 
+def test_text_after_a_nul_is_searched_and_shown(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "binary output: \x00\x01 then the zebra stripes"), cwd=app)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    res = _search(asker, "zebra", "keyword")
+    assert [r["session_id"] for r in res["results"]] == [sid] and ">>>zebra<<<" in res["results"][0]["snippet"]
+
+
 PEM_BODY = [f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{n:04d}" + "Zq8x" * 3 for n in range(40)]
 PEM = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END PRIVATE KEY-----"
 
