@@ -106,6 +106,7 @@ def garbled_times(world, work):
         _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE id = ?", value, ids[name])
     odd = world.session(("user", "capybara in a session with a text start"), cwd=app)
     _as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd)
+    _as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, sid)
     asker = world.session(cwd=app)
     return {"ids": ids, "fine": fine, "odd": odd, "asker": asker}
 
