@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .hermes.statedb import Shape, content_sql, decode_content, seconds_sql
+from .hermes.statedb import Shape, read_content, seconds_sql
 from .keyword.querytext import ParsedQuery, is_cjk
 from .redaction import MARGIN
 
@@ -85,13 +85,12 @@ class MessageRow:
     tool_name: str | None
 
 
-def _message(row: sqlite3.Row) -> MessageRow:
-    return MessageRow(row["id"], row["session_id"], row["role"], decode_content(row["content"]),
+def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
+    return MessageRow(row["id"], row["session_id"], row["role"], read_content(conn, row["id"]),
                       row["timestamp"] or 0.0, row["tool_name"])
 
 
-_MESSAGE_COLS = (f"id, session_id, role, {content_sql('content')} AS content, {seconds_sql('timestamp')} AS timestamp, "
-                 "tool_name")
+_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
@@ -101,7 +100,7 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Messag
         f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
         (f"[{','.join(str(int(i)) for i in ids)}]",),
     )
-    return {r["id"]: _message(r) for r in rows}
+    return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 
 
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
@@ -130,7 +129,7 @@ def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int
                           (anchor.session_id, *roles, anchor.id, size)).fetchall()
     after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
-    return [_message(r) for r in reversed(before)] + [anchor] + [_message(r) for r in after]
+    return [_message(conn, r) for r in reversed(before)] + [anchor] + [_message(conn, r) for r in after]
 
 
 def context_entry(row: MessageRow, anchor_id: int, mask: Callable[[str], str]) -> dict:

@@ -112,11 +112,14 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
+# The UTF-8 bytes that hold at least a text's first MAX_TEXT_CHARS whole characters.
+_PREFIX_BYTES = 4 * MAX_TEXT_CHARS + 3
+
+
 def prefix_sql(column: str) -> str:
-    """SQL: the UTF-8 bytes of ``column`` that hold at least its first ``MAX_TEXT_CHARS`` whole
-    characters, so a huge message is not copied out whole. Cut as a blob: on text ``substr()``
-    stops at the first NUL, and text may hold NULs."""
-    return f"substr(CAST({column} AS BLOB), 1, {4 * MAX_TEXT_CHARS + 3})"
+    """SQL: the first ``_PREFIX_BYTES`` of ``column``. Cut as a blob: on text ``substr()`` stops at
+    the first NUL, and text may hold NULs."""
+    return f"substr(CAST({column} AS BLOB), 1, {_PREFIX_BYTES})"
 
 
 def content_sql(column: str) -> str:
@@ -124,6 +127,22 @@ def content_sql(column: str) -> str:
     (its prefix's NUL reads as no character to ``unicode()``, which looks no further) is read
     whole: JSON cut short cannot be parsed."""
     return f"(CASE WHEN unicode({column}) IS NULL THEN {column} ELSE {prefix_sql(column)} END)"
+
+
+def read_content(conn: sqlite3.Connection, message_id: int) -> str:
+    """``decode_content`` of one message, read with SQLite's incremental blob I/O: any SELECT of
+    the column (``content_sql`` too) first copies all of a 20 MB message out of the database,
+    twice over, where this reads the pages of its first ``_PREFIX_BYTES``."""
+    try:
+        blob = conn.blobopen("messages", "content", message_id, readonly=True)
+    except sqlite3.OperationalError:  # NULL or a number (no blob to open), or the row is gone
+        row = conn.execute("SELECT content FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return decode_content(row[0] if row else None)
+    with blob:
+        head = blob.read(_PREFIX_BYTES)
+        if head.startswith(JSON_CONTENT_PREFIX.encode()):
+            head += blob.read()  # JSON cut short cannot be parsed
+    return decode_content(head)
 
 
 def decode_content(raw: object) -> str:
