@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic`` and ``load``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -56,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     load.add_argument("--rate", type=float, default=150, help="messages a second the writer aims for")
     load.add_argument("--sessions", type=int, default=30, help="sessions in the project before the load starts")
     load.add_argument("--json", type=Path, help="also write the figures here")
+    huge = sub.add_parser("huge", help="keyword search latency with and without one huge message in the project")
+    huge.add_argument("--sessions", type=int, default=200)
+    huge.add_argument("--mb", type=float, default=20, help="size of the huge message")
+    huge.add_argument("--repeats", type=int, default=30)
+    huge.add_argument("--json", type=Path, help="also write the figures here")
     serve = sub.add_parser("_serve")  # internal: the fresh process of `semantic`
     serve.add_argument("home", type=Path)
     serve.add_argument("caller")
@@ -71,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         from . import load as mod
 
         figures = mod.run(args.seconds, args.searchers, args.rate, args.sessions)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "huge":
+        from . import huge as mod
+
+        figures = mod.run(args.sessions, args.mb, args.repeats)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -3,9 +3,9 @@
 People paste keys into chats, and Hermes keeps every tool result, consent
 tokens included. A search shows pieces of that history: a snippet cut around
 the first match with the matches marked, neighbouring messages cut to a few
-hundred characters, a session's title. A whole message is masked before it is
-cut or marked: a marker inside a key (``sk->>>proj<<<-…``) or a cut through
-one leaves a string that no scrub afterwards recognises.
+hundred characters, a session's title. Each piece is masked with ``MARGIN``
+characters to spare on either side before it is cut to size or marked (see
+results.py).
 
 Masked in every result, whichever embedder is configured (a key a user
 pasted is as secret as the one the plugin uses):
@@ -34,13 +34,15 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import replace
 
 from .files import envfile
-from .results import MessageRow
 from .semantic import consent
 
 MASK = envfile.MASK
+# Longer than any secret masked here, so a piece cut this much wider than what is shown masks
+# every secret that reaches into what is shown (results.py): a PEM private key of RSA-8192,
+# the longest credential people paste, is ~6,400 characters.
+MARGIN = 8192
 
 # Hermes's list of vendor key shapes (agent/redact.py, 0.19.0), kept in step by hand:
 # importing it would tie the plugin to a private name of one Hermes release.
@@ -202,16 +204,10 @@ def mask(text: str, key: str | None = None) -> str:
 
 
 class Masked:
-    """The messages and titles of one response, each masked once (a hit is also in its neighbours' windows)."""
+    """What one response shows, masked with the configured embedder's key."""
 
     def __init__(self, key: str | None):
         self.key = key
-        self._rows: dict[int, MessageRow] = {}
 
     def text(self, text: str) -> str:
         return mask(text, self.key)
-
-    def row(self, row: MessageRow) -> MessageRow:
-        if row.id not in self._rows:
-            self._rows[row.id] = replace(row, text=mask(row.text, self.key))
-        return self._rows[row.id]

@@ -238,27 +238,26 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
         "title": shown.text(meta.get("title", "")),
         "message_id": hit.message_id,
         "role": row.role,
-        "snippet": results.snippet(row.text, pattern),
+        "snippet": results.snippet(row.text, pattern, shown.text),
         "score_source": source,
         "when": results.when(row.timestamp),
     }
     if hit.message_id in windows:
-        entry["context"] = [results.context_entry(m, hit.message_id) for m in windows[hit.message_id]]
+        entry["context"] = [results.context_entry(m, hit.message_id, shown.text) for m in windows[hit.message_id]]
     return entry
 
 
 def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
              outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
-    # Secrets are masked in whole messages, before snippets and windows are cut and marked.
+    # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(envfile.configured_key(home))
-    rows = {i: shown.row(r) for i, r in results.fetch_messages(conn, [h.message_id for h in hits]).items()}
+    rows = results.fetch_messages(conn, [h.message_id for h in hits])
     sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
     if req.context > 0:
         for hit in hits:
             if hit.message_id in rows:
-                windows[hit.message_id] = [shown.row(m) for m in results.window(
-                    conn, shape, rows[hit.message_id], req.context, req.roles)]
+                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
     pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
     out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]

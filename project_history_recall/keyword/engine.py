@@ -32,7 +32,7 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
-from ..hermes.statedb import Shape
+from ..hermes.statedb import Shape, seconds_sql
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
@@ -96,10 +96,10 @@ def _filters_sql(shape: Shape, filters: Filters) -> tuple[str, list]:
     clauses = [shape.live_filter("m"), "m.role IN (" + ",".join("?" * len(filters.roles)) + ")"]
     params: list = list(filters.roles)
     if filters.since is not None:
-        clauses.append("m.timestamp >= ?")
+        clauses.append(f"{seconds_sql('m.timestamp')} >= ?")
         params.append(filters.since)
     if filters.until is not None:
-        clauses.append("m.timestamp < ?")
+        clauses.append(f"{seconds_sql('m.timestamp')} < ?")
         params.append(filters.until)
     return " AND ".join(clauses), params
 
@@ -221,7 +221,7 @@ def _text_expr(filters: Filters) -> str:
     return f"lower({text})"
 
 
-_COLS = "m.id, m.session_id, m.timestamp, length(m.content)"
+_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
 Row = tuple  # (message id, session id, timestamp, length)
 
 
@@ -424,7 +424,7 @@ def _index_details(conn, shape: Shape, lookup: textindex.Lookup, keys: list[int]
     still live and of a searched role (rewinds and roles are state.db's)."""
     docs = lookup.index.docs(keys)
     live = {r[0]: r[1] or 0.0 for r in conn.execute(
-        f"SELECT m.id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
+        f"SELECT m.id, {seconds_sql('m.timestamp')} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
         f"{shape.live_filter('m')} AND m.role IN ({','.join('?' * len(filters.roles))})",
         (json.dumps([d[0] for d in docs.values()]), *filters.roles))}
     return {k: (mid, length, live[mid]) for k, (mid, length) in docs.items() if mid in live}

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import decode_content, reading
+from ..hermes.statedb import content_sql, decode_content, prefix_sql, reading, seconds_sql
 
 if TYPE_CHECKING:
     import numpy as np
@@ -166,7 +166,7 @@ def match_for(text: str) -> str | None:
 def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
     """(body, extra, the text's length in characters) of one message, as stored in the index."""
     text = normalise(decode_content(content))
-    extra = " ".join(tokens(normalise(f"{tool_name or ''} {tool_calls or ''}")))
+    extra = " ".join(tokens(normalise(f"{tool_name or ''} {decode_content(tool_calls)}")))
     return " ".join(tokens(text)), extra, len(text)
 
 
@@ -251,11 +251,13 @@ class TextIndex(derived.DerivedFile):
 
     def within(self, rowids: list[int], since: float | None, until: float | None) -> list[int]:
         """Those of ``rowids`` whose message was written in [since, until)."""
+        # Only the bounds given: a time past any stand-in bound (1e300, inf) is still a time.
+        bounds = [(op, value) for op, value in ((">=", since), ("<", until)) if value is not None]
         with self.lock:
             return [r for (r,) in self._conn.execute(
                 "SELECT rowid FROM docs WHERE rowid IN (SELECT value FROM json_each(?)) "
-                "AND timestamp >= ? AND timestamp < ?",
-                (json.dumps(rowids), -1e300 if since is None else since, 1e300 if until is None else until))]
+                + "".join(f"AND {seconds_sql('timestamp')} {op} ? " for op, _ in bounds),
+                (json.dumps(rowids), *(value for _, value in bounds)))]
 
     def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
         """rowid -> (message id, length)."""
@@ -352,8 +354,9 @@ class TextIndex(derived.DerivedFile):
 
 def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     return conn.execute(
-        "SELECT id, role, content, tool_name, tool_calls, timestamp FROM messages WHERE session_id = ? AND id > ? "
-        "AND id <= ? ORDER BY id LIMIT ?", (sid, after_id, upto, limit)).fetchall()
+        f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
+        f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+        (sid, after_id, upto, limit)).fetchall()
 
 
 

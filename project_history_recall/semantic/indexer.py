@@ -28,7 +28,7 @@ from pathlib import Path
 from ..files import derived
 from ..hermes import changes, paths
 from ..hermes.readonly import StateDBError, file_fingerprint
-from ..hermes.statedb import Shape, decode_content, reading
+from ..hermes.statedb import Shape, content_sql, decode_content, reading, seconds_sql
 from . import chunking, consent
 from . import store as vectors
 from .embedders.base import EmbedderUnavailable
@@ -75,7 +75,7 @@ def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_o
     """The first piece of the scope that indexing will embed anyway: what the
     ``index`` command asks a remote model first, to learn its dimension."""
     rows = conn.execute(
-        "SELECT content FROM messages m WHERE session_id IN (SELECT value FROM json_each(?)) "
+        f"SELECT {content_sql('content')} FROM messages m WHERE session_id IN (SELECT value FROM json_each(?)) "
         f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY session_id DESC, id LIMIT 50",
         (json.dumps(members),))
     for (content,) in rows:
@@ -84,16 +84,17 @@ def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_o
     return None
 
 
-def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float]]:
-    """(id, prepared text, timestamp) of the session's user/assistant rows in (after_id, upto].
+def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float | None]]:
+    """(id, prepared text, timestamp or None) of the session's user/assistant rows in (after_id, upto].
 
     Rewound rows are embedded (a restore brings them back; searches filter them
     out); scaffolding Hermes never shows is not: it can never be a result."""
     rows = conn.execute(
-        "SELECT id, content, timestamp FROM messages m WHERE session_id = ? AND id > ? AND id <= ? "
+        f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
+        "WHERE session_id = ? AND id > ? AND id <= ? "
         f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY id",
         (sid, after_id, upto)).fetchall()
-    return [(r[0], chunking.prepare(decode_content(r[1])), r[2] or 0.0) for r in rows]
+    return [(r[0], chunking.prepare(decode_content(r[1])), r[2]) for r in rows]
 
 
 class Indexer:

@@ -108,7 +108,8 @@ class ScopeMatrix:
         blob = b"".join(r[4] for r in batch)
         self.vecs[start:end] = np.frombuffer(blob, dtype=np.float16).reshape(len(batch), self.dim)
         self.mids[start:end] = [r[2] for r in batch]
-        self.ts[start:end] = [r[3] or 0.0 for r in batch]
+        # No time is NaN: outside every since/until, as in keyword search.
+        self.ts[start:end] = [np.nan if r[3] is None else r[3] for r in batch]
         self.alive[start:end] = True
         touched = []
         for i, r in enumerate(batch):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import derived
+from ..hermes.statedb import seconds_sql
 
 FILE_NAME = "embeddings.db"
 SCHEMA_VERSION = 1
@@ -77,7 +78,7 @@ class ChunkRow:
     message_id: int
     chunk_offset: int
     content_hash: str
-    timestamp: float
+    timestamp: float | None
     vector: object  # float32 (dimension,)
 
 
@@ -132,8 +133,8 @@ class VectorStore(derived.DerivedFile):
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
         """Chunk rows of these sessions with ``rowid > after_rowid``, in (session,
         message, offset) order: lists of up to ``page`` rows, each a tuple
-        ``(rowid, session_id, message_id, timestamp, float16 vector bytes)``."""
-        sql = ("SELECT rowid, session_id, message_id, timestamp, vector FROM chunks "
+        ``(rowid, session_id, message_id, timestamp or None, float16 vector bytes)``."""
+        sql = (f"SELECT rowid, session_id, message_id, {seconds_sql('timestamp')}, vector FROM chunks "
                "WHERE model_fingerprint = ? AND session_id IN (SELECT value FROM json_each(?)) AND rowid > ? "
                "ORDER BY session_id, message_id, chunk_offset")
         with self.lock:
