@@ -68,7 +68,9 @@ def write_limit(path: Path) -> str:
         import resource
 
         soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if soft != resource.RLIM_INFINITY:
+        largest = max((p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()),
+                      default=0)
+        if soft != resource.RLIM_INFINITY and largest + (1 << 20) >= soft:  # within a write of the limit
             return f"; this process may not write files larger than {soft:,} bytes (its file-size limit, ulimit -f)"
     except (ImportError, ValueError, OSError):
         pass
