@@ -88,15 +88,16 @@ def describe(path: Path, exc: BaseException) -> StoreError:
         return StoreError(f"{path} is locked by another process; try again in a moment")
     if isinstance(exc, sqlite3.Error) and _primary(exc) in _WRITE_FAILED:
         name = getattr(exc, "sqlite_errorname", "")
-        return StoreError(f"cannot write {path}: {exc}{f' ({name})' if name else ''}{write_limit(path)}. "
+        return StoreError(f"{path} could not be used: {exc}{f' ({name})' if name else ''}{write_limit(path)}. "
                           "This is the plugin's own index, rebuilt from Hermes's sessions; nothing of "
                           "Hermes's was changed")
     return StoreError(f"cannot use {path}: {exc}")
 
 
 def _set_aside(path: Path, why: object) -> str:
-    """Move ``path`` and its WAL files out of the way (keeping one earlier copy at most: the
-    newest tells what went wrong). The caller holds the file's lock. Returns the copy's name."""
+    """Move ``path`` and its WAL files out of the way, as the one copy kept of this file (the
+    newest tells what went wrong; older ones are removed). The caller holds the file's lock.
+    Returns the copy's name."""
     for old in path.parent.glob(f"{path.name}.broken-*"):
         old.unlink(missing_ok=True)
     aside = path.with_name(f"{path.name}.broken-{int(time.time())}")
