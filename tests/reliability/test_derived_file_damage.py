@@ -187,7 +187,7 @@ def test_keywords_db_cut_short_while_a_process_holds_it(world, work):
 
 
 def test_a_file_size_limit_names_the_plugins_file(world, work):
-    asker = _world(world, work, sessions=6)
+    _world(world, work, sessions=6)
     data = world.home / PLUGIN_KEY
     assert _cli(world.home, "index", "--all").returncode == 0
     from hermes_state import SessionDB
@@ -217,4 +217,3 @@ def test_a_file_size_limit_names_the_plugins_file(world, work):
     done = _cli(world.home, "index", "--all", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["keyword"]["sessions_updated"] == 6
-    assert asker
