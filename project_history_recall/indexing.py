@@ -20,6 +20,7 @@ from typing import Callable
 
 from . import settings as config
 from .errors import DataError, PluginError, UsageError
+from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
@@ -59,22 +60,28 @@ def run(home: Path, caller: Caller, *, project: str | None = None, every: bool =
 
     ``model``, ``index``, ``projects`` and ``totals`` tell of the semantic
     index, ``keyword`` of the keyword index. ``grant_command``: how the person
-    runs this program, for the consent hint of a skipped project."""
+    runs this program, for the consent hint of a skipped project; ``repaired``:
+    an index found damaged on the way, and built anew."""
     try:
-        settings = config.load(home)
-        wanted = targets(home, caller, project, every)
-        out: dict = {"success": True}
-        if settings.keyword_index:
-            out["keyword"] = _keyword(home, wanted, on_progress)
-        ready = semantic.prepare(home, settings, wait=None)
-        if ready.status == "disabled":
-            return {**out, "semantic_status": ready.status, "semantic_reason": ready.reason}
-        if not ready.usable:
-            raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
-        return {**out, "semantic_status": "ready",
-                **_semantic(home, settings, ready, wanted, on_progress, grant_command)}
+        out, repaired = derived.after_repair(lambda: _run(home, caller, project, every, on_progress, grant_command))
     except PluginError as exc:
         return exc.envelope()
+    return {**out, "repaired": repaired} if repaired else out
+
+
+def _run(home: Path, caller: Caller, project: str | None, every: bool, on_progress: OnProgress | None,
+         grant_command: str) -> dict:
+    settings = config.load(home)
+    wanted = targets(home, caller, project, every)
+    out: dict = {"success": True}
+    if settings.keyword_index:
+        out["keyword"] = _keyword(home, wanted, on_progress)
+    ready = semantic.prepare(home, settings, wait=None)
+    if ready.status == "disabled":
+        return {**out, "semantic_status": ready.status, "semantic_reason": ready.reason}
+    if not ready.usable:
+        raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
+    return {**out, "semantic_status": "ready", **_semantic(home, settings, ready, wanted, on_progress, grant_command)}
 
 
 def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:

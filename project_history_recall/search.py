@@ -221,8 +221,11 @@ def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: se
             continue
         kept.append(r)
     if stale and outcome.store is not None:
-        for sid in stale:
-            outcome.store.mark_dirty(outcome.embedder.fingerprint, sid)
+        try:
+            for sid in stale:
+                outcome.store.mark_dirty(outcome.embedder.fingerprint, sid)
+        except derived.StoreError as exc:  # the hits are right as they are; the next search retries
+            logger.warning("could not mark changed messages for re-embedding: %s", exc)
     return kept
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import DataError
+from ..files.derived import write_limit
 from ..files.filestamp import file_stamp
 
 T = TypeVar("T")
@@ -50,8 +51,9 @@ def _describe(path: Path, exc: sqlite3.Error) -> StateDBError:
             "corrupt",
         )
     if "unable to open" in text:
-        return StateDBError(f"Cannot open {path} for reading: {exc}.", "unreadable")
-    return StateDBError(f"Reading {path} failed: {exc}.", "error")
+        return StateDBError(f"Cannot open {path} for reading: {exc}{write_limit(path)}.", "unreadable")
+    # A reader of a WAL database writes its index file (-shm): a write limit fails the read too.
+    return StateDBError(f"Reading {path} failed: {exc}{write_limit(path)}.", "error")
 
 
 def retry(fn: Callable[[], T], path: Path) -> T:

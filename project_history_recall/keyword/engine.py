@@ -26,18 +26,22 @@ query, and hold it in several messages, lift their messages.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from ..files import derived
 from ..hermes.statedb import Shape, seconds_sql
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
+
+logger = logging.getLogger(__name__)
 
 _WORD_TOKEN = re.compile(r"[^\W_]+")
 # Rows fetched per term. A term in more of the scope's messages than this is
@@ -308,10 +312,22 @@ def search(
     saves counting the scope's rows. With ``lookup`` (the scope is current in
     the plugin's own index) terms are looked up there, when it can answer
     them all."""
-    import numpy as np
-
     if not scope_ids or query.empty:
         return []
+    if lookup is not None:
+        try:
+            return _search(conn, shape, scope_ids, query, filters, limit, scope_messages, lookup)
+        except derived.StoreError as exc:
+            # The plugin's index failed under this search (found damaged, and set aside for a
+            # rebuild; or a full disk): Hermes's own indexes answer it.
+            logger.warning("keyword index unavailable: %s", exc)
+    return _search(conn, shape, scope_ids, query, filters, limit, scope_messages, None)
+
+
+def _search(conn: sqlite3.Connection, shape: Shape, scope_ids: list[str], query: ParsedQuery, filters: Filters,
+            limit: int, scope_messages: int | None, lookup: textindex.Lookup | None) -> list[Hit]:
+    import numpy as np
+
     scope_json = json.dumps(scope_ids)
     total = scope_messages if scope_messages else scope_size(conn, scope_json)
     groups = query.concepts

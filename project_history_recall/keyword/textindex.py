@@ -199,29 +199,26 @@ class TextIndex(derived.DerivedFile):
         self._check_tokenizer()
 
     def _check_tokenizer(self) -> None:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
         if row is None or row[0] != TOKENIZER_VERSION:
             self._reset()
 
     def _reset(self) -> None:
         """Start the index afresh (a new tokenizer, or too many unreachable rows)."""
-        with self.lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                for table in ("slots", "sessions", "docs", "words"):
-                    self._conn.execute(f"DELETE FROM {table}")
-                self._conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
-                self._conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
-                self._conn.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,))
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        def _do(conn):
+            for table in ("slots", "sessions", "docs", "words"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
+            conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
+            conn.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,))
+
+        self.transaction(_do)
 
     # -- reads --------------------------------------------------------------------------
     def states(self, session_ids: list[str]) -> dict[str, SessionState]:
-        with self.lock:
-            rows = self._conn.execute(
+        with self.using() as conn:
+            rows = conn.execute(
                 f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))",
                 (json.dumps(session_ids),)).fetchall()
         return {r[0]: SessionState(*r) for r in rows}
@@ -229,9 +226,9 @@ class TextIndex(derived.DerivedFile):
     def rowids(self, match: str, ranges: list[tuple[int, int]], limit: int) -> list[int]:
         """Rowids holding ``match`` within ``ranges``, at most ``limit`` per range."""
         out: list[int] = []
-        with self.lock:
+        with self.using() as conn:
             for low, high in ranges:
-                out.extend(r for (r,) in self._conn.execute(
+                out.extend(r for (r,) in conn.execute(
                     "SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
                     (match, low, high, limit)))
         return out
@@ -239,13 +236,13 @@ class TextIndex(derived.DerivedFile):
     def words_from(self, prefix: str, limit: int) -> list[str]:
         """Indexed words that start with ``prefix`` (FTS5 would read every row of
         every such word in the whole index; a lookup here costs microseconds)."""
-        with self.lock:
-            return [r for (r,) in self._conn.execute(
+        with self.using() as conn:
+            return [r for (r,) in conn.execute(
                 "SELECT word FROM words WHERE word >= ? AND word < ? LIMIT ?", (prefix, prefix + "\U0010ffff", limit))]
 
     def count(self, match: str, ranges: list[tuple[int, int]]) -> int:
-        with self.lock:
-            return sum(self._conn.execute(
+        with self.using() as conn:
+            return sum(conn.execute(
                 "SELECT count(*) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?", (match, low, high)
             ).fetchone()[0] for low, high in ranges)
 
@@ -253,8 +250,8 @@ class TextIndex(derived.DerivedFile):
         """Those of ``rowids`` whose message was written in [since, until)."""
         # Only the bounds given: a time past any stand-in bound (1e300, inf) is still a time.
         bounds = [(op, value) for op, value in ((">=", since), ("<", until)) if value is not None]
-        with self.lock:
-            return [r for (r,) in self._conn.execute(
+        with self.using() as conn:
+            return [r for (r,) in conn.execute(
                 "SELECT rowid FROM docs WHERE rowid IN (SELECT value FROM json_each(?)) "
                 + "".join(f"AND {seconds_sql('timestamp')} {op} ? " for op, _ in bounds),
                 (json.dumps(rowids), *(value for _, value in bounds)))]
@@ -263,8 +260,8 @@ class TextIndex(derived.DerivedFile):
         """rowid -> (message id, length)."""
         if not rowids:
             return {}
-        with self.lock:
-            rows = self._conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
+        with self.using() as conn:
+            rows = conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
                                       "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
         return {r[0]: (r[1], r[2]) for r in rows}
 
@@ -288,8 +285,8 @@ class TextIndex(derived.DerivedFile):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('garbage', ?)", (str((int(row[0]) if row else 0) + rows),))
 
     def garbage(self) -> int:
-        with self.lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
         return int(row[0]) if row else 0
 
     def write(self, work: Change, key: str, rows: list[tuple], *, first: bool, complete: bool) -> None:
@@ -299,46 +296,39 @@ class TextIndex(derived.DerivedFile):
         ``first``: the first batch of ``work`` (a reindex retires the old rows
         there); ``complete``: the last (the session is then current as of
         ``work.seen``)."""
-        with self.lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
-                                   (work.session_id,)).fetchone()
-                st = SessionState(*row) if row else None
-                if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
-                    conn.execute("ROLLBACK")  # another thread or process did this already
-                    return
-                if st is None or (first and work.kind == "redo"):
-                    if st is not None:
-                        self._add_garbage(conn, st.next_seq)
-                    st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
-                base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
-                texts, docs, words = [], [], set()
-                for mid, role, content, tool_name, tool_calls, ts in rows:
-                    if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
-                        continue  # done already; or two million messages in one session
-                    rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
-                    body, extra, length = index_texts(content, tool_name, tool_calls)
-                    texts.append((rowid, body, extra))
-                    docs.append((rowid, mid, length, ts))
-                    words |= words_of(body)
-                    st.next_seq += 1
-                    st.indexed_max_id = mid
-                conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
-                conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
-                conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
-                if complete:
-                    st.seen_count, st.seen_max_id = work.seen
-                    st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
-                conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                             (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
-                              st.seen_count, st.seen_max_id))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            self.writes += 1
+        def _do(conn):
+            row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
+                               (work.session_id,)).fetchone()
+            st = SessionState(*row) if row else None
+            if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
+                return  # another thread or process did this already
+            if st is None or (first and work.kind == "redo"):
+                if st is not None:
+                    self._add_garbage(conn, st.next_seq)
+                st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
+            base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
+            texts, docs, words = [], [], set()
+            for mid, role, content, tool_name, tool_calls, ts in rows:
+                if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
+                    continue  # done already; or two million messages in one session
+                rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
+                body, extra, length = index_texts(content, tool_name, tool_calls)
+                texts.append((rowid, body, extra))
+                docs.append((rowid, mid, length, ts))
+                words |= words_of(body)
+                st.next_seq += 1
+                st.indexed_max_id = mid
+            conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
+            conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
+            conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
+            if complete:
+                st.seen_count, st.seen_max_id = work.seen
+                st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
+            conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                         (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
+                          st.seen_count, st.seen_max_id))
+
+        self.transaction(_do)
 
     def index(self, conn: sqlite3.Connection, work: Change, key: str, batch: int = BATCH_ROWS) -> None:
         """Do one session's work, reading state.db through ``conn``, batch by batch."""
@@ -500,6 +490,14 @@ class Keeper:
             try:
                 self.build(key, members)
             except (StateDBError, derived.StoreError, sqlite3.Error, OSError) as exc:
+                if not self.index.healthy():
+                    # Set aside as damaged, or replaced: the next search's keeper builds the new file.
+                    logger.warning("keyword index stopped: %s", exc)
+                    with self._cond:
+                        self._queue.clear()
+                        self._thread = None
+                        self._cond.notify_all()
+                    return
                 # Transient (locked, a full disk) or the files are gone: the next search asks again.
                 logger.warning("keyword index paused: %s", exc)
                 time.sleep(0.5)

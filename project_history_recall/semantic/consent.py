@@ -14,8 +14,12 @@ comments: ``configfile``)::
     - service: https://api.openai.com/v1
       model: text-embedding-3-small
       project: {kind: explicit, id: p_abc, name: Hermes}
+      home: /home/me/.hermes
       granted_at: '2026-09-01 14:30 UTC'
       granted_by: the user, in conversation 20260901_143022_a1b2
+
+A record counts only in the Hermes home it names: a profile cloned with its
+files carries the file along, and nobody agreed there.
 
 How the agent records one: a ``consent_required`` response carries a token,
 an HMAC of (service, model, project kind, project id, the conversation that
@@ -92,6 +96,13 @@ def _scope(service: str, model: str, project_key: tuple) -> tuple[str, str, str,
     return (service.rstrip("/"), model, str(kind), str(pid))
 
 
+def _home_id(home: Path) -> str:
+    """The Hermes home (profile) a consent is given in. A profile cloned with all its files
+    (``hermes profile create --clone-all``) copies the record, not the user's agreement: the
+    new profile's messages were never part of what they agreed to send."""
+    return os.path.realpath(home)
+
+
 def _record_scope(record: object) -> tuple[str, str, str, str] | None:
     if not isinstance(record, dict):
         return None
@@ -102,18 +113,23 @@ def _record_scope(record: object) -> tuple[str, str, str, str] | None:
     return _scope(record["service"], record["model"], (project["kind"], project["id"]))
 
 
+def _given_in(record: dict, home: Path) -> bool:
+    return record.get("home") == _home_id(home)
+
+
 def records(home: Path) -> tuple[list[dict], list[str]]:
-    """(valid consent records, warnings about malformed ones) from the plugin's config.yaml.
+    """(the consent records given in this home, warnings about the others and malformed ones)
+    from the plugin's config.yaml.
 
     Read again only when the file changed: the gate runs before every batch."""
     path = config.plugin_config_path(home)
     stamp = file_stamp(path)
     if stamp is None:
         return [], []
-    return _records.get(str(path), stamp, lambda: _read_records(path))
+    return _records.get(str(path), stamp, lambda: _read_records(path, home))
 
 
-def _read_records(path: Path) -> tuple[list[dict], list[str]]:
+def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str]]:
     import yaml
 
     warnings: list[str] = []
@@ -129,6 +145,13 @@ def _read_records(path: Path) -> tuple[list[dict], list[str]]:
     for n, record in enumerate(raw or []):
         if _record_scope(record) is None:
             warnings.append(f"{path}: '{KEY}' entry {n + 1} lacks service, model or project.kind/id; ignored")
+        elif not _given_in(record, home):
+            given = record.get("home")
+            warnings.append(f"{path}: '{KEY}' entry {n + 1} was given in "
+                            + (f"another Hermes home ({given})" if isinstance(given, str) else
+                               "another Hermes home, or before consents named theirs")
+                            + f", not in {_home_id(home)}; it does not count here (agree again here to send "
+                            "this profile's messages)")
         else:
             valid.append(record)
     return valid, warnings
@@ -159,10 +182,11 @@ def grant(home: Path, service: str, model: str, project: dict, granted_by: str) 
 
     def change(current):
         current = list(current) if isinstance(current, list) else []
-        if any(_record_scope(r) == wanted for r in current):
+        if any(_record_scope(r) == wanted and _given_in(r, home) for r in current):
             return current
         record = {"service": wanted[0], "model": model,
                   "project": {"kind": project["kind"], "id": project["id"], "name": project.get("name")},
+                  "home": _home_id(home),
                   "granted_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "granted_by": granted_by}
         added.append(record)

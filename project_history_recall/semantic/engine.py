@@ -88,6 +88,17 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
     report the status; nothing is embedded in this call."""
+    try:
+        out, repaired = derived.after_repair(
+            lambda: _run(home, settings, conn, scope, query, since, until, limit, wait, candidates))
+    except derived.StoreError as exc:
+        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
+    out.reason = "; ".join(part for part in (out.reason, repaired) if part)
+    return out
+
+
+def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
+         limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
     import time
 
     deadline = time.monotonic() + (settings.index_budget_ms / 1000.0 if wait else 0.0)
@@ -153,9 +164,12 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
             return Outcome("consent_required", str(exc), consent=consent.describe(
                 conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
-    # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-    fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
-    states = out.store.states(fp, members)
+    try:
+        # A remote model not asked yet in this process: its vectors from earlier runs, if any.
+        fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
+        states = out.store.states(fp, members)
+    except derived.StoreError as exc:
+        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     pending = len(indexer.plan(conn, states, members))
     indexed = sum(1 for st in states.values() if st.chunks > 0)
     out.index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}

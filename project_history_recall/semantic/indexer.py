@@ -275,7 +275,8 @@ class Indexer:
                     self._queues.pop(key, None)
                     self._cond.notify_all()
                 continue
-            except EmbedderUnavailable as exc:  # a remote service failing: its reason, no traceback
+            except (EmbedderUnavailable, derived.StoreError) as exc:
+                # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
                 logger.warning("indexing stopped: %s", exc)
                 self._stop(str(exc))
                 return

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from project_history_recall.semantic import chunking, indexer, matrix, store as vectors
 from project_history_recall import settings as config, fusion
+from project_history_recall.files import derived
 
 
 # -- chunking -------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def test_a_failed_batch_leaves_no_trace(tmp_path):
     _add(store, "s", [1], _unit(np.random.default_rng(3), 1))
     bad = [vectors.ChunkRow("s", 2, 0, "h", 0.0, np.zeros(8, np.float32)),
            vectors.ChunkRow("s", 3, 0, None, 0.0, np.zeros(8, np.float32))]  # NOT NULL fails mid-batch
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(derived.StoreError, match="NOT NULL constraint failed"):  # names embeddings.db, not state.db
         store.add("fp", "s", bad, 3, (9, 9))
     st = store.states("fp")["s"]
     assert (st.indexed_max_id, st.chunks, st.seen_count) == (1, 1, 0)
