@@ -428,7 +428,8 @@ def cmd_consent(run: _Run) -> int:
     if action == "list":
         return run.emit(consent.listing(run.home), render.format_consents)
     if action != "grant":
-        run.out.error("say what to do: consent list, or consent grant [DIR] [--project P] (see --help)")
+        run.out.error(f"say what to do: consent list, or consent grant [DIR] [--project P] "
+                      f"(see {run.args.prog} consent --help)")
         return EXIT_USAGE
 
     def confirm(described: dict) -> bool:
