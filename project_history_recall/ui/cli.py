@@ -125,7 +125,8 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND", parser_class=_Parser)
 
     def command(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[common], **kw)
+        # The one-line help heads the subcommand's own --help as well.
+        return sub.add_parser(name, parents=[common], description=kw.get("help"), **kw)
 
     _add_search_args(command("search", help="search a project's earlier sessions"))
     st = command("status", help="which project a folder belongs to and how much is in scope")
@@ -278,8 +279,8 @@ def cmd_search(run: _Run) -> int:
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
 
 
-def cmd_status(run: _Run) -> int:
-    folder = _folder(run.args.dir)
+def cmd_status(run: _Run, folder: str | None = None) -> int:
+    folder = folder or _folder(run.args.dir)
     response = render.for_person(overview.status(run.home, _caller(folder)), run.command)
     if response.get("success") and _in_no_project(response):
         response = {**response, "reason": _nowhere(run, folder)}
@@ -291,7 +292,7 @@ def cmd_quickstart(run: _Run) -> int:
     if not run.args.demo and paths.state_db_path(run.home).is_file():
         if query:
             return _search_here(run, query)
-        code = cmd_status(run)
+        code = cmd_status(run, os.getcwd())
         run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
         return code
     try:
@@ -337,8 +338,8 @@ def _search_here(run: _Run, query: str) -> int:
         main = largest[0]
         response = run.search(_caller(folder), {**request, "project": main["id"]})
         response["searched_instead"] = (
-            f"{folder} is in no project of {run.home}, so its largest project, {main['name']}, was searched "
-            f"instead (another: {run.command} search QUERY --project NAME; `{run.command} projects` lists them).")
+            f"{folder} is in no project of {run.home}; searched its largest project, {main['name']}, instead "
+            f"(the others: {run.command} projects; pick one with --project NAME).")
         if not run.args.json:
             run.out.print(response["searched_instead"])
     elif largest or _in_no_project(response):
