@@ -151,3 +151,162 @@ def test_every_command_has_help(people):
 
 def test_every_command_on_the_demo_home(people):
     _every_command(people, _demo_home(people))
+
+
+# -- the first ten minutes, row by row ------------------------------------------------------
+
+
+def test_config_shows_each_setting_and_where_it_came_from(people, world, work):
+    place = _small_home(world, work)
+    done = people["run"]("config", "--home", str(place["home"]))
+    assert done.returncode == 0, done.stderr
+    budget = [line for line in done.stdout.splitlines() if line.strip().startswith("index_budget_ms")]
+    assert budget and str(place["home"] / PROG / "config.yaml") in budget[0], done.stdout
+    assert re.search(r"^\s+fusion\s+blend\s+defaults$", done.stdout, re.M), done.stdout
+    origins = json.loads(people["run"]("config", "--json", "--home", str(place["home"])).stdout)["origins"]
+    assert origins["fusion"] == "defaults" and origins["index_budget_ms"].endswith("config.yaml")
+
+
+def test_the_readmes_first_query_finds_something_in_the_demo_and_says_where(people):
+    done = people["run"]("quickstart", QUERY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "main project, Webshop" in done.stdout and "in project Webshop" in done.stdout
+    assert "Retry policy for the payment client" in done.stdout
+    again = people["run"]("quickstart", QUERY)  # the reused demo home: nothing to re-index, nothing said of it
+    assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
+    assert "brought up to date" not in again.stdout and "chunks" not in again.stdout, again.stdout
+
+
+def test_a_folder_in_no_project_names_the_projects_and_the_commands(people, world, work):
+    place = _small_home(world, work)
+    done = people["run"]("search", QUERY, "--home", str(place["home"]))
+    assert done.returncode == 1, done.stderr
+    assert f"{people['elsewhere']} is in no project" in done.stdout
+    assert "App" in done.stdout and "Docs" in done.stdout and "notes" in done.stdout
+    assert f"project create NAME {people['elsewhere']}" in done.stdout and "move SESSION PROJECT" in done.stdout
+    for agents_word in ("project_session_move", "session_search", "None", "not ready"):
+        assert agents_word not in done.stdout + done.stderr
+    as_json = json.loads(people["run"]("search", QUERY, "--json", "--home", str(place["home"])).stdout)
+    assert "is in no project" in as_json["reason"]
+    # the first run from such a folder searches the largest project instead, and says so
+    first = people["run"]("quickstart", QUERY, "--home", str(place["home"]))
+    assert first.returncode == 0 and "searched its largest project, App, instead" in first.stdout, first.stdout
+    assert "Retry policy for uploads" in first.stdout
+    index = people["run"]("index", "--home", str(place["home"]))
+    assert index.returncode == 2 and "is in no project: give --project NAME (App" in index.stderr, index.stderr
+
+
+def test_a_mistyped_project_gets_the_closest_names(people, world, work):
+    place = _small_home(world, work)
+    done = people["run"]("search", QUERY, "--project", "Appp", "--home", str(place["home"]))
+    assert done.returncode == 2 and done.stderr.strip().endswith("Did you mean App?"), done.stderr
+    far = people["run"]("search", QUERY, "--project", "zzz", "--home", str(place["home"]))
+    assert far.returncode == 2 and "Its projects: App, Docs, notes." in far.stderr, far.stderr
+
+
+def test_every_name_projects_prints_is_accepted(people, world, work):
+    place = _small_home(world, work)
+    listed = json.loads(people["run"]("projects", "--json", "--home", str(place["home"])).stdout)["projects"]
+    auto = [p for p in listed if p["kind"] == "auto"]
+    assert [p["name"] for p in auto] == ["notes"]
+    for name in ("notes", "notes (auto)", "Notes", str(place["notes"])):
+        done = people["run"]("search", "retries", "--project", name, "--home", str(place["home"]))
+        assert done.returncode == 0, (name, done.stderr)
+        assert "in automatic project notes" in done.stdout and "1 session searched" in done.stdout, done.stdout
+    moved = people["run"]("move", "Reading", "notes", "--home", str(place["home"]))
+    assert moved.returncode == 2 and len(moved.stderr.strip().splitlines()) == 1, moved.stderr
+    assert f"hermes project create notes {place['notes']}" in moved.stderr
+
+
+def test_a_folder_that_does_not_exist_is_a_one_line_error(people, world, work):
+    place = _small_home(world, work)
+    for args in (["search", QUERY, "--dir", "/nonexistent"], ["status", "/nonexistent"], ["index", "/nonexistent"]):
+        done = people["run"](*args, "--home", str(place["home"]))
+        assert done.returncode == 2 and done.stderr == f"{PROG}: no such folder: /nonexistent\n", done.stderr
+
+
+def test_a_second_index_run_waits_for_the_first_and_does_not_redo_its_work(people, world, work):
+    from project_history_recall.files.locks import FileLock
+
+    place = _small_home(world, work)
+    home = str(place["home"])
+    lock = FileLock(place["home"] / PROG / "index.lock")
+    lock.acquire()
+    try:
+        second = subprocess.Popen([str(Path(people["env"]["PYTHONPATH"]) / "bin" / PROG), "index", "--all",
+                                   "--json", "--home", home], env=people["env"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        assert "another index run is under way" in second.stderr.readline()
+    finally:
+        lock.release()
+    out, _ = second.communicate(timeout=300)
+    assert second.returncode == 0 and json.loads(out)["totals"]["messages_embedded"] == 4
+    again = json.loads(people["run"]("index", "--all", "--json", "--home", home).stdout)
+    assert again["totals"]["messages_embedded"] == 0 and again["keyword"]["sessions_updated"] == 0
+
+
+def test_the_progress_line_fits_a_60_column_terminal(people, world, work):
+    from pty_terminal import Terminal
+
+    place = _small_home(world, work)
+    term = Terminal([str(Path(people["env"]["PYTHONPATH"]) / "bin" / PROG), "index", "--all", "--home",
+                     str(place["home"])], {**people["env"], "COLUMNS": "60", "TERM": "xterm"})
+    assert term.run_to_end(300) == 0, term.raw
+    bars = [part.removesuffix("\x1b[K") for part in term.raw.split("\r") if part.endswith("\x1b[K")]
+    assert bars and all(len(line) <= 59 for line in bars), bars
+    assert any(line.startswith("App (semantic)") for line in bars), bars
+
+
+def test_index_off_a_terminal_writes_a_line_now_and_then(world, work, monkeypatch, capsys):
+    from project_history_recall.ui import cli
+
+    place = _small_home(world, work)
+    monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)  # every event is "a while" later
+    assert cli.main(["index", "--all", "--home", str(place["home"])]) == 0
+    err = capsys.readouterr().err
+    assert "indexing App (semantic)" in err and "\r" not in err and "\x1b" not in err, err
+
+
+def test_ctrl_c_during_index_ends_the_progress_line_first_and_resumes_later(world, work, monkeypatch, capsys):
+    import io
+
+    from project_history_recall.ui import cli, render
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    place = _small_home(world, work)
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    draw, drawn = render.Output.progress, []
+
+    def interrupted_while_drawing(self, line):
+        draw(self, line)
+        drawn.append(line)
+        if len(drawn) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(render.Output, "progress", interrupted_while_drawing)
+    assert cli.main(["index", "--all", "--home", str(place["home"])]) == 130
+    assert screen.getvalue().endswith("\x1b[K\n" + f"{PROG}: interrupted\n"), screen.getvalue()[-300:]
+    monkeypatch.setattr(render.Output, "progress", draw)
+    assert cli.main(["index", "--all", "--home", str(place["home"])]) == 0
+
+
+def test_help_documents_every_option(people):
+    search = people["run"]("search", "--help").stdout
+    assert "semantic: by meaning" in search
+    assert "the folder to look at" in people["run"]("status", "--help").stdout
+
+
+def test_the_readme_starts_with_a_short_quick_start():
+    from conftest import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    quick = text.split("\n## ", 2)[1]
+    assert quick.startswith("Quick start") and len(quick.splitlines()) <= 30, quick
+    for step in ("hermes plugins enable project-history-recall", "hermes project create", "/recall",
+                 'scripts/recall "', "scripts/test"):
+        assert step in quick, step
+    assert "quickstart" in text and "| head` ends with" not in text
