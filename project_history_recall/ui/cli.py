@@ -293,38 +293,46 @@ def cmd_quickstart(run: _Run) -> int:
         if query:
             return _search_here(run, query)
         code = cmd_status(run, os.getcwd())
-        run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
+        if not run.args.json:
+            run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
         return code
     try:
         info, built = demo.ensure()
     except PluginError as exc:
         return run.emit(exc.envelope(), render.format_message)
     demo_run = dataclasses.replace(run, home=Path(info["home"]))
+    text = not run.args.json
     why = "you asked for the demo" if run.args.demo else f"there is no Hermes home at {run.home}"
     made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"
-    run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
+    if text:
+        run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
     # Index it up front (seconds, offline) so every demo search shows hybrid results; a reused
     # home has nothing new, and then there is nothing to say.
     indexed = _indexed(demo_run, Caller(), every=True)
-    if not indexed.get("success"):
+    if text and not indexed.get("success"):
         run.out.print(indexed.get("error"))
-    elif _index_changed(indexed):
+    elif text and _index_changed(indexed):
         run.out.print(render.format_index(indexed))
     folder = str(Path(info["work"]) / demo.MAIN_PROJECT)
-    run.out.print(f"The searches below run in the demo's main project, {demo.EXPLICIT_PROJECTS[demo.MAIN_PROJECT]}, "
-                  f"from its folder {folder}.")
-    run.out.print()
-    code = EXIT_NOTHING
+    if text:
+        run.out.print(f"The searches below run in the demo's main project, "
+                      f"{demo.EXPLICIT_PROJECTS[demo.MAIN_PROJECT]}, from its folder {folder}.\n")
+    responses = []
     for q in ([query] if query else DEMO_QUERIES):
         response = demo_run.search(Caller(cwd=folder), {"query": q, "context": 1})
-        run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
-        run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
-                      if response.get("success") else response.get("error"))
-        run.out.print()
-        code = min(code, errors.exit_code(response))
-    run.out.print(f"The plugin is enabled in the demo home, so Hermes finds it there too: "
-                  f"{_hermes(demo_run.home)} recall status {shlex.quote(folder)}")
-    return code
+        responses.append(response)
+        if text:
+            run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
+            run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
+                          if response.get("success") else response.get("error"))
+            run.out.print()
+    hermes = f"{_hermes(demo_run.home)} recall status {shlex.quote(folder)}"
+    if text:
+        run.out.print(f"The plugin is enabled in the demo home, so Hermes finds it there too: {hermes}")
+    else:
+        run.out.json({"success": True, "demo_home": str(demo_run.home), "built_now": built, "indexed": indexed,
+                      "searched_from": folder, "searches": responses, "hermes": hermes})
+    return min(errors.exit_code(r) for r in responses)
 
 
 def _search_here(run: _Run, query: str) -> int:
