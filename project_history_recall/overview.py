@@ -16,7 +16,7 @@ from .hermes.statedb import reading
 from .results import link, when
 from .scope import sessionref
 from .scope.records import load_history, records_path
-from .scope.resolve import attribution_map, attribution_of, resolve_scope
+from .scope.resolve import attribution_map, attribution_of, auto_name, resolve_scope
 from .semantic import engine as semantic
 
 
@@ -60,7 +60,7 @@ def list_projects(home: Path) -> dict:
     ]
     auto = sorted(
         (
-            {"kind": "auto", "id": key[1], "name": Path(key[1]).name or key[1], "sessions": n}
+            {"kind": "auto", "id": key[1], "name": auto_name(key[1]), "sessions": n}
             for key, n in counts.items() if key[0] == "auto"
         ),
         key=lambda p: (-p["sessions"], p["id"]),

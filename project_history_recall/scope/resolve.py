@@ -9,6 +9,7 @@ process and rebuilt whenever its inputs change.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sqlite3
 import time
@@ -35,7 +36,7 @@ from .attribution import (
     lineage_root,
     resolve_own,
 )
-from .pathkeys import is_windows_path
+from .pathkeys import base_name, is_windows_path
 from .records import current_records, records_path
 
 
@@ -197,10 +198,40 @@ def live_project(projects: list[ProjectInfo], ref: str, action: str = "search it
     return None
 
 
-def unknown_project(projects: list[ProjectInfo], ref: str) -> ScopeError:
-    """The error for a name or folder that matches nothing, listing what exists."""
-    what = f"No project in this profile owns {ref}." if _folder(ref) else f"No project '{ref}' in this profile."
-    return ScopeError(what, _listed([p for p in projects if not p.archived])[:20])
+def auto_name(key_id: str) -> str:
+    """How an automatic project is named (``projects`` lists it so): its folder's last part."""
+    return base_name(key_id) or key_id
+
+
+def unknown_project(projects: list[ProjectInfo], ref: str, automatic: list[str] = ()) -> ScopeError:
+    """The error for a name or folder that matches nothing: the names closest to it, else what exists."""
+    live = [p for p in projects if not p.archived]
+    if _folder(ref):
+        return ScopeError(f"No project in this profile owns {ref}.", _listed(live)[:20])
+    names = {name.casefold(): name for name in [*(p.name for p in live), *automatic]}
+    close = [names[n] for n in difflib.get_close_matches(ref.strip().casefold(), list(names), n=3, cutoff=0.6)]
+    if close:
+        hint = f" Did you mean {' or '.join(close)}?"
+    elif names:
+        hint = f" Its projects: {', '.join(list(names.values())[:10])}."
+    else:
+        hint = " It has none yet: create one with `hermes project create NAME FOLDER`."
+    candidates = [p for p in live if p.name in close] if close else live
+    return ScopeError(f"No project '{ref}' in this profile.{hint}", _listed(candidates)[:20])
+
+
+def auto_project_named(amap: "_AttributionMap", ref: str) -> Attribution | None:
+    """The automatic project ``ref`` names as ``projects`` prints it (``notes``, or ``notes (auto)``)."""
+    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
+    found = [key for key in amap.by_project if key[0] == "auto" and auto_name(key[1]).casefold() == wanted]
+    if len(found) > 1:
+        raise ScopeError(f"'{ref}' names several automatic projects; give the folder instead.",
+                         [{"id": key[1], "name": auto_name(key[1])} for key in found], "ambiguous_project")
+    return Attribution("auto", found[0][1], auto_name(found[0][1]), "folder") if found else None
+
+
+def auto_names(amap: "_AttributionMap") -> list[str]:
+    return [auto_name(key[1]) for key in amap.by_project if key[0] == "auto"]
 
 
 def _folder(ref: str) -> str | None:
@@ -240,7 +271,10 @@ def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
     place = located(amap.ctx, ref)
     if place is not None and (place.kind == "explicit" or (place.kind == "auto" and place.key in amap.by_project)):
         return place
-    raise unknown_project(amap.ctx.projects, ref)
+    auto = auto_project_named(amap, ref) if place is None else None
+    if auto is not None:
+        return auto
+    raise unknown_project(amap.ctx.projects, ref, auto_names(amap))
 
 
 def _conversation(caller: Caller, own_row: SessionFacts | None, facts: dict[str, SessionFacts]) -> tuple[str, ...]:

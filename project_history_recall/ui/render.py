@@ -79,7 +79,8 @@ def _unfinished(response: dict, one_shot: OneShot | None) -> str | None:
 
 def format_search(response: dict, style: Style, one_shot: OneShot | None = None) -> str:
     lines = []
-    scope = f"{project_label(response['project'])}, {response.get('sessions_in_scope', 0)} sessions searched"
+    searched = response.get("sessions_in_scope", 0)
+    scope = f"{project_label(response['project'])}, {searched} session{'' if searched == 1 else 's'} searched"
     lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
     used = response.get("searched_with", response.get("mode"))
     line = f"mode {response.get('mode')} (searched with {used})"
@@ -241,14 +242,22 @@ def format_index(response: dict) -> str:
 
 
 def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,
-                 rate: float = 0.0) -> str:
-    """One line, which ``Output.progress`` redraws in place while an index is built."""
-    width = 24
-    filled = int(width * done / total) if total else width
-    line = f"{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions"
-    if messages or chunks:
-        line += f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s"
-    return line + " "
+                 rate: float = 0.0, columns: int = 80) -> str:
+    """One line of at most ``columns - 1`` characters (a full-width line wraps in some terminals,
+    and every redraw then starts a new line). What gives way first: the rates, then the bar,
+    and only then the label."""
+    room = max(columns - 1, 20)
+    sessions = f" {done:,}/{total:,} sessions"
+    rates = f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s" if messages or chunks else ""
+    counts = next((c for c in (sessions + rates, sessions) if len(label) + len(c) + 7 <= room), f" {done:,}/{total:,}")
+    width = min(24, room - len(label) - len(counts) - 3)
+    bar = ""
+    if width >= 4:
+        filled = int(width * done / total) if total else width
+        bar = f" [{'#' * filled}{'.' * (width - filled)}]"
+    if len(label) + len(bar) + len(counts) > room:
+        label = label[:room - len(counts) - 1] + "…"
+    return f"{label}{bar}{counts}"
 
 
 def format_consents(response: dict) -> str:
@@ -281,15 +290,16 @@ class Output:
     (it is read from ``.env`` or the environment at request time, never kept on an object that
     could print it)."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, prog: str = "project-history-recall"):
         self._key = envfile.configured_key(home)
         self._screen = terminal.Screen()
+        self._prog = prog  # as the person typed it: `hermes recall` or the standalone script
 
     def _safe(self, text: str) -> str:
         return self._screen.shown(envfile.scrub_key(text, self._key))
 
-    def _write(self, stream, text: str, start: str = "") -> None:
-        stream.write(start + self._safe(text))
+    def _write(self, stream, text: str, start: str = "", end: str = "") -> None:
+        stream.write(start + self._safe(text) + end)
         stream.flush()
 
     def print(self, text: str = "") -> None:
@@ -299,15 +309,20 @@ class Output:
         self.print(json.dumps(response, ensure_ascii=False, indent=2))
 
     def error(self, text: str) -> None:
-        self._write(sys.stderr, f"project-history-recall: {text}\n")
+        self._write(sys.stderr, f"{self._prog}: {text}\n")
+
+    def note(self, text: str) -> None:
+        """A line of progress on stderr, for a log as much as a terminal."""
+        self._write(sys.stderr, text + "\n")
 
     def progress(self, line: str | None) -> None:
-        """A progress line redrawn in place on stderr (the carriage return is the only control
-        character it lets through); None ends it."""
+        """A progress line redrawn in place on stderr (cleared to the end, since it may have
+        shrunk; the carriage return and that clearing are the only control sequences it lets
+        through); None ends it."""
         if line is None:
             self._write(sys.stderr, "\n")
         else:
-            self._write(sys.stderr, line, start="\r")
+            self._write(sys.stderr, line, start="\r", end="\033[K")
 
     def ask(self, question: str, prompt: str) -> str:
         """A yes/no question on the terminal; the answer, lower case ("" at end of input)."""

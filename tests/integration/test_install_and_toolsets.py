@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SRC
+from conftest import SRC
 from hermes_world import PLUGIN_KEY, World, call, enable_plugin
 
 OUR_TOOLS = {"project_history_search", "project_session_move"}
@@ -108,19 +107,7 @@ def test_directory_install_loads_and_dispatches(home, work):
     assert res["success"] and res["results"]
 
 
-@pytest.fixture(scope="module")
-def pip_target(tmp_path_factory):
-    """The package as pip installs it (a real wheel build), outside the test's sys.path."""
-    target = tmp_path_factory.mktemp("pip-site")
-    src = tmp_path_factory.mktemp("src") / "repo"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.egg-info", "build"))
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return target
-
-
-def test_pip_install_loads_through_the_entry_point(pip_target, tmp_path):
+def test_pip_install_loads_through_the_entry_point(installed, tmp_path):
     hermes_home = tmp_path / "pip-home"
     hermes_home.mkdir()
     work = tmp_path / "w"
@@ -143,15 +130,15 @@ def test_pip_install_loads_through_the_entry_point(pip_target, tmp_path):
         print(json.dumps({{"entry": entry, "module": project_history_recall.__file__, "res": res}}))
     """)
     (hermes_home / "config.yaml").write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
-    env = dict(os.environ, HERMES_HOME=str(hermes_home), PYTHONPATH=str(pip_target))
+    env = dict(os.environ, HERMES_HOME=str(hermes_home), PYTHONPATH=str(installed))
     out = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout.strip().splitlines()[-1])
     assert payload["entry"]["source"] == "entrypoint" and payload["entry"]["enabled"] and not payload["entry"]["error"]
-    assert payload["module"].startswith(str(pip_target))
+    assert payload["module"].startswith(str(installed))
     assert payload["res"]["success"] and payload["res"]["results"][0]["snippet"].count("websocket") == 1
-    script_path = pip_target / "bin" / "project-history-recall"
+    script_path = installed / "bin" / "project-history-recall"
     assert script_path.exists()
     help_out = subprocess.run([sys.executable, str(script_path), "--help"], env=env, capture_output=True,
                               text=True, timeout=60)
