@@ -134,7 +134,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
+        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit, candidates)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
