@@ -42,13 +42,17 @@ class SemanticHit:
 
 
 def _quantise(v):
-    """(int8 rows, each row's scale): ``v ≈ rows * scale``."""
+    """(int8 rows, each row's scale): ``v ≈ rows * scale``. Overwrites ``v`` (float32, 1 or 2 dimensions)."""
     import numpy as np
 
-    scale = np.atleast_1d(np.abs(v).max(axis=-1) / np.float32(127.0))
+    rows = np.atleast_2d(v)
+    # Two reductions instead of abs(): no temporary the size of the block.
+    scale = np.maximum(rows.max(axis=1), -rows.min(axis=1)) / np.float32(127.0)
     scale[scale == 0] = 1.0
-    rows = np.rint(np.atleast_2d(v) / scale[:, None]).astype(np.int8)
-    return (rows, scale) if v.ndim == 2 else (rows[0], scale[0])
+    np.multiply(rows, (1.0 / scale)[:, None], out=rows)
+    np.rint(rows, out=rows)
+    ints = rows.astype(np.int8)
+    return (ints, scale) if v.ndim == 2 else (ints[0], scale[0])
 
 
 class ScopeMatrix:
@@ -122,53 +126,66 @@ class ScopeMatrix:
         if not batch:
             return
         self._reserve(len(batch))
-        start = self.n
-        end = start + len(batch)
-        blob = b"".join(r[4] for r in batch)
-        self.vecs[start:end], self.scale[start:end] = _quantise(
-            np.frombuffer(blob, dtype=np.float16).reshape(len(batch), self.dim).astype(np.float32))
+        count = len(batch)
+        start, end = self.n, self.n + count
         self.rowids[start:end] = [r[0] for r in batch]
         self.mids[start:end] = [r[2] for r in batch]
         self.ts[start:end] = [r[3] or 0.0 for r in batch]
         self.alive[start:end] = True
-        touched = []
-        for i, r in enumerate(batch):
-            sid = r[1]
+        # Linked per session, not per row: a page holds a few sessions' runs.
+        self.prev[start:end] = np.arange(start - 1, end - 1)
+        self.next[start:end] = np.arange(start + 1, end + 1)
+        sids = [r[1] for r in batch]
+        cuts = [i for i in range(1, count) if sids[i] != sids[i - 1]]
+        crossing = []  # rows linked to a row of an earlier page
+        for first, stop in zip([0, *cuts], [*cuts, count]):
+            sid = sids[first]
             idx = self.session_index.get(sid)
             if idx is None:
                 idx = self.session_index[sid] = len(self.sessions)
                 self.sessions.append(sid)
-            row = start + i
-            self.sidx[row] = idx
+            self.sidx[start + first: start + stop] = idx
             rows = self.rows.setdefault(sid, [])
-            self.prev[row] = rows[-1] if rows else -1
-            self.next[row] = -1
+            self.prev[start + first] = rows[-1] if rows else -1
+            self.next[start + stop - 1] = -1
             if rows:
-                self.next[rows[-1]] = row
-                touched.append(rows[-1])
-            rows.append(row)
+                self.next[rows[-1]] = start + first
+                crossing += [rows[-1], start + first]
+            rows.extend(range(start + first, start + stop))
         self.n = end
-        self._norms(np.concatenate([np.arange(start, end), np.asarray(touched, dtype=np.int64)]))
+        fresh = np.frombuffer(b"".join(r[4] for r in batch), dtype=np.float16).reshape(count, self.dim)
+        fresh = fresh.astype(np.float32)
+        # Norms in context from the float rows while they are at hand.
+        acc = fresh.copy()
+        linked = self.next[start: end - 1] >= 0
+        acc[1:][linked] += fresh[:-1][linked]
+        acc[:-1][linked] += fresh[1:][linked]
+        norms = np.linalg.norm(acc, axis=1)
+        norms[norms == 0] = 1.0
+        self.norm[start:end] = norms
+        self.vecs[start:end], self.scale[start:end] = _quantise(fresh)
+        if crossing:
+            self._norms(np.asarray(crossing, dtype=np.int64))
 
     def _norms(self, idx) -> None:
-        """Norm of each row's vector plus its neighbours' (from the int8 rows: it
-        only serves the choosing pass), in slices so the temporaries stay a few
-        MB however many rows arrive."""
+        """Norm of each row's vector plus its neighbours', from the int8 rows (the
+        norm only serves the choosing pass), in slices so the temporaries stay
+        a few MB however many rows arrive."""
         import numpy as np
+
+        def floats(rows):
+            return self.vecs[rows] * self.scale[rows, None]
 
         for at in range(0, len(idx), NORM_SLICE):
             part = idx[at: at + NORM_SLICE]
-            acc = self._floats(part)
+            acc = floats(part)
             p, q = self.prev[part], self.next[part]
             has_p, has_q = p >= 0, q >= 0
-            acc[has_p] += self._floats(p[has_p])
-            acc[has_q] += self._floats(q[has_q])
+            acc[has_p] += floats(p[has_p])
+            acc[has_q] += floats(q[has_q])
             norms = np.linalg.norm(acc, axis=1)
             norms[norms == 0] = 1.0
             self.norm[part] = norms
-
-    def _floats(self, rows):
-        return self.vecs[rows].astype("float32") * self.scale[rows, None]
 
     # -- keeping in step with the store -----------------------------------------------
     def sync(self, store: vectors.VectorStore, fp: str, members: list[str],
@@ -215,7 +232,7 @@ class ScopeMatrix:
         n = self.n
         if n == 0:
             return [], {}
-        q8, q_scale = _quantise(np.asarray(q, dtype=np.float32))
+        q8, q_scale = _quantise(np.array(q, dtype=np.float32))
         dots = np.einsum("ij,j->i", self.vecs[:n], q8, dtype=np.int32)
         # A missing neighbour is -1, which indexes the 0 appended at the end.
         sims = np.append(dots * (self.scale[:n] * q_scale), np.float32(0.0))
