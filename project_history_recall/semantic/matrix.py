@@ -28,8 +28,9 @@ NORM_SLICE = 2048
 MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
-# Rows re-scored in float per row a search needs: int8 moves a cosine by about
-# 0.002, far less than the gap between a scope's 80th and 160th best rows.
+# The int8 pass keeps this many times the rows a search needs for the float
+# re-score. int8 moves a cosine by at most about 0.002, so a row among the best
+# k in float is missed only if 2k rows score within 0.004 of it.
 RESCORE_FACTOR = 2
 
 
@@ -91,9 +92,9 @@ class ScopeMatrix:
         vecs = np.empty((new_cap, self.dim), dtype=np.int8)
         vecs[: self.n] = self.vecs[: self.n]
         self.vecs = vecs
-        for name, dtype, fill in (("scale", np.float32, 1.0), ("rowids", np.int64, 0), ("mids", np.int64, 0), ("sidx", np.int32, 0), ("ts", np.float64, 0.0),
-                                  ("alive", bool, False), ("prev", np.int64, -1), ("next", np.int64, -1),
-                                  ("norm", np.float32, 1.0)):
+        for name, dtype, fill in (("scale", np.float32, 1.0), ("rowids", np.int64, 0), ("mids", np.int64, 0),
+                                  ("sidx", np.int32, 0), ("ts", np.float64, 0.0), ("alive", bool, False),
+                                  ("prev", np.int64, -1), ("next", np.int64, -1), ("norm", np.float32, 1.0)):
             arr = np.full(new_cap, fill, dtype=dtype)
             arr[: self.n] = getattr(self, name)[: self.n]
             setattr(self, name, arr)
