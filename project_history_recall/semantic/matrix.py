@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from . import store as vectors
 
 NORM_SLICE = 2048
+PAGE = 1024  # rows read at a time: their float copies stay a few MB, which the allocator hands back
 MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
@@ -208,10 +209,10 @@ class ScopeMatrix:
                 appends.append(sid)
         if full:
             self._reserve(sum(states[s].chunks for s in full))
-            for page in store.rows(fp, full):
+            for page in store.rows(fp, full, page=PAGE):
                 self._append(page, {})
         for sid in appends:
-            for page in store.rows(fp, [sid], after_rowid=self.loaded[sid][1]):
+            for page in store.rows(fp, [sid], after_rowid=self.loaded[sid][1], page=PAGE):
                 self._append(page, {sid: self.loaded[sid][1]})
         for sid in full + appends:
             self.loaded[sid] = (states[sid].generation, states[sid].last_rowid)
