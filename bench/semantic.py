@@ -41,6 +41,17 @@ def _rss_mb() -> float:
     return float("nan")
 
 
+def _rss_parts_mb() -> dict:
+    """RSS split into memory of its own (anonymous) and pages of mapped files (state.db is read
+    through mmap: its pages count once per connection that touched them, and the kernel can drop them)."""
+    parts = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                parts[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
+    return parts
+
+
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -240,14 +251,14 @@ def first_call(home: Path, caller: str, warm: bool, delay: float) -> dict:
     from project_history_recall import search, warmup
     from project_history_recall.hermes.host import Caller
 
-    started = time.perf_counter()
-    warmed: list[float] = []
+    started, cpu = time.perf_counter(), time.process_time()
+    warmed: list[tuple[float, float]] = []  # (seconds, CPU seconds of the process) until the warm-up was done
     if warm:
         # What Hermes's agent loop passes on the first turn of a new session.
         warmup.on_session_start(session_id=caller, model="bench/model", platform="cli")
         thread = next(t for t in threading.enumerate() if t.name == "phr-warm-up")
-        threading.Thread(target=lambda: (thread.join(), warmed.append(time.perf_counter() - started)),
-                         daemon=True).start()
+        threading.Thread(target=lambda: (thread.join(), warmed.append(
+            (time.perf_counter() - started, time.process_time() - cpu))), daemon=True).start()
     time.sleep(max(0.0, started + delay - time.perf_counter()))
     t = time.perf_counter()
     out = search.run(home, Caller.of(caller), {"query": FIRST_QUESTION, "context": 2})
@@ -256,9 +267,14 @@ def first_call(home: Path, caller: str, warm: bool, delay: float) -> dict:
     rss_first = _rss_mb()
     if warm:
         thread.join()
+    # A few more searches, as a session goes on: the memory the process keeps.
+    for query in ("socket retry backoff", "cache memory leak", "deploy docker image"):
+        search.run(home, Caller.of(caller), {"query": query, "context": 2})
     return {"warm_up": warm, "delay_s": delay, "first_call_ms": latency, "semantic_status": out["semantic_status"],
-            "searched_with": out["searched_with"], "warm_up_s": warmed[0] if warmed else None,
-            "rss_after_first_mb": rss_first, "peak_rss_mb": _peak_mb()}
+            "searched_with": out["searched_with"], "warm_up_s": warmed[0][0] if warmed else None,
+            "warm_up_cpu_s": warmed[0][1] if warmed else None, "load_average": os.getloadavg()[0],
+            "rss_after_first_mb": rss_first, "rss_after_four_mb": _rss_mb(), "rss_parts_mb": _rss_parts_mb(),
+            "peak_rss_mb": _peak_mb()}
 
 
 def _fresh(command: str, *args) -> dict:
@@ -278,7 +294,11 @@ def first_calls(home: Path, caller: str, delay: float, runs: int) -> dict:
             "searched_with": sorted({d["searched_with"] for d in done}),
             "semantic_status": sorted({d["semantic_status"] for d in done}),
             "warm_up_s": [round(d["warm_up_s"], 2) for d in done if d["warm_up_s"] is not None],
+            "warm_up_cpu_s": [round(d["warm_up_cpu_s"], 2) for d in done if d["warm_up_cpu_s"] is not None],
+            "load_average": [round(d["load_average"], 1) for d in done],
             "rss_after_first_mb": max(d["rss_after_first_mb"] for d in done),
+            "rss_after_four_mb": max(d["rss_after_four_mb"] for d in done),
+            "rss_parts_mb": done[-1]["rss_parts_mb"],
             "peak_rss_mb": max(d["peak_rss_mb"] for d in done),
         }
         print(f"  first call {delay:g} s after session start, {'with' if warm else 'without'} warm-up: "
