@@ -43,9 +43,8 @@ def _warm_quietly(home: Path, caller: Caller) -> None:
         logger.exception("warming up for the first search failed")
 
 
-def warm(home: Path, caller: Caller) -> str:
-    """Do now what the caller's first search would; returns the semantic status
-    reached (``home``: the session is in no project, nothing was done)."""
+def warm(home: Path, caller: Caller) -> None:
+    """Do now what the caller's first search would (nothing for a session in no project)."""
     from . import settings as config
     from .hermes.statedb import reading
     from .scope.resolve import resolve_scope
@@ -54,6 +53,5 @@ def warm(home: Path, caller: Caller) -> str:
     settings = config.load(home)
     with reading(paths.state_db_path(home)) as (conn, _shape):
         scope = resolve_scope(home, conn, caller)
-    if scope.attribution.kind == "home":
-        return "home"
-    return semantic.warm(home, settings, scope)
+    if scope.attribution.kind != "home":
+        semantic.warm(home, settings, scope)

@@ -143,34 +143,33 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     return out
 
 
-def warm(home: Path, settings, scope: Scope) -> str:
+def warm(home: Path, settings, scope: Scope) -> None:
     """Ready ahead of the first search of ``scope``: the model loaded, the scope's
     vectors in memory and its index checked (what is new is embedded in the
-    background). Returns the semantic status reached.
+    background). Whatever stops it, the first search meets and reports.
 
     Only the embedded model: a remote one has nothing to load, and warming up
     must never send anything anywhere."""
     from .embedders.local import UniversalSentenceEncoder
 
     if not settings.semantic or settings.embedder != "local":
-        return "disabled" if not settings.semantic else "remote"
+        return
     try:
         embedders.load(settings, wait=0)  # loads in its own thread while the vectors are read here
         fp = UniversalSentenceEncoder.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
         store = Home.of(home).vector_store()
     except (embedders.EmbedderUnavailable, derived.StoreError):
-        return "unavailable"  # the first search says why
+        return
     key, members = scope.attribution.key, scope.members
     matrix = Home.of(home).matrix(store, fp, key, UniversalSentenceEncoder.dimension)
     with matrix.lock:
         matrix.sync(store, fp, members, store.states(fp, members))
     out = prepare(home, settings, wait=None)
     if not out.usable:
-        return out.status
+        return
     worker = Home.of(home).indexer(settings, out.embedder, out.store)
     with reading(paths.state_db_path(home)) as (conn, _shape):
-        summary = worker.top_up(conn, key, members, 0.0)
-    return "ready" if not summary["pending"] else "partial" if summary["indexed"] else "indexing"
+        worker.top_up(conn, key, members, 0.0)
 
 
 def report(home: Path, settings, conn, scope: Scope) -> Outcome:
