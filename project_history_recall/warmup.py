@@ -37,8 +37,12 @@ def on_session_start(**kwargs) -> None:
 
 
 def _warm_quietly(home: Path, caller: Caller) -> None:
+    from .errors import PluginError
+
     try:
         warm(home, caller)
+    except PluginError as exc:  # state.db missing or locked: the first search says so itself
+        logger.warning("warming up for the first search stopped: %s", exc)
     except Exception:
         logger.exception("warming up for the first search failed")
 
