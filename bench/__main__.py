@@ -45,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
                      help="the synthetic 1M-message home (read only: it is copied)")
     sem.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-semantic")
+    sem.add_argument("--no-1m", action="store_true", help="leave out the no-op check on the 1M-message home")
     sem.add_argument("--messages-100k", type=int, default=150_000,
                      help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
+    sem.add_argument("--messages-10k", type=int, default=10_000, help="messages in the small one-project home")
+    sem.add_argument("--delay", type=float, default=1.0, help="seconds from session start to the first search")
+    sem.add_argument("--runs", type=int, default=3, help="fresh processes per first-call measurement")
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
     sem.add_argument("--json", type=Path, help="also write the figures here")
@@ -65,12 +69,22 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("home", type=Path)
     serve.add_argument("caller")
     serve.add_argument("queries", type=int)
+    first = sub.add_parser("_first")  # internal: one fresh process's first search
+    first.add_argument("home", type=Path)
+    first.add_argument("caller")
+    first.add_argument("warm", type=int)
+    first.add_argument("delay", type=float)
 
     args = parser.parse_args(argv)
     if args.command == "_serve":
         from . import semantic as mod
 
         print(json.dumps(mod.serve(args.home, args.caller, args.queries)))
+        return 0
+    if args.command == "_first":
+        from . import semantic as mod
+
+        print(json.dumps(mod.first_call(args.home, args.caller, bool(args.warm), args.delay)))
         return 0
     if args.command == "load":
         from . import load as mod
@@ -89,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "semantic":
         from . import semantic as mod
 
-        figures = mod.run(args.home_1m, args.scratch, args.messages_100k, args.repeats, args.queries)
+        figures = mod.run(None if args.no_1m else args.home_1m, args.scratch, args.messages_100k, args.messages_10k,
+                          args.repeats, args.queries, args.delay, args.runs)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

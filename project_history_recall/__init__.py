@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 def register(ctx) -> None:
     from pathlib import Path
 
+    from . import warmup
     from .ui import cli, slash, tools
 
     for schema, handler, emoji in tools.TOOLS:
@@ -27,5 +28,8 @@ def register(ctx) -> None:
     )
     ctx.register_command("recall", slash.handle, description="Search this project's earlier sessions",
                          args_hint="<query> | status | move <project>")
+    # Hermes 0.19.0 has the hook; a host without it only makes the first search slower.
+    if callable(getattr(ctx, "register_hook", None)):
+        ctx.register_hook("on_session_start", warmup.on_session_start)
     ctx.register_skill("recall", Path(__file__).parent / "skills" / "recall" / "SKILL.md",
                        description="Recall earlier sessions of this project and cite them")

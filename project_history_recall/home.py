@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .hermes import paths
 
-MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~200 MB per 100k chunks
+MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~52 MB per 100k chunks
 
 
 class Home:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import derived
+from ..hermes import paths
+from ..hermes.statedb import reading
 from ..home import Home
 from ..scope.resolve import Scope
 from . import consent, embedders, indexer
@@ -145,11 +147,40 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
+        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit, candidates)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     return out
+
+
+def warm(home: Path, settings, scope: Scope) -> None:
+    """Ready ahead of the first search of ``scope``: the model loaded, the scope's
+    vectors in memory and its index checked (what is new is embedded in the
+    background). Whatever stops it, the first search meets and reports.
+
+    Only the embedded model: a remote one has nothing to load, and warming up
+    must never send anything anywhere."""
+    from .embedders.local import UniversalSentenceEncoder
+
+    if not settings.semantic or settings.embedder != "local":
+        return
+    try:
+        embedders.load(settings, wait=0)  # loads in its own thread while the vectors are read here
+        fp = UniversalSentenceEncoder.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
+        store = Home.of(home).vector_store()
+    except (embedders.EmbedderUnavailable, derived.StoreError):
+        return
+    key, members = scope.attribution.key, scope.members
+    matrix = Home.of(home).matrix(store, fp, key, UniversalSentenceEncoder.dimension)
+    with matrix.lock:
+        matrix.sync(store, fp, members, store.states(fp, members))
+    out = prepare(home, settings, wait=None)
+    if not out.usable:
+        return
+    worker = Home.of(home).indexer(settings, out.embedder, out.store)
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        worker.top_up(conn, key, members, 0.0)
 
 
 def report(home: Path, settings, conn, scope: Scope) -> Outcome:
