@@ -8,7 +8,7 @@ package works without Hermes; only ``tools``/``host``/``cli`` touch it.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401 - the package's public version
 
 
 def register(ctx) -> None:

@@ -17,7 +17,6 @@ from ..files import derived
 from ..home import Home
 from ..scope.resolve import Scope
 from . import consent, embedders, indexer
-from .embedders import openai as remote_embedder
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
@@ -166,7 +165,7 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
                 conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
     try:
         # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-        fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
+        fp = out.embedder.fingerprint or embedders.stored_fingerprint(out.embedder, out.store)
         states = out.store.states(fp, members)
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
