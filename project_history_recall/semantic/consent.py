@@ -66,18 +66,16 @@ from ..errors import ConsentError
 from ..files import configfile
 from ..files.filestamp import StampCache, file_stamp
 from ..hermes import paths
+from ..redaction import CONSENT_TOKEN_PREFIX as TOKEN_PREFIX
 from . import embedders
 
 SECRET_FILE = "consent.secret"
-TOKEN_PREFIX = "consent-"
 TOKEN_LIFETIME = 3600  # seconds a token counts after the response that gave it
 # A token from the near future is a clock set back a little, not a forgery.
 _CLOCK_SKEW = 300
 # Sizes in a token: when it was issued (seconds), its conversation's tag, the HMAC.
 _ISSUED, _TAG, _MAC = 5, 5, 20
 _BODY = re.compile(r"[a-z2-7]{%d}" % ((_ISSUED + _TAG + _MAC) * 8 // 5))
-# What a token looks like, to mask the ones quoted in the searched history (redaction).
-TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 KEY = config.CONSENTS_KEY
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
