@@ -31,7 +31,7 @@ from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
 from .home import Home
-from .scope.resolve import attribution_map, auto_name, resolve_scope
+from .scope.resolve import HOME_REASON, attribution_map, auto_name, resolve_scope
 from .semantic import consent, indexer
 from .semantic import engine as semantic
 
@@ -54,8 +54,6 @@ def targets(home: Path, caller: Caller, project: str | None = None,
                     if key[0] != "home"]
         scope = resolve_scope(home, conn, caller, project_ref=project, include_current=True)
     if scope.attribution.kind == "home":
-        from .search import HOME_REASON
-
         raise UsageError(HOME_REASON)
     return [(scope.attribution.key, scope.attribution.name, scope.members)]
 

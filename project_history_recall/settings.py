@@ -35,6 +35,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .files import envfile
 from .files.filestamp import StampCache, file_stamp
 from .hermes import paths
 
@@ -281,3 +282,19 @@ def _load(home: Path) -> Settings:
     openai = OpenAISettings(**values.pop("openai"))
     return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),
                     warnings=tuple(warnings))
+
+
+def configured_key(home: Path) -> str | None:
+    """The key the configured remote embedder would use, if there is one (here, not in
+    ``envfile``: which variable holds it is a setting, and the files sit below the settings)."""
+    try:
+        settings = load(home)
+    except Exception:  # reading settings must never break output
+        return None
+    if settings.embedder == "local":
+        return None
+    return envfile.lookup(home, settings.openai.api_key_env)[0]
+
+
+def scrub_configured(home: Path, text: str) -> str:
+    return envfile.scrub_key(text, configured_key(home))

@@ -40,6 +40,14 @@ from .pathkeys import base_name, is_windows_path
 from .records import current_records, records_path
 
 
+# Why a caller in no project gets nothing searched (or indexed), and what it can do instead.
+HOME_REASON = (
+    "This session is not in any project (it has no working folder), so there is no project "
+    "history to search. Use project_session_move to put it in a project, or session_search "
+    "to search all history."
+)
+
+
 class ScopeError(UsageError):
     """The caller named a project that cannot be used (unknown, ambiguous, archived)."""
 

@@ -14,7 +14,7 @@ import json
 import logging
 
 from .. import errors, move, search
-from ..files import envfile
+from .. import settings as config
 from ..hermes import host, paths
 from . import terminal
 
@@ -90,7 +90,7 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
         text = _json(errors.envelope(exc))
     # Belt and braces: the remote embedder's key never leaves in a tool result,
     # even if it sits in the searched history itself.
-    return envfile.scrub_configured(home, text)
+    return config.scrub_configured(home, text)
 
 
 def handle_search(args: dict, **kw) -> str:
