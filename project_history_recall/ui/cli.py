@@ -29,7 +29,7 @@ import time
 import types
 from pathlib import Path
 
-from .. import errors, indexing, move, overview, search
+from .. import errors, granting, indexing, move, overview, search
 from .. import settings as config
 from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
@@ -450,8 +450,8 @@ def cmd_consent(run: _Run) -> int:
         question = described["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
-    response = consent.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
-                                        None if run.args.yes else confirm)
+    response = granting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
+                                         None if run.args.yes else confirm)
     return run.emit(response, render.format_message)
 
 
