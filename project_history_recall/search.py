@@ -25,7 +25,6 @@ from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
-from .home import Home
 from .keyword import engine as keyword
 from .keyword import textindex
 from .keyword.querytext import ParsedQuery, clean_text, parse
@@ -284,7 +283,7 @@ def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.F
     if not settings.keyword_index:
         return None
     try:
-        keeper = Home.of(home).keeper()
+        keeper = textindex.keeper(home)
         states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.

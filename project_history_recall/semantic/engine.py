@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import derived
-from ..home import Home
 from ..scope.resolve import Scope
-from . import consent, embedders, indexer
+from . import consent, embedders, indexer, kept
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
@@ -62,7 +61,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
     try:
-        store = Home.of(home).vector_store()
+        store = kept.of(home).vector_store()
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     return Outcome("ready", embedder=embedder, store=store)
@@ -113,7 +112,7 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
             return Outcome("indexing", "the embedding service has not been asked yet in this process; "
                                        "the semantic index is updated from the next hybrid or semantic search")
         learn_size(embedder, query, as_query=True)
-        worker = Home.of(home).indexer(settings, embedder, store)
+        worker = kept.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent.request(
@@ -137,7 +136,7 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
+    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:

@@ -76,10 +76,11 @@ def search(pq, who: str, query: str, **extra) -> dict:
 
 def wait_idle() -> None:
     from project_history_recall import home as standalone
+    from project_history_recall.semantic import kept as standalone_parts
 
-    for module in (plugin_module("home"), standalone):
+    for module, parts in ((plugin_module("home"), plugin_module("semantic.kept")), (standalone, standalone_parts)):
         for kept in module.Home.every():
-            for worker in kept.indexers():
+            for worker in parts.of(kept.path).indexers():
                 assert worker.wait_idle(60), "background indexing did not finish"
 
 
