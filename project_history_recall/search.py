@@ -32,12 +32,10 @@ from .scope.resolve import HOME_REASON, Scope, resolve_scope
 from .semantic import consent
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
+from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
 
 logger = logging.getLogger(__name__)
 
-MODES = ("hybrid", "keyword", "semantic")
-MAX_LIMIT = 50
-MAX_CONTEXT = 10
 # Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
 # engine's 20 best add what keywords miss without crowding out their hits).
 KEYWORD_CANDIDATES = 50

@@ -41,6 +41,11 @@ from .hermes import paths
 
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"
+# What one search may ask for: read by the search itself, the agent tool's schema and the CLI's
+# options (which register with Hermes, so these live here, not with the search's engines).
+MODES = ("hybrid", "keyword", "semantic")
+MAX_LIMIT = 50
+MAX_CONTEXT = 10
 
 @dataclass(frozen=True)
 class OpenAISettings:
@@ -99,7 +104,7 @@ _RANGES = {
     "rrf_k": (1, 10000),
     "semantic_weight": (0.0, 10.0),
     "blend_weight": (0.0, 10.0),
-    "context": (0, 10),
+    "context": (0, MAX_CONTEXT),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),
     "openai.query_timeout": (0.5, 60),
