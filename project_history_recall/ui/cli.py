@@ -2,7 +2,7 @@
 
 Standalone as ``project-history-recall …`` and inside Hermes as
 ``hermes recall …``. It parses, calls the library (``search``, ``move``,
-``overview``, ``indexing``, ``semantic.consent``) and prints what ``render``
+``overview``, ``indexing``, ``granting``, ``semantic.consent``) and prints what ``render``
 makes of the response, or the response itself with ``--json``. Errors are one
 line on stderr, never a traceback; usage errors too.
 
