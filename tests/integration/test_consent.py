@@ -198,7 +198,7 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert plugin_module("semantic.consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
                                                  (pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
-    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent").TOKEN.findall(text)}
+    tokens = {t for text in outputs.texts for t in plugin_module("redaction").CONSENT_TOKEN.findall(text)}
     assert c["token"] in tokens
     for text in outputs.texts:
         if any(t in text for t in tokens):
