@@ -191,7 +191,7 @@ def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -210,7 +210,7 @@ def _index_all(home: Path, convs: dict) -> dict:
             scopes.append(scope)
             texts += _chunk_texts(conn, scope.session_ids, settings)
     raw_before = _raw_rate(ready.embedder, texts, settings.batch_size)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     t0 = time.perf_counter()
     chunks = sum(worker.index_now(s.attribution.key, list(s.session_ids)).chunks for s in scopes)
     wall = time.perf_counter() - t0

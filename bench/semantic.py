@@ -93,7 +93,7 @@ def noop_check(home: Path, repeats: int) -> dict:
 
     from project_history_recall.hermes import changes
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -101,7 +101,7 @@ def noop_check(home: Path, repeats: int) -> dict:
 
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     callers = [r[0] for r in conn.execute(
         "SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL ORDER BY id")]
@@ -156,7 +156,7 @@ def noop_check(home: Path, repeats: int) -> dict:
 
 def index_one_project(home: Path, messages: int, sample: int) -> dict:
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -168,7 +168,7 @@ def index_one_project(home: Path, messages: int, sample: int) -> dict:
         synth.build(home, synth.SynthSpec(messages=messages, sessions=max(10, messages // 100), projects=1, seed=11))
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     caller = conn.execute("SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL LIMIT 1").fetchone()[0]
     conn.close()
@@ -203,14 +203,14 @@ def index_one_project(home: Path, messages: int, sample: int) -> dict:
 def _build_keyword_index(home: Path, caller: str) -> float:
     """The scope's keyword index, as background indexing leaves it (seconds; ~0 when current)."""
     from project_history_recall.hermes.host import Caller
-    from project_history_recall.home import Home
+    from project_history_recall.keyword import textindex
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
     t = time.perf_counter()
-    Home.of(home).keeper().build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
     return time.perf_counter() - t
 
 

@@ -54,6 +54,7 @@ from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..home import Home
 
 if TYPE_CHECKING:
     import numpy as np
@@ -523,3 +524,22 @@ class Keeper:
                     return False
                 self._cond.wait(left)
             return True
+
+
+class _Kept:
+    """A home's slot for its keeper, replaced when its index went bad."""
+
+    keeper: Keeper | None = None
+
+
+def keeper(home: Path) -> Keeper:
+    """The keeper of ``home``'s keyword index (reopened if the file went away)."""
+    kept = Home.of(home)
+    mine = kept.slot("keyword.keeper", lambda _home: _Kept())
+    with kept.lock:
+        old = mine.keeper
+        if old is not None and old.error is None and old.index.healthy():
+            return old
+        mine.keeper = fresh = Keeper(kept.path, TextIndex(kept.data_dir / FILE_NAME))
+    derived.retire(old.index if old is not None else None)
+    return fresh

@@ -66,18 +66,16 @@ from ..errors import ConsentError
 from ..files import configfile
 from ..files.filestamp import StampCache, file_stamp
 from ..hermes import paths
+from ..redaction import CONSENT_TOKEN_PREFIX as TOKEN_PREFIX
 from . import embedders
 
 SECRET_FILE = "consent.secret"
-TOKEN_PREFIX = "consent-"
 TOKEN_LIFETIME = 3600  # seconds a token counts after the response that gave it
 # A token from the near future is a clock set back a little, not a forgery.
 _CLOCK_SKEW = 300
 # Sizes in a token: when it was issued (seconds), its conversation's tag, the HMAC.
 _ISSUED, _TAG, _MAC = 5, 5, 20
 _BODY = re.compile(r"[a-z2-7]{%d}" % ((_ISSUED + _TAG + _MAC) * 8 // 5))
-# What a token looks like, to mask the ones quoted in the searched history (redaction).
-TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 KEY = config.CONSENTS_KEY
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
@@ -410,44 +408,3 @@ def listing(home: Path) -> dict:
     return {"success": True, "consents": found, "warnings": warnings, "file": str(config.plugin_config_path(home)),
             "note": "There is no revoke command: delete an entry from the file to withdraw it "
                     "(nothing already sent is deleted by the service)."}
-
-
-def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
-                     granted_by: str = "a person, with the consent grant command") -> dict:
-    """Record that a person agrees to send the caller's project (or ``project_ref``) to the
-    configured remote embedder; the response (``recorded`` false when there was nothing to do).
-
-    ``confirm(described)`` is asked first, with what would be sent (``describe``);
-    None: the person already agreed (``--yes``). It returns whether they agree,
-    or raises a ``PluginError`` to refuse (no terminal to ask on, say)."""
-    from ..errors import PluginError, UsageError
-    from ..hermes.statedb import reading
-    from ..scope.resolve import resolve_scope
-
-    try:
-        settings = config.load(home)
-        if not embedders.identity(settings)[0]:
-            return {"success": True, "recorded": False,
-                    "message": "The configured embedder runs on this machine: no consent is needed."}
-        with reading(paths.state_db_path(home)) as (conn, _shape):
-            scope = resolve_scope(home, conn, caller, project_ref=project_ref, include_current=True)
-            if scope.attribution.kind == "home":
-                raise UsageError("this folder is in no project, so nothing of it is ever sent; name one with "
-                                 "--project")
-            embedder = embedders.load(settings)
-            described = describe(conn, embedder, scope.attribution.as_json(), scope.members, settings.chunk_chars)
-        project, service, model = described["project"], embedder.provider, embedder.model
-        if on_record(home, service, model, scope.attribution.key):
-            return {"success": True, "recorded": False, "consent": described, "message": (
-                f"Consent for project '{project['name']}' to {service} (model {model}) is already on record.")}
-        if confirm is not None and not confirm(described):
-            return {"success": True, "recorded": False, "consent": described, "message": "Nothing recorded."}
-        try:
-            grant(home, service, model, project, granted_by)
-        except configfile.ConfigWriteError as exc:
-            raise configfile.ConfigWriteError(
-                f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
-    except PluginError as exc:
-        return exc.envelope()
-    return {"success": True, "recorded": True, "consent": described, "message": (
-        f"Consent recorded: project '{project['name']}' may be sent to {service} (model {model}).")}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import results
+from .. import settings as config
 from ..files import envfile
 from ..semantic import consent
 from . import terminal
@@ -281,7 +282,7 @@ def format_message(response: dict) -> str:
 def scrubbed(home: Path, text: str) -> str:
     """``text`` without the configured remote embedder's key (or any long piece of it), its
     terminal control characters escaped."""
-    return terminal.shown(envfile.scrub_configured(home, text))
+    return terminal.shown(config.scrub_configured(home, text))
 
 
 class Output:
@@ -291,7 +292,7 @@ class Output:
     could print it)."""
 
     def __init__(self, home: Path, prog: str = "project-history-recall"):
-        self._key = envfile.configured_key(home)
+        self._key = config.configured_key(home)
         self._screen = terminal.Screen()
         self._prog = prog  # as the person typed it: `hermes recall` or the standalone script
 

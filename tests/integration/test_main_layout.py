@@ -138,7 +138,7 @@ def test_archiving_a_session_takes_it_out_after_the_background_reread(world, wor
     chat = world.session(("user", "okapi in a chat"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    catalog = plugin_module("home").Home.of(world.home).catalog
+    catalog = plugin_module("scope.resolve").catalog(world.home)
     assert {r["session_id"] for r in call("project_history_search", {"query": "okapi", "mode": "keyword"},
                                           session_id=asker)["results"]} == {chat}
     world.db.set_session_archived(chat, True)
