@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import decode_content, reading
+from ..hermes.statedb import READ_BATCH, decode_content, reading
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +92,7 @@ MAX_SEQ = (1 << 21) - 1
 # A search indexes up to this many new messages itself (~50 µs each); more
 # go to the background and the search uses Hermes's indexes meanwhile.
 INLINE_ROWS = 1000
-BATCH_ROWS = 500  # messages per committed batch in the background
+BATCH_ROWS = READ_BATCH  # messages per committed batch in the background
 PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # Rows of retired ordinals left in the index; past this (and half the live
 # rows) the index is rebuilt from scratch.
@@ -474,8 +474,7 @@ class Keeper:
     def build(self, key: str, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
-        State.db is read in short transactions, one per session, so Hermes's
-        own checkpoints are never held back for long."""
+        State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(self.home / "state.db") as (conn, _shape):
             work = changes(conn, self.index.states(members), members)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
