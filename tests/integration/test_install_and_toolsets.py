@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -192,6 +194,12 @@ def test_standalone_cli_search_status_projects(cli_world):
     status = _cli("status", str(app / "src"), home=home)
     assert status.returncode == 0 and "App" in status.stdout and "2 sessions" in status.stdout
     assert "semantic: ready — 2/2 sessions indexed" in status.stdout, status.stdout  # the searches indexed them
+    # Hermes 0.22 on an SQLite older than 3.51.3 keeps state.db out of WAL; SQLite itself says which.
+    with closing(sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)) as conn:
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert ("state.db: WAL journal" if wal else "state.db: rollback journal") in status.stdout, status.stdout
+    assert json.loads(_cli("status", str(app), "--json", home=home).stdout)["journal_mode"] == (
+        "wal" if wal else "rollback")
     projects = _cli("projects", "--json", home=home)
     listed = json.loads(projects.stdout)["projects"]
     assert {"kind": "explicit", "name": "App", "sessions": 2}.items() <= listed[0].items()
