@@ -21,6 +21,7 @@ from hermes_world import (
     db_digest,
     enable_plugin,
     make_repo,
+    plugin_module,
     session_rows,
     sidebar_groups,
     store_state,
@@ -375,7 +376,7 @@ def test_live_gui_session_moves_through_the_workspace_callback(ab, world):
 
 
 def test_a_search_that_began_before_the_move_keeps_the_old_attribution(ab, monkeypatch):
-    keyword = sys.modules["hermes_plugins.project_history_recall.keyword.engine"]
+    keyword = plugin_module("keyword.engine")
     real = keyword.search
     entered, release = threading.Event(), threading.Event()
 
