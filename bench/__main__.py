@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     sem.add_argument("--json", type=Path, help="also write the figures here")
     load = sub.add_parser("load", help="search latency and Hermes's writer throughput while both run at once")
     load.add_argument("--seconds", type=float, default=60)
-    load.add_argument("--searchers", type=int, default=8, help="threads searching at once")
+    load.add_argument("--searchers", type=lambda v: [int(n) for n in v.split(",")], default=[1, 8],
+                      help="comma-separated: one run per count of threads searching at once (default 1,8)")
     load.add_argument("--rate", type=float, default=150, help="messages a second the writer aims for")
     load.add_argument("--sessions", type=int, default=30, help="sessions in the project before the load starts")
     load.add_argument("--json", type=Path, help="also write the figures here")

@@ -24,6 +24,7 @@ from .errors import PluginError, UsageError
 from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
+from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .keyword import engine as keyword
 from .keyword import textindex
@@ -266,6 +267,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
         **outcome.fields(),
+        "journal_mode": journal_mode(paths.state_db_path(home)),
         "profile": profile,
     }
     if scope.excluded_lineage:

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..hermes.statedb import READ_BATCH, content_sql, decode_content, prefix_sql, reading, seconds_sql
 from ..home import Home
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ MAX_SEQ = (1 << 21) - 1
 # A search indexes up to this many new messages itself (~50 µs each); more
 # go to the background and the search uses Hermes's indexes meanwhile.
 INLINE_ROWS = 1000
-BATCH_ROWS = 500  # messages per committed batch in the background
+BATCH_ROWS = READ_BATCH  # messages per committed batch in the background
 PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # Rows of retired ordinals left in the index; past this (and half the live
 # rows) the index is rebuilt from scratch.
@@ -350,8 +350,6 @@ def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limi
         (sid, after_id, upto, limit)).fetchall()
 
 
-
-
 # -- keeping up, and looking up ---------------------------------------------------------
 
 @dataclass
@@ -468,8 +466,7 @@ class Keeper:
     def build(self, key: str, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
-        State.db is read in short transactions, one per session, so Hermes's
-        own checkpoints are never held back for long."""
+        State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(self.home / "state.db") as (conn, _shape):
             work = changes(conn, self.index.states(members), members)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first

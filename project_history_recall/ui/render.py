@@ -127,6 +127,12 @@ def _semantic_line(response: dict) -> str:
     return " — ".join(parts)
 
 
+_JOURNAL = {
+    "wal": "WAL journal (reads never block Hermes's writer)",
+    "rollback": "rollback journal (a read blocks Hermes's writer while it runs; each read is kept to milliseconds)",
+}
+
+
 def format_status(response: dict) -> str:
     rows = [
         ("folder", response.get("folder") or "-"),
@@ -134,6 +140,7 @@ def format_status(response: dict) -> str:
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
         ("semantic", _semantic_line(response)),
+        ("state.db", _JOURNAL.get(response.get("journal_mode"), "-")),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")
