@@ -257,14 +257,14 @@ class TextIndex(derived.DerivedFile):
                 "AND timestamp >= ? AND timestamp < ?",
                 (json.dumps(rowids), -1e300 if since is None else since, 1e300 if until is None else until))]
 
-    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
-        """rowid -> (message id, length)."""
+    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int, float | None]]:
+        """rowid -> (message id, length, timestamp)."""
         if not rowids:
             return {}
         with self.lock:
-            rows = self._conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
+            rows = self._conn.execute("SELECT rowid, message_id, length, timestamp FROM docs WHERE rowid IN "
                                       "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- writes ---------------------------------------------------------------------------
     def _slot(self, conn: sqlite3.Connection, key: str) -> int:
