@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     locomo.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
     locomo.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     locomo.add_argument("--json", type=Path, help="also write the figures here")
+    locomo.add_argument("--conversations", help="comma-separated positions in the file (0-based), e.g. 0,2,4,6,8")
 
     zh = sub.add_parser("locomo-zh", help="LoCoMo-zh: Chinese questions and their English originals side by side")
     zh.add_argument("--data", type=Path, default=data / "locomo-zh",
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--root", type=Path, help="folder for the two homes (default: a temp dir)")
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
+    zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
 
     sem = sub.add_parser("semantic", help="semantic indexing throughput, no-op check at 1M, hybrid latency/RSS at 100k")
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
-                                   [m.strip() for m in args.modes.split(",") if m.strip()])
+                                   [m.strip() for m in args.modes.split(",") if m.strip()], args.conversations)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import locomo as mod
 
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
-        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()])
+        picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
+        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], picked)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

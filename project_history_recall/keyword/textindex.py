@@ -257,14 +257,14 @@ class TextIndex(derived.DerivedFile):
                 + "".join(f"AND {seconds_sql('timestamp')} {op} ? " for op, _ in bounds),
                 (json.dumps(rowids), *(value for _, value in bounds)))]
 
-    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
-        """rowid -> (message id, length)."""
+    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int, float | None]]:
+        """rowid -> (message id, length, timestamp)."""
         if not rowids:
             return {}
         with self.using() as conn:
-            rows = conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
-                                      "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
-        return {r[0]: (r[1], r[2]) for r in rows}
+            rows = conn.execute(f"SELECT rowid, message_id, length, {seconds_sql('timestamp')} FROM docs WHERE rowid IN "
+                                "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- writes ---------------------------------------------------------------------------
     def _slot(self, conn: sqlite3.Connection, key: str) -> int:
