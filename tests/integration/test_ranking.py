@@ -63,7 +63,7 @@ def test_best_message_first_while_and_after_the_index_builds_in_the_background(w
     asker, best = _project(world, work, where)
     plugin_settings(world.home, semantic=False)
     enable_plugin(world.home)
-    keeper = plugin_module("home").Home.of(world.home).keeper()
+    keeper = plugin_module("keyword.textindex").keeper(world.home)
     assert _first(asker) == best  # answered from Hermes's data: too much to index inline
     assert keeper.wait_idle(120)
     assert _first(asker) == best  # answered from keywords.db, built newest session first
