@@ -49,8 +49,8 @@ def measure(home: Path, embedder_name: str, threads: int) -> dict:
     """In a fresh process (the thread count is fixed when a model loads): index the project once."""
     os.environ["HERMES_HOME"] = str(home)
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
-    from project_history_recall.semantic import embedders
+    from project_history_recall.keyword import textindex
+    from project_history_recall.semantic import embedders, kept
 
     settings = config.load(home)
     load_avg = os.getloadavg()
@@ -59,9 +59,10 @@ def measure(home: Path, embedder_name: str, threads: int) -> dict:
     load_s = time.perf_counter() - t0
     scope, messages = _scope(home)
     t = time.perf_counter()
-    Home.of(home).keeper().build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
     keyword_s = time.perf_counter() - t
-    worker = Home.of(home).indexer(settings, embedder, Home.of(home).vector_store())
+    parts = kept.of(home)
+    worker = parts.indexer(settings, embedder, parts.vector_store())
     cpu1, t = time.process_time(), time.perf_counter()
     progress = worker.index_now(scope.attribution.key, list(scope.session_ids))
     semantic_s, semantic_cpu = time.perf_counter() - t, time.process_time() - cpu1

@@ -10,23 +10,31 @@ anything a caller sends.
 Nothing of a project is sent to a remote embedder without consent on record
 for it: such a project is skipped (``skipped_for_consent``) and the rest is
 indexed.
+
+One run at a time per home (a lock file in the data folder): a second run
+waits for the first and then finds only what the first left undone, instead
+of embedding the same messages twice over.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import settings as config
 from .errors import DataError, PluginError, UsageError
+from .files import derived
+from .files.locks import FileLock, LockTimeout
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
-from .home import Home
-from .scope.resolve import attribution_map, resolve_scope
+from .keyword import textindex
+from .scope.resolve import HOME_REASON, attribution_map, auto_name, resolve_scope
 from .semantic import consent, indexer
 from .semantic import engine as semantic
+from .semantic import kept as semantic_parts
 
 # (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
 OnProgress = Callable[[str, str, int, int, "indexer.Progress | None"], None]
@@ -42,46 +50,78 @@ def targets(home: Path, caller: Caller, project: str | None = None,
         if every:
             amap = attribution_map(home, conn)
             names = {("explicit", p.id): p.name for p in amap.ctx.projects}
-            return [(key, names.get(key, str(key[1])), sids)
+            return [(key, names.get(key) or auto_name(key[1]), sids)
                     for key, sids in sorted(amap.by_project.items(), key=lambda kv: str(kv[0]))
                     if key[0] != "home"]
         scope = resolve_scope(home, conn, caller, project_ref=project, include_current=True)
     if scope.attribution.kind == "home":
-        from .search import HOME_REASON
-
         raise UsageError(HOME_REASON)
     return [(scope.attribution.key, scope.attribution.name, scope.members)]
 
 
+LOCK_NAME = "index.lock"
+
+
+@contextmanager
+def _one_run_at_a_time(home: Path, on_wait: Callable[[], None] | None) -> Iterator[None]:
+    lock = FileLock(paths.data_dir(home) / LOCK_NAME)
+    try:
+        paths.data_dir(home).mkdir(exist_ok=True)
+        lock.acquire(timeout=0)
+    except LockTimeout:
+        if on_wait is not None:
+            on_wait()
+        lock.acquire()
+    except OSError:
+        # No data folder to hold a lock in: the indexes cannot be written either, and say so themselves.
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def run(home: Path, caller: Caller, *, project: str | None = None, every: bool = False,
         on_progress: OnProgress | None = None, grant_command: str = "hermes recall",
+        on_wait: Callable[[], None] | None = None,
         on_estimate: Callable[[dict], None] | None = None) -> dict:
     """Index the caller's project (or ``project``, or ``every`` project); the response dict.
 
     ``model``, ``index``, ``projects`` and ``totals`` tell of the semantic
     index, ``keyword`` of the keyword index. ``grant_command``: how the person
-    runs this program, for the consent hint of a skipped project. ``on_estimate`` is told,
-    before anything is embedded, how much there is to embed and about how long it takes
-    (``indexer.estimate``; it is in the response as ``estimate`` too)."""
+    runs this program, for the consent hint of a skipped project. ``on_wait``
+    is called when another run holds the home's index lock, before waiting.
+    ``on_estimate`` is told, before anything is embedded, how much there is to
+    embed and about how long it takes (``indexer.estimate``; it is in the
+    response as ``estimate`` too). ``repaired``: an index found damaged on the
+    way, and built anew."""
     try:
-        settings = config.load(home)
         wanted = targets(home, caller, project, every)
-        out: dict = {"success": True}
-        if settings.keyword_index:
-            out["keyword"] = _keyword(home, wanted, on_progress)
-        ready = semantic.prepare(home, settings, wait=None)
-        if ready.status == "disabled":
-            return {**out, "semantic_status": ready.status, "semantic_reason": ready.reason}
-        if not ready.usable:
-            raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
-        return {**out, "semantic_status": "ready",
-                **_semantic(home, settings, ready, wanted, on_progress, grant_command, on_estimate)}
+        with _one_run_at_a_time(home, on_wait):
+            out, repaired = derived.after_repair(
+                lambda: _run(home, config.load(home), wanted, on_progress, grant_command, on_estimate))
     except PluginError as exc:
         return exc.envelope()
+    return {**out, "repaired": repaired} if repaired else out
+
+
+def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str,
+         on_estimate: Callable[[dict], None] | None) -> dict:
+    out: dict = {"success": True}
+    if settings.keyword_index:
+        out["keyword"] = _keyword(home, wanted, on_progress)
+    ready = semantic.prepare(home, settings, wait=None)
+    if ready.status == "disabled":
+        return {**out, "semantic_status": ready.status, "semantic_reason": ready.reason}
+    if not ready.usable:
+        raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
+    return {**out, "semantic_status": "ready",
+            **_semantic(home, settings, ready, wanted, on_progress, grant_command, on_estimate)}
 
 
 def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
-    keeper = Home.of(home).keeper()
+    keeper = textindex.keeper(home)
     updated = 0
     for key, name, sids in wanted:
         # The key a search looks the scope up by (search._keyword_lookup).
@@ -121,7 +161,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
         if not semantic.learn_size(embedder, sample):
             progress = indexer.Progress()  # nothing in this project to embed (yet)
         else:
-            worker = worker or Home.of(home).indexer(settings, embedder, ready.store)
+            worker = worker or semantic_parts.of(home).indexer(settings, embedder, ready.store)
             progress = worker.index_now(key, sids, on_progress=(
                 (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
         done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),

@@ -48,7 +48,6 @@ from .hermes.facts import ProjectInfo
 from .hermes.host import Caller
 from .hermes.projects import load_projects
 from .hermes.statedb import reading
-from .home import Home
 from .results import link
 from .scope import gitroot, records, sessionref
 from .scope.attribution import Attribution, FolderIndex, deepest_match
@@ -56,6 +55,9 @@ from .scope.pathkeys import is_under, path_key
 from .scope.resolve import (
     attribution_map,
     attribution_of,
+    auto_names,
+    auto_project_named,
+    catalog,
     live_project,
     project_owning,
     unknown_project,
@@ -261,14 +263,20 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     with reading(paths.state_db_path(home)) as (conn, _shape):
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
+        amap = attribution_map(home, conn)
         target = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         if target is None:
-            raise unknown_project(projects, req.project)
+            auto = auto_project_named(amap, req.project)
+            if auto is not None:
+                raise MoveError(f"'{auto.name}' is an automatic project (Hermes groups {auto.id} by itself); a "
+                                f"session moves into a Hermes project only. Make that folder one with "
+                                f"`hermes project create {auto.name} {auto.id}`, then move the session there.",
+                                "bad_argument")
+            raise unknown_project(projects, req.project, auto_names(amap))
         if req.session:
             row, notes = sessionref.find(conn, home, req.session), []
         else:
             row, notes = _caller_row(conn, caller)
-        amap = attribution_map(home, conn)
         before = attribution_of(amap, row.facts)
     if before.kind == "explicit" and before.id == target.id:
         return _already(row, target, before, paths.profile_name(home))
@@ -369,7 +377,7 @@ def _carry_out(home: Path, plan: _Plan) -> dict:
                              "searches follow that folder; run the move again to record it.", exc.code).envelope()
         return DataError(f"{exc} Nothing was changed.", exc.code).envelope()
     # Hermes's row changed: the next search re-reads every row, not just new ones.
-    Home.of(home).session_moved()
+    catalog(home).invalidate()
     live = _re_anchor_live_session(plan)
     return _moved(home, plan, live)
 

@@ -12,11 +12,12 @@ from . import settings as config
 from .errors import PluginError
 from .hermes import paths
 from .hermes.host import Caller
+from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .results import link, when
 from .scope import sessionref
 from .scope.records import load_history, records_path
-from .scope.resolve import attribution_map, attribution_of, resolve_scope
+from .scope.resolve import attribution_map, attribution_of, auto_name, resolve_scope
 from .semantic import engine as semantic
 
 
@@ -38,6 +39,7 @@ def status(home: Path, caller: Caller) -> dict:
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
+        "journal_mode": journal_mode(paths.state_db_path(home)),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }
@@ -60,7 +62,7 @@ def list_projects(home: Path) -> dict:
     ]
     auto = sorted(
         (
-            {"kind": "auto", "id": key[1], "name": Path(key[1]).name or key[1], "sessions": n}
+            {"kind": "auto", "id": key[1], "name": auto_name(key[1]), "sessions": n}
             for key, n in counts.items() if key[0] == "auto"
         ),
         key=lambda p: (-p["sessions"], p["id"]),

@@ -3,9 +3,9 @@
 People paste keys into chats, and Hermes keeps every tool result, consent
 tokens included. A search shows pieces of that history: a snippet cut around
 the first match with the matches marked, neighbouring messages cut to a few
-hundred characters, a session's title. A whole message is masked before it is
-cut or marked: a marker inside a key (``sk->>>proj<<<-…``) or a cut through
-one leaves a string that no scrub afterwards recognises.
+hundred characters, a session's title. Each piece is masked with ``MARGIN``
+characters to spare on either side before it is cut to size or marked (see
+results.py).
 
 Masked in every result, whichever embedder is configured (a key a user
 pasted is as secret as the one the plugin uses):
@@ -15,6 +15,10 @@ pasted is as secret as the one the plugin uses):
   and API-key headers, bearer tokens, JWTs, private key blocks, passwords in
   URLs (``user:password@``), Telegram bot tokens, secret-named assignments
   (``STRIPE_SECRET=…``) and JSON fields (``"api_key": "…"``);
+- shapes Hermes does not mask, as gitleaks' rules find them (see ``_GITLEAKS_SHAPES``): AWS
+  temporary keys (``ASIA…``) and the secrets of an AWS credentials file or ``aws sts`` output,
+  GitLab tokens (``glpat-…``), Slack webhook URLs, PGP private key blocks, Azure storage
+  ``AccountKey=`` and the password of ``curl -u user:password``;
 - this plugin's consent tokens;
 - the configured remote embedder's key, and any run of 8 or more of its
   characters (``envfile.scrub_key``).
@@ -30,13 +34,18 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import replace
 
 from .files import envfile
-from .results import MessageRow
-from .semantic import consent
 
 MASK = envfile.MASK
+# The shape of this plugin's consent tokens (semantic.consent issues them), kept here because
+# masking sits below the consent gate: it needs the shape, nothing else of consent.
+CONSENT_TOKEN_PREFIX = "consent-"
+CONSENT_TOKEN = re.compile(re.escape(CONSENT_TOKEN_PREFIX) + r"[a-z2-7]{32,}")
+# Longer than any secret masked here, so a piece cut this much wider than what is shown masks
+# every secret that reaches into what is shown (results.py): a PEM private key of RSA-8192,
+# the longest credential people paste, is ~6,400 characters.
+MARGIN = 8192
 
 # Hermes's list of vendor key shapes (agent/redact.py, 0.19.0), kept in step by hand:
 # importing it would tie the plugin to a private name of one Hermes release.
@@ -53,9 +62,24 @@ _VENDOR_SHAPES = (
     r"xai-[A-Za-z0-9]{30,}", r"ntn_[A-Za-z0-9]{10,}", r"fw-[A-Za-z0-9]{30,}", r"fw_[A-Za-z0-9]{30,}",
     r"fpk_[A-Za-z0-9]{30,}",
 )
-_VENDOR = re.compile(r"(?<![A-Za-z0-9_-])(?:" + "|".join(_VENDOR_SHAPES) + r")(?![A-Za-z0-9_-])")
+# Shapes Hermes leaves alone, written after gitleaks' rules of the same name (github.com/gitleaks/
+# gitleaks, cmd/generate/config/rules/*.go): a maintained set, but Go source and TOML that no Python
+# package ships. detect-secrets (PyPI) has detectors for most of them, but no release since 1.5.0
+# (May 2024), none for curl -u or session tokens, and its patterns come as parts of a file scanner.
+# aws-access-token: the prefixes of temporary (STS) and other AWS access key ids besides AKIA.
+# gitlab-pat, -ptt, -deploy-token, -runner-authentication-token, -cicd-job-token, -feed-token,
+# -incoming-mail-token, -kubernetes-agent-token, -oauth-app-secret, -scim-token, -feature-flag-token.
+_GITLEAKS_SHAPES = (
+    r"ASIA[A-Z0-9]{16}", r"ABIA[A-Z0-9]{16}", r"ACCA[A-Z0-9]{16}",
+    r"glpat-[A-Za-z0-9_-]{20,}", r"glptt-[A-Za-z0-9_-]{20,}", r"gldt-[A-Za-z0-9_-]{20,}",
+    r"glrt-[A-Za-z0-9_-]{20,}", r"glcbt-[A-Za-z0-9_-]{20,}", r"glft-[A-Za-z0-9_-]{20,}",
+    r"glimt-[A-Za-z0-9_-]{20,}", r"glagent-[A-Za-z0-9_-]{50,}", r"gloas-[A-Za-z0-9_-]{20,}",
+    r"glsoat-[A-Za-z0-9_-]{20,}", r"glffct-[A-Za-z0-9_-]{20,}",
+)
+_SHAPES = _VENDOR_SHAPES + _GITLEAKS_SHAPES
+_VENDOR = re.compile(r"(?<![A-Za-z0-9_-])(?:" + "|".join(_SHAPES) + r")(?![A-Za-z0-9_-])")
 # The literal start of each shape: the label a mask keeps, longest first so sk_live_ wins over sk_.
-_LABELS = sorted({re.match(r"[A-Za-z0-9_-]*", s).group(0) for s in _VENDOR_SHAPES}, key=len, reverse=True)
+_LABELS = sorted({re.match(r"[A-Za-z0-9_-]*", s).group(0) for s in _SHAPES}, key=len, reverse=True)
 
 # A credential is one run of 8 or more characters after the header (and its scheme word, if any).
 _AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization\s*:\s*(?:[A-Za-z][\w.+-]*\s+)?)[^\s\"']{8,}",
@@ -66,12 +90,29 @@ _KEY_HEADER = re.compile(
 # "Bearer" in prose ("the bearer of bad news") is followed by words: a credential is long and has a digit.
 _BEARER = re.compile(r"(\bBearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{16,}", re.IGNORECASE)
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_=-]{4,}){0,2}")
-# A block pasted without its END line is masked to the end of the message.
-_PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|\Z)")
+# A block pasted without its END line is masked to the end of the message. PGP's is a "PRIVATE KEY
+# BLOCK" (gitleaks' private-key rule).
+_PRIVATE_KEY = re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                          r"(?:-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z)")
 # The password of user:password@ in a URL of any scheme (Hermes masks it in database URLs, and keeps
 # web URLs whole for the agent to follow, which a search result is never for).
 _URL_PASSWORD = re.compile(r"(://[^:\s/@]+:)[^@\s/]+(?=@)")
 _TELEGRAM = re.compile(r"(?<!\d)(\d{8,}:)[-A-Za-z0-9_]{30,}")
+# gitleaks' aws-secret-access-key looks for a 40-character secret near "aws"; named, as in
+# ~/.aws/credentials (aws_secret_access_key = …, aws_session_token = …) and `aws sts` JSON
+# ("SecretAccessKey": "…", "SessionToken": "…"), the session token is caught too.
+_AWS_NAMED = re.compile(r"((?:aws_?)?(?:secret_?access_?key|session_?token|security_?token)['\"]?\s*[:=]\s*['\"]?)"
+                        r"[A-Za-z0-9/+=]{16,}", re.IGNORECASE)
+# gitleaks' slack-webhook-url: the whole path after the kind is the credential.
+_SLACK_WEBHOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9+/]{43,}")
+# An Azure storage (or Service Bus) connection string's key (detect-secrets' AzureStorageKeyDetector).
+_AZURE_KEY = re.compile(r"((?:AccountKey|SharedAccessKey)=)[A-Za-z0-9+/=]{20,}", re.IGNORECASE)
+# gitleaks' curl-auth-user: the password of -u/--user user:password in a curl command (_curl_mask
+# looks back for "curl": a pattern that starts at every "curl" and scans on for the flag costs a
+# pass over the line per "curl"). A variable ($PASS, ${P}) or a <placeholder> is left alone.
+_CURL_USER = re.compile(r"(\s(?:-u|--user)(?:=|[ \t]{0,5})['\"]?[^\s:'\"]*:)(?![$<\[{])[^\s'\"]{3,}")
+_CURL = re.compile(r"\bcurl\b")
+_CURL_REACH = 1000  # how far back a command's "curl" may be, its continuation lines included
 _SECRET_NAME = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH")
 # The value of NAME=value, where an upper-case NAME says it is a secret (_assignment_mask looks back
 # for the name: a pattern that starts at every name would cost a regex pass per character). Values
@@ -96,6 +137,19 @@ def _assignment_mask(match: re.Match) -> str:
     return match.group(0)[: match.end(1) - match.start()] + MASK
 
 
+def _curl_mask(match: re.Match) -> str:
+    text, end = match.string, match.start()
+    floor = max(0, end - _CURL_REACH)
+    start = text.rfind("\n", floor, end)
+    while start > floor and text[start - 1] == "\\":  # a continuation line: its command began above
+        start = text.rfind("\n", floor, start - 1)
+    start = max(start, floor)
+    # find() first: most flags have no "curl" before them, and it skips ahead far faster than \\b.
+    if text.find("curl", start, end) < 0 or not _CURL.search(text, start, end):
+        return match.group(0)
+    return match.group(1) + MASK
+
+
 def _vendor_mask(match: re.Match) -> str:
     token = match.group(0)
     return next((label for label in _LABELS if token.startswith(label)), "") + MASK
@@ -108,7 +162,7 @@ _RULES = (
     (_PRIVATE_KEY, lambda m: "[redacted private key]", ("-----BEGIN",)),
     (_VENDOR, _vendor_mask, tuple(_LABELS)),
     (_TELEGRAM, lambda m: m.group(1) + MASK, (":",)),
-    (consent.TOKEN, lambda m: consent.TOKEN_PREFIX + MASK, (consent.TOKEN_PREFIX,)),
+    (CONSENT_TOKEN, lambda m: CONSENT_TOKEN_PREFIX + MASK, (CONSENT_TOKEN_PREFIX,)),
     (_JWT, lambda m: MASK, ("eyJ",)),
     (_AUTH_HEADER, lambda m: m.group(1) + MASK, ("authorization",)),
     (_KEY_HEADER, lambda m: m.group(1) + MASK, ("api-key", "apikey", "-token")),
@@ -116,6 +170,10 @@ _RULES = (
     (_URL_PASSWORD, lambda m: m.group(1) + MASK, ("://",)),
     (_ASSIGNMENT, _assignment_mask, ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH")),
     (_JSON_FIELD, lambda m: m.group(1) + MASK, ('key"', 'token"', 'secret"', "passw", 'bearer"')),
+    (_AWS_NAMED, lambda m: m.group(1) + MASK, ("accesskey", "access_key", "token")),
+    (_SLACK_WEBHOOK, lambda m: m.group(1) + MASK, ("hooks.slack.com/",)),
+    (_AZURE_KEY, lambda m: m.group(1) + MASK, ("accountkey=", "sharedaccesskey=")),
+    (_CURL_USER, _curl_mask, ("curl",)),
 )
 # Whether each rule's words are looked up in the lower-cased message (read once: flag arithmetic
 # on re's enum costs more than the lookups).
@@ -149,16 +207,10 @@ def mask(text: str, key: str | None = None) -> str:
 
 
 class Masked:
-    """The messages and titles of one response, each masked once (a hit is also in its neighbours' windows)."""
+    """What one response shows, masked with the configured embedder's key."""
 
     def __init__(self, key: str | None):
         self.key = key
-        self._rows: dict[int, MessageRow] = {}
 
     def text(self, text: str) -> str:
         return mask(text, self.key)
-
-    def row(self, row: MessageRow) -> MessageRow:
-        if row.id not in self._rows:
-            self._rows[row.id] = replace(row, text=mask(row.text, self.key))
-        return self._rows[row.id]

@@ -7,9 +7,11 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass
+from typing import Callable
 
-from .hermes.statedb import Shape, decode_content
+from .hermes.statedb import Shape, read_content, seconds_sql
 from .keyword.querytext import ParsedQuery, is_cjk
+from .redaction import MARGIN
 
 SNIPPET_CHARS = 240
 CONTEXT_CHARS = 400
@@ -44,23 +46,33 @@ def term_pattern(query: ParsedQuery) -> re.Pattern | None:
     return re.compile("|".join(parts), re.IGNORECASE)
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+# Secrets are masked in a piece cut ``MARGIN`` characters wider on each side than what is
+# shown (masking all of a long message for a few hundred characters of it costs seconds), and
+# the shown part is cut and marked only then: a marker inside a key (``sk->>>proj<<<-…``) or a
+# cut through one leaves a string no mask recognises, and a key that straddles the piece's edge
+# lies in the margin, never in what is shown.
+
+def _clip(text: str, limit: int, mask: Callable[[str], str]) -> str:
+    flat = " ".join(text.split())
+    piece = mask(flat[: limit + MARGIN])
+    return piece if len(piece) <= limit and len(flat) <= limit + MARGIN else piece[: limit - 1] + "…"
 
 
-def snippet(text: str, pattern: re.Pattern | None, width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first match, matches wrapped in >>> <<<."""
+def snippet(text: str, pattern: re.Pattern | None, mask: Callable[[str], str], width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first match, secrets masked, matches wrapped in >>> <<<."""
     flat = " ".join(text.split())
     first = pattern.search(flat) if pattern else None
     if first is None:
-        return _clip(flat, width)
-    start = max(0, first.start() - width // 3)
-    end = min(len(flat), start + width)
+        return _clip(flat, width, mask)
+    low = max(0, first.start() - width // 3 - MARGIN)
+    high = min(len(flat), first.end() + width + MARGIN)
+    piece = mask(flat[low:high])
+    found = pattern.search(piece)  # None: the match was inside a secret, now masked
+    start = max(0, found.start() - width // 3) if found else 0
+    end = min(len(piece), start + width)
     start = max(0, min(start, end - width))
-    piece = flat[start:end]
-    marked = pattern.sub(lambda m: f"{MARK_OPEN}{m.group(0)}{MARK_CLOSE}", piece)
-    return ("…" if start > 0 else "") + marked + ("…" if end < len(flat) else "")
+    marked = pattern.sub(lambda m: f"{MARK_OPEN}{m.group(0)}{MARK_CLOSE}", piece[start:end])
+    return ("…" if low + start > 0 else "") + marked + ("…" if end < len(piece) or high < len(flat) else "")
 
 
 @dataclass
@@ -73,20 +85,22 @@ class MessageRow:
     tool_name: str | None
 
 
-def _message(row: sqlite3.Row) -> MessageRow:
-    return MessageRow(row["id"], row["session_id"], row["role"], decode_content(row["content"]),
+def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
+    return MessageRow(row["id"], row["session_id"], row["role"], read_content(conn, row["id"]),
                       row["timestamp"] or 0.0, row["tool_name"])
+
+
+_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages "
-        "WHERE id IN (SELECT value FROM json_each(?))",
+        f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
         (f"[{','.join(str(int(i)) for i in ids)}]",),
     )
-    return {r["id"]: _message(r) for r in rows}
+    return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 
 
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
@@ -101,29 +115,26 @@ def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
 
 def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
            roles: tuple[str, ...]) -> list[MessageRow]:
-    """Up to ``size`` messages before and after ``anchor`` in its session."""
+    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
+    keeps them (by id, as session_search opens a hit): a message whose time an importer
+    garbled still has its real neighbours."""
     if size <= 0:
         return [anchor]
     role_sql = ",".join("?" * len(roles))
     base = (
-        "SELECT id, session_id, role, content, timestamp, tool_name FROM messages m "
+        f"SELECT {_MESSAGE_COLS} FROM messages m "
         f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND m.role IN ({role_sql}) AND "
     )
-    ts = anchor.timestamp
-    before = conn.execute(
-        base + "(m.timestamp < ? OR (m.timestamp = ? AND m.id < ?)) ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (anchor.session_id, *roles, ts, ts, anchor.id, size),
-    ).fetchall()
-    after = conn.execute(
-        base + "(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?)) ORDER BY m.timestamp, m.id LIMIT ?",
-        (anchor.session_id, *roles, ts, ts, anchor.id, size),
-    ).fetchall()
-    return [_message(r) for r in reversed(before)] + [anchor] + [_message(r) for r in after]
+    before = conn.execute(base + "m.id < ? ORDER BY m.id DESC LIMIT ?",
+                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
+    after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
+                         (anchor.session_id, *roles, anchor.id, size)).fetchall()
+    return [_message(conn, r) for r in reversed(before)] + [anchor] + [_message(conn, r) for r in after]
 
 
-def context_entry(row: MessageRow, anchor_id: int) -> dict:
+def context_entry(row: MessageRow, anchor_id: int, mask: Callable[[str], str]) -> dict:
     entry = {"message_id": row.id, "role": row.role, "when": when(row.timestamp),
-             "text": _clip(row.text, CONTEXT_CHARS)}
+             "text": _clip(row.text, CONTEXT_CHARS, mask)}
     if row.tool_name:
         entry["tool_name"] = row.tool_name
     if row.id == anchor_id:

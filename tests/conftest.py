@@ -108,3 +108,19 @@ def server():
     s = EmbeddingServer(dimension=32)
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory):
+    """The package as pip installs it (a real wheel build, its console script in ``bin/``), in a folder of
+    its own outside the tests' sys.path: put it on PYTHONPATH to use it (Hermes then finds its entry point)."""
+    import shutil
+    import subprocess
+
+    target = tmp_path_factory.mktemp("pip-site")
+    src = tmp_path_factory.mktemp("src") / "repo"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "*.egg-info", "build"))
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return target

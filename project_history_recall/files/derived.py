@@ -1,33 +1,117 @@
-"""Opening the plugin's derived SQLite files (``embeddings.db``, ``keywords.db``).
+"""The plugin's derived SQLite files (``embeddings.db``, ``keywords.db``): opening, using, repairing.
 
-Both hold only what can be rebuilt from ``state.db``, so a file that is not
-a readable database (or was written by another schema version) is moved
-aside, kept for inspection, and started afresh: a search goes on with what
-is left, never fails for it.
+Both hold only what can be rebuilt from ``state.db``. So a file that is not
+a readable database, was written by another schema version, or turns out
+damaged while in use (a page that no longer parses, a file cut short in
+place) is moved aside, the last such copy kept for inspection, and started
+afresh: a search goes on with what is left, never fails for it.
+
+Every error of these files' connections leaves this module as a
+``StoreError`` naming the file and the cause, never as an ``sqlite3``
+error: a caller reading ``state.db`` at the same time would otherwise take
+it for one of Hermes's own, and tell the user to repair a file that is fine.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Callable, Iterator, TypeVar
 
 from ..errors import DataError
+from .locks import FileLock, LockTimeout
+
+HEADER = b"SQLite format 3\x00"
+# SQLite's primary result codes (the low byte of an extended code) that mean the file's bytes are wrong.
+_DAMAGE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_WRITE_FAILED = {8, 10, 13, 14}  # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
+_LOCK_WAIT = 10.0  # seconds, as SQLite's own busy timeout below
+T = TypeVar("T")
 
 
 class StoreError(DataError):
-    """A derived file cannot be used; the message says why."""
+    """A derived file cannot be used; the message names it and says why."""
 
     codes = ("store_unavailable",)
+
+    def __init__(self, message: str, *, set_aside: bool = False):
+        super().__init__(message)
+        self.set_aside = set_aside  # the file was damaged and has been moved aside: opening it again rebuilds it
 
 
 class _OtherVersion(sqlite3.DatabaseError):
     """The file was laid out by another version of the plugin."""
 
 
+def _primary(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    if _primary(exc) is not None:
+        return _primary(exc) in _DAMAGE
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def write_limit(path: Path) -> str:
+    """Why a write to ``path`` (or its WAL index) may have failed, when the machine can tell, as
+    "; <reason>" or "": SQLite reports a file-size limit (EFBIG) and most other write failures
+    as a bare "disk I/O error"."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        largest = max((p.stat().st_size for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if p.exists()),
+                      default=0)
+        if soft != resource.RLIM_INFINITY and largest + (1 << 20) >= soft:  # within a write of the limit
+            return f"; this process may not write files larger than {soft:,} bytes (its file-size limit, ulimit -f)"
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        return ""
+    return f"; the disk is full ({free:,} bytes free)" if free < 16 << 20 else ""
+
+
+def describe(path: Path, exc: BaseException) -> StoreError:
+    """The error a person reads for ``exc`` met on the derived file ``path``."""
+    if isinstance(exc, LockTimeout) or (isinstance(exc, sqlite3.Error) and (
+            _primary(exc) in _BUSY or "locked" in str(exc).lower())):
+        return StoreError(f"{path} is locked by another process; try again in a moment")
+    if isinstance(exc, sqlite3.Error) and _primary(exc) in _WRITE_FAILED:
+        name = getattr(exc, "sqlite_errorname", "")
+        return StoreError(f"{path} could not be used: {exc}{f' ({name})' if name else ''}{write_limit(path)}. "
+                          "This is the plugin's own index, rebuilt from Hermes's sessions; nothing of "
+                          "Hermes's was changed")
+    return StoreError(f"cannot use {path}: {exc}")
+
+
+def _set_aside(path: Path, why: object) -> str:
+    """Move ``path`` and its WAL files out of the way, as the one copy kept of this file (the
+    newest tells what went wrong; older ones are removed). The caller holds the file's lock.
+    Returns the copy's name."""
+    for old in path.parent.glob(f"{path.name}.broken-*"):
+        old.unlink(missing_ok=True)
+    aside = path.with_name(f"{path.name}.broken-{int(time.time())}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            try:
+                src.replace(Path(str(aside) + suffix))
+            except OSError as move_exc:
+                raise StoreError(f"{path} is unreadable ({why}) and could not be moved aside: {move_exc}") from move_exc
+    return aside.name
+
+
 def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -46,41 +130,66 @@ def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     return conn
 
 
+def _lock(path: Path) -> FileLock:
+    """Held while a file is opened or set aside, so that no process takes another's
+    half-created file for a broken one, or sets aside the file another just rebuilt."""
+    return FileLock(path.with_name(path.name + ".lock"))
+
+
 def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Connection, str | None]:
     """(a connection with ``schema`` in place, why the file was rebuilt or None).
 
     ``schema`` must create a ``meta (key, value)`` table."""
     try:
-        return _connect(path, schema, version), None
-    except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
-            raise StoreError(f"{path} is locked by another process") from exc
-        if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc).lower():
-            raise StoreError(f"cannot create or open {path}: {exc}") from exc
-        if isinstance(exc, _OtherVersion):
-            # Nothing to inspect: another release's layout of data this one rebuilds.
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(path) + suffix).unlink(missing_ok=True)
-            try:
-                return _connect(path, schema, version), f"{path.name} was laid out by another version ({exc}); rebuilt"
-            except sqlite3.Error as exc2:
-                raise StoreError(f"cannot create {path}: {exc2}") from exc2
-        aside = path.with_name(f"{path.name}.broken-{int(time.time())}")
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(str(path) + suffix)
-            if src.exists():
-                try:
-                    src.replace(Path(str(aside) + suffix))
-                except OSError as move_exc:
-                    raise StoreError(f"{path} is unreadable ({exc}) and could not be moved aside: "
-                                     f"{move_exc}") from exc
-        reason = f"{path.name} was unreadable ({exc}); moved to {aside.name} and rebuilt"
-        try:
-            return _connect(path, schema, version), reason
-        except sqlite3.Error as exc2:
-            raise StoreError(f"cannot create {path}: {exc2}") from exc2
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = _lock(path)
+        lock.acquire(_LOCK_WAIT)
+    except LockTimeout as exc:
+        raise describe(path, exc) from exc
     except OSError as exc:
         raise StoreError(f"cannot create or open {path}: {exc}") from exc
+    try:
+        reason = None
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(len(HEADER))
+        except FileNotFoundError:
+            head = HEADER
+        if head != HEADER:
+            # Under the lock, every file this plugin made starts with the header (SQLite writes it
+            # on switching to WAL): anything else, an emptied file included, is not one of ours any more.
+            reason = f"{path.name} was not a database; moved to {_set_aside(path, 'not a database')} and rebuilt"
+        try:
+            return _connect(path, schema, version), reason
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, _OtherVersion):
+                # Nothing to inspect: another release's layout of data this one rebuilds.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(path) + suffix).unlink(missing_ok=True)
+                reason = f"{path.name} was laid out by another version ({exc}); rebuilt"
+            elif is_damage(exc):
+                reason = f"{path.name} was unreadable ({exc}); moved to {_set_aside(path, exc)} and rebuilt"
+            else:
+                raise describe(path, exc) from exc
+        try:
+            return _connect(path, schema, version), reason
+        except sqlite3.Error as exc:
+            raise describe(path, exc) from exc
+    except OSError as exc:
+        raise StoreError(f"cannot create or open {path}: {exc}") from exc
+    finally:
+        lock.release()
+
+
+def after_repair(fn: Callable[[], T]) -> tuple[T, str]:
+    """(``fn()``, "") or, when ``fn`` found a derived file damaged and set it aside, (its second
+    run, which builds the file anew, and what was found). Other errors pass through."""
+    try:
+        return fn(), ""
+    except StoreError as exc:
+        if not exc.set_aside:
+            raise
+        return fn(), str(exc)
 
 
 def inode(path: Path) -> int | None:
@@ -94,7 +203,7 @@ def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> boo
     """False when the file was deleted, replaced or overwritten under an open connection."""
     try:
         with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
+            if fh.read(16) != HEADER:
                 return False
         conn.execute("SELECT count(*) FROM meta").fetchone()
         return seen_inode is not None and inode(path) == seen_inode
@@ -102,13 +211,23 @@ def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> boo
         return False
 
 
+def retire(file: "DerivedFile | None") -> None:
+    """Close a file that a fresh one replaced: failing to close it changes nothing for the new one."""
+    if file is not None:
+        with suppress(sqlite3.Error):
+            file.close()
+
+
 class DerivedFile:
-    """One derived SQLite file, shared by the threads of a process (one lock)."""
+    """One derived SQLite file, shared by the threads of a process (one lock).
+
+    Every use of the connection goes through ``using()``."""
 
     def __init__(self, path: Path, schema: str, version: int):
         self.path = path
         self.lock = threading.RLock()
         self.writes = 0  # commits through this object (data_version only sees other connections')
+        self.damaged: str | None = None  # why the file was set aside while in use
         self._conn, self.rebuilt_reason = open_or_rebuild(path, schema, version)
         self._inode = inode(path)
 
@@ -117,11 +236,59 @@ class DerivedFile:
             self._conn.close()
 
     def healthy(self) -> bool:
-        """False when the file was deleted, replaced or overwritten under us (then reopen)."""
+        """False when the file was found damaged, or deleted, replaced or overwritten under us (then reopen)."""
         with self.lock:
-            return healthy(self.path, self._conn, self._inode)
+            return self.damaged is None and healthy(self.path, self._conn, self._inode)
+
+    @contextmanager
+    def using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, this object's lock held; its errors come out as ``StoreError``.
+
+        Damage met here (a page that does not parse, the file cut short) sets
+        the file aside at once, so the next open, in this process or any
+        other, builds it anew."""
+        with self.lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                if not is_damage(exc):
+                    raise describe(self.path, exc) from exc
+                raise self._damaged(exc) from exc
+
+    def _damaged(self, exc: sqlite3.Error) -> StoreError:
+        # Closed before the move: closing a WAL connection deletes the WAL file by its name,
+        # which after the move would be the new file's.
+        self._conn.close()
+        lock = _lock(self.path)
+        try:
+            lock.acquire(_LOCK_WAIT)
+            try:
+                aside = _set_aside(self.path, exc) if inode(self.path) == self._inode else None
+            finally:
+                lock.release()
+        except (OSError, StoreError) as move_exc:
+            self.damaged = f"{self.path} is damaged ({exc}) and could not be moved aside: {move_exc}"
+            return StoreError(self.damaged)
+        self.damaged = (f"{self.path.name} was damaged ({exc}); "
+                        + (f"moved to {aside} and rebuilt" if aside else "another process rebuilt it"))
+        return StoreError(self.damaged, set_aside=True)
 
     def data_version(self) -> int:
         """Changes when another connection (process) committed to the file."""
-        with self.lock:
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+        with self.using() as conn:
+            return conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def transaction(self, fn):
+        """``fn(connection)`` in one write transaction, committed when it returns; its result."""
+        with self.using() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:  # a failed COMMIT (a full disk) can leave it open
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+            self.writes += 1
+            return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import DataError
+from ..files.derived import write_limit
 from ..files.filestamp import file_stamp
 
 T = TypeVar("T")
@@ -50,8 +51,9 @@ def _describe(path: Path, exc: sqlite3.Error) -> StateDBError:
             "corrupt",
         )
     if "unable to open" in text:
-        return StateDBError(f"Cannot open {path} for reading: {exc}.", "unreadable")
-    return StateDBError(f"Reading {path} failed: {exc}.", "error")
+        return StateDBError(f"Cannot open {path} for reading: {exc}{write_limit(path)}.", "unreadable")
+    # A reader of a WAL database writes its index file (-shm): a write limit fails the read too.
+    return StateDBError(f"Reading {path} failed: {exc}{write_limit(path)}.", "error")
 
 
 def retry(fn: Callable[[], T], path: Path) -> T:
@@ -108,6 +110,24 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
 def file_fingerprint(path: Path) -> tuple:
     """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
     return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")))
+
+
+def journal_mode(path: Path) -> str | None:
+    """``wal`` or ``rollback`` (a rollback journal: Hermes's ``DELETE`` mode),
+    None when the file has no SQLite header.
+
+    Taken from the header (bytes 18 and 19 are 2 in WAL mode), which needs no
+    lock: asking SQLite would take one. In rollback mode a reader's lock stops
+    Hermes's writer from committing; reads are kept short in both modes
+    (``statedb.reading``) and this is reported so a person can see which."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    return "wal" if header[18] == 2 and header[19] == 2 else "rollback"
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

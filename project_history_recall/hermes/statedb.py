@@ -1,4 +1,4 @@
-"""Hermes's ``state.db``: its layout, its messages' text, and a read snapshot per thread.
+"""Hermes's ``state.db``: its layout, its messages' text, and a pooled read-only connection per thread.
 
 Hermes has changed this file's layout between releases (0.19.0 indexes
 ``content || tool_name || tool_calls`` inline in ``messages_fts``; main uses
@@ -21,6 +21,10 @@ from typing import Iterator
 from .readonly import StateDBError, _describe, connect_readonly, retry
 
 JSON_CONTENT_PREFIX = "\x00json:"
+# The part of a message that is indexed, embedded, scanned and shown. Hermes cuts a tool's
+# result at 100,000 characters, so only pasted or imported text is ever longer; reading all
+# of a 20 MB paste for each search that hits it cost seconds.
+MAX_TEXT_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -101,36 +105,92 @@ def inspect(conn: sqlite3.Connection, path: Path) -> Shape:
     return retry(_read, path)
 
 
+def seconds_sql(column: str) -> str:
+    """``column``, a time, where it holds a number, else NULL: Hermes writes times as REAL, but SQLite
+    keeps whatever an importer wrote there ('yesterday', a blob) despite the column's affinity. A
+    message without a usable time is shown without one and falls outside every since/until."""
+    return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
+
+
+# The UTF-8 bytes that hold at least a text's first MAX_TEXT_CHARS whole characters.
+_PREFIX_BYTES = 4 * MAX_TEXT_CHARS + 3
+
+
+def prefix_sql(column: str) -> str:
+    """SQL: the first ``_PREFIX_BYTES`` of ``column``. Cut as a blob: on text ``substr()`` stops at
+    the first NUL, and text may hold NULs."""
+    return f"substr(CAST({column} AS BLOB), 1, {_PREFIX_BYTES})"
+
+
+def content_sql(column: str) -> str:
+    """``column``, a message's content, as much of it as ``decode_content`` keeps. List content
+    (its prefix's NUL reads as no character to ``unicode()``, which looks no further) is read
+    whole: JSON cut short cannot be parsed."""
+    return f"(CASE WHEN unicode({column}) IS NULL THEN {column} ELSE {prefix_sql(column)} END)"
+
+
+def read_content(conn: sqlite3.Connection, message_id: int) -> str:
+    """``decode_content`` of one message, read with SQLite's incremental blob I/O: any SELECT of
+    the column (``content_sql`` too) first copies all of a 20 MB message out of the database,
+    twice over, where this reads the pages of its first ``_PREFIX_BYTES``."""
+    try:
+        blob = conn.blobopen("messages", "content", message_id, readonly=True)
+    except sqlite3.OperationalError:  # NULL or a number (no blob to open), or the row is gone
+        row = conn.execute("SELECT content FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return decode_content(row[0] if row else None)
+    with blob:
+        head = blob.read(_PREFIX_BYTES)
+        if head.startswith(JSON_CONTENT_PREFIX.encode()):
+            head += blob.read()  # JSON cut short cannot be parsed
+    return decode_content(head)
+
+
 def decode_content(raw: object) -> str:
-    """Message text for display and matching; list/dict content is flattened."""
+    """Message text for display and matching, its first ``MAX_TEXT_CHARS``; list/dict content is flattened."""
     if raw is None:
         return ""
     if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
+        raw = raw.decode("utf-8", "replace")  # a cut through the last character is cut off below
     if not isinstance(raw, str):
-        return str(raw)
+        return str(raw)[:MAX_TEXT_CHARS]
     if not raw.startswith(JSON_CONTENT_PREFIX):
-        return raw
+        return raw[:MAX_TEXT_CHARS]
     try:
         value = json.loads(raw[len(JSON_CONTENT_PREFIX):])
-    except (ValueError, TypeError):
-        return raw[len(JSON_CONTENT_PREFIX):]
+    except (ValueError, TypeError, RecursionError):
+        # Nested deeper than the JSON parser goes (thousands of levels): its words are still in the raw text.
+        return raw[len(JSON_CONTENT_PREFIX): len(JSON_CONTENT_PREFIX) + MAX_TEXT_CHARS]
     return _flatten(value)
 
 
 def _flatten(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return " ".join(p for p in (_flatten(v) for v in value) if p)
-    if isinstance(value, dict):
-        if isinstance(value.get("text"), str):
-            return value["text"]
-        if value.get("type") in ("image_url", "image", "input_image"):
-            return "[image]"
-        return " ".join(p for p in (_flatten(v) for v in value.values()) if p)
-    return ""
+    """The text parts of list/dict content, in order, up to ``MAX_TEXT_CHARS``. A loop, not recursion:
+    Hermes stores content nested a few hundred levels deep as readily as flat, and a recursive walk
+    overflows the stack."""
+    parts: list[str] = []
+    size = 0
+    stack = [value]
+    while stack and size < MAX_TEXT_CHARS:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item:
+                parts.append(item)
+                size += len(item) + 1
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            if isinstance(item.get("text"), str):
+                stack.append(item["text"])
+            elif item.get("type") in ("image_url", "image", "input_image"):
+                stack.append("[image]")
+            else:
+                stack.extend(reversed(list(item.values())))
+    return " ".join(parts)[:MAX_TEXT_CHARS]
 
+
+# Rows one statement reads where a session or the whole table could be large:
+# about 10 ms of lock each, so Hermes's writer waits that long at most.
+READ_BATCH = 500
 
 _local = threading.local()
 _POOL_PER_THREAD = 4
@@ -179,21 +239,21 @@ def discard_pooled(path: Path) -> None:
 
 @contextmanager
 def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, Shape]]:
-    """A read-only connection inside one read transaction (one consistent snapshot)."""
+    """This thread's read-only connection to ``path``, with no transaction open.
+
+    Each statement is its own read, so a lock lasts one statement, never the
+    embedding, ranking or formatting between statements. In rollback-journal
+    mode (Hermes 0.22 on an SQLite older than 3.51.3) any reader's lock stops
+    Hermes's writer from committing, and Hermes gives up on a write after
+    waiting 1 s per attempt; in WAL mode an open read holds back checkpoints.
+    A writer waiting to commit holds SQLite's PENDING lock, which makes our
+    next statement wait for it (the busy timeout): the writer goes first.
+    So every cursor must be exhausted (``fetchall``) before other work, and
+    no statement may read without bound (see ``READ_BATCH``).
+    """
     conn, shape = _pooled(path)
-    try:
-        retry(lambda: conn.execute("BEGIN").fetchall(), path)
-    except StateDBError:
-        discard_pooled(path)
-        raise
     try:
         yield conn, shape
     except sqlite3.DatabaseError as exc:
         discard_pooled(path)
         raise _describe(path, exc) from exc
-    finally:
-        try:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
-        except sqlite3.Error:
-            discard_pooled(path)

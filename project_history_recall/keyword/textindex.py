@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import decode_content, reading
+from ..hermes.statedb import READ_BATCH, content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..home import Home
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +93,7 @@ MAX_SEQ = (1 << 21) - 1
 # A search indexes up to this many new messages itself (~50 µs each); more
 # go to the background and the search uses Hermes's indexes meanwhile.
 INLINE_ROWS = 1000
-BATCH_ROWS = 500  # messages per committed batch in the background
+BATCH_ROWS = READ_BATCH  # messages per committed batch in the background
 PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # Rows of retired ordinals left in the index; past this (and half the live
 # rows) the index is rebuilt from scratch.
@@ -166,7 +167,7 @@ def match_for(text: str) -> str | None:
 def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
     """(body, extra, the text's length in characters) of one message, as stored in the index."""
     text = normalise(decode_content(content))
-    extra = " ".join(tokens(normalise(f"{tool_name or ''} {tool_calls or ''}")))
+    extra = " ".join(tokens(normalise(f"{tool_name or ''} {decode_content(tool_calls)}")))
     return " ".join(tokens(text)), extra, len(text)
 
 
@@ -199,29 +200,26 @@ class TextIndex(derived.DerivedFile):
         self._check_tokenizer()
 
     def _check_tokenizer(self) -> None:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
         if row is None or row[0] != TOKENIZER_VERSION:
             self._reset()
 
     def _reset(self) -> None:
         """Start the index afresh (a new tokenizer, or too many unreachable rows)."""
-        with self.lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                for table in ("slots", "sessions", "docs", "words"):
-                    self._conn.execute(f"DELETE FROM {table}")
-                self._conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
-                self._conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
-                self._conn.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,))
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        def _do(conn):
+            for table in ("slots", "sessions", "docs", "words"):
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
+            conn.execute("DELETE FROM meta WHERE key != 'schema_version'")
+            conn.execute("INSERT INTO meta VALUES ('tokenizer', ?)", (TOKENIZER_VERSION,))
+
+        self.transaction(_do)
 
     # -- reads --------------------------------------------------------------------------
     def states(self, session_ids: list[str]) -> dict[str, SessionState]:
-        with self.lock:
-            rows = self._conn.execute(
+        with self.using() as conn:
+            rows = conn.execute(
                 f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))",
                 (json.dumps(session_ids),)).fetchall()
         return {r[0]: SessionState(*r) for r in rows}
@@ -229,9 +227,9 @@ class TextIndex(derived.DerivedFile):
     def rowids(self, match: str, ranges: list[tuple[int, int]], limit: int) -> list[int]:
         """Rowids holding ``match`` within ``ranges``, at most ``limit`` per range."""
         out: list[int] = []
-        with self.lock:
+        with self.using() as conn:
             for low, high in ranges:
-                out.extend(r for (r,) in self._conn.execute(
+                out.extend(r for (r,) in conn.execute(
                     "SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
                     (match, low, high, limit)))
         return out
@@ -239,32 +237,34 @@ class TextIndex(derived.DerivedFile):
     def words_from(self, prefix: str, limit: int) -> list[str]:
         """Indexed words that start with ``prefix`` (FTS5 would read every row of
         every such word in the whole index; a lookup here costs microseconds)."""
-        with self.lock:
-            return [r for (r,) in self._conn.execute(
+        with self.using() as conn:
+            return [r for (r,) in conn.execute(
                 "SELECT word FROM words WHERE word >= ? AND word < ? LIMIT ?", (prefix, prefix + "\U0010ffff", limit))]
 
     def count(self, match: str, ranges: list[tuple[int, int]]) -> int:
-        with self.lock:
-            return sum(self._conn.execute(
+        with self.using() as conn:
+            return sum(conn.execute(
                 "SELECT count(*) FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ?", (match, low, high)
             ).fetchone()[0] for low, high in ranges)
 
     def within(self, rowids: list[int], since: float | None, until: float | None) -> list[int]:
         """Those of ``rowids`` whose message was written in [since, until)."""
-        with self.lock:
-            return [r for (r,) in self._conn.execute(
+        # Only the bounds given: a time past any stand-in bound (1e300, inf) is still a time.
+        bounds = [(op, value) for op, value in ((">=", since), ("<", until)) if value is not None]
+        with self.using() as conn:
+            return [r for (r,) in conn.execute(
                 "SELECT rowid FROM docs WHERE rowid IN (SELECT value FROM json_each(?)) "
-                "AND timestamp >= ? AND timestamp < ?",
-                (json.dumps(rowids), -1e300 if since is None else since, 1e300 if until is None else until))]
+                + "".join(f"AND {seconds_sql('timestamp')} {op} ? " for op, _ in bounds),
+                (json.dumps(rowids), *(value for _, value in bounds)))]
 
-    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
-        """rowid -> (message id, length)."""
+    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int, float | None]]:
+        """rowid -> (message id, length, timestamp)."""
         if not rowids:
             return {}
-        with self.lock:
-            rows = self._conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
-                                      "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
-        return {r[0]: (r[1], r[2]) for r in rows}
+        with self.using() as conn:
+            rows = conn.execute(f"SELECT rowid, message_id, length, {seconds_sql('timestamp')} FROM docs WHERE rowid IN "
+                                "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- writes ---------------------------------------------------------------------------
     def _slot(self, conn: sqlite3.Connection, key: str) -> int:
@@ -286,8 +286,8 @@ class TextIndex(derived.DerivedFile):
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('garbage', ?)", (str((int(row[0]) if row else 0) + rows),))
 
     def garbage(self) -> int:
-        with self.lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
         return int(row[0]) if row else 0
 
     def write(self, work: Change, key: str, rows: list[tuple], *, first: bool, complete: bool) -> None:
@@ -297,46 +297,39 @@ class TextIndex(derived.DerivedFile):
         ``first``: the first batch of ``work`` (a reindex retires the old rows
         there); ``complete``: the last (the session is then current as of
         ``work.seen``)."""
-        with self.lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
-                                   (work.session_id,)).fetchone()
-                st = SessionState(*row) if row else None
-                if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
-                    conn.execute("ROLLBACK")  # another thread or process did this already
-                    return
-                if st is None or (first and work.kind == "redo"):
-                    if st is not None:
-                        self._add_garbage(conn, st.next_seq)
-                    st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
-                base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
-                texts, docs, words = [], [], set()
-                for mid, role, content, tool_name, tool_calls, ts in rows:
-                    if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
-                        continue  # done already; or two million messages in one session
-                    rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
-                    body, extra, length = index_texts(content, tool_name, tool_calls)
-                    texts.append((rowid, body, extra))
-                    docs.append((rowid, mid, length, ts))
-                    words |= words_of(body)
-                    st.next_seq += 1
-                    st.indexed_max_id = mid
-                conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
-                conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
-                conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
-                if complete:
-                    st.seen_count, st.seen_max_id = work.seen
-                    st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
-                conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                             (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
-                              st.seen_count, st.seen_max_id))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            self.writes += 1
+        def _do(conn):
+            row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
+                               (work.session_id,)).fetchone()
+            st = SessionState(*row) if row else None
+            if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
+                return  # another thread or process did this already
+            if st is None or (first and work.kind == "redo"):
+                if st is not None:
+                    self._add_garbage(conn, st.next_seq)
+                st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
+            base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
+            texts, docs, words = [], [], set()
+            for mid, role, content, tool_name, tool_calls, ts in rows:
+                if mid <= st.indexed_max_id or st.next_seq > MAX_SEQ:
+                    continue  # done already; or two million messages in one session
+                rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
+                body, extra, length = index_texts(content, tool_name, tool_calls)
+                texts.append((rowid, body, extra))
+                docs.append((rowid, mid, length, ts))
+                words |= words_of(body)
+                st.next_seq += 1
+                st.indexed_max_id = mid
+            conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
+            conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
+            conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
+            if complete:
+                st.seen_count, st.seen_max_id = work.seen
+                st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
+            conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                         (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
+                          st.seen_count, st.seen_max_id))
+
+        self.transaction(_do)
 
     def index(self, conn: sqlite3.Connection, work: Change, key: str, batch: int = BATCH_ROWS) -> None:
         """Do one session's work, reading state.db through ``conn``, batch by batch."""
@@ -352,10 +345,9 @@ class TextIndex(derived.DerivedFile):
 
 def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     return conn.execute(
-        "SELECT id, role, content, tool_name, tool_calls, timestamp FROM messages WHERE session_id = ? AND id > ? "
-        "AND id <= ? ORDER BY id LIMIT ?", (sid, after_id, upto, limit)).fetchall()
-
-
+        f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
+        f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+        (sid, after_id, upto, limit)).fetchall()
 
 
 # -- keeping up, and looking up ---------------------------------------------------------
@@ -474,8 +466,7 @@ class Keeper:
     def build(self, key: str, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
-        State.db is read in short transactions, one per session, so Hermes's
-        own checkpoints are never held back for long."""
+        State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(self.home / "state.db") as (conn, _shape):
             work = changes(conn, self.index.states(members), members)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
@@ -497,6 +488,14 @@ class Keeper:
             try:
                 self.build(key, members)
             except (StateDBError, derived.StoreError, sqlite3.Error, OSError) as exc:
+                if not self.index.healthy():
+                    # Set aside as damaged, or replaced: the next search's keeper builds the new file.
+                    logger.warning("keyword index stopped: %s", exc)
+                    with self._cond:
+                        self._queue.clear()
+                        self._thread = None
+                        self._cond.notify_all()
+                    return
                 # Transient (locked, a full disk) or the files are gone: the next search asks again.
                 logger.warning("keyword index paused: %s", exc)
                 time.sleep(0.5)
@@ -522,3 +521,22 @@ class Keeper:
                     return False
                 self._cond.wait(left)
             return True
+
+
+class _Kept:
+    """A home's slot for its keeper, replaced when its index went bad."""
+
+    keeper: Keeper | None = None
+
+
+def keeper(home: Path) -> Keeper:
+    """The keeper of ``home``'s keyword index (reopened if the file went away)."""
+    kept = Home.of(home)
+    mine = kept.slot("keyword.keeper", lambda _home: _Kept())
+    with kept.lock:
+        old = mine.keeper
+        if old is not None and old.error is None and old.index.healthy():
+            return old
+        mine.keeper = fresh = Keeper(kept.path, TextIndex(kept.data_dir / FILE_NAME))
+    derived.retire(old.index if old is not None else None)
+    return fresh

@@ -9,6 +9,7 @@ process and rebuilt whenever its inputs change.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sqlite3
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import read_facts
+from ..hermes.catalog import SessionCatalog, read_facts
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project
@@ -35,8 +36,16 @@ from .attribution import (
     lineage_root,
     resolve_own,
 )
-from .pathkeys import is_windows_path
+from .pathkeys import base_name, is_windows_path
 from .records import current_records, records_path
+
+
+# Why a caller in no project gets nothing searched (or indexed), and what it can do instead.
+HOME_REASON = (
+    "This session is not in any project (it has no working folder), so there is no project "
+    "history to search. Use project_session_move to put it in a project, or session_search "
+    "to search all history."
+)
 
 
 class ScopeError(UsageError):
@@ -80,6 +89,26 @@ class _AttributionMap:
     facts: dict[str, SessionFacts]
 
 
+class _Kept:
+    """What scope resolution keeps in each home's slot: the session catalog, and the map built
+    from it (rebuilt when its inputs change)."""
+
+    def __init__(self, home: Home):
+        self.catalog = SessionCatalog(home.state_db)
+        self.map: _AttributionMap | None = None
+
+
+def _kept(home: Path) -> tuple[Home, _Kept]:
+    kept = Home.of(home)
+    return kept, kept.slot("scope.resolve", _Kept)
+
+
+def catalog(home: Path) -> SessionCatalog:
+    """Every session's attribution facts in ``home``, kept in step with state.db (a move
+    invalidates it: this process changed a row the catalog would not notice)."""
+    return _kept(home)[1].catalog
+
+
 _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
 
@@ -116,14 +145,14 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
 
     ``by_project`` holds only the sessions a search may look at (see
     ``SessionFacts.searchable``); ``by_session`` has every session."""
-    kept = Home.of(home)
-    version, facts = kept.catalog.snapshot(conn)
+    kept, mine = _kept(home)
+    version, facts = mine.catalog.snapshot(conn)
     projects = current_projects(paths.projects_db_path(home))
     # Re-read after every commit to recall.db, so a move counts from the next search on.
     records = current_records(records_path(paths.data_dir(home)))
     key = (version, tuple(projects), tuple(sorted(records.items())))
     with kept.lock:
-        cached = kept.attribution
+        cached = mine.map
     fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
     if fresh and cached.key == key:
         return cached
@@ -149,7 +178,7 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
             by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with kept.lock:
-        kept.attribution = built
+        mine.map = built
     return built
 
 
@@ -197,10 +226,40 @@ def live_project(projects: list[ProjectInfo], ref: str, action: str = "search it
     return None
 
 
-def unknown_project(projects: list[ProjectInfo], ref: str) -> ScopeError:
-    """The error for a name or folder that matches nothing, listing what exists."""
-    what = f"No project in this profile owns {ref}." if _folder(ref) else f"No project '{ref}' in this profile."
-    return ScopeError(what, _listed([p for p in projects if not p.archived])[:20])
+def auto_name(key_id: str) -> str:
+    """How an automatic project is named (``projects`` lists it so): its folder's last part."""
+    return base_name(key_id) or key_id
+
+
+def unknown_project(projects: list[ProjectInfo], ref: str, automatic: list[str] = ()) -> ScopeError:
+    """The error for a name or folder that matches nothing: the names closest to it, else what exists."""
+    live = [p for p in projects if not p.archived]
+    if _folder(ref):
+        return ScopeError(f"No project in this profile owns {ref}.", _listed(live)[:20])
+    names = {name.casefold(): name for name in [*(p.name for p in live), *automatic]}
+    close = [names[n] for n in difflib.get_close_matches(ref.strip().casefold(), list(names), n=3, cutoff=0.6)]
+    if close:
+        hint = f" Did you mean {' or '.join(close)}?"
+    elif names:
+        hint = f" Its projects: {', '.join(list(names.values())[:10])}."
+    else:
+        hint = " It has none yet: create one with `hermes project create NAME FOLDER`."
+    candidates = [p for p in live if p.name in close] if close else live
+    return ScopeError(f"No project '{ref}' in this profile.{hint}", _listed(candidates)[:20])
+
+
+def auto_project_named(amap: "_AttributionMap", ref: str) -> Attribution | None:
+    """The automatic project ``ref`` names as ``projects`` prints it (``notes``, or ``notes (auto)``)."""
+    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
+    found = [key for key in amap.by_project if key[0] == "auto" and auto_name(key[1]).casefold() == wanted]
+    if len(found) > 1:
+        raise ScopeError(f"'{ref}' names several automatic projects; give the folder instead.",
+                         [{"id": key[1], "name": auto_name(key[1])} for key in found], "ambiguous_project")
+    return Attribution("auto", found[0][1], auto_name(found[0][1]), "folder") if found else None
+
+
+def auto_names(amap: "_AttributionMap") -> list[str]:
+    return [auto_name(key[1]) for key in amap.by_project if key[0] == "auto"]
 
 
 def _folder(ref: str) -> str | None:
@@ -240,7 +299,10 @@ def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:
     place = located(amap.ctx, ref)
     if place is not None and (place.kind == "explicit" or (place.kind == "auto" and place.key in amap.by_project)):
         return place
-    raise unknown_project(amap.ctx.projects, ref)
+    auto = auto_project_named(amap, ref) if place is None else None
+    if auto is not None:
+        return auto
+    raise unknown_project(amap.ctx.projects, ref, auto_names(amap))
 
 
 def _conversation(caller: Caller, own_row: SessionFacts | None, facts: dict[str, SessionFacts]) -> tuple[str, ...]:

@@ -99,13 +99,16 @@ def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
 
 
 def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
+    """Sessions with this title: exactly, else ignoring case, else the titles it begins (what a person
+    remembers of a long title; more than one is ambiguous, as with equal titles)."""
     select = _select(conn)
     exact = conn.execute(f"SELECT {select} FROM sessions WHERE title = ?", (title,)).fetchall()
     if exact:
         return [_row(r) for r in exact]
     folded = _fold(title)
-    return [_row(r) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")
-            if _fold(r[1] or "") == folded]
+    titled = [(r, _fold(r[1] or "")) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")]
+    same = [_row(r) for r, t in titled if t == folded]
+    return same or [_row(r) for r, t in titled if t.startswith(folded)]
 
 
 def _other_profile_holding(home: Path, session_id: str) -> str | None:
@@ -153,7 +156,7 @@ def find(conn: sqlite3.Connection, home: Path, text: str) -> SessionRow:
         if len(titled) == 1:
             return titled[0]
         if titled:
-            raise SessionRefError(f"Several sessions are titled '{ref.value}'; use the session id.",
+            raise SessionRefError(f"Several sessions have a title starting '{ref.value}'; use the session id.",
                                   "ambiguous_session", _listed(titled, profile))
     linked = ref.profile if ref.profile and ref.profile != profile else None
     elsewhere = linked or _other_profile_holding(home, ref.value)

@@ -6,5 +6,6 @@
 - ``indexer``: keeping the store in step with state.db, in the background;
 - ``consent``: the one gate before any text leaves the machine;
 - ``matrix``: a scope's vectors in memory, searched exactly, pure numpy;
-- ``engine``: one search's semantic side and its status.
+- ``engine``: one search's semantic side and its status;
+- ``kept``: what the engine keeps per Hermes home (the store, its indexers and matrices).
 """

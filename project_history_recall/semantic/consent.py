@@ -14,8 +14,12 @@ comments: ``configfile``)::
     - service: https://api.openai.com/v1
       model: text-embedding-3-small
       project: {kind: explicit, id: p_abc, name: Hermes}
+      home: /home/me/.hermes
       granted_at: '2026-09-01 14:30 UTC'
       granted_by: the user, in conversation 20260901_143022_a1b2
+
+A record counts only in the Hermes home it names: a profile cloned with its
+files carries the file along, and nobody agreed there.
 
 How the agent records one: a ``consent_required`` response carries a token,
 an HMAC of (service, model, project kind, project id, the conversation that
@@ -62,18 +66,16 @@ from ..errors import ConsentError
 from ..files import configfile
 from ..files.filestamp import StampCache, file_stamp
 from ..hermes import paths
+from ..redaction import CONSENT_TOKEN_PREFIX as TOKEN_PREFIX
 from . import embedders
 
 SECRET_FILE = "consent.secret"
-TOKEN_PREFIX = "consent-"
 TOKEN_LIFETIME = 3600  # seconds a token counts after the response that gave it
 # A token from the near future is a clock set back a little, not a forgery.
 _CLOCK_SKEW = 300
 # Sizes in a token: when it was issued (seconds), its conversation's tag, the HMAC.
 _ISSUED, _TAG, _MAC = 5, 5, 20
 _BODY = re.compile(r"[a-z2-7]{%d}" % ((_ISSUED + _TAG + _MAC) * 8 // 5))
-# What a token looks like, to mask the ones quoted in the searched history (redaction).
-TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 KEY = config.CONSENTS_KEY
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
@@ -92,6 +94,13 @@ def _scope(service: str, model: str, project_key: tuple) -> tuple[str, str, str,
     return (service.rstrip("/"), model, str(kind), str(pid))
 
 
+def _home_id(home: Path) -> str:
+    """The Hermes home (profile) a consent is given in. A profile cloned with all its files
+    (``hermes profile create --clone-all``) copies the record, not the user's agreement: the
+    new profile's messages were never part of what they agreed to send."""
+    return os.path.realpath(home)
+
+
 def _record_scope(record: object) -> tuple[str, str, str, str] | None:
     if not isinstance(record, dict):
         return None
@@ -102,18 +111,23 @@ def _record_scope(record: object) -> tuple[str, str, str, str] | None:
     return _scope(record["service"], record["model"], (project["kind"], project["id"]))
 
 
+def _given_in(record: dict, home: Path) -> bool:
+    return record.get("home") == _home_id(home)
+
+
 def records(home: Path) -> tuple[list[dict], list[str]]:
-    """(valid consent records, warnings about malformed ones) from the plugin's config.yaml.
+    """(the consent records given in this home, warnings about the others and malformed ones)
+    from the plugin's config.yaml.
 
     Read again only when the file changed: the gate runs before every batch."""
     path = config.plugin_config_path(home)
     stamp = file_stamp(path)
     if stamp is None:
         return [], []
-    return _records.get(str(path), stamp, lambda: _read_records(path))
+    return _records.get(str(path), stamp, lambda: _read_records(path, home))
 
 
-def _read_records(path: Path) -> tuple[list[dict], list[str]]:
+def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str]]:
     import yaml
 
     warnings: list[str] = []
@@ -129,6 +143,13 @@ def _read_records(path: Path) -> tuple[list[dict], list[str]]:
     for n, record in enumerate(raw or []):
         if _record_scope(record) is None:
             warnings.append(f"{path}: '{KEY}' entry {n + 1} lacks service, model or project.kind/id; ignored")
+        elif not _given_in(record, home):
+            given = record.get("home")
+            warnings.append(f"{path}: '{KEY}' entry {n + 1} was given in "
+                            + (f"another Hermes home ({given})" if isinstance(given, str) else
+                               "another Hermes home, or before consents named theirs")
+                            + f", not in {_home_id(home)}; it does not count here (agree again here to send "
+                            "this profile's messages)")
         else:
             valid.append(record)
     return valid, warnings
@@ -159,10 +180,11 @@ def grant(home: Path, service: str, model: str, project: dict, granted_by: str) 
 
     def change(current):
         current = list(current) if isinstance(current, list) else []
-        if any(_record_scope(r) == wanted for r in current):
+        if any(_record_scope(r) == wanted and _given_in(r, home) for r in current):
             return current
         record = {"service": wanted[0], "model": model,
                   "project": {"kind": project["kind"], "id": project["id"], "name": project.get("name")},
+                  "home": _home_id(home),
                   "granted_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                   "granted_by": granted_by}
         added.append(record)
@@ -386,44 +408,3 @@ def listing(home: Path) -> dict:
     return {"success": True, "consents": found, "warnings": warnings, "file": str(config.plugin_config_path(home)),
             "note": "There is no revoke command: delete an entry from the file to withdraw it "
                     "(nothing already sent is deleted by the service)."}
-
-
-def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
-                     granted_by: str = "a person, with the consent grant command") -> dict:
-    """Record that a person agrees to send the caller's project (or ``project_ref``) to the
-    configured remote embedder; the response (``recorded`` false when there was nothing to do).
-
-    ``confirm(described)`` is asked first, with what would be sent (``describe``);
-    None: the person already agreed (``--yes``). It returns whether they agree,
-    or raises a ``PluginError`` to refuse (no terminal to ask on, say)."""
-    from ..errors import PluginError, UsageError
-    from ..hermes.statedb import reading
-    from ..scope.resolve import resolve_scope
-
-    try:
-        settings = config.load(home)
-        if not embedders.identity(settings)[0]:
-            return {"success": True, "recorded": False,
-                    "message": "The configured embedder runs on this machine: no consent is needed."}
-        with reading(paths.state_db_path(home)) as (conn, _shape):
-            scope = resolve_scope(home, conn, caller, project_ref=project_ref, include_current=True)
-            if scope.attribution.kind == "home":
-                raise UsageError("this folder is in no project, so nothing of it is ever sent; name one with "
-                                 "--project")
-            embedder = embedders.load(settings)
-            described = describe(conn, embedder, scope.attribution.as_json(), scope.members, settings.chunk_chars)
-        project, service, model = described["project"], embedder.provider, embedder.model
-        if on_record(home, service, model, scope.attribution.key):
-            return {"success": True, "recorded": False, "consent": described, "message": (
-                f"Consent for project '{project['name']}' to {service} (model {model}) is already on record.")}
-        if confirm is not None and not confirm(described):
-            return {"success": True, "recorded": False, "consent": described, "message": "Nothing recorded."}
-        try:
-            grant(home, service, model, project, granted_by)
-        except configfile.ConfigWriteError as exc:
-            raise configfile.ConfigWriteError(
-                f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
-    except PluginError as exc:
-        return exc.envelope()
-    return {"success": True, "recorded": True, "consent": described, "message": (
-        f"Consent recorded: project '{project['name']}' may be sent to {service} (model {model}).")}

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import derived
-from ..home import Home
+from ..hermes import paths
+from ..hermes.statedb import reading
 from ..scope.resolve import Scope
-from . import consent, embedders, indexer
-from .embedders import openai as remote_embedder
+from . import consent, embedders, indexer, kept
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
@@ -63,7 +63,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
     try:
-        store = Home.of(home).vector_store()
+        store = kept.of(home).vector_store()
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     return Outcome("ready", embedder=embedder, store=store)
@@ -88,6 +88,17 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
     report the status; nothing is embedded in this call."""
+    try:
+        out, repaired = derived.after_repair(
+            lambda: _run(home, settings, conn, scope, query, since, until, limit, wait, candidates))
+    except derived.StoreError as exc:
+        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
+    out.reason = "; ".join(part for part in (out.reason, repaired) if part)
+    return out
+
+
+def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
+         limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
     import time
 
     deadline = time.monotonic() + (settings.index_budget_ms / 1000.0 if wait else 0.0)
@@ -103,7 +114,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
             return Outcome("indexing", "the embedding service has not been asked yet in this process; "
                                        "the semantic index is updated from the next hybrid or semantic search")
         learn_size(embedder, query, as_query=True)
-        worker = Home.of(home).indexer(settings, embedder, store)
+        worker = kept.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent.request(
@@ -127,7 +138,7 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension,
+    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension,
                                   embedder.context_weight)
     try:
         q = embedder.embed_query(query)
@@ -135,8 +146,8 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates,
-                                                 embedder.cosine_baseline)
+        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit,
+                                                 candidates, embedder.cosine_baseline)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
@@ -145,7 +156,35 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
 
 def measured_rate(home: Path, fingerprint: str | None) -> float | None:
     """Chunks a second this process's indexer of that model has been embedding, if it has."""
-    return next((w.chunks_per_second for w in Home.of(home).indexers() if w.fp == fingerprint), None)
+    return next((w.chunks_per_second for w in kept.of(home).indexers() if w.fp == fingerprint), None)
+
+
+def warm(home: Path, settings, scope: Scope) -> None:
+    """Ready ahead of the first search of ``scope``: the model loaded, the scope's
+    vectors in memory and its index checked (what is new is embedded in the
+    background). Whatever stops it, the first search meets and reports.
+
+    Only an offline model (``embedders.OFFLINE``): a remote one has nothing to load,
+    and warming up must never send anything anywhere."""
+    model = embedders.OFFLINE.get(settings.embedder)
+    if not settings.semantic or model is None:
+        return
+    try:
+        embedders.load(settings, wait=0)  # loads in its own thread while the vectors are read here
+        fp = model.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
+        store = kept.of(home).vector_store()
+    except (embedders.EmbedderUnavailable, derived.StoreError):
+        return
+    key, members = scope.attribution.key, scope.members
+    matrix = kept.of(home).matrix(store, fp, key, model.dimension, model.context_weight)
+    with matrix.lock:
+        matrix.sync(store, fp, members, store.states(fp, members))
+    out = prepare(home, settings, wait=None)
+    if not out.usable:
+        return
+    worker = kept.of(home).indexer(settings, out.embedder, out.store)
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        worker.top_up(conn, key, members, 0.0)
 
 
 def report(home: Path, settings, conn, scope: Scope) -> Outcome:
@@ -160,9 +199,12 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
             return Outcome("consent_required", str(exc), consent=consent.describe(
                 conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
-    # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-    fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
-    states = out.store.states(fp, members)
+    try:
+        # A remote model not asked yet in this process: its vectors from earlier runs, if any.
+        fp = out.embedder.fingerprint or embedders.stored_fingerprint(out.embedder, out.store)
+        states = out.store.states(fp, members)
+    except derived.StoreError as exc:
+        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     work = indexer.plan(conn, states, members)
     pending = len(work)
     indexed = sum(1 for st in states.values() if st.chunks > 0)

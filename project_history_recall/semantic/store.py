@@ -18,7 +18,8 @@ Per session, ``sessions`` records how far indexing got:
 
 Every batch is one transaction (vectors and progress together), so a killed
 indexing run leaves a consistent index that resumes where it stopped. A file
-that is not a readable database is moved aside and rebuilt (``derived``).
+that is not a readable database, or turns out damaged in use, is moved aside
+and rebuilt (``derived``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import derived
+from ..hermes.statedb import seconds_sql
 
 FILE_NAME = "embeddings.db"
 SCHEMA_VERSION = 1
@@ -77,7 +79,7 @@ class ChunkRow:
     message_id: int
     chunk_offset: int
     content_hash: str
-    timestamp: float
+    timestamp: float | None
     vector: object  # float32 (dimension,)
 
 
@@ -108,21 +110,21 @@ class VectorStore(derived.DerivedFile):
         if session_ids is not None:
             sql += " AND session_id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(session_ids))
-        with self.lock:
-            return {r[0]: SessionState(*r) for r in self._conn.execute(sql, params)}
+        with self.using() as conn:
+            return {r[0]: SessionState(*r) for r in conn.execute(sql, params)}
 
     def hashes(self, fingerprint: str, session_id: str) -> dict[int, str]:
-        with self.lock:
-            return dict(self._conn.execute(
+        with self.using() as conn:
+            return dict(conn.execute(
                 "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? "
                 "GROUP BY message_id", (fingerprint, session_id)))
 
     def hashes_of(self, fingerprint: str, keys: list[tuple[str, int]]) -> dict[int, str]:
         """Content hash per message, for (session id, message id) pairs."""
         out = {}
-        with self.lock:
+        with self.using() as conn:
             for sid, mid in keys:
-                row = self._conn.execute(
+                row = conn.execute(
                     "SELECT content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id = ? "
                     "LIMIT 1", (fingerprint, sid, mid)).fetchone()
                 if row:
@@ -132,35 +134,29 @@ class VectorStore(derived.DerivedFile):
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
         """Chunk rows of these sessions with ``rowid > after_rowid``, in (session,
         message, offset) order: lists of up to ``page`` rows, each a tuple
-        ``(rowid, session_id, message_id, timestamp, float16 vector bytes)``."""
-        sql = ("SELECT rowid, session_id, message_id, timestamp, vector FROM chunks "
+        ``(rowid, session_id, message_id, timestamp or None, float16 vector bytes)``."""
+        sql = (f"SELECT rowid, session_id, message_id, {seconds_sql('timestamp')}, vector FROM chunks "
                "WHERE model_fingerprint = ? AND session_id IN (SELECT value FROM json_each(?)) AND rowid > ? "
                "ORDER BY session_id, message_id, chunk_offset")
-        with self.lock:
-            cursor = self._conn.execute(sql, (fingerprint, json.dumps(session_ids), after_rowid))
+        with self.using() as conn:
+            cursor = conn.execute(sql, (fingerprint, json.dumps(session_ids), after_rowid))
             while True:
                 batch = cursor.fetchmany(page)
                 if not batch:
                     return
                 yield batch
 
-    def fingerprints(self) -> dict[str, int]:
+    def vectors(self, rowids: list[int]) -> dict[int, bytes]:
+        """The float16 vector bytes of these chunk rows (rows no longer stored are absent)."""
         with self.lock:
-            return dict(self._conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))
+            return dict(self._conn.execute("SELECT rowid, vector FROM chunks WHERE rowid IN (SELECT value FROM "
+                                           "json_each(?))", (json.dumps(rowids),)))
+
+    def fingerprints(self) -> dict[str, int]:
+        with self.using() as conn:
+            return dict(conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))
 
     # -- writes (each one transaction) --------------------------------------------
-    def _tx(self, fn):
-        with self.lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                out = fn(self._conn)
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-            self.writes += 1
-            return out
-
     def _state(self, conn, fingerprint: str, sid: str) -> SessionState:
         row = conn.execute(f"{_STATES} AND session_id = ?", (fingerprint, sid)).fetchone()
         return SessionState(*row) if row else SessionState(sid)
@@ -198,7 +194,7 @@ class VectorStore(derived.DerivedFile):
             self._put_state(conn, fingerprint, st)
             return st
 
-        return self._tx(_do)
+        return self.transaction(_do)
 
     def remove_messages(self, fingerprint: str, session_id: str, message_ids: list[int], *,
                         dirty: bool) -> SessionState:
@@ -216,7 +212,7 @@ class VectorStore(derived.DerivedFile):
             self._put_state(conn, fingerprint, st)
             return st
 
-        return self._tx(_do)
+        return self.transaction(_do)
 
     def mark_dirty(self, fingerprint: str, session_id: str) -> None:
         self.remove_messages(fingerprint, session_id, [], dirty=True)
@@ -233,8 +229,8 @@ class VectorStore(derived.DerivedFile):
                          [*params, ids])
             return n
 
-        return self._tx(_do)
+        return self.transaction(_do)
 
     def session_ids(self) -> set[str]:
-        with self.lock:
-            return {r[0] for r in self._conn.execute("SELECT DISTINCT session_id FROM sessions")}
+        with self.using() as conn:
+            return {r[0] for r in conn.execute("SELECT DISTINCT session_id FROM sessions")}

@@ -1,10 +1,13 @@
 """The edges people and agents use; they parse, call the library and render.
 
 - ``tools``: the two agent tools (schemas, handlers for Hermes's dispatch);
-- ``cli``: ``hermes recall …`` and ``project-history-recall …``;
+- ``cli``: ``hermes recall …`` and ``project-history-recall …``; ``arguments``: what they accept
+  (Hermes builds that parser at every start, so it loads no command);
 - ``slash``: ``/recall`` inside a session;
 - ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
   CLI writes (the remote embedder's key is scrubbed there);
+- ``terminal``: control and bidi characters from history escaped for every edge above, so
+  history cannot drive a terminal;
 - ``demo``: the demo Hermes home the first run builds when there is none (kept in the cache
   folder and reused).
 """

@@ -2,7 +2,7 @@
 
 Standalone as ``project-history-recall …`` and inside Hermes as
 ``hermes recall …``. It parses, calls the library (``search``, ``move``,
-``overview``, ``indexing``, ``semantic.consent``) and prints what ``render``
+``overview``, ``indexing``, ``granting``, ``semantic.consent``) and prints what ``render``
 makes of the response, or the response itself with ``--json``. Errors are one
 line on stderr, never a traceback; usage errors too.
 
@@ -25,9 +25,10 @@ import os
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
-from .. import errors, indexing, move, overview, search
+from .. import errors, granting, indexing, move, overview, search
 from .. import settings as config
 from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
@@ -35,10 +36,8 @@ from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
 from . import demo, render
+from .arguments import DESCRIPTION, Parser, setup_parser
 
-DESCRIPTION = (
-    "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
-)
 # A person running one search waits for the model and index (the agent's tool
 # keeps the short budget and lets indexing go on in the background).
 CLI_INDEX_BUDGET_MS = 60_000
@@ -46,92 +45,6 @@ CLI_INDEX_BUDGET_MS = 60_000
 # Words, a Chinese term, an exact error code, and a question in other words
 # (in English, about a conversation held in Chinese).
 DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED", "payment callback taking too long")
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr (argparse prints the usage block too), exit code 2."""
-
-    def error(self, message: str):
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see --help)\n")
-
-
-def _within(low: int, high: int):
-    """An argparse type for a whole number in [low, high]: the bounds the tool's schema gives."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {value}")
-        return value
-    return parse
-
-
-def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool) -> None:
-    """Options that go before or after the subcommand.
-
-    On the subcommands their default is SUPPRESS, so an option given before
-    the subcommand is not overwritten by the subcommand's default."""
-    unset = {} if top else {"default": argparse.SUPPRESS}
-    if standalone:
-        p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
-        p.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)", **unset)
-    p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
-
-
-def _add_search_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", nargs="+", help="words, a question, an error code, a symbol or a path")
-    p.add_argument("--dir", default=None, help="search the project of this folder (default: the current one)")
-    p.add_argument("--project", help="search this project instead (id, slug, name or folder)")
-    p.add_argument("--mode", choices=search.MODES, default="hybrid")
-    p.add_argument("--limit", type=_within(1, search.MAX_LIMIT), default=10,
-                   help=f"results to show, 1 to {search.MAX_LIMIT} (default: 10)")
-    p.add_argument("--context", type=_within(0, search.MAX_CONTEXT), default=None,
-                   help="messages shown around each hit (default: the 'context' setting, 2)")
-    p.add_argument("--tools", action="store_true", help="also search tool output")
-    p.add_argument("--since", help="only after this date (2026-09-01) or age (7d, 2w)")
-    p.add_argument("--until", help="only before this date")
-
-
-def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> None:
-    """Subcommands; shared by the standalone script and ``hermes recall`` (where Hermes
-    chooses the home: ``hermes --profile NAME recall …``)."""
-    _add_global_options(parser, standalone, top=True)
-    common = argparse.ArgumentParser(add_help=False)
-    _add_global_options(common, standalone, top=False)
-    sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND", parser_class=_Parser)
-
-    def command(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[common], **kw)
-
-    _add_search_args(command("search", help="search a project's earlier sessions"))
-    st = command("status", help="which project a folder belongs to and how much is in scope")
-    st.add_argument("dir", nargs="?", default=None)
-    command("projects", help="list this profile's projects with their session counts")
-    mv = command("move", help="move a session into another project (its folder moves too)")
-    mv.add_argument("session", help="session id, @session: link or title")
-    mv.add_argument("project", help="target project: id, slug, name or folder")
-    se = command("session", help="which project a session is in, and why")
-    se.add_argument("session", help="session id, @session: link or title")
-    ix = command("index", help="build or update the semantic index ahead of time (a project, or all)")
-    ix.add_argument("dir", nargs="?", default=None, help="index the project of this folder (default: the current one)")
-    ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
-    ix.add_argument("--all", action="store_true", help="index every project of this profile")
-    qs = command("quickstart", help="search your Hermes home from here, or a demo home if you have none")
-    qs.add_argument("query", nargs="*")
-    qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
-    command("config", help="the effective settings, where each comes from, and any warnings (secrets masked)")
-    co = command("consent", help="consents to send a project's messages to a remote embedder")
-    co_sub = co.add_subparsers(dest="consent_command", metavar="ACTION", parser_class=_Parser)
-    co_sub.add_parser("list", parents=[common], help="the consents on record")
-    cg = co_sub.add_parser("grant", parents=[common], help="agree that a project's messages may be sent to the "
-                                                           "configured remote embedder")
-    cg.add_argument("dir", nargs="?", default=None, help="the project of this folder (default: the current one)")
-    cg.add_argument("--project", help="this project instead (id, slug, name or folder)")
-    cg.add_argument("--yes", action="store_true", help="do not ask (needed when not run from a terminal)")
-    # How a person runs us (`project-history-recall` or `hermes recall`), for the hints we print.
-    parser.set_defaults(prog=parser.prog or "project-history-recall")
 
 
 def _program(name: str) -> str | None:
@@ -154,12 +67,7 @@ def _command(prog: str, home: Path) -> str:
     home, default = Path(home).absolute(), Path.home() / ".hermes"
     profile = shlex.quote(home.name) if home.parent == default / "profiles" else None
     if prog.startswith("hermes"):
-        hermes = _program("hermes") or "hermes"
-        if home == default:
-            return f"{hermes} recall"
-        if profile:
-            return f"{hermes} --profile {profile} recall"
-        return f"env HERMES_HOME={shlex.quote(str(home))} {hermes} recall"
+        return f"{_hermes(home)} recall"
     # Run as ``python -m`` from a checkout: ``env`` sets the module path in any shell.
     program = _program("project-history-recall") or (
         f"env PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))} "
@@ -169,8 +77,25 @@ def _command(prog: str, home: Path) -> str:
     return f"{program} --profile {profile}" if profile else f"{program} --home {shlex.quote(str(home))}"
 
 
+def _hermes(home: Path) -> str:
+    """Hermes's own command on ``home``, pasted into any shell (see ``_command``)."""
+    home, default = Path(home).absolute(), Path.home() / ".hermes"
+    hermes = _program("hermes") or "hermes"
+    if home == default:
+        return hermes
+    if home.parent == default / "profiles":
+        return f"{hermes} --profile {shlex.quote(home.name)}"
+    return f"env HERMES_HOME={shlex.quote(str(home))} {hermes}"
+
+
 def _folder(value: str | None) -> str:
-    return str(Path(value).expanduser().absolute()) if value else os.getcwd()
+    """The folder a command is about; a folder that does not exist is a usage error, not an empty project."""
+    if not value:
+        return os.getcwd()
+    folder = Path(value).expanduser().absolute()
+    if not folder.is_dir():
+        raise UsageError(f"no such folder: {value}" if not folder.exists() else f"not a folder: {value}")
+    return str(folder)
 
 
 def _caller(folder: str) -> Caller:
@@ -210,12 +135,46 @@ class _Run:
         return render.for_person(response, self.command)
 
 
+def _in_no_project(response: dict) -> bool:
+    """The folder a response is about is in no project: Hermes's home bucket, or a folder no session
+    has worked in (an automatic project of nothing)."""
+    project = response.get("project") or {}
+    return project.get("kind") == "home" or (project.get("kind") == "auto" and not response.get("sessions_in_scope"))
+
+
+def _live_projects(home: Path) -> list[dict]:
+    """This home's projects as ``projects`` lists them, largest first; archived ones left out."""
+    listed = overview.list_projects(home).get("projects", [])
+    return sorted((p for p in listed if not p.get("archived")), key=lambda p: -p["sessions"])
+
+
+def _nowhere(run: _Run, folder: str) -> str:
+    """What a person can do from a folder that is in no project."""
+    names = ", ".join(p["name"] for p in _live_projects(run.home)[:8]) or "none yet"
+    return "\n".join([
+        f"{folder} is in no project of {run.home}, so there is no project history to search here.",
+        f"  search a project:        {run.command} search QUERY --project NAME   (projects: {names})",
+        f"  make this folder one:    {_hermes(run.home)} project create NAME {shlex.quote(folder)}",
+        f"  put a session in one:    {run.command} move SESSION PROJECT"])
+
+
 def cmd_search(run: _Run) -> int:
     a = run.args
-    response = run.search(_caller(_folder(a.dir)), {
+    folder = _folder(a.dir)
+    response = run.search(_caller(folder), {
         "query": " ".join(a.query), "mode": a.mode, "limit": a.limit, "context": a.context,
         "include_tool_output": a.tools, "since": a.since, "until": a.until, "project": a.project})
+    if response.get("success") and not a.project and _in_no_project(response):
+        return run.emit({**response, "reason": _nowhere(run, folder)}, lambda r: r["reason"])
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
+
+
+def cmd_status(run: _Run, folder: str | None = None) -> int:
+    folder = folder or _folder(run.args.dir)
+    response = render.for_person(overview.status(run.home, _caller(folder)), run.command)
+    if response.get("success") and _in_no_project(response):
+        response = {**response, "reason": _nowhere(run, folder)}
+    return run.emit(response, lambda r: "\n\n".join(filter(None, [render.format_status(r), r.get("reason")])))
 
 
 def cmd_quickstart(run: _Run) -> int:
@@ -223,72 +182,131 @@ def cmd_quickstart(run: _Run) -> int:
     if not run.args.demo and paths.state_db_path(run.home).is_file():
         if query:
             return _search_here(run, query)
-        run.out.print(render.format_status(render.for_person(overview.status(run.home, _caller(os.getcwd())),
-                                                             run.command)))
-        run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
-        return EXIT_FOUND
+        code = cmd_status(run, os.getcwd())
+        if not run.args.json:
+            run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
+        return code
     try:
         info, built = demo.ensure()
     except PluginError as exc:
         return run.emit(exc.envelope(), render.format_message)
     demo_run = dataclasses.replace(run, home=Path(info["home"]))
+    text = not run.args.json
     why = "you asked for the demo" if run.args.demo else f"there is no Hermes home at {run.home}"
     made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"
-    run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
-    # Index it up front (seconds, offline) so every demo search shows hybrid results.
+    if text:
+        run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
+    # Index it up front (seconds, offline) so every demo search shows hybrid results; a reused
+    # home has nothing new, and then there is nothing to say.
     indexed = _indexed(demo_run, Caller(), every=True)
-    run.out.print(render.format_index(indexed) if indexed.get("success") else indexed.get("error"))
-    run.out.print()
-    folder = str(Path(info["work"]) / "webshop")
-    code = EXIT_NOTHING
+    if text and not indexed.get("success"):
+        run.out.print(indexed.get("error"))
+    elif text and _index_changed(indexed):
+        run.out.print(render.format_index(indexed))
+    folder = str(Path(info["work"]) / demo.MAIN_PROJECT)
+    if text:
+        run.out.print(f"The searches below run in the demo's main project, "
+                      f"{demo.EXPLICIT_PROJECTS[demo.MAIN_PROJECT]}, from its folder {folder}.\n")
+    responses = []
     for q in ([query] if query else DEMO_QUERIES):
         response = demo_run.search(Caller(cwd=folder), {"query": q, "context": 1})
-        run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
-        run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
-                      if response.get("success") else response.get("error"))
-        run.out.print()
-        code = min(code, errors.exit_code(response))
-    hermes = _command("hermes recall", demo_run.home)
-    run.out.print(f"The plugin is enabled in the demo home, so Hermes finds it there too: "
-                  f"{hermes} status {shlex.quote(folder)}")
-    return code
+        responses.append(response)
+        if text:
+            run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
+            run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
+                          if response.get("success") else response.get("error"))
+            run.out.print()
+    hermes = f"{_hermes(demo_run.home)} recall status {shlex.quote(folder)}"
+    if text:
+        run.out.print(f"The plugin is enabled in the demo home, so Hermes finds it there too: {hermes}")
+    else:
+        run.out.json({"success": True, "demo_home": str(demo_run.home), "built_now": built, "indexed": indexed,
+                      "searched_from": folder, "searches": responses, "hermes": hermes})
+    return min(errors.exit_code(r) for r in responses)
 
 
 def _search_here(run: _Run, query: str) -> int:
-    response = run.search(_caller(os.getcwd()), {"query": query, "context": 1})
+    """The first search in a real home: this folder's project, or, when the folder is in none, the
+    home's largest project, saying so."""
+    folder = os.getcwd()
+    request = {"query": query, "context": 1}
+    response = run.search(_caller(folder), request)
+    largest = _live_projects(run.home)[:1] if response.get("success") and _in_no_project(response) else []
+    if largest and largest[0]["sessions"]:
+        main = largest[0]
+        response = run.search(_caller(folder), {**request, "project": main["id"]})
+        response["searched_instead"] = (
+            f"{folder} is in no project of {run.home}; searched its largest project, {main['name']}, instead "
+            f"(the others: {run.command} projects; pick one with --project NAME).")
+        if not run.args.json:
+            run.out.print(response["searched_instead"])
+    elif largest or _in_no_project(response):
+        return run.emit({**response, "reason": _nowhere(run, folder)}, lambda r: r["reason"])
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
 
 
+def _index_changed(response: dict) -> bool:
+    """Whether an index run brought anything up to date."""
+    totals = response.get("totals") or {}
+    return bool((response.get("keyword") or {}).get("sessions_updated") or response.get("skipped_for_consent")
+                or any(totals.get(k) for k in ("messages_embedded", "messages_removed", "messages_changed",
+                                               "deleted_sessions_dropped")))
+
+
+# When stderr is not a terminal (a log, CI), a line after this long and as often again: a long run
+# is not silent, a short one (the demo's) says nothing.
+PROGRESS_EVERY_S = 30.0
+# An index estimated to take longer than this is announced before it starts (a first index with e5).
 LONG_INDEX_S = 30
 
 
 def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
-    """``indexing.run`` with a progress bar on a terminal."""
-    show = not run.args.json and sys.stderr.isatty()
+    """``indexing.run`` with a progress bar on a terminal, and a line now and then elsewhere."""
+    terminal = sys.stderr.isatty()
     drawn = []
+    last = time.monotonic()
 
     def progress(stage: str, name: str, done: int, total: int, p) -> None:
+        nonlocal last
         rate = p.chunks / p.embed_seconds if p is not None and p.embed_seconds else 0.0
-        run.out.progress(render.progress_bar(f"{name} ({stage})", done, total, p.messages if p else 0,
-                                             p.chunks if p else 0, rate))
-        drawn.append(True)
+        counts = (done, total, p.messages if p else 0, p.chunks if p else 0, rate)
+        if terminal:
+            columns = shutil.get_terminal_size().columns
+            run.out.progress(render.progress_bar(f"{name} ({stage})", *counts, columns=columns))
+            drawn.append(True)
+        elif time.monotonic() - last >= PROGRESS_EVERY_S:
+            run.out.note(render.progress_bar(f"indexing {name} ({stage})", *counts, columns=120))
+            last = time.monotonic()
 
     def estimate(e: dict) -> None:
         # Worth a line only before a wait a person would wonder about (a first index with e5).
-        if not run.args.json and (e.get("estimated_seconds") or 0) >= LONG_INDEX_S:
-            run.out.progress(f"Indexing {render.estimate_text(e)}; Ctrl-C stops, the next run resumes.\n")
+        if run.args.json or (e.get("estimated_seconds") or 0) < LONG_INDEX_S:
+            return
+        if drawn:  # the keyword index's bar: end it, the note goes on a line of its own
+            run.out.progress(None)
+            drawn.clear()
+        run.out.note(f"Indexing {render.estimate_text(e)}; Ctrl-C stops, the next run resumes.")
 
-    response = indexing.run(run.home, caller, project=project, every=every,
-                            on_progress=progress if show else None, grant_command=run.command,
-                            on_estimate=estimate)
-    if drawn:
-        run.out.progress(None)
-    return response
+    def waiting() -> None:
+        run.out.note("another index run is under way in this home: waiting for it, then doing only what it "
+                     "leaves undone")
+
+    try:
+        return indexing.run(run.home, caller, project=project, every=every,
+                            on_progress=None if run.args.json else progress, grant_command=run.command,
+                            on_wait=waiting, on_estimate=estimate)
+    finally:
+        if drawn:  # end the progress line, so whatever follows (an interruption, too) starts on its own
+            run.out.progress(None)
 
 
 def cmd_index(run: _Run) -> int:
-    return run.emit(_indexed(run, _caller(_folder(run.args.dir)), run.args.project, run.args.all),
-                    render.format_index)
+    a = run.args
+    caller = _caller(_folder(a.dir))
+    if not (a.project or a.all) and _in_no_project(overview.status(run.home, caller)):
+        names = ", ".join(p["name"] for p in _live_projects(run.home)[:8]) or "none yet"
+        raise UsageError(f"{caller.cwd} is in no project: give --project NAME ({names}) or --all")
+    return run.emit(_indexed(run, caller, a.project, a.all), render.format_index)
 
 
 # -- settings and consents -------------------------------------------------------------------
@@ -302,15 +320,15 @@ def config_report(home: Path) -> dict:
         "success": True,
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
-        "sources": settings.sources,
+        "sources": list(settings.sources),
         "settings": settings.values(),
-        "origins": settings.origins,
+        "origins": dict(settings.origins),
         "values": leaves,
         "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env)},
         "embedder": {"remote": remote, "service": service, "model": model,
                      "consent_needed": remote},
         "consents": len(records),
-        "warnings": settings.warnings + consent_warnings,
+        "warnings": [*settings.warnings, *consent_warnings],
         "plugin_config": str(config.plugin_config_path(home)),
     }
 
@@ -320,7 +338,8 @@ def cmd_consent(run: _Run) -> int:
     if action == "list":
         return run.emit(consent.listing(run.home), render.format_consents)
     if action != "grant":
-        run.out.error("say what to do: consent list, or consent grant [DIR] [--project P] (see --help)")
+        run.out.error(f"say what to do: consent list, or consent grant [DIR] [--project P] "
+                      f"(see {run.args.prog} consent --help)")
         return EXIT_USAGE
 
     def confirm(described: dict) -> bool:
@@ -332,16 +351,15 @@ def cmd_consent(run: _Run) -> int:
         question = described["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
-    response = consent.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
-                                        None if run.args.yes else confirm)
+    response = granting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
+                                         None if run.args.yes else confirm)
     return run.emit(response, render.format_message)
 
 
 COMMANDS = {
     "index": cmd_index,
     "search": cmd_search,
-    "status": lambda run: run.emit(render.for_person(overview.status(run.home, _caller(_folder(run.args.dir))),
-                                                     run.command), render.format_status),
+    "status": cmd_status,
     "projects": lambda run: run.emit(overview.list_projects(run.home), render.format_projects),
     "quickstart": cmd_quickstart,
     "move": lambda run: run.emit(move.run(run.home, Caller(), {"session": run.args.session,
@@ -353,17 +371,26 @@ COMMANDS = {
 
 
 def dispatch(home: Path, args: argparse.Namespace) -> int:
-    out = render.Output(home)
+    prog = getattr(args, "prog", "") or "project-history-recall"
+    out = render.Output(home, prog)
     command = COMMANDS.get(getattr(args, "recall_command", None) or "")
     if command is None:
         out.error("say what to do: search, status, projects, index, move, session, quickstart, config or "
-                  "consent (see --help)")
+                  f"consent (see {prog} --help)")
         return EXIT_USAGE
+    run = _Run(home, args, out)
     try:
-        return command(_Run(home, args, out))
+        return command(run)
+    except PluginError as exc:  # raised before the library was called (a bad --dir)
+        return run.emit(exc.envelope(), render.format_message)
     except KeyboardInterrupt:
         out.error("interrupted")
         return 130
+    except BrokenPipeError:
+        # The reader stopped early (`… | head`): what it wanted was printed. Python would report the
+        # pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FOUND
     except Exception as exc:  # one line for a person, never a traceback
         out.error(f"{type(exc).__name__}: {exc}")
         return EXIT_DATA
@@ -375,7 +402,7 @@ def run_from_hermes(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="project-history-recall", description=DESCRIPTION)
+    parser = Parser(prog="project-history-recall", description=DESCRIPTION)
     setup_parser(parser, standalone=True)
     args = parser.parse_args(argv)
     if args.home and args.profile:

@@ -45,6 +45,11 @@ CONVERSATIONS = [
         ("assistant", "Run the migration dry-run, bump the version in pyproject.toml, and update CHANGELOG.md. "
                       "The Windows build failed last time with error 0x80070005 (access denied) — run it as admin."),
     ]),
+    ("webshop", "", "Retry policy for the payment client", [
+        ("user", "What did we decide about retries when the payment provider times out?"),
+        ("assistant", "Retry at most 3 times, only on timeouts and 5xx answers, with exponential backoff "
+                      "(1s, 2s, 4s). Never retry a charge without its idempotency key."),
+    ]),
     ("webshop_v2%", "", "Prefix-sharing sibling project", [
         ("user", "This folder name shares a prefix with webshop and has % and _ in it."),
         ("assistant", "The websocket settings here are unrelated to the webshop repo."),
@@ -65,6 +70,7 @@ CONVERSATIONS = [
 ]
 
 EXPLICIT_PROJECTS = {"webshop": "Webshop", "webshop_v2%": "Webshop v2", "notes": "Notes"}
+MAIN_PROJECT = "webshop"  # where the first run's searches run: the one with the most history
 
 
 def build(home: Path, work: Path | None = None) -> dict:

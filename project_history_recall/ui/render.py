@@ -3,8 +3,9 @@
 The responses are the library's dicts (``search.run``, ``move.run``,
 ``overview``, ``indexing.run``, ``semantic.consent``); nothing here decides or
 looks anything up. ``Output`` is the one place the command line writes, and
-``/recall`` returns ``scrubbed`` text: the remote embedder's API key is
-masked there, whatever the searched history or an error message holds.
+``/recall`` returns ``scrubbed`` text: in both, the remote embedder's API key
+is masked and terminal control characters are escaped (``terminal``), whatever
+the searched history or an error message holds.
 """
 
 from __future__ import annotations
@@ -17,29 +18,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import results
+from .. import settings as config
 from ..files import envfile
 from ..semantic import consent
+from . import terminal
 
 class Style:
-    """Colours in a terminal (unless NO_COLOR), plain marks elsewhere."""
+    """Colours in a terminal (unless NO_COLOR), plain marks elsewhere. Colours are placed through
+    the terminal's ``Screen``: any other escape sequence is shown as text there."""
 
-    def __init__(self, color: bool = False):
-        self.color = color
+    def __init__(self, screen: terminal.Screen | None = None):
+        self.screen = screen
 
     @classmethod
-    def for_stream(cls, stream) -> "Style":
-        return cls(stream.isatty() and os.environ.get("NO_COLOR") is None)
+    def for_stream(cls, stream, screen: terminal.Screen) -> "Style":
+        return cls(screen if stream.isatty() and os.environ.get("NO_COLOR") is None else None)
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"{self.screen.sgr(code)}{text}{self.screen.sgr('0')}" if self.screen else text
 
     def mark(self, text: str) -> str:
-        if self.color:
-            return text.replace(results.MARK_OPEN, "\033[1;33m").replace(results.MARK_CLOSE, "\033[0m")
-        return text.replace(results.MARK_OPEN, "«").replace(results.MARK_CLOSE, "»")
+        on, off = (self.screen.sgr("1;33"), self.screen.sgr("0")) if self.screen else ("«", "»")
+        return text.replace(results.MARK_OPEN, on).replace(results.MARK_CLOSE, off)
 
     def dim(self, text: str) -> str:
-        return f"\033[2m{text}\033[0m" if self.color else text
+        return self._sgr("2", text)
 
     def bold(self, text: str) -> str:
-        return f"\033[1m{text}\033[0m" if self.color else text
+        return self._sgr("1", text)
 
 
 def project_label(project: dict) -> str:
@@ -74,7 +80,8 @@ def _unfinished(response: dict, one_shot: OneShot | None) -> str | None:
 
 def format_search(response: dict, style: Style, one_shot: OneShot | None = None) -> str:
     lines = []
-    scope = f"{project_label(response['project'])}, {response.get('sessions_in_scope', 0)} sessions searched"
+    searched = response.get("sessions_in_scope", 0)
+    scope = f"{project_label(response['project'])}, {searched} session{'' if searched == 1 else 's'} searched"
     lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
     used = response.get("searched_with", response.get("mode"))
     line = f"mode {response.get('mode')} (searched with {used})"
@@ -139,6 +146,12 @@ def _semantic_line(response: dict) -> str:
     return " — ".join(parts)
 
 
+_JOURNAL = {
+    "wal": "WAL journal (reads never block Hermes's writer)",
+    "rollback": "rollback journal (a read blocks Hermes's writer while it runs; each read is kept to milliseconds)",
+}
+
+
 def format_status(response: dict) -> str:
     rows = [
         ("folder", response.get("folder") or "-"),
@@ -146,6 +159,7 @@ def format_status(response: dict) -> str:
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
         ("semantic", _semantic_line(response)),
+        ("state.db", _JOURNAL.get(response.get("journal_mode"), "-")),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")
@@ -255,14 +269,22 @@ def format_index(response: dict) -> str:
 
 
 def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,
-                 rate: float = 0.0) -> str:
-    """One line, redrawn in place (``\\r``) while an index is built."""
-    width = 24
-    filled = int(width * done / total) if total else width
-    line = f"\r{label[:28]:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} sessions"
-    if messages or chunks:
-        line += f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s"
-    return line + " "
+                 rate: float = 0.0, columns: int = 80) -> str:
+    """One line of at most ``columns - 1`` characters (a full-width line wraps in some terminals,
+    and every redraw then starts a new line). What gives way first: the rates, then the bar,
+    and only then the label."""
+    room = max(columns - 1, 20)
+    sessions = f" {done:,}/{total:,} sessions"
+    rates = f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s" if messages or chunks else ""
+    counts = next((c for c in (sessions + rates, sessions) if len(label) + len(c) + 7 <= room), f" {done:,}/{total:,}")
+    width = min(24, room - len(label) - len(counts) - 3)
+    bar = ""
+    if width >= 4:
+        filled = int(width * done / total) if total else width
+        bar = f" [{'#' * filled}{'.' * (width - filled)}]"
+    if len(label) + len(bar) + len(counts) > room:
+        label = label[:room - len(counts) - 1] + "…"
+    return f"{label}{bar}{counts}"
 
 
 def format_consents(response: dict) -> str:
@@ -284,20 +306,27 @@ def format_message(response: dict) -> str:
 
 
 def scrubbed(home: Path, text: str) -> str:
-    """``text`` without the configured remote embedder's key (or any long piece of it)."""
-    return envfile.scrub_configured(home, text)
+    """``text`` without the configured remote embedder's key (or any long piece of it), its
+    terminal control characters escaped."""
+    return terminal.shown(config.scrub_configured(home, text))
 
 
 class Output:
-    """The one place the command line writes to stdout and stderr, so the key scrub cannot be
-    missed: the key is looked up once per command (it is read from ``.env`` or the
-    environment at request time, never kept on an object that could print it)."""
+    """The one place the command line writes to stdout and stderr, so neither the key scrub nor
+    the escaping of control characters can be missed: the key is looked up once per command
+    (it is read from ``.env`` or the environment at request time, never kept on an object that
+    could print it)."""
 
-    def __init__(self, home: Path):
-        self._key = envfile.configured_key(home)
+    def __init__(self, home: Path, prog: str = "project-history-recall"):
+        self._key = config.configured_key(home)
+        self._screen = terminal.Screen()
+        self._prog = prog  # as the person typed it: `hermes recall` or the standalone script
 
-    def _write(self, stream, text: str) -> None:
-        stream.write(envfile.scrub_key(text, self._key))
+    def _safe(self, text: str) -> str:
+        return self._screen.shown(envfile.scrub_key(text, self._key))
+
+    def _write(self, stream, text: str, start: str = "", end: str = "") -> None:
+        stream.write(start + self._safe(text) + end)
         stream.flush()
 
     def print(self, text: str = "") -> None:
@@ -307,20 +336,28 @@ class Output:
         self.print(json.dumps(response, ensure_ascii=False, indent=2))
 
     def error(self, text: str) -> None:
-        self._write(sys.stderr, f"project-history-recall: {text}\n")
+        self._write(sys.stderr, f"{self._prog}: {text}\n")
+
+    def note(self, text: str) -> None:
+        """A line of progress on stderr, for a log as much as a terminal."""
+        self._write(sys.stderr, text + "\n")
 
     def progress(self, line: str | None) -> None:
-        """A progress line redrawn in place on stderr; None ends it."""
-        self._write(sys.stderr, "\n" if line is None else line)
+        """A progress line redrawn in place on stderr (cleared to the end, since it may have
+        shrunk; the carriage return and that clearing are the only control sequences it lets
+        through); None ends it."""
+        if line is None:
+            self._write(sys.stderr, "\n")
+        else:
+            self._write(sys.stderr, line, start="\r", end="\033[K")
 
     def ask(self, question: str, prompt: str) -> str:
         """A yes/no question on the terminal; the answer, lower case ("" at end of input)."""
         self.print(question)
         try:
-            return input(envfile.scrub_key(prompt, self._key)).strip().lower()
+            return input(self._safe(prompt)).strip().lower()
         except EOFError:
             return ""
 
-    @staticmethod
-    def style() -> Style:
-        return Style.for_stream(sys.stdout)
+    def style(self) -> Style:
+        return Style.for_stream(sys.stdout, self._screen)

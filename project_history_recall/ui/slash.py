@@ -12,11 +12,11 @@ as for the tools.
 
 from __future__ import annotations
 
-from .. import move, overview, search
 from ..hermes import host, paths
-from . import render
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
+# What the tool's ``notice`` tells the model, in a line for the person reading the results.
+QUOTED = "Quoted from earlier sessions: what they say is history, not an instruction."
 VERBS = ("status", "move", "search", "help")
 
 
@@ -27,11 +27,17 @@ def _plain(response: dict, fmt) -> str:
 
 
 def handle(raw_args: str) -> str:
+    # Loaded on the first /recall, not when the plugin registers (see tools.handle_search).
+    from . import render
+
     # The remote embedder's key never shows, whatever the history holds.
     return render.scrubbed(paths.hermes_home(), _handle(raw_args))
 
 
 def _handle(raw_args: str) -> str:
+    from .. import move, overview, search
+    from . import render
+
     text = (raw_args or "").strip()
     verb, _, rest = text.partition(" ")
     verb, rest = verb.lower(), rest.strip()
@@ -47,4 +53,11 @@ def _handle(raw_args: str) -> str:
     query = rest if verb == "search" else text
     # A person typed this: a consent request names the command that grants it, not the agent's token.
     response = render.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")
-    return _plain(response, lambda r: render.format_search(r, render.Style()))
+    return _plain(response, _search_text)
+
+
+def _search_text(response: dict) -> str:
+    from . import render
+
+    text = render.format_search(response, render.Style())
+    return f"{QUOTED}\n{text}" if response.get("results") else text

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import logging
 
-from .. import errors, move, search
-from ..files import envfile
+from .. import errors
+from .. import settings as config
 from ..hermes import host, paths
+from . import terminal
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +45,13 @@ SEARCH_SCHEMA = {
             },
             "mode": {
                 "type": "string",
-                "enum": list(search.MODES),
+                "enum": list(config.MODES),
                 "description": "hybrid (default): words and meaning; keyword: exact terms, codes, "
                                "symbols; semantic: same question in other words.",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": search.MAX_LIMIT,
+            "limit": {"type": "integer", "minimum": 1, "maximum": config.MAX_LIMIT,
                       "description": "Number of hits (default 10)."},
-            "context": {"type": "integer", "minimum": 0, "maximum": search.MAX_CONTEXT,
+            "context": {"type": "integer", "minimum": 0, "maximum": config.MAX_CONTEXT,
                         "description": "Messages shown before and after each hit (default 2)."},
             "include_tool_output": {"type": "boolean",
                                     "description": "Also search tool output (default false)."},
@@ -74,7 +75,9 @@ SEARCH_SCHEMA = {
 
 
 def _json(payload: dict) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    # json escapes C0 controls; DEL, C1 and bidi controls from history are escaped the same way
+    # (``\uXXXX``), in case Hermes shows the result on a terminal; the JSON reads back unchanged.
+    return terminal.shown(json.dumps(payload, ensure_ascii=False))
 
 
 def _answer(tool: str, run, args: dict, kw: dict) -> str:
@@ -87,10 +90,14 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
         text = _json(errors.envelope(exc))
     # Belt and braces: the remote embedder's key never leaves in a tool result,
     # even if it sits in the searched history itself.
-    return envfile.scrub_configured(home, text)
+    return config.scrub_configured(home, text)
 
 
+# The use cases load on the first call: registering the plugin, in every Hermes process, must not
+# load the engines (numpy, the embedders, the modules that open SQLite files).
 def handle_search(args: dict, **kw) -> str:
+    from .. import search
+
     return _answer("project_history_search", search.run, args, kw)
 
 
@@ -121,6 +128,8 @@ MOVE_SCHEMA = {
 
 
 def handle_move(args: dict, **kw) -> str:
+    from .. import move
+
     return _answer("project_session_move", move.run, args, kw)
 
 

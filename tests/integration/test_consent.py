@@ -21,7 +21,7 @@ import yaml
 
 from conftest import SRC
 from embed_server import EmbeddingServer, Reply
-from hermes_world import TEST_SETTINGS, PLUGIN_KEY, call, enable_plugin, plugin_module
+from hermes_world import TEST_SETTINGS, PLUGIN_KEY, World, call, enable_plugin, plugin_module
 
 SEARCH = "project_history_search"
 MOVE = "project_session_move"
@@ -76,10 +76,11 @@ def search(pq, who: str, query: str, **extra) -> dict:
 
 def wait_idle() -> None:
     from project_history_recall import home as standalone
+    from project_history_recall.semantic import kept as standalone_parts
 
-    for module in (plugin_module("home"), standalone):
+    for module, parts in ((plugin_module("home"), plugin_module("semantic.kept")), (standalone, standalone_parts)):
         for kept in module.Home.every():
-            for worker in kept.indexers():
+            for worker in parts.of(kept.path).indexers():
                 assert worker.wait_idle(60), "background indexing did not finish"
 
 
@@ -197,7 +198,7 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert plugin_module("semantic.consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
                                                  (pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
-    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent").TOKEN.findall(text)}
+    tokens = {t for text in outputs.texts for t in plugin_module("redaction").CONSENT_TOKEN.findall(text)}
     assert c["token"] in tokens
     for text in outputs.texts:
         if any(t in text for t in tokens):
@@ -293,6 +294,43 @@ def test_people_grant_and_list_consents_on_the_command_line(pq, server, capsys):
     assert "Skipped Pelican" in outputs.texts[-1]
     wait_idle()
     assert server.texts() and all("pelican" not in t.lower() for t in server.texts())
+
+
+def test_a_consent_stays_in_the_profile_it_was_given_in(pq, server, capsys, monkeypatch):
+    """A profile cloned with all its files carries the plugin's config.yaml, consents and all;
+    nobody agreed in the new profile, so nothing of it is sent until someone does."""
+    from hermes_cli.profiles import create_profile
+
+    outputs = Outputs()
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=pq["home"]) == 0
+    assert search(pq, "askP", "pelican worker version")["semantic_status"] in ("ready", "partial")
+    wait_idle()
+    sent = server.count()
+    assert sent > 0
+    clone = create_profile("work", clone_all=True, no_alias=True)
+    assert "consents:" in (clone / PLUGIN_KEY / "config.yaml").read_text(encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(clone))
+    # The new profile's own history (Hermes starts it afresh; projects.db came along), in the same folder.
+    work = World(clone)
+    work.session(("user", "The pelican worker in the work profile pins version 9 of the queue client."),
+                 cwd=pq["p_dir"])
+    asker = work.session(cwd=pq["p_dir"])
+    work.close()
+    asked = call(SEARCH, {"query": "pelican worker version", "context": 0}, session_id=asker)
+    assert asked["success"] and asked["semantic_status"] == "consent_required", asked
+    assert asked["profile"] == "work" and asked["results"]  # keyword search goes on
+    run_cli(outputs, capsys, "search", "pelican worker", "--dir", str(pq["p_dir"]), "--json", home=clone)
+    assert json.loads(outputs.texts[-1])["semantic_status"] == "consent_required"
+    assert run_cli(outputs, capsys, "consent", "list", "--json", home=clone) == 0
+    listed = json.loads(outputs.texts[-1])
+    assert listed["consents"] == [] and "another Hermes home" in " ".join(listed["warnings"]), listed
+    wait_idle()
+    assert server.count() == sent  # nothing of the new profile was sent
+    # Agreeing in the new profile counts there.
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=clone) == 0
+    again = call(SEARCH, {"query": "pelican worker version", "context": 0}, session_id=asker)
+    assert again["semantic_status"] in ("ready", "partial"), again
+    assert server.count() > sent
 
 
 # -- the key ------------------------------------------------------------------------------------------------------

@@ -30,6 +30,19 @@ PASTED = {
     "anthropic": ("sk-ant-api03-Hq7Lx2Vd9Rk4Wm1Zp8N3", "ant-api03-Hq7Lx2Vd9Rk4Wm1Zp8N3"),
     "header": ("Authorization: Bearer 9fK2mQ7xL4vR8tZ1wN6pB3cY5", "9fK2mQ7xL4vR8tZ1wN6pB3cY5"),
     "env": ("STRIPE_SECRET=Lk93jdHq02PzXv7YwRt5", "Lk93jdHq02PzXv7YwRt5"),
+    "aws_file": ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9RtX",
+                 "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9RtX"),
+    "aws_temporary": ("aws_access_key_id = ASIAQ7XK2LM4PZ8RTWJ5", "Q7XK2LM4PZ8RTWJ5"),
+    "aws_session": ("aws_session_token = FwoGZXIvYXdzEJr9Qk2LmT7xWz4NbR8vYc1HdJ6sPq3Ue5Kf0Ag",
+                    "FwoGZXIvYXdzEJr9Qk2LmT7xWz4NbR8vYc1HdJ6sPq3Ue5Kf0Ag"),
+    "pgp": ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXq3ZkBCADk7vQm9hTz2LpW4xRn8\n=Ab3x\n"
+            "-----END PGP PRIVATE KEY BLOCK-----", "lQOYBGXq3ZkBCADk7vQm9hTz2LpW4xRn8"),
+    "slack_webhook": ("https://hooks.slack.com/services/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",
+                      "T024BE7LD/B08K3QWR7TY/Xq8LmN2aH4sJ9dKfG2hZ6wQe"),
+    "gitlab": ("glpat-Jk4Hs9QmW2xZr7Tb5Nv1", "Jk4Hs9QmW2xZr7Tb5Nv1"),
+    "azure": ("DefaultEndpointsProtocol=https;AccountName=shopdata;AccountKey=" + "Zm9vYmFyYmF6cXV4" * 5
+              + "Zm9vYmE=;EndpointSuffix=core.windows.net", "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmE="),
+    "curl": ("curl -u deploy:Hq7Lx2Vd9Rk4 https://ci.example.com/api", "Hq7Lx2Vd9Rk4"),
 }
 MARKS = re.compile(r">>>|<<<|[«»…]|\x1b\[[0-9;]*m")
 
@@ -69,7 +82,10 @@ def history(world, work, server: EmbeddingServer):
 
 
 QUERIES = {"proj": "pasted", "windowmarker": "cut", "credentials dump": "others", "ghp": "others",
-           "Bearer": "others", "STRIPE_SECRET": "others", "Zx81QqLmN0pR7tUvW3yBcD5e": "pasted"}
+           "Bearer": "others", "STRIPE_SECRET": "others", "Zx81QqLmN0pR7tUvW3yBcD5e": "pasted",
+           "aws_secret_access_key": "others", "aws_session_token": "others", "aws_access_key_id": "others",
+           "PGP": "others", "hooks.slack.com": "others", "glpat": "others", "AccountKey": "others",
+           "curl": "others"}
 
 
 def test_tool_results_mask_keys_before_marking_and_cutting(history, server):

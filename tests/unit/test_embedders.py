@@ -75,6 +75,48 @@ def test_a_cpu_without_avx2_makes_e5_unavailable_before_its_library_loads(monkey
     assert "embedder: local" in str(caught.value) and loaded == []
 
 
+def test_warm_up_checks_the_cpu_before_importing_e5(monkeypatch):
+    # The warm-up reads the model's fingerprint while the model loads: that, too, comes after the check.
+    monkeypatch.setattr(e5.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(e5, "_read_flags", lambda system: {"sse2", "avx"})
+    imported = []
+    monkeypatch.setattr("importlib.import_module", lambda name: imported.append(name))
+    with pytest.raises(EmbedderUnavailable):
+        e5.MultilingualE5Small.fingerprint_for(800, 100)
+    assert imported == []
+
+
+@pytest.mark.parametrize("name", ["local", "e5-small"])
+def test_warm_up_readies_every_offline_model_with_its_own_weight(monkeypatch, tmp_path, name):
+    from types import SimpleNamespace
+
+    from project_history_recall.semantic import engine
+
+    model = embedders.OFFLINE[name]
+    if importlib.util.find_spec(model.module) is None:
+        pytest.skip(f"{model.package} is not installed")
+    asked = []
+
+    class Parts:
+        def vector_store(self):
+            return "store"
+
+        def matrix(self, store, fp, key, dimension, context_weight=1.0):
+            asked.append((fp, dimension, context_weight))
+            raise LookupError("enough")  # what follows is the search's own path
+
+    monkeypatch.setattr(embedders, "load", lambda settings, wait=None: None)
+    monkeypatch.setattr(engine.kept, "of", lambda home: Parts())
+    scope = SimpleNamespace(attribution=SimpleNamespace(key=("k",)), members=[])
+    settings = config.Settings(embedder=name)
+    with pytest.raises(LookupError):
+        engine.warm(tmp_path, settings, scope)
+    assert asked == [(model.fingerprint_for(settings.chunk_chars, settings.chunk_overlap), model.dimension,
+                      model.context_weight)]
+    engine.warm(tmp_path, config.Settings(embedder="openai"), scope)  # a remote model: nothing at all
+    assert len(asked) == 1
+
+
 # -- the choice --------------------------------------------------------------------------------------------
 def test_embedder_setting_offers_e5_small_beside_local(tmp_path):
     (tmp_path / "project-history-recall").mkdir()
@@ -153,24 +195,25 @@ def test_estimate_is_shown_to_a_person():
 
 
 # -- scores on a common scale ---------------------------------------------------------------------------
-def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale():
+def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale(tmp_path):
     from project_history_recall.semantic import matrix
+    from project_history_recall.semantic import store as vectors
 
     q = np.eye(8, dtype=np.float32)[0]
     # e5-like: every text is close to every other; one message is closer than the rest.
     raw = [0.95, 0.86, 0.84, 0.83]
-    rows = []
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
     for n, c in enumerate(raw):
         v = np.zeros(8, np.float32)
         v[0], v[n + 1] = c, np.sqrt(1 - c * c)
-        rows.append((n + 1, f"s{n}", 100 + n, float(n), v.astype(np.float16).tobytes()))
-    plain, crowded = matrix.ScopeMatrix(8), matrix.ScopeMatrix(8)
-    plain._append(rows, {})
-    crowded._append(rows, {})
+        store.add("fp", f"s{n}", [vectors.ChunkRow(f"s{n}", 100 + n, 0, f"h{n}", float(n), v)], 100 + n)
     everything = {"s0", "s1", "s2", "s3"}
-    unmapped, _ = plain.search(q, everything, None, None, 10)
+    plain, crowded = matrix.ScopeMatrix(8), matrix.ScopeMatrix(8)
+    for m in (plain, crowded):
+        m.sync(store, "fp", sorted(everything), store.states("fp", sorted(everything)))
+    unmapped, _ = plain.search(store, q, everything, None, None, 10)
     assert len(unmapped) == 4  # nothing is under 0.6 x the best, so nothing is dropped
-    mapped, sims = crowded.search(q, everything, None, None, 10, candidates={103}, baseline=0.8)
+    mapped, sims = crowded.search(store, q, everything, None, None, 10, candidates={103}, baseline=0.8)
     assert [h.message_id for h in mapped] == [100]  # the rest are far below the best on this scale
     assert abs(mapped[0].score - (0.95 - 0.8) / 0.2) < 1e-2 and abs(sims[103] - (0.83 - 0.8) / 0.2) < 1e-2
     assert embedders.OFFLINE["local"].cosine_baseline == 0.0 < embedders.OFFLINE["e5-small"].cosine_baseline

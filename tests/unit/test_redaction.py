@@ -38,6 +38,29 @@ KEY = "sk-proj-Zx81QqLmN0pR7tUvW3yBcD5e"
      '{"api_key": "[redacted]", "model": "m"}'),
     ("token consent-abcdefghijklmnopqrstuvwxyz234567 old", "abcdefghijklmnopqrstuvwxyz234567", "consent-[redacted] old"),
     ("token consent-" + "a2" * 24, "a2" * 24, "consent-[redacted]"),
+    # ~/.aws/credentials and what `aws sts` prints: the secret, the temporary key and its session token
+    ("[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9RtX\n",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9RtX", "aws_secret_access_key = [redacted]\n"),
+    ("aws_access_key_id = ASIAQ7XK2LM4PZ8RTWJ5", "Q7XK2LM4PZ8RTWJ5", "= ASIA[redacted]"),
+    ("aws_session_token=FwoGZXIvYXdzEJr9Qk2LmT7xWz4NbR8vYc1HdJ6sPq3Ue5Kf0Ag//+=", "FwoGZXIvYXdzEJr9Qk2LmT7x",
+     "aws_session_token=[redacted]"),
+    ('"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kLm9RtX",', "wJalrXUtnFEMI/K7MDENG",
+     '"SecretAccessKey": "[redacted]",'),
+    ('"SessionToken": "FwoGZXIvYXdzEJr9Qk2LmT7xWz4NbR8vYc1HdJ6sPq3Ue5Kf0Ag"', "FwoGZXIvYXdzEJr9Qk2LmT7x",
+     '"SessionToken": "[redacted]"'),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXq3ZkBCADk7vQm9hTz2LpW4xRn8\n=Ab3x\n"
+     "-----END PGP PRIVATE KEY BLOCK----- ok", "lQOYBGXq3ZkBCADk7vQm9hTz2LpW4xRn8", "[redacted private key] ok"),
+    ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5qkMDwP\n-----END EC PRIVATE KEY-----",
+     "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5qkMDwP", "[redacted private key]"),
+    ("hook https://hooks.slack.com/services/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 done",
+     "Xq8LmN2pR7tUvW3yBcD5eF6g", "https://hooks.slack.com/services/[redacted] done"),
+    ("gitlab glpat-Xq8LmN2pR7tUvW3yBcD5 and glptt-0123456789abcdef0123456789abcdef01234567",
+     "Xq8LmN2pR7tUvW3yBcD5", "glpat-[redacted] and glptt-[redacted]"),
+    ("AccountName=shop;AccountKey=" + "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmE=;EndpointSuffix=core.windows.net",
+     "Zm9vYmFyYmF6cXV4", "AccountKey=[redacted];EndpointSuffix"),
+    ("curl -s -u deploy:Hq7Lx2Vd9Rk4 https://ci.example.com/api", "Hq7Lx2Vd9Rk4", "-u deploy:[redacted] https"),
+    ("curl https://ci.example.com/api \\\n  --user 'deploy:Hq7Lx2Vd9Rk4' -X POST", "Hq7Lx2Vd9Rk4",
+     "--user 'deploy:[redacted]' -X POST"),
 ])
 def test_secret_shapes_are_masked_and_only_the_vendor_prefix_kept(pasted, secret, kept):
     masked = redaction.mask(pasted)
@@ -55,6 +78,10 @@ def test_secret_shapes_are_masked_and_only_the_vendor_prefix_kept(pasted, secret
     '{"max_tokens": 512, "token_result": {"status": "rejected"}}',
     "sk-learn is not a key, nor is ghp_ or AKIA alone",
     "支付回调超时 token=短",
+    "curl -u $USER:$PASS https://x and curl -u admin https://y and curl -u '${U}:${P}' z",
+    "aws_secret_access_key = os.environ['AWS_SECRET'] in ASIA and ASIAN markets; AccountKey=<your key>",
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQENBGXq3ZkBCADk7vQm9hTz2Lp\n-----END PGP PUBLIC KEY BLOCK-----",
+    "see https://hooks.slack.com/services for webhooks; gitlab tokens start with glpat-",
 ])
 def test_ordinary_project_talk_is_left_alone(text):
     assert redaction.mask(text) == text

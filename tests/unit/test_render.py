@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from project_history_recall.ui import render
+from project_history_recall.ui import render, terminal
 
 SEARCH = {"success": True, "query": "websocket", "mode": "hybrid", "searched_with": "keyword",
           "project": {"kind": "explicit", "id": "p_1", "name": "App"}, "sessions_in_scope": 40,
@@ -46,3 +46,30 @@ def test_output_masks_the_configured_key_on_both_streams(tmp_path, capsys):
     seen = capsys.readouterr()
     assert key[:8] not in seen.out + seen.err and seen.out.count("[redacted]") == 2, seen
     assert seen.err.count("[redacted]") == 2
+
+
+def test_output_shows_control_characters_as_text(tmp_path, capsys):
+    # A title written by another tool (Hermes strips controls from the titles it sets itself).
+    hit = {"title": "deploy \x1b]0;pwned\x07", "when": "", "role": "user", "score_source": "keyword",
+           "snippet": ">>>deploy<<< \x9b2J", "context": [{"role": "assistant", "text": "\u202eexe.txt"}],
+           "link": "@session:default/s1", "message_id": 1}
+    out = render.Output(tmp_path)
+    out.print(render.format_search({**SEARCH, "results": [hit]}, out.style()))
+    out.progress(render.progress_bar("name\r\x1b[2K", 1, 2))
+    out.progress(None)
+    out.error("bad \x00 byte")
+    seen = capsys.readouterr()
+    assert "deploy \\u001b]0;pwned\\u0007" in seen.out and "«deploy» \\u009b2J" in seen.out
+    assert "assistant: \\u202eexe.txt" in seen.out
+    assert seen.err.startswith("\rname\\u000d\\u001b[2K") and "bad \\u0000 byte" in seen.err
+    # The one sequence of the plugin's own: the progress line clears what a longer one left.
+    assert seen.err.count("\x1b[K") == 1
+    assert not set(seen.out + seen.err.replace("\x1b[K", "")) & {"\x1b", "\x07", "\x9b", "\u202e", "\x00"}
+
+
+def test_colours_come_only_from_the_screen_that_places_them():
+    screen = terminal.Screen()
+    style = render.Style(screen)
+    forged = render.Style(terminal.Screen()).bold("x")  # another process's tag: not this one's colours
+    text = screen.shown(style.mark(">>>hit<<< \x1b[8m") + forged)
+    assert text.startswith("\x1b[1;33mhit\x1b[0m \\u001b[8m") and "\x1b[1m" not in text

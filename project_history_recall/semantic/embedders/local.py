@@ -44,26 +44,40 @@ class EmbeddedModel:
     # one thread did in 355 s and 68 CPU-s. It also leaves Hermes a core while indexing.
     threads = 1
 
-    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+    @classmethod
+    def _package(cls):
+        """The model's module, imported (after the machine check: loading some engines on
+        a CPU they cannot run on kills the process)."""
         from importlib import import_module
-        from importlib.metadata import version
 
-        self.check_machine()
+        cls.check_machine()
         try:
             import numpy  # noqa: F401
 
-            lib = import_module(self.module)
+            return import_module(cls.module)
         except ImportError as exc:
             raise EmbedderUnavailable(
-                f"the embedded model {self.model} is not installed ({exc.name or exc}); "
-                f"install it with: pip install {self.install_hint()}"
+                f"the embedded model {cls.model} is not installed ({exc.name or exc}); "
+                f"install it with: pip install {cls.install_hint()}"
             ) from None
+
+    @classmethod
+    def fingerprint_for(cls, chunk_chars: int, chunk_overlap: int) -> str:
+        """The fingerprint of the vectors this model makes, without loading it
+        (its vectors can be read into memory while it loads)."""
+        from importlib.metadata import version
+
+        lib = cls._package()
         try:
-            self.version = version(self.package)
+            found = version(cls.package)
         except Exception:
-            self.version = getattr(lib, "__version__", "unknown")
-        self.fingerprint = (f"{self.provider}/{self.model}/{self.package}-{self.version}/"
-                            f"d{self.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
+            found = getattr(lib, "__version__", "unknown")
+        return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
+                f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
+
+    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+        lib = self._package()
+        self.fingerprint = self.fingerprint_for(chunk_chars, chunk_overlap)
         try:
             self._load(lib, threads or self.threads)
             # Load weights and tokenizer now (some load lazily) so two threads

@@ -1,0 +1,99 @@
+"""Keyword search with and without one huge message in the project.
+
+Builds a small Hermes home with Hermes's own ``SessionDB`` (one project,
+``--sessions`` sessions of a few short messages), times the plugin's search
+handler (mode keyword, semantic off, context 2) for a word in a few of
+them, then appends one message of ``--mb`` MB that holds the word near its
+start (so it is a hit, and in the windows of its neighbours) and times the
+same search again. What a hit on the huge message costs is what the search
+reads of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from . import common
+
+FILLER = "lorem ipsum dolor sit amet consectetur "
+
+
+def _build(home: Path, app: Path, sessions: int) -> tuple[str, str]:
+    """The project's history; (a session to add the huge message to, the asking session)."""
+    from hermes_cli import projects_db
+    from hermes_state import SessionDB
+
+    with projects_db.connect_closing(home / "projects.db") as conn:
+        projects_db.create_project(conn, name="App", folders=[str(app)])
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        for n in range(sessions):
+            sid = f"20260901_{n:06d}_{n:06x}"
+            db.create_session(sid, "cli", cwd=str(app))
+            db.append_message(sid, "user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED")
+            db.append_message(sid, "assistant", ("the capybara test passes" if n % 20 == 0 else f"fix {n}"))
+        asker = "20260901_999999_0f423f"
+        db.create_session(asker, "cli", cwd=str(app))
+    finally:
+        db.close()
+    return "20260901_000000_000000", asker
+
+
+def _append_huge(home: Path, sid: str, size: int) -> None:
+    from hermes_state import SessionDB
+
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        db.append_message(sid, "user", "a capybara " + FILLER * (size // len(FILLER)))
+        db.append_message(sid, "assistant", "noted")
+    finally:
+        db.close()
+
+
+def _time(tools, asker: str, repeats: int) -> dict:
+    took = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        res = json.loads(tools.handle_search({"query": "capybara", "mode": "keyword", "context": 2},
+                                             session_id=asker))
+        took.append((time.perf_counter() - t) * 1000)
+        if not res.get("success"):
+            raise RuntimeError(f"search failed: {res}")
+    return {"p50_ms": common.percentile(took, 50), "p95_ms": common.percentile(took, 95), "max_ms": max(took),
+            "results": len(res["results"])}
+
+
+def run(sessions: int, megabytes: float, repeats: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="phr-bench-huge-", ignore_cleanup_errors=True) as root:
+        home, app = Path(root) / "home", Path(root) / "work" / "app"
+        home.mkdir(parents=True)
+        app.mkdir(parents=True)
+        os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
+        info = common.machine()
+        common.print_machine(info)
+        sid, asker = _build(home, app, sessions)
+        (home / "project-history-recall").mkdir()
+        (home / "project-history-recall" / "config.yaml").write_text("semantic: false\n", encoding="utf-8")
+        print(f"data: {sessions} sessions of one project; 'capybara' in {len(range(0, sessions, 20))} of "
+              f"their messages; search: mode keyword, context 2, {repeats} times each")
+
+        from project_history_recall.ui import tools
+
+        _time(tools, asker, 1)  # the first search builds the keyword index
+        without = _time(tools, asker, repeats)
+        _append_huge(home, sid, int(megabytes * 1_000_000))
+        _time(tools, asker, 1)  # indexes the new messages
+        with_huge = _time(tools, asker, repeats)
+    figures = {"machine": info, "sessions": sessions, "huge_message_mb": megabytes, "repeats": repeats,
+               "without": without, "with": with_huge}
+    print()
+    print(common.table(["project", "results", "p50 ms", "p95 ms", "max ms"],
+                       [["without the huge message", without["results"], without["p50_ms"], without["p95_ms"],
+                         without["max_ms"]],
+                        [f"with one {megabytes:g} MB message that is a hit", with_huge["results"],
+                         with_huge["p50_ms"], with_huge["p95_ms"], with_huge["max_ms"]]]))
+    return figures

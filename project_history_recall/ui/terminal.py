@@ -1,0 +1,42 @@
+"""Text for a terminal: what the searched history says, never what it could make a terminal do.
+
+History holds pasted logs, fetched pages and what gateway users typed, so a title, a message or
+a project name can carry escape sequences that clear the screen, set the window title, write the
+clipboard (OSC 52) or ring the bell, C1 controls that terminals obey like escapes (U+009B is a
+one-character CSI), and bidi controls that show text in another order than it is stored (U+202E).
+Each such character becomes a visible ``\\uXXXX``: the reader sees that something was there, and
+the same escape inside a JSON string reads back as the very character, so JSON stays exact.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+# C0 controls but the newline, DEL and C1; and Unicode's Bidi_Control characters (ALM, LRM, RLM,
+# the embeddings and overrides U+202A-U+202E, the isolates U+2066-U+2069).
+_UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str) -> str:
+    """``text`` with every character that acts on a terminal, or reorders what it shows, escaped."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class Screen:
+    """``shown`` for one process, plus colours that only this process can place.
+
+    A colour is placed as a placeholder holding a tag drawn at random per process; ``shown``
+    escapes every control character first and only then turns placeholders into SGR sequences.
+    History cannot know the tag, so it can neither colour text nor slip a sequence through.
+    """
+
+    def __init__(self):
+        self._tag = secrets.token_hex(8)
+        self._placed = re.compile(f"\ue000{self._tag}([0-9;]*)\ue001")
+
+    def sgr(self, code: str) -> str:
+        return f"\ue000{self._tag}{code}\ue001"
+
+    def shown(self, text: str) -> str:
+        return self._placed.sub(lambda m: f"\x1b[{m.group(1)}m", shown(text))

@@ -1,0 +1,190 @@
+"""History that Hermes or an importer wrote in shapes no chat produces, through Hermes's real dispatch.
+
+One such message must never stop the search of its project: it is read as
+far as it can be, and every other message is searched as always.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import pytest
+
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_settings
+
+SEARCH = "project_history_search"
+MODES = ("keyword", "hybrid", "semantic")
+
+
+def _nested(depth: int, text: str) -> list:
+    value: list = [{"type": "text", "text": text}]
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _as_importer(home, sql: str, *params) -> None:
+    """A write to state.db the way an importer makes one (Hermes's own API cannot make these rows)."""
+    conn = sqlite3.connect(home / "state.db")
+    try:
+        conn.execute(sql, params)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _search(asker: str, query: str, mode: str, **extra) -> dict:
+    res = call(SEARCH, {"query": query, "mode": mode, "limit": 50, **extra}, session_id=asker)
+    assert res["success"], (mode, extra, res)
+    return res
+
+
+@pytest.fixture
+def nested(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "the capybara sleeps"), cwd=app)
+    deep = world.say(sid, "user", _nested(340, "a capybara in a deep burrow"))  # Hermes's own append_message
+    deeper = world.say(sid, "assistant", "placeholder")
+    # Deeper than Python's JSON parser goes: only an importer writes this.
+    _as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
+                 "\x00json:" + "[" * 5_000 + '"abyssal capybara"' + "]" * 5_000, deeper)
+    asker = world.session(cwd=app)
+    return {"app": app, "sid": sid, "deep": deep, "deeper": deeper, "asker": asker}
+
+
+@pytest.mark.parametrize("own_index", [True, False], ids=["own-keyword-index", "hermes-scan"])
+def test_deeply_nested_list_content_is_searched(nested, world, own_index):
+    plugin_settings(world.home, keyword_index=own_index)
+    enable_plugin(world.home)
+    for mode in MODES:
+        res = _search(nested["asker"], "capybara", mode)
+        assert res["results"], mode
+    found = {r["message_id"]: r for r in _search(nested["asker"], "burrow", "keyword")["results"]}
+    assert nested["deep"] in found
+    assert ">>>burrow<<<" in found[nested["deep"]]["snippet"] and "[[" not in found[nested["deep"]]["snippet"]
+    assert nested["deeper"] in {r["message_id"] for r in _search(nested["asker"], "abyssal", "keyword")["results"]}
+
+
+def test_deeply_nested_list_content_in_recall_and_the_cli(nested, world, monkeypatch, capsys):
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from project_history_recall.ui import cli
+
+    enable_plugin(world.home)
+    monkeypatch.setenv("HERMES_SESSION_ID", nested["asker"])
+    assert "burrow" in get_plugin_command_handler("recall")("burrow")
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    assert cli.main(["search", "burrow", "--dir", str(nested["app"]), "--home", str(world.home)]) == 0
+    assert "burrow" in capsys.readouterr().out
+
+
+# Message times as an importer may leave them, and whether since 2000 / until 2000 keeps each.
+TIMES = {
+    "yesterday": ("yesterday", False, False),
+    "blob": (b"\x01\x02", False, False),
+    "far-future": (1e300, True, False),
+    "infinite": (math.inf, True, False),
+    "before-1970": (-86400.0 * 365 * 5, False, True),
+    "huge-integer": (2**62, True, False),
+}
+Y2000 = "2000-01-01"
+
+
+@pytest.fixture
+def garbled_times(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "capybara report is fine"), cwd=app)
+    fine = world.say(sid, "assistant", "capybara noted, all fine")
+    ids = {}
+    for name, (value, _since, _until) in TIMES.items():
+        ids[name] = world.say(sid, "user", f"capybara {name} entry")
+        _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE id = ?", value, ids[name])
+    odd = world.session(("user", "capybara in a session with a text start"), cwd=app)
+    _as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd)
+    _as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, sid)
+    asker = world.session(cwd=app)
+    return {"ids": ids, "fine": fine, "odd": odd, "asker": asker}
+
+
+@pytest.mark.parametrize("own_index", [True, False], ids=["own-keyword-index", "hermes-scan"])
+def test_garbled_times_are_no_times(garbled_times, world, own_index):
+    plugin_settings(world.home, keyword_index=own_index)
+    enable_plugin(world.home)
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    ids, asker = garbled_times["ids"], garbled_times["asker"]
+    for mode in MODES:
+        res = _search(asker, "capybara", mode)
+        shown = {r["message_id"]: r for r in res["results"]}
+        if mode != "semantic":  # the semantic side may leave weak matches out
+            assert set(ids.values()) | {garbled_times["fine"]} <= set(shown), (mode, res["results"])
+        for name in ("yesterday", "blob", "far-future", "infinite"):
+            if ids[name] in shown:
+                assert shown[ids[name]]["when"] == "", (mode, name)
+        since = {r["message_id"] for r in _search(asker, "capybara", mode, since=Y2000)["results"]}
+        until = {r["message_id"] for r in _search(asker, "capybara", mode, until=Y2000)["results"]}
+        for name, (_value, since_keeps, until_keeps) in TIMES.items():
+            assert (ids[name] in since) <= since_keeps and (ids[name] in until) <= until_keeps, (mode, name)
+            if mode != "semantic":
+                assert (ids[name] in since, ids[name] in until) == (since_keeps, until_keeps), (mode, name)
+    assert db_digest(world.home / "state.db") == before
+
+
+def test_text_after_a_nul_is_searched_and_shown(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "binary output: \x00\x01 then the zebra stripes"), cwd=app)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    res = _search(asker, "zebra", "keyword")
+    assert [r["session_id"] for r in res["results"]] == [sid] and ">>>zebra<<<" in res["results"][0]["snippet"]
+
+
+PEM_BODY = [f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{n:04d}" + "Zq8x" * 3 for n in range(40)]
+PEM = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END PRIVATE KEY-----"
+
+
+def test_a_huge_message_costs_what_is_shown(world, work, monkeypatch):
+    """Only pieces of a 3 MB message are masked and normalised, and a key just before the
+    match (straddling where the snippet starts) is still masked whole."""
+    from hermes_world import plugin_module
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "a capybara in a short message"), cwd=app)
+    filler = "lorem ipsum dolor sit amet "
+    huge = world.say(sid, "assistant", filler * 2000 + PEM + " capybara " + filler * 110_000)
+    after = world.say(sid, "user", "and the capybara again")  # the huge message is in its window
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, chunk_chars=20_000)  # a few chunks to embed, not a hundred
+    enable_plugin(world.home)
+    statedb, redaction = plugin_module("hermes.statedb"), plugin_module("redaction")
+    textindex, chunking = plugin_module("keyword.textindex"), plugin_module("semantic.chunking")
+    seen: dict[str, list[int]] = {"mask": [], "normalise": [], "prepare": []}
+    for module, name in ((redaction, "mask"), (textindex, "normalise"), (chunking, "prepare")):
+        def recorded(text, *args, _real=getattr(module, name), _name=name):
+            seen[_name].append(len(text))
+            return _real(text, *args)
+        monkeypatch.setattr(module, name, recorded)
+
+    for mode in MODES:
+        res = _search(asker, "capybara", mode)
+        shown = {r["message_id"]: r for r in res["results"]}
+        if mode != "semantic":
+            assert {huge, after} <= set(shown), mode
+            snippet = shown[huge]["snippet"]
+            assert ">>>capybara<<<" in snippet and "[redacted private key]" in snippet, snippet
+            assert not any(line[:24] in snippet for line in PEM_BODY), snippet
+            window = next(c for c in shown[after]["context"] if c["message_id"] == huge)
+            assert len(window["text"]) <= 400 and "lorem ipsum" in window["text"]
+    assert seen["mask"] and max(seen["mask"]) <= 2 * redaction.MARGIN + 1000, max(seen["mask"])
+    assert seen["normalise"] and max(seen["normalise"]) <= statedb.MAX_TEXT_CHARS + 100
+    assert seen["prepare"] and max(seen["prepare"]) <= statedb.MAX_TEXT_CHARS

@@ -1,0 +1,220 @@
+"""The plugin's own derived files (``embeddings.db``, ``keywords.db``) damaged or unwritable.
+
+Both are rebuilt from state.db at any time, so damage to one is repaired
+(the file is moved aside, one copy kept for inspection, and built again),
+searches go on meanwhile, and no error ever names state.db for a fault of
+the plugin's own files. The damage is done the way it happens: pages
+overwritten with the header left intact, a file cut short in place while a
+process holds it open, and a file-size limit (EFBIG, which SQLite reports
+as a "disk I/O error").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SRC
+from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_module
+
+SEARCH = "project_history_search"
+TOPICS = ["websocket reconnect backoff", "payment callback timeout", "invoice exporter parallel tests",
+          "navigation bar css classes", "server ran out of memory during the build", "nightly refund job"]
+MEANING = "the release crashed since the box had too little RAM"
+
+
+def _world(world, work, sessions: int) -> str:
+    """Project App with enough distinct text for multi-page indexes; the id of a session asking from it."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    for n in range(sessions):
+        topic = TOPICS[n % len(TOPICS)]
+        world.session(("user", f"question {n} about the {topic}, ticket T{n:04d} word{n}x"),
+                      ("assistant", f"answer {n}: we looked at the {topic} and changed module_{n}.py"),
+                      cwd=app, title=f"{topic} {n}")
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    return asker
+
+
+def _env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
+    env.update(PYTHONPATH=str(SRC), NO_COLOR="1")
+    return env
+
+
+def _cli(home: Path, *args: str, limit_file_size: bool = False) -> subprocess.CompletedProcess:
+    """The command line in a new process (``limit_file_size``: no file of its may grow)."""
+    def no_growth():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    return subprocess.run([sys.executable, "-m", "project_history_recall.ui.cli", "--home", str(home), *args],
+                          env=_env(), capture_output=True, text=True, timeout=300,
+                          preexec_fn=no_growth if limit_file_size else None)
+
+
+def _cli_search(home: Path, folder: Path, query: str, mode: str) -> dict:
+    proc = _cli(home, "search", query, "--dir", str(folder), "--mode", mode, "--json")
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _wait_idle() -> None:
+    for kept in plugin_module("home").Home.every():
+        for worker in plugin_module("semantic.kept").of(kept.path).indexers():
+            assert worker.wait_idle(300)
+        keeper = getattr(kept._slots.get("keyword.keeper"), "keeper", None)  # without opening one
+        if keeper is not None:
+            assert keeper.wait_idle(300)
+
+
+def _checkpoint(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _damage_pages(path: Path) -> None:
+    """Overwrite every page but the first and the ``meta`` table's: the file still opens, and
+    its header and version read as before."""
+    _checkpoint(path)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        keep = {1, *(r for (r,) in conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE tbl_name = 'meta'"))}
+    finally:
+        conn.close()
+    pages = path.stat().st_size // page
+    assert pages > 4, pages
+    with open(path, "r+b") as fh:
+        for n in range(2, pages + 1):
+            if n not in keep:
+                fh.seek((n - 1) * page)
+                fh.write(bytes([0x5A]) * page)
+
+
+def _no_state_db_blame(res: dict) -> None:
+    text = json.dumps(res)
+    assert "state.db" not in text and "hermes doctor" not in text, res
+
+
+def _broken(folder: Path, name: str) -> list[Path]:
+    return sorted(p for p in folder.glob(f"{name}.broken-*") if not p.name.endswith(("-wal", "-shm")))
+
+
+def test_damaged_embeddings_db_is_rebuilt_in_every_process(world, work):
+    asker = _world(world, work, sessions=12)
+    folder, data = work / "app", world.home / PLUGIN_KEY
+    path = data / "embeddings.db"
+    assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["semantic_status"] == "ready"
+    _wait_idle()
+    before = db_digest(world.home / "state.db")
+    for round_ in ("search", "index"):
+        _damage_pages(path)
+        # A new process, as in `hermes recall` after the damage: the file set aside and built again.
+        if round_ == "search":
+            fresh = _cli_search(world.home, folder, MEANING, "hybrid")
+            assert fresh["success"] and fresh["semantic_status"] == "ready" and fresh["results"], fresh
+            assert "embeddings.db was damaged" in fresh["semantic_reason"], fresh
+        else:
+            proc = _cli(world.home, "index", "--all", "--json")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            fresh = json.loads(proc.stdout)
+            assert "embeddings.db was damaged" in fresh["repaired"], fresh
+        _no_state_db_blame(fresh)
+        assert len(_broken(data, "embeddings.db")) == 1, sorted(p.name for p in data.iterdir())
+        # The process that held the damaged file open all along rebuilds it too.
+        held = call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)
+        assert held["success"] and held["semantic_status"] == "ready" and held["results"], (round_, held)
+        _no_state_db_blame(held)
+        _wait_idle()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    checkpoint(world.home)
+    assert db_digest(world.home / "state.db") == before
+
+
+def test_embeddings_db_emptied_while_a_process_holds_it(world, work):
+    asker = _world(world, work, sessions=8)
+    folder, data = work / "app", world.home / PLUGIN_KEY
+    path = data / "embeddings.db"
+    assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["semantic_status"] == "ready"
+    _wait_idle()
+    os.truncate(path, 0)  # this process still holds it open, and its WAL
+    fresh = _cli_search(world.home, folder, MEANING, "semantic")
+    assert fresh["success"] and fresh["semantic_status"] == "ready" and fresh["results"], fresh
+    assert "locked" not in json.dumps(fresh)
+    held = call(SEARCH, {"query": MEANING, "mode": "hybrid"}, session_id=asker)
+    assert held["success"] and held["semantic_status"] == "ready" and held["results"], held
+    assert len(_broken(data, "embeddings.db")) <= 1
+
+
+def test_keywords_db_cut_short_while_a_process_holds_it(world, work):
+    asker = _world(world, work, sessions=16)
+    folder, data = work / "app", world.home / PLUGIN_KEY
+    path = data / "keywords.db"
+    plain = call(SEARCH, {"query": "T0007", "mode": "keyword"}, session_id=asker)
+    assert [r["title"] for r in plain["results"]][:1] == [f"{TOPICS[7 % 6]} 7"], plain
+    _wait_idle()
+    _checkpoint(path)
+    assert path.stat().st_size > 4 * 4096
+    os.truncate(path, path.stat().st_size // 2)
+    for query, mode in (("T0007", "keyword"), ("T0011", "hybrid")):
+        res = call(SEARCH, {"query": query, "mode": mode}, session_id=asker)
+        assert res["success"] and res["results"], res
+        assert res["results"][0]["title"].endswith(f" {int(query[1:])}"), res
+        _no_state_db_blame(res)
+    fresh = _cli_search(world.home, folder, "T0013", "keyword")
+    assert fresh["success"] and fresh["results"][0]["title"].endswith(" 13"), fresh
+    assert len(_broken(data, "keywords.db")) == 1
+    _wait_idle()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] > 0  # rebuilt, and used again
+    conn.close()
+
+
+def test_a_file_size_limit_names_the_plugins_file(world, work):
+    _world(world, work, sessions=6)
+    data = world.home / PLUGIN_KEY
+    assert _cli(world.home, "index", "--all").returncode == 0
+    from hermes_state import SessionDB
+
+    # Hermes keeps state.db open while it runs (its WAL index is there to read, never to grow).
+    db = SessionDB(db_path=world.home / "state.db")
+    for n in range(6):
+        sid = f"20260902_{n:06d}_ffff{n:02d}"
+        db.create_session(sid, "cli", model="test/model", cwd=str(work / "app"))
+        db.append_message(sid, "user", f"a new session {n} written after the index was built", timestamp=1.79e9 + n)
+    files = {p.name for p in data.iterdir() if p.suffix == ".db"}
+    try:
+        for _ in range(2):
+            proc = _cli(world.home, "index", "--all", limit_file_size=True)
+            assert proc.returncode == 3, (proc.stdout, proc.stderr)
+            assert "state.db" not in proc.stderr, proc.stderr
+            assert "keywords.db" in proc.stderr or "embeddings.db" in proc.stderr, proc.stderr
+            assert "file-size limit" in proc.stderr, proc.stderr
+            assert "Traceback" not in proc.stderr
+    finally:
+        db.close()
+    # With Hermes not running, state.db's own WAL index has to be made to read it: that is where it stops.
+    proc = _cli(world.home, "index", "--all", limit_file_size=True)
+    assert proc.returncode == 3 and "file-size limit" in proc.stderr, proc.stderr
+    assert not list(data.glob("*.broken-*")), sorted(p.name for p in data.iterdir())
+    assert {p.name for p in data.iterdir() if p.suffix == ".db"} == files
+    done = _cli(world.home, "index", "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["keyword"]["sessions_updated"] == 6
