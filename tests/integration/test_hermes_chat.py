@@ -7,13 +7,10 @@ configured endpoint is a closed local port.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
+from cli_runs import HERMES_BIN
 from hermes_world import World, enable_plugin
 from pty_terminal import Terminal, plain
-
-HERMES_BIN = Path(sys.executable).with_name("hermes")
 
 
 def test_recall_and_the_tool_list_in_a_real_hermes_chat(home, work, tmp_path):
