@@ -165,10 +165,9 @@ def wait_idle(limit: float = 60) -> None:
     import importlib
     import sys
 
-    modules = {importlib.import_module("project_history_recall.home")}
-    for prefix in ("hermes_plugins.project_history_recall", "project_history_recall"):
-        if prefix in sys.modules:
-            modules.add(importlib.import_module(f"{prefix}.home"))
+    modules = [importlib.import_module("project_history_recall.home")]
+    if "hermes_plugins.project_history_recall" in sys.modules:  # a directory install: a copy of its own
+        modules.append(importlib.import_module("hermes_plugins.project_history_recall.home"))
     for module in modules:
         for kept in module.Home.every():
             for worker in kept.indexers():
