@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import settings as config
-from .errors import DataError, PluginError, UsageError
+from .errors import CONSENT, DONE, DataError, PluginError, UsageError
 from .files import derived
 from .files.locks import FileLock, LockTimeout
 from .hermes import paths
@@ -104,7 +104,7 @@ def run(home: Path, caller: Caller, *, project: str | None = None, every: bool =
 
 
 def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str) -> dict:
-    out: dict = {"success": True}
+    out: dict = {"success": True, "outcome": DONE}
     if settings.keyword_index:
         out["keyword"] = _keyword(home, wanted, on_progress)
     ready = semantic.prepare(home, settings, wait=None)
@@ -159,4 +159,5 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
            "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
     if skipped:
         out["skipped_for_consent"] = skipped
+        out["outcome"] = CONSENT
     return out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import fusion, redaction, results
 from . import settings as config
-from .errors import PluginError, UsageError
+from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived, envfile
 from .hermes import paths
 from .hermes.host import Caller
@@ -266,6 +266,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
     out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
     response = {
         "success": True,
+        "outcome": FOUND if out else NOTHING,
         "mode": req.mode,
         "searched_with": searched_with,
         "project": scope.attribution.as_json(),
@@ -374,7 +375,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 if outcome.usable:
                     outcome.status, outcome.reason = "ready", "nothing to search outside a project"
                 return consent.annotate({
-                    "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
+                    "success": True, "outcome": NOTHING, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
                     **outcome.fields(), "reason": HOME_REASON,
                 }, note)

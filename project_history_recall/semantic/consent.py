@@ -62,7 +62,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import settings as config
-from ..errors import ConsentError
+from ..errors import DONE, NOTHING, ConsentError
 from ..files import configfile
 from ..files.filestamp import StampCache, file_stamp
 from ..hermes import paths
@@ -407,7 +407,7 @@ def annotate(response: dict, note: dict | None) -> dict:
 def listing(home: Path) -> dict:
     """The consents on record, as a response."""
     found, warnings = records(home)
-    return {"success": True, "consents": found, "warnings": warnings, "file": str(config.plugin_config_path(home)),
+    return {"success": True, "outcome": DONE, "consents": found, "warnings": warnings, "file": str(config.plugin_config_path(home)),
             "note": "There is no revoke command: delete an entry from the file to withdraw it "
                     "(nothing already sent is deleted by the service)."}
 
@@ -427,7 +427,7 @@ def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
     try:
         settings = config.load(home)
         if not embedders.identity(settings)[0]:
-            return {"success": True, "recorded": False,
+            return {"success": True, "outcome": NOTHING, "recorded": False,
                     "message": "The configured embedder runs on this machine: no consent is needed."}
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, project_ref=project_ref, include_current=True)
@@ -438,10 +438,10 @@ def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
             described = describe(conn, embedder, scope.attribution.as_json(), scope.members, settings.chunk_chars)
         project, service, model = described["project"], embedder.provider, embedder.model
         if on_record(home, service, model, scope.attribution.key):
-            return {"success": True, "recorded": False, "consent": described, "message": (
+            return {"success": True, "outcome": NOTHING, "recorded": False, "consent": described, "message": (
                 f"Consent for project '{project['name']}' to {service} (model {model}) is already on record.")}
         if confirm is not None and not confirm(described):
-            return {"success": True, "recorded": False, "consent": described, "message": "Nothing recorded."}
+            return {"success": True, "outcome": NOTHING, "recorded": False, "consent": described, "message": "Nothing recorded."}
         try:
             grant(home, service, model, project, granted_by)
         except configfile.ConfigWriteError as exc:
@@ -449,5 +449,5 @@ def grant_for_person(home: Path, caller, project_ref: str | None, confirm=None,
                 f"consent not recorded: {config.plugin_config_path(home)}: {exc}") from None
     except PluginError as exc:
         return exc.envelope()
-    return {"success": True, "recorded": True, "consent": described, "message": (
+    return {"success": True, "outcome": DONE, "recorded": True, "consent": described, "message": (
         f"Consent recorded: project '{project['name']}' may be sent to {service} (model {model}).")}

@@ -6,7 +6,7 @@ Standalone as ``project-history-recall …`` and inside Hermes as
 makes of the response, or the response itself with ``--json``. Errors are one
 line on stderr, never a traceback; usage errors too.
 
-Exit codes come from the response (``errors.exit_code``): 0 found / done,
+Exit codes come from the outcome each response carries (``errors.exit_code``): 0 found / done,
 1 searched and found nothing (``move``: the session was already there;
 ``consent grant``: nothing to grant), 2 bad arguments, 3 Hermes's data could
 not be read or written, 4 a remote embedder needs consent first (``index``;
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .. import errors, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
+from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
@@ -417,6 +417,7 @@ def config_report(home: Path) -> dict:
     leaves = {key: settings.value(key) for key in settings.origins}
     return {
         "success": True,
+        "outcome": errors.DONE,
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
         "sources": list(settings.sources),
