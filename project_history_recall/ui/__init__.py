@@ -3,6 +3,8 @@
 - ``tools``: the two agent tools (schemas, handlers for Hermes's dispatch);
 - ``cli``: ``hermes recall …`` and ``project-history-recall …``;
 - ``slash``: ``/recall`` inside a session;
+- ``edge``: the last resort of the three above: an exception nobody caught becomes the same
+  one-line error everywhere, logged, the remote embedder's key scrubbed from both;
 - ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
   CLI writes (the remote embedder's key is scrubbed there);
 - ``terminal``: control and bidi characters from history escaped for every edge above, so

@@ -31,12 +31,12 @@ from pathlib import Path
 
 from .. import errors, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
+from ..errors import EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
-from . import demo, render
+from . import demo, edge, render
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
@@ -481,8 +481,6 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
     run = _Run(home, args, out)
     try:
         return command(run)
-    except PluginError as exc:  # raised before the library was called (a bad --dir)
-        return run.emit(exc.envelope(), render.format_message)
     except KeyboardInterrupt:
         out.error("interrupted")
         return 130
@@ -491,9 +489,8 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
         # pipe again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FOUND
-    except Exception as exc:  # one line for a person, never a traceback
-        out.error(f"{type(exc).__name__}: {exc}")
-        return EXIT_DATA
+    except Exception as exc:  # a PluginError raised before the library was called (a bad --dir), or a bug
+        return run.emit(edge.failure(home, exc, f"{prog} {args.recall_command}"), render.format_message)
 
 
 def run_from_hermes(args: argparse.Namespace) -> None:

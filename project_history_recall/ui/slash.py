@@ -12,9 +12,11 @@ as for the tools.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .. import move, overview, search
 from ..hermes import host, paths
-from . import render
+from . import edge, render
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 # What the tool's ``notice`` tells the model, in a line for the person reading the results.
@@ -29,17 +31,22 @@ def _plain(response: dict, fmt) -> str:
 
 
 def handle(raw_args: str) -> str:
+    home = paths.hermes_home()
+    try:
+        text = _handle(home, raw_args)
+    except Exception as exc:  # Hermes would print it as it is, the key included
+        text = _plain(edge.failure(home, exc, "/recall"), render.format_message)
     # The remote embedder's key never shows, whatever the history holds.
-    return render.scrubbed(paths.hermes_home(), _handle(raw_args))
+    return render.scrubbed(home, text)
 
 
-def _handle(raw_args: str) -> str:
+def _handle(home: Path, raw_args: str) -> str:
     text = (raw_args or "").strip()
     verb, _, rest = text.partition(" ")
     verb, rest = verb.lower(), rest.strip()
     if not text or verb in ("help", "-h", "--help"):
         return USAGE
-    home, caller = paths.hermes_home(), host.caller_from_dispatch({})
+    caller = host.caller_from_dispatch({})
     if verb == "status":
         return _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)
     if verb == "move":
