@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import pytest
 
@@ -46,8 +47,13 @@ def logged(caplog) -> str:
 
 
 def test_recall_through_hermes_prints_one_scrubbed_line(broken, monkeypatch, caplog):
+    # Importing Hermes's chat exports TERMINAL_CWD (this test's folder) and the rest of its terminal
+    # settings into os.environ for good: every later test in this process would search from here.
+    environ = dict(os.environ)
     import cli as hermes_cli
 
+    os.environ.clear()
+    os.environ.update(environ)
     printed = []
     monkeypatch.setattr(hermes_cli, "_cprint", printed.append)
     # Hermes's chat, for its command dispatch only: no model, no terminal, no quick commands.
