@@ -26,7 +26,8 @@ response is built; the command line's exit code is read from it
 
 from __future__ import annotations
 
-FOUND, DONE, NOTHING, USAGE, DATA, INTERNAL, CONSENT = "found", "done", "nothing", "usage", "data", "internal", "consent"
+FOUND, DONE, NOTHING, USAGE = "found", "done", "nothing", "usage"
+DATA, INTERNAL, CONSENT = "data", "internal", "consent"
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA, EXIT_CONSENT = 0, 1, 2, 3, 4
 _EXIT_BY_OUTCOME = {FOUND: EXIT_FOUND, DONE: EXIT_FOUND, NOTHING: EXIT_NOTHING, USAGE: EXIT_USAGE,
                     DATA: EXIT_DATA, INTERNAL: EXIT_DATA, CONSENT: EXIT_CONSENT}

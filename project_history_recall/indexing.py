@@ -32,7 +32,7 @@ from .hermes.host import Caller
 from .hermes.statedb import reading
 from .home import Home
 from .scope.resolve import attribution_map, auto_name, resolve_scope
-from .semantic import consent, indexer
+from .semantic import consent, consent_request, indexer
 from .semantic import engine as semantic
 
 # (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
@@ -139,7 +139,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
             skipped.append({"project": {"kind": key[0], "id": key[1], "name": name},
                             "reason": f"no consent to send its messages to {embedder.provider} "
                                       f"(model {embedder.model}); nothing was sent",
-                            "how_to_record": consent.grant_command(grant_command, key[1])})
+                            "how_to_record": consent_request.grant_command(grant_command, key[1])})
             continue
         with reading(paths.state_db_path(home)) as (conn, shape):
             sample = (indexer.first_text(conn, shape, sids, settings.chunk_chars, settings.chunk_overlap)

@@ -36,7 +36,7 @@ import re
 import string
 
 from .files import envfile
-from .semantic import consent
+from .semantic import consent_tokens
 
 MASK = envfile.MASK
 # Longer than any secret masked here, so a piece cut this much wider than what is shown masks
@@ -159,7 +159,7 @@ _RULES = (
     (_PRIVATE_KEY, lambda m: "[redacted private key]", ("-----BEGIN",)),
     (_VENDOR, _vendor_mask, tuple(_LABELS)),
     (_TELEGRAM, lambda m: m.group(1) + MASK, (":",)),
-    (consent.TOKEN, lambda m: consent.TOKEN_PREFIX + MASK, (consent.TOKEN_PREFIX,)),
+    (consent_tokens.TOKEN, lambda m: consent_tokens.TOKEN_PREFIX + MASK, (consent_tokens.TOKEN_PREFIX,)),
     (_JWT, lambda m: MASK, ("eyJ",)),
     (_AUTH_HEADER, lambda m: m.group(1) + MASK, ("authorization",)),
     (_KEY_HEADER, lambda m: m.group(1) + MASK, ("api-key", "apikey", "-token")),

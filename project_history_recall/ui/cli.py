@@ -2,7 +2,7 @@
 
 Standalone as ``project-history-recall …`` and inside Hermes as
 ``hermes recall …``. It parses, calls the library (``search``, ``move``,
-``overview``, ``indexing``, ``semantic.consent``) and prints what ``render``
+``overview``, ``indexing``, ``consenting``) and prints what ``render``
 makes of the response, or the response itself with ``--json``. Errors are one
 line on stderr, never a traceback; usage errors too.
 
@@ -29,7 +29,7 @@ import time
 import types
 from pathlib import Path
 
-from .. import errors, indexing, move, overview, search
+from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
 from ..errors import EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
@@ -436,7 +436,7 @@ def config_report(home: Path) -> dict:
 def cmd_consent(run: _Run) -> int:
     action = getattr(run.args, "consent_command", None)
     if action == "list":
-        return run.emit(consent.listing(run.home), render.format_consents)
+        return run.emit(consenting.listing(run.home), render.format_consents)
     if action != "grant":
         run.out.error(f"say what to do: consent list, or consent grant [DIR] [--project P] "
                       f"(see {run.args.prog} consent --help)")
@@ -451,7 +451,7 @@ def cmd_consent(run: _Run) -> int:
         question = described["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
-    response = consent.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
+    response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
                                         None if run.args.yes else confirm)
     return run.emit(response, render.format_message)
 

@@ -85,7 +85,7 @@ def wait_idle() -> None:
 
 def token(pq, project: str, server: EmbeddingServer, who: str, model: str = MODEL, **kw) -> str:
     """A genuine token for ``project``, given to the conversation of session ``who``."""
-    return plugin_module("semantic.consent").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
+    return plugin_module("semantic.consent_tokens").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
 
 
 class Outputs:
@@ -194,10 +194,10 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert c["service"] == server.url and c["model"] == MODEL and c["project"]["name"] == "Pelican"
     assert c["would_send"]["messages"] == 5 and c["would_send"]["sessions"] == 4  # P's user/assistant rows
     assert c["nothing_sent_yet"] and "Pelican" in c["ask_user"] and server.url in c["ask_user"]
-    assert plugin_module("semantic.consent").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
+    assert plugin_module("semantic.consent_tokens").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
                                                  (pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
-    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent").TOKEN.findall(text)}
+    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent_tokens").TOKEN.findall(text)}
     assert c["token"] in tokens
     for text in outputs.texts:
         if any(t in text for t in tokens):
@@ -438,7 +438,7 @@ def test_a_subagent_of_the_conversation_that_asked_may_record_it(pq, server, wor
 
 
 def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server):
-    from project_history_recall.semantic.consent import TOKEN_LIFETIME
+    from project_history_recall.semantic.consent_tokens import TOKEN_LIFETIME
 
     old = token(pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
     res = search(pq, "askP", "pelican worker version", consent=old)
