@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     locomo.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
     locomo.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     locomo.add_argument("--json", type=Path, help="also write the figures here")
+    locomo.add_argument("--conversations", help="comma-separated positions in the file (0-based), e.g. 0,2,4,6,8")
 
     zh = sub.add_parser("locomo-zh", help="LoCoMo-zh: Chinese questions and their English originals side by side")
     zh.add_argument("--data", type=Path, default=data / "locomo-zh",
@@ -40,19 +41,25 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--root", type=Path, help="folder for the two homes (default: a temp dir)")
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
+    zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
 
     sem = sub.add_parser("semantic", help="semantic indexing throughput, no-op check at 1M, hybrid latency/RSS at 100k")
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
                      help="the synthetic 1M-message home (read only: it is copied)")
     sem.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-semantic")
+    sem.add_argument("--no-1m", action="store_true", help="leave out the no-op check on the 1M-message home")
     sem.add_argument("--messages-100k", type=int, default=150_000,
                      help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
+    sem.add_argument("--messages-10k", type=int, default=10_000, help="messages in the small one-project home")
+    sem.add_argument("--delay", type=float, default=1.0, help="seconds from session start to the first search")
+    sem.add_argument("--runs", type=int, default=3, help="fresh processes per first-call measurement")
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
     sem.add_argument("--json", type=Path, help="also write the figures here")
     load = sub.add_parser("load", help="search latency and Hermes's writer throughput while both run at once")
     load.add_argument("--seconds", type=float, default=60)
-    load.add_argument("--searchers", type=int, default=8, help="threads searching at once")
+    load.add_argument("--searchers", type=lambda v: [int(n) for n in v.split(",")], default=[1, 8],
+                      help="comma-separated: one run per count of threads searching at once (default 1,8)")
     load.add_argument("--rate", type=float, default=150, help="messages a second the writer aims for")
     load.add_argument("--sessions", type=int, default=30, help="sessions in the project before the load starts")
     load.add_argument("--json", type=Path, help="also write the figures here")
@@ -65,12 +72,22 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("home", type=Path)
     serve.add_argument("caller")
     serve.add_argument("queries", type=int)
+    first = sub.add_parser("_first")  # internal: one fresh process's first search
+    first.add_argument("home", type=Path)
+    first.add_argument("caller")
+    first.add_argument("warm", type=int)
+    first.add_argument("delay", type=float)
 
     args = parser.parse_args(argv)
     if args.command == "_serve":
         from . import semantic as mod
 
         print(json.dumps(mod.serve(args.home, args.caller, args.queries)))
+        return 0
+    if args.command == "_first":
+        from . import semantic as mod
+
+        print(json.dumps(mod.first_call(args.home, args.caller, bool(args.warm), args.delay)))
         return 0
     if args.command == "load":
         from . import load as mod
@@ -89,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "semantic":
         from . import semantic as mod
 
-        figures = mod.run(args.home_1m, args.scratch, args.messages_100k, args.repeats, args.queries)
+        figures = mod.run(None if args.no_1m else args.home_1m, args.scratch, args.messages_100k, args.messages_10k,
+                          args.repeats, args.queries, args.delay, args.runs)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -98,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
-                                   [m.strip() for m in args.modes.split(",") if m.strip()])
+                                   [m.strip() for m in args.modes.split(",") if m.strip()], args.conversations)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -111,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import locomo as mod
 
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
-        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()])
+        picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
+        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], picked)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

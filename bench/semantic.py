@@ -4,10 +4,16 @@
    home (``synth.py``), one typical project indexed, then the per-search
    top-up timed (a) when nothing changed anywhere and (b) after Hermes wrote a
    message into another project's session (state.db changed, this scope not).
+   ``--no-1m`` leaves it out.
 2. A one-project home with ~100k user/assistant messages (~100k chunks in
    scope): indexing throughput against the raw embedder throughput on a
    sample of the same chunks, measured in the same run (before and after);
    then, in a fresh process, warm hybrid query latency and peak RSS.
+3. The first search of a fresh process (what every ``hermes chat -q`` is),
+   in that home and in a 10k-message one: made ``--delay`` seconds after the
+   session started, once with the plugin's ``on_session_start`` warm-up and
+   once without; its latency, what it searched with, and the process's RSS.
+   Each run is its own process: the model is loaded once per process.
 """
 
 from __future__ import annotations
@@ -33,6 +39,17 @@ def _rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _rss_parts_mb() -> dict:
+    """RSS split into memory of its own (anonymous) and pages of mapped files (state.db is read
+    through mmap: its pages count once per connection that touched them, and the kernel can drop them)."""
+    parts = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("RssAnon:", "RssFile:")):
+                parts[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
+    return parts
 
 
 def _peak_mb() -> float:
@@ -76,7 +93,7 @@ def noop_check(home: Path, repeats: int) -> dict:
 
     from project_history_recall.hermes import changes
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -84,7 +101,7 @@ def noop_check(home: Path, repeats: int) -> dict:
 
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     callers = [r[0] for r in conn.execute(
         "SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL ORDER BY id")]
@@ -137,9 +154,9 @@ def noop_check(home: Path, repeats: int) -> dict:
     }
 
 
-def index_100k(home: Path, messages: int, sample: int) -> dict:
+def index_one_project(home: Path, messages: int, sample: int) -> dict:
     from project_history_recall import settings as config
-    from project_history_recall.home import Home
+    from project_history_recall.semantic import kept
     from project_history_recall.semantic import engine as semantic
     from project_history_recall.hermes.host import Caller
     from project_history_recall.scope.resolve import resolve_scope
@@ -151,7 +168,7 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
         synth.build(home, synth.SynthSpec(messages=messages, sessions=max(10, messages // 100), projects=1, seed=11))
     settings = config.load(home)
     ready = semantic.prepare(home, settings, wait=None)
-    worker = Home.of(home).indexer(settings, ready.embedder, ready.store)
+    worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     caller = conn.execute("SELECT id FROM sessions WHERE source = 'cli' AND cwd IS NOT NULL LIMIT 1").fetchone()[0]
     conn.close()
@@ -179,20 +196,21 @@ def index_100k(home: Path, messages: int, sample: int) -> dict:
         "raw_embedder_chunks_per_s": {"before": raw_before, "after": raw_after, "mean": raw, "sample": len(sample_texts)},
         "indexing_vs_raw": (progress.chunks / wall) / raw if wall and raw else None,
         "indexing_process_peak_rss_mb": _peak_mb(),
+        "keyword_index_build_s": _build_keyword_index(home, caller),
     }
 
 
 def _build_keyword_index(home: Path, caller: str) -> float:
     """The scope's keyword index, as background indexing leaves it (seconds; ~0 when current)."""
     from project_history_recall.hermes.host import Caller
-    from project_history_recall.home import Home
+    from project_history_recall.keyword import textindex
     from project_history_recall.scope.resolve import resolve_scope
     from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
     t = time.perf_counter()
-    Home.of(home).keeper().build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
     return time.perf_counter() - t
 
 
@@ -202,7 +220,6 @@ def serve(home: Path, caller: str, queries: int) -> dict:
     from project_history_recall.hermes.host import Caller
 
     base = _rss_mb()
-    keyword_index_s = _build_keyword_index(home, caller)
     rng = random.Random(9)
     words = [w for w in synth.EN_WORDS[60:] if len(w) > 3]
     asks = [f"{rng.choice(words)} {rng.choice(words)}" for _ in range(queries)]
@@ -217,31 +234,103 @@ def serve(home: Path, caller: str, queries: int) -> dict:
         lat.append((time.perf_counter() - t) * 1000)
         statuses.add(out["semantic_status"])
         sources.update(r["score_source"] for r in out["results"])
-    return {"keyword_index_build_s": keyword_index_s, "cold_first_ms": cold, "hybrid_p50_ms": statistics.median(lat),
+    return {"cold_first_ms": cold, "hybrid_p50_ms": statistics.median(lat),
             "hybrid_p95_ms": common.percentile(lat, 95), "queries": len(lat), "statuses": sorted(statuses),
             "score_sources": sorted(sources), "rss_before_mb": base, "rss_after_mb": _rss_mb(),
             "peak_rss_mb": _peak_mb(), "searched_with": first["searched_with"]}
 
 
-def run(src_1m: Path, scratch: Path, messages_100k: int, repeats: int, queries: int) -> dict:
+FIRST_QUESTION = "how did we fix the timeout"
+
+
+def first_call(home: Path, caller: str, warm: bool, delay: float) -> dict:
+    """In a fresh process: the session starts (with Hermes's hook call, or none);
+    ``delay`` seconds later comes its first search."""
+    import threading
+
+    from project_history_recall import search, warmup
+    from project_history_recall.hermes.host import Caller
+
+    started, cpu = time.perf_counter(), time.process_time()
+    warmed: list[tuple[float, float]] = []  # (seconds, CPU seconds of the process) until the warm-up was done
+    if warm:
+        # What Hermes's agent loop passes on the first turn of a new session.
+        warmup.on_session_start(session_id=caller, model="bench/model", platform="cli")
+        thread = next(t for t in threading.enumerate() if t.name == "phr-warm-up")
+        threading.Thread(target=lambda: (thread.join(), warmed.append(
+            (time.perf_counter() - started, time.process_time() - cpu))), daemon=True).start()
+    time.sleep(max(0.0, started + delay - time.perf_counter()))
+    t, t_cpu = time.perf_counter(), time.process_time()
+    out = search.run(home, Caller.of(caller), {"query": FIRST_QUESTION, "context": 2})
+    latency = (time.perf_counter() - t) * 1000
+    # The whole process's CPU: alone only once the warm-up is done.
+    latency_cpu = (time.process_time() - t_cpu) * 1000
+    assert out["success"], out
+    rss_first = _rss_mb()
+    if warm:
+        thread.join()
+    # A few more searches, as a session goes on: the memory the process keeps.
+    for query in ("socket retry backoff", "cache memory leak", "deploy docker image"):
+        search.run(home, Caller.of(caller), {"query": query, "context": 2})
+    return {"warm_up": warm, "delay_s": delay, "first_call_ms": latency, "first_call_cpu_ms": latency_cpu,
+            "semantic_status": out["semantic_status"],
+            "searched_with": out["searched_with"], "warm_up_s": warmed[0][0] if warmed else None,
+            "warm_up_cpu_s": warmed[0][1] if warmed else None, "load_average": os.getloadavg()[0],
+            "rss_after_first_mb": rss_first, "rss_after_four_mb": _rss_mb(), "rss_parts_mb": _rss_parts_mb(),
+            "peak_rss_mb": _peak_mb()}
+
+
+def _fresh(command: str, *args) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench", command, *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, HERMES_HOME=str(args[0])), cwd=Path(__file__).resolve().parents[1])
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def first_calls(home: Path, caller: str, delay: float, runs: int) -> dict:
+    out = {}
+    for warm in (False, True):
+        done = [_fresh("_first", home, caller, int(warm), delay) for _ in range(runs)]
+        out["warm" if warm else "cold"] = {
+            "first_call_ms": [round(d["first_call_ms"], 1) for d in done],
+            "first_call_cpu_ms": [round(d["first_call_cpu_ms"], 1) for d in done],
+            "searched_with": sorted({d["searched_with"] for d in done}),
+            "semantic_status": sorted({d["semantic_status"] for d in done}),
+            "warm_up_s": [round(d["warm_up_s"], 2) for d in done if d["warm_up_s"] is not None],
+            "warm_up_cpu_s": [round(d["warm_up_cpu_s"], 2) for d in done if d["warm_up_cpu_s"] is not None],
+            "load_average": [round(d["load_average"], 1) for d in done],
+            "rss_after_first_mb": max(d["rss_after_first_mb"] for d in done),
+            "rss_after_four_mb": max(d["rss_after_four_mb"] for d in done),
+            "rss_parts_mb": done[-1]["rss_parts_mb"],
+            "peak_rss_mb": max(d["peak_rss_mb"] for d in done),
+        }
+        print(f"  first call {delay:g} s after session start, {'with' if warm else 'without'} warm-up: "
+              f"{out['warm' if warm else 'cold']}", flush=True)
+    return out
+
+
+def run(src_1m: Path | None, scratch: Path, messages_100k: int, messages_10k: int, repeats: int, queries: int,
+        delay: float, runs: int) -> dict:
     info = common.machine()
     common.print_machine(info)
     figures: dict = {"machine": info}
-    home1m = scratch / "home1m"
-    _copy_home(src_1m, home1m)
-    os.environ["HERMES_HOME"] = str(home1m)
-    print(f"data: copy of {src_1m} in {home1m}")
-    figures["noop"] = noop_check(home1m, repeats)
-    print(json.dumps(figures["noop"], indent=2))
+    if src_1m is not None:
+        home1m = scratch / "home1m"
+        _copy_home(src_1m, home1m)
+        os.environ["HERMES_HOME"] = str(home1m)
+        print(f"data: copy of {src_1m} in {home1m}")
+        figures["noop"] = noop_check(home1m, repeats)
+        print(json.dumps(figures["noop"], indent=2))
     home100k = scratch / "home100k"
-    figures["index"] = index_100k(home100k, messages_100k, 3000)
+    figures["index"] = index_one_project(home100k, messages_100k, 3000)
     print(json.dumps(figures["index"], indent=2))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "_serve", str(home100k), figures["index"]["caller"], str(queries)],
-        env=dict(os.environ, HERMES_HOME=str(home100k)), capture_output=True, text=True,
-        cwd=Path(__file__).resolve().parents[1])
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-2000:])
-    figures["serve"] = json.loads(proc.stdout.strip().splitlines()[-1])
+    figures["serve"] = _fresh("_serve", home100k, figures["index"]["caller"], queries)
     print(json.dumps(figures["serve"], indent=2))
+    home10k = scratch / "home10k"
+    figures["index_10k"] = index_one_project(home10k, messages_10k, 300)
+    for name, home, caller in (("10k", home10k, figures["index_10k"]["caller"]),
+                               ("100k", home100k, figures["index"]["caller"])):
+        print(f"{name} home ({figures['index_10k' if name == '10k' else 'index']['chunks_in_scope']:,} chunks):")
+        figures[f"first_call_{name}"] = first_calls(home, caller, delay, runs)
     return figures

@@ -79,14 +79,13 @@ def _build_keyword_index(home: Path) -> dict:
     """The plugin's keyword index for every project (what background indexing
     leaves behind); a no-op when it is current."""
     from project_history_recall.hermes import paths
-    from project_history_recall.home import Home
     from project_history_recall.keyword import textindex
     from project_history_recall.scope.resolve import attribution_map
     from project_history_recall.hermes.statedb import reading
 
     with reading(home / "state.db") as (conn, _shape):
         amap = attribution_map(home, conn)
-    keeper = Home.of(home).keeper()
+    keeper = textindex.keeper(home)
     t0 = time.perf_counter()
     sessions = sum(keeper.build(json.dumps(key), members) for key, members in amap.by_project.items()
                    if key[0] != "home")

@@ -8,24 +8,35 @@ package works without Hermes; only ``tools``/``host``/``cli`` touch it.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401 - the package's public version
 
 
 def register(ctx) -> None:
     from pathlib import Path
 
-    from .ui import cli, slash, tools
+    from . import warmup
+    from .ui import arguments, slash, tools
 
     for schema, handler, emoji in tools.TOOLS:
         ctx.register_tool(name=schema["name"], toolset=tools.TOOLSET, schema=schema, handler=handler, emoji=emoji)
     ctx.register_cli_command(
         name="recall",
         help="Search this project's earlier Hermes sessions",
-        setup_fn=cli.setup_parser,
-        handler_fn=cli.run_from_hermes,
-        description=cli.DESCRIPTION,
+        setup_fn=arguments.setup_parser,
+        handler_fn=_recall,
+        description=arguments.DESCRIPTION,
     )
     ctx.register_command("recall", slash.handle, description="Search this project's earlier sessions",
                          args_hint="<query> | status | move <project>")
+    # Hermes 0.19.0 has the hook; a host without it only makes the first search slower.
+    if callable(getattr(ctx, "register_hook", None)):
+        ctx.register_hook("on_session_start", warmup.on_session_start)
     ctx.register_skill("recall", Path(__file__).parent / "skills" / "recall" / "SKILL.md",
                        description="Recall earlier sessions of this project and cite them")
+
+
+def _recall(args) -> None:
+    """``hermes recall …``: the commands, and the engines behind them, load when one runs."""
+    from .ui import cli
+
+    cli.run_from_hermes(args)

@@ -30,10 +30,11 @@ from .files.locks import FileLock, LockTimeout
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.statedb import reading
-from .home import Home
-from .scope.resolve import attribution_map, auto_name, resolve_scope
+from .keyword import textindex
+from .scope.resolve import HOME_REASON, attribution_map, auto_name, resolve_scope
 from .semantic import consent, consent_request, indexer
 from .semantic import engine as semantic
+from .semantic import kept as semantic_parts
 
 # (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
 OnProgress = Callable[[str, str, int, int, "indexer.Progress | None"], None]
@@ -54,8 +55,6 @@ def targets(home: Path, caller: Caller, project: str | None = None,
                     if key[0] != "home"]
         scope = resolve_scope(home, conn, caller, project_ref=project, include_current=True)
     if scope.attribution.kind == "home":
-        from .search import HOME_REASON
-
         raise UsageError(HOME_REASON)
     return [(scope.attribution.key, scope.attribution.name, scope.members)]
 
@@ -117,7 +116,7 @@ def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_com
 
 
 def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
-    keeper = Home.of(home).keeper()
+    keeper = textindex.keeper(home)
     updated = 0
     for key, name, sids in wanted:
         # The key a search looks the scope up by (search._keyword_lookup).
@@ -147,7 +146,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
         if not semantic.learn_size(embedder, sample):
             progress = indexer.Progress()  # nothing in this project to embed (yet)
         else:
-            worker = worker or Home.of(home).indexer(settings, embedder, ready.store)
+            worker = worker or semantic_parts.of(home).indexer(settings, embedder, ready.store)
             progress = worker.index_now(key, sids, on_progress=(
                 (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
         done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),

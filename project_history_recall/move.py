@@ -48,7 +48,6 @@ from .hermes.facts import ProjectInfo
 from .hermes.host import Caller
 from .hermes.projects import load_projects
 from .hermes.statedb import reading
-from .home import Home
 from .results import link
 from .scope import gitroot, records, sessionref
 from .scope.attribution import Attribution, FolderIndex, deepest_match
@@ -58,6 +57,7 @@ from .scope.resolve import (
     attribution_of,
     auto_names,
     auto_project_named,
+    catalog,
     live_project,
     project_owning,
     unknown_project,
@@ -378,7 +378,7 @@ def _carry_out(home: Path, plan: _Plan) -> dict:
                              "searches follow that folder; run the move again to record it.", exc.code).envelope()
         return DataError(f"{exc} Nothing was changed.", exc.code).envelope()
     # Hermes's row changed: the next search re-reads every row, not just new ones.
-    Home.of(home).session_moved()
+    catalog(home).invalidate()
     live = _re_anchor_live_session(plan)
     return _moved(home, plan, live)
 

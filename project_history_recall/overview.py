@@ -12,6 +12,7 @@ from . import settings as config
 from .errors import DONE, PluginError
 from .hermes import paths
 from .hermes.host import Caller
+from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .results import link, when
 from .scope import sessionref
@@ -39,6 +40,7 @@ def status(home: Path, caller: Caller) -> dict:
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
+        "journal_mode": journal_mode(paths.state_db_path(home)),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

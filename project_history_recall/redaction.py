@@ -36,9 +36,12 @@ import re
 import string
 
 from .files import envfile
-from .semantic import consent_tokens
 
 MASK = envfile.MASK
+# The shape of this plugin's consent tokens (semantic.consent_tokens issues them), kept here because
+# masking sits below the consent gate: it needs the shape, nothing else of consent.
+CONSENT_TOKEN_PREFIX = "consent-"
+CONSENT_TOKEN = re.compile(re.escape(CONSENT_TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 # Longer than any secret masked here, so a piece cut this much wider than what is shown masks
 # every secret that reaches into what is shown (results.py): a PEM private key of RSA-8192,
 # the longest credential people paste, is ~6,400 characters.
@@ -159,7 +162,7 @@ _RULES = (
     (_PRIVATE_KEY, lambda m: "[redacted private key]", ("-----BEGIN",)),
     (_VENDOR, _vendor_mask, tuple(_LABELS)),
     (_TELEGRAM, lambda m: m.group(1) + MASK, (":",)),
-    (consent_tokens.TOKEN, lambda m: consent_tokens.TOKEN_PREFIX + MASK, (consent_tokens.TOKEN_PREFIX,)),
+    (CONSENT_TOKEN, lambda m: CONSENT_TOKEN_PREFIX + MASK, (CONSENT_TOKEN_PREFIX,)),
     (_JWT, lambda m: MASK, ("eyJ",)),
     (_AUTH_HEADER, lambda m: m.group(1) + MASK, ("authorization",)),
     (_KEY_HEADER, lambda m: m.group(1) + MASK, ("api-key", "apikey", "-token")),

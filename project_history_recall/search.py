@@ -21,23 +21,21 @@ from pathlib import Path
 from . import consenting, fusion, redaction, results
 from . import settings as config
 from .errors import FOUND, NOTHING, PluginError, UsageError
-from .files import derived, envfile
+from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
+from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
-from .home import Home
 from .keyword import engine as keyword
 from .keyword import textindex
 from .keyword.querytext import ParsedQuery, clean_text, parse
-from .scope.resolve import Scope, resolve_scope
+from .scope.resolve import HOME_REASON, Scope, resolve_scope
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
+from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
 
 logger = logging.getLogger(__name__)
 
-MODES = ("hybrid", "keyword", "semantic")
-MAX_LIMIT = 50
-MAX_CONTEXT = 10
 # Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
 # engine's 20 best add what keywords miss without crowding out their hits).
 KEYWORD_CANDIDATES = 50
@@ -47,11 +45,6 @@ KEYWORD_SCORED = 200
 SEMANTIC_CANDIDATES = 20
 DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
 
-HOME_REASON = (
-    "This session is not in any project (it has no working folder), so there is no project "
-    "history to search. Use project_session_move to put it in a project, or session_search "
-    "to search all history."
-)
 # In every search response, ahead of the results: a past message can read like an order to the
 # model ("SYSTEM: call project_session_move(…)", a closing tag). It sits inside a JSON string of
 # the results, so it can neither close nor rewrite this field.
@@ -252,7 +245,7 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
 def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
              outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
     # Secrets are masked in what is shown, as snippets and windows are cut.
-    shown = redaction.Masked(envfile.configured_key(home))
+    shown = redaction.Masked(config.configured_key(home))
     rows = results.fetch_messages(conn, [h.message_id for h in hits])
     sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
@@ -274,6 +267,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
         **outcome.fields(),
+        "journal_mode": journal_mode(paths.state_db_path(home)),
         "profile": profile,
     }
     if scope.excluded_lineage:
@@ -289,7 +283,7 @@ def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.F
     if not settings.keyword_index:
         return None
     try:
-        keeper = Home.of(home).keeper()
+        keeper = textindex.keeper(home)
         states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.

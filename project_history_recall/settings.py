@@ -35,11 +35,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .files import envfile
 from .files.filestamp import StampCache, file_stamp
 from .hermes import paths
 
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"
+# What one search may ask for: read by the search itself, the agent tool's schema and the CLI's
+# options (which register with Hermes, so these live here, not with the search's engines).
+MODES = ("hybrid", "keyword", "semantic")
+MAX_LIMIT = 50
+MAX_CONTEXT = 10
 
 @dataclass(frozen=True)
 class OpenAISettings:
@@ -98,7 +104,7 @@ _RANGES = {
     "rrf_k": (1, 10000),
     "semantic_weight": (0.0, 10.0),
     "blend_weight": (0.0, 10.0),
-    "context": (0, 10),
+    "context": (0, MAX_CONTEXT),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),
     "openai.query_timeout": (0.5, 60),
@@ -281,3 +287,19 @@ def _load(home: Path) -> Settings:
     openai = OpenAISettings(**values.pop("openai"))
     return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),
                     warnings=tuple(warnings))
+
+
+def configured_key(home: Path) -> str | None:
+    """The key the configured remote embedder would use, if there is one (here, not in
+    ``envfile``: which variable holds it is a setting, and the files sit below the settings)."""
+    try:
+        settings = load(home)
+    except Exception:  # reading settings must never break output
+        return None
+    if settings.embedder == "local":
+        return None
+    return envfile.lookup(home, settings.openai.api_key_env)[0]
+
+
+def scrub_configured(home: Path, text: str) -> str:
+    return envfile.scrub_key(text, configured_key(home))

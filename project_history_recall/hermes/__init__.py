@@ -2,7 +2,7 @@
 
 - ``paths``: where a Hermes home keeps things (and the plugin's data folder);
 - ``readonly``: opening Hermes's SQLite files read-only, retries, errors a person can act on;
-- ``statedb``: ``state.db``'s layout, a message's text, one read snapshot per search;
+- ``statedb``: ``state.db``'s layout, a message's text, short reads that never keep Hermes's writer waiting;
 - ``catalog``: every session's attribution facts, kept in step cheaply;
 - ``changes``: which sessions changed since one of the plugin's indexes looked;
 - ``projects``: ``projects.db``, Hermes's explicit projects;

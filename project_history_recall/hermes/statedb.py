@@ -1,4 +1,4 @@
-"""Hermes's ``state.db``: its layout, its messages' text, and a read snapshot per thread.
+"""Hermes's ``state.db``: its layout, its messages' text, and a pooled read-only connection per thread.
 
 Hermes has changed this file's layout between releases (0.19.0 indexes
 ``content || tool_name || tool_calls`` inline in ``messages_fts``; main uses
@@ -188,6 +188,10 @@ def _flatten(value: object) -> str:
     return " ".join(parts)[:MAX_TEXT_CHARS]
 
 
+# Rows one statement reads where a session or the whole table could be large:
+# about 10 ms of lock each, so Hermes's writer waits that long at most.
+READ_BATCH = 500
+
 _local = threading.local()
 _POOL_PER_THREAD = 4
 
@@ -235,21 +239,21 @@ def discard_pooled(path: Path) -> None:
 
 @contextmanager
 def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, Shape]]:
-    """A read-only connection inside one read transaction (one consistent snapshot)."""
+    """This thread's read-only connection to ``path``, with no transaction open.
+
+    Each statement is its own read, so a lock lasts one statement, never the
+    embedding, ranking or formatting between statements. In rollback-journal
+    mode (Hermes 0.22 on an SQLite older than 3.51.3) any reader's lock stops
+    Hermes's writer from committing, and Hermes gives up on a write after
+    waiting 1 s per attempt; in WAL mode an open read holds back checkpoints.
+    A writer waiting to commit holds SQLite's PENDING lock, which makes our
+    next statement wait for it (the busy timeout): the writer goes first.
+    So every cursor must be exhausted (``fetchall``) before other work, and
+    no statement may read without bound (see ``READ_BATCH``).
+    """
     conn, shape = _pooled(path)
-    try:
-        retry(lambda: conn.execute("BEGIN").fetchall(), path)
-    except StateDBError:
-        discard_pooled(path)
-        raise
     try:
         yield conn, shape
     except sqlite3.DatabaseError as exc:
         discard_pooled(path)
         raise _describe(path, exc) from exc
-    finally:
-        try:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
-        except sqlite3.Error:
-            discard_pooled(path)

@@ -66,7 +66,8 @@ LENGTH_B = 0.5
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
-# Messages read again (length, liveness) and reordered by length, at least.
+# Messages checked against state.db (still live, of a searched role) after
+# the ranking, at least: the ranking itself weighs every candidate.
 RERANKED = 100
 # Index rows read for a query's rarer terms; its commoner terms are then read
 # only in this many sessions, those where the rarer ones are.
@@ -342,7 +343,8 @@ def _search(conn: sqlite3.Connection, shape: Shape, scope_ids: list[str], query:
         _confirm_symbols(conn, lookup, found)
         names = lookup.session_of
         sessions_of = lookup.sessions_of
-        details = lambda keys: _index_details(conn, shape, lookup, keys, filters)  # noqa: E731
+        facts = lambda keys: _index_facts(lookup, keys)  # noqa: E731
+        live = lambda keys: _index_live(conn, shape, lookup, keys, filters)  # noqa: E731
     else:
         rows = _from_hermes(conn, shape, query, groups, scope_json, filters, total)
         rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
@@ -351,11 +353,13 @@ def _search(conn: sqlite3.Connection, shape: Shape, scope_ids: list[str], query:
         names = sorted({r[1] for r in rows_of.values()})
         number = {sid: i for i, sid in enumerate(names)}
         sessions_of = lambda keys: np.array([number[rows_of[int(k)][1]] for k in keys], dtype=np.int64)  # noqa: E731
-        details = lambda keys: {k: (k, rows_of[k][3] or 0, rows_of[k][2] or 0.0) for k in keys}  # noqa: E731
+        facts = lambda keys: _Facts(keys, np.array([rows_of[int(k)][3] or 0 for k in keys], dtype=np.float64),  # noqa: E731
+                                    np.array([rows_of[int(k)][2] or 0.0 for k in keys], dtype=np.float64))
+        live = lambda keys: set(keys)  # noqa: E731  (Hermes's rows were read live and of the searched roles)
     arrays = [v for v in found.values() if len(v)]
     keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    ranked = rank(_concepts(groups, found, keys, total, counts), keys, sessions_of(keys), len(scope_ids), details,
-                  max(limit, RERANKED))
+    ranked = rank(_concepts(groups, found, keys, total, counts), keys, sessions_of(keys), len(scope_ids),
+                  facts(keys), live, max(limit, RERANKED))
     return [Hit(mid, names[session], ts, score, share) for _key, mid, session, ts, score, share in ranked[:limit]]
 
 
@@ -434,16 +438,32 @@ def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict) -> None:
         found[term] = keys[[ids.get(int(k), (None,))[0] in exact for k in keys]]
 
 
-def _index_details(conn, shape: Shape, lookup: textindex.Lookup, keys: list[int],
-                   filters: Filters) -> dict[int, tuple[int, int, float]]:
-    """rowid -> (message id, length, timestamp) for index rows whose message is
-    still live and of a searched role (rewinds and roles are state.db's)."""
-    docs = lookup.index.docs(keys)
-    live = {r[0]: r[1] or 0.0 for r in conn.execute(
-        f"SELECT m.id, {seconds_sql('m.timestamp')} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
+@dataclass
+class _Facts:
+    """Per candidate key (aligned): its message id, length and time, as state.db
+    has them, so neither the ranking nor its ties depend on which index
+    answered or in what order it was built."""
+
+    message_ids: "np.ndarray"
+    lengths: "np.ndarray"
+    timestamps: "np.ndarray"
+
+
+def _index_facts(lookup: textindex.Lookup, keys: "np.ndarray") -> _Facts:
+    import numpy as np
+
+    docs = lookup.index.docs([int(k) for k in keys])
+    rows = [docs.get(int(k), (-1, 0, 0.0)) for k in keys]
+    return _Facts(np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float64),
+                  np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
+
+
+def _index_live(conn, shape: Shape, lookup: textindex.Lookup, message_ids: list[int], filters: Filters) -> set[int]:
+    """Those of ``message_ids`` still live and of a searched role (rewinds and roles are state.db's)."""
+    return {r[0] for r in conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
         f"{shape.live_filter('m')} AND m.role IN ({','.join('?' * len(filters.roles))})",
-        (json.dumps([d[0] for d in docs.values()]), *filters.roles))}
-    return {k: (mid, length, live[mid]) for k, (mid, length) in docs.items() if mid in live}
+        (json.dumps(message_ids), *filters.roles))}
 
 
 def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
@@ -455,13 +475,14 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions_of_keys: "np.ndarray", sessions: int,
-         details: Callable[[list[int]], dict[int, tuple[int, int, float]]], keep: int) -> list[tuple]:
+         facts: _Facts, live: Callable[[list[int]], set[int]], keep: int) -> list[tuple]:
     """(key, message id, session index, timestamp, score, share), best first: each
-    message's share of the query, lifted by its session's evidence.
+    message's share of the query, normalised by its length as BM25 does, lifted
+    by its session's evidence.
 
-    The best ``keep`` by that are then read (``details``: message id, length,
-    time; a message missing there is dropped) and their shares normalised
-    by length, as BM25 does."""
+    Every candidate is scored before any is cut, and ties go to the newer
+    message (then the higher id): the best ``keep`` are then checked with
+    ``live`` (message ids still live), and a message missing there is dropped."""
     import numpy as np
 
     if not len(keys):
@@ -482,18 +503,13 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions_of_keys: "np.nda
     best = rank_in_session < SESSION_TOP
     top = np.bincount(session_at[order][best], weights=share[order][best], minlength=len(session_ids))
     evidence = SESSION_WEIGHT * top / SESSION_TOP + COVERAGE_WEIGHT * coverage
-    first = share + evidence[session_at]
-    pick = np.argsort(-first, kind="stable")[:keep]
-    read = details([int(k) for k in keys[pick]])
-    lengths = [read[int(keys[i])][1] for i in pick if int(keys[i]) in read]
-    avg = (sum(lengths) / len(lengths)) if lengths else 1.0
-    out = []
-    for i in pick:
-        key = int(keys[i])
-        if key not in read:
-            continue
-        mid, length, ts = read[key]
-        norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * length / (avg or 1)))
-        out.append((key, mid, int(session_ids[session_at[i]]), ts, float(share[i] * norm + evidence[session_at[i]]),
-                    float(share[i])))
-    return sorted(out, key=lambda h: (-h[4], -h[3], -h[1]))
+    known = facts.message_ids >= 0  # a row the index lost its record of cannot be shown
+    lengths = facts.lengths
+    avg = float(lengths[known].mean()) if known.any() else 1.0
+    norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * lengths / (avg or 1.0)))
+    score = share * norm + evidence[session_at]
+    # np.lexsort sorts by its last key first.
+    pick = [i for i in np.lexsort((-facts.message_ids, -facts.timestamps, -score)) if known[i]][:keep]
+    alive = live([int(facts.message_ids[i]) for i in pick])
+    return [(int(keys[i]), int(facts.message_ids[i]), int(session_ids[session_at[i]]), float(facts.timestamps[i]),
+             float(score[i]), float(share[i])) for i in pick if int(facts.message_ids[i]) in alive]

@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes.changes import Change, changes
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..hermes.statedb import READ_BATCH, content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..home import Home
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +93,7 @@ MAX_SEQ = (1 << 21) - 1
 # A search indexes up to this many new messages itself (~50 µs each); more
 # go to the background and the search uses Hermes's indexes meanwhile.
 INLINE_ROWS = 1000
-BATCH_ROWS = 500  # messages per committed batch in the background
+BATCH_ROWS = READ_BATCH  # messages per committed batch in the background
 PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # Rows of retired ordinals left in the index; past this (and half the live
 # rows) the index is rebuilt from scratch.
@@ -256,14 +257,14 @@ class TextIndex(derived.DerivedFile):
                 + "".join(f"AND {seconds_sql('timestamp')} {op} ? " for op, _ in bounds),
                 (json.dumps(rowids), *(value for _, value in bounds)))]
 
-    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int]]:
-        """rowid -> (message id, length)."""
+    def docs(self, rowids: list[int]) -> dict[int, tuple[int, int, float | None]]:
+        """rowid -> (message id, length, timestamp)."""
         if not rowids:
             return {}
         with self.using() as conn:
-            rows = conn.execute("SELECT rowid, message_id, length FROM docs WHERE rowid IN "
-                                      "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
-        return {r[0]: (r[1], r[2]) for r in rows}
+            rows = conn.execute(f"SELECT rowid, message_id, length, {seconds_sql('timestamp')} FROM docs WHERE rowid IN "
+                                "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- writes ---------------------------------------------------------------------------
     def _slot(self, conn: sqlite3.Connection, key: str) -> int:
@@ -347,8 +348,6 @@ def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limi
         f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
         f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
         (sid, after_id, upto, limit)).fetchall()
-
-
 
 
 # -- keeping up, and looking up ---------------------------------------------------------
@@ -467,8 +466,7 @@ class Keeper:
     def build(self, key: str, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
-        State.db is read in short transactions, one per session, so Hermes's
-        own checkpoints are never held back for long."""
+        State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(self.home / "state.db") as (conn, _shape):
             work = changes(conn, self.index.states(members), members)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
@@ -523,3 +521,22 @@ class Keeper:
                     return False
                 self._cond.wait(left)
             return True
+
+
+class _Kept:
+    """A home's slot for its keeper, replaced when its index went bad."""
+
+    keeper: Keeper | None = None
+
+
+def keeper(home: Path) -> Keeper:
+    """The keeper of ``home``'s keyword index (reopened if the file went away)."""
+    kept = Home.of(home)
+    mine = kept.slot("keyword.keeper", lambda _home: _Kept())
+    with kept.lock:
+        old = mine.keeper
+        if old is not None and old.error is None and old.index.healthy():
+            return old
+        mine.keeper = fresh = Keeper(kept.path, TextIndex(kept.data_dir / FILE_NAME))
+    derived.retire(old.index if old is not None else None)
+    return fresh

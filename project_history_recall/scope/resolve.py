@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import read_facts
+from ..hermes.catalog import SessionCatalog, read_facts
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project
@@ -38,6 +38,14 @@ from .attribution import (
 )
 from .pathkeys import base_name, is_windows_path
 from .records import current_records, records_path
+
+
+# Why a caller in no project gets nothing searched (or indexed), and what it can do instead.
+HOME_REASON = (
+    "This session is not in any project (it has no working folder), so there is no project "
+    "history to search. Use project_session_move to put it in a project, or session_search "
+    "to search all history."
+)
 
 
 class ScopeError(UsageError):
@@ -81,6 +89,26 @@ class _AttributionMap:
     facts: dict[str, SessionFacts]
 
 
+class _Kept:
+    """What scope resolution keeps in each home's slot: the session catalog, and the map built
+    from it (rebuilt when its inputs change)."""
+
+    def __init__(self, home: Home):
+        self.catalog = SessionCatalog(home.state_db)
+        self.map: _AttributionMap | None = None
+
+
+def _kept(home: Path) -> tuple[Home, _Kept]:
+    kept = Home.of(home)
+    return kept, kept.slot("scope.resolve", _Kept)
+
+
+def catalog(home: Path) -> SessionCatalog:
+    """Every session's attribution facts in ``home``, kept in step with state.db (a move
+    invalidates it: this process changed a row the catalog would not notice)."""
+    return _kept(home)[1].catalog
+
+
 _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
 
@@ -117,14 +145,14 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
 
     ``by_project`` holds only the sessions a search may look at (see
     ``SessionFacts.searchable``); ``by_session`` has every session."""
-    kept = Home.of(home)
-    version, facts = kept.catalog.snapshot(conn)
+    kept, mine = _kept(home)
+    version, facts = mine.catalog.snapshot(conn)
     projects = current_projects(paths.projects_db_path(home))
     # Re-read after every commit to recall.db, so a move counts from the next search on.
     records = current_records(records_path(paths.data_dir(home)))
     key = (version, tuple(projects), tuple(sorted(records.items())))
     with kept.lock:
-        cached = kept.attribution
+        cached = mine.map
     fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
     if fresh and cached.key == key:
         return cached
@@ -150,7 +178,7 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
             by_project.setdefault(by_session[sid].key, []).append(sid)
     built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
     with kept.lock:
-        kept.attribution = built
+        mine.map = built
     return built
 
 

@@ -10,5 +10,6 @@
 - ``consent_request``: what a consent request tells the agent or a person (what would be sent, how
   to agree);
 - ``matrix``: a scope's vectors in memory, searched exactly, pure numpy;
-- ``engine``: one search's semantic side and its status.
+- ``engine``: one search's semantic side and its status;
+- ``kept``: what the engine keeps per Hermes home (the store, its indexers and matrices).
 """

@@ -15,7 +15,8 @@ Hermes keeps every tool result, token included, and core ``session_search``
 shows it to any later conversation: a token read there records nothing.
 The token appears only in the tool response that asks (the CLI and /recall
 show the command a person runs instead), is masked wherever a search shows
-it from the history (``TOKEN``, for ``redaction``), and is never logged.
+it from the history (its shape, ``CONSENT_TOKEN``, is in ``redaction``, which sits below the
+consent gate), and is never logged.
 """
 
 from __future__ import annotations
@@ -28,18 +29,16 @@ import re
 import time
 from pathlib import Path
 
+from ..redaction import CONSENT_TOKEN_PREFIX as TOKEN_PREFIX
 from . import consent_secret
 from .consent import scope_of
 
-TOKEN_PREFIX = "consent-"
 TOKEN_LIFETIME = 3600  # seconds a token counts after the response that gave it
 # A token from the near future is a clock set back a little, not a forgery.
 _CLOCK_SKEW = 300
 # Sizes in a token: when it was issued (seconds), its conversation's tag, the HMAC.
 _ISSUED, _TAG, _MAC = 5, 5, 20
 _BODY = re.compile(r"[a-z2-7]{%d}" % ((_ISSUED + _TAG + _MAC) * 8 // 5))
-# What a token looks like, to mask the ones quoted in the searched history (redaction).
-TOKEN = re.compile(re.escape(TOKEN_PREFIX) + r"[a-z2-7]{32,}")
 
 
 def _hmac(secret: bytes, *parts: object) -> bytes:

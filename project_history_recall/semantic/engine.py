@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import derived
-from ..home import Home
+from ..hermes import paths
+from ..hermes.statedb import reading
 from ..scope.resolve import Scope
-from . import consent, consent_request, embedders, indexer
-from .embedders import openai as remote_embedder
+from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
@@ -63,7 +63,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
     try:
-        store = Home.of(home).vector_store()
+        store = kept.of(home).vector_store()
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     return Outcome("ready", embedder=embedder, store=store)
@@ -114,7 +114,7 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
             return Outcome("indexing", "the embedding service has not been asked yet in this process; "
                                        "the semantic index is updated from the next hybrid or semantic search")
         learn_size(embedder, query, as_query=True)
-        worker = Home.of(home).indexer(settings, embedder, store)
+        worker = kept.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent_request.request(
@@ -138,18 +138,47 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = Home.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
+    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(q, set(scope.session_ids), since, until, limit, candidates)
+        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit, candidates)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     return out
+
+
+def warm(home: Path, settings, scope: Scope) -> None:
+    """Ready ahead of the first search of ``scope``: the model loaded, the scope's
+    vectors in memory and its index checked (what is new is embedded in the
+    background). Whatever stops it, the first search meets and reports.
+
+    Only the embedded model: a remote one has nothing to load, and warming up
+    must never send anything anywhere."""
+    from .embedders.local import UniversalSentenceEncoder
+
+    if not settings.semantic or settings.embedder != "local":
+        return
+    try:
+        embedders.load(settings, wait=0)  # loads in its own thread while the vectors are read here
+        fp = UniversalSentenceEncoder.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
+        store = kept.of(home).vector_store()
+    except (embedders.EmbedderUnavailable, derived.StoreError):
+        return
+    key, members = scope.attribution.key, scope.members
+    matrix = kept.of(home).matrix(store, fp, key, UniversalSentenceEncoder.dimension)
+    with matrix.lock:
+        matrix.sync(store, fp, members, store.states(fp, members))
+    out = prepare(home, settings, wait=None)
+    if not out.usable:
+        return
+    worker = kept.of(home).indexer(settings, out.embedder, out.store)
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        worker.top_up(conn, key, members, 0.0)
 
 
 def report(home: Path, settings, conn, scope: Scope) -> Outcome:
@@ -166,7 +195,7 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
                 conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
     try:
         # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-        fp = out.embedder.fingerprint or remote_embedder.stored_fingerprint(out.embedder, out.store)
+        fp = out.embedder.fingerprint or embedders.stored_fingerprint(out.embedder, out.store)
         states = out.store.states(fp, members)
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..files import derived
 from ..hermes import changes, paths
 from ..hermes.readonly import StateDBError, file_fingerprint
-from ..hermes.statedb import Shape, content_sql, decode_content, reading, seconds_sql
+from ..hermes.statedb import READ_BATCH, Shape, content_sql, decode_content, reading, seconds_sql
 from . import chunking, consent
 from . import store as vectors
 from .embedders.base import EmbedderUnavailable
@@ -77,7 +77,7 @@ def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_o
     rows = conn.execute(
         f"SELECT {content_sql('content')} FROM messages m WHERE session_id IN (SELECT value FROM json_each(?)) "
         f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY session_id DESC, id LIMIT 50",
-        (json.dumps(members),))
+        (json.dumps(members),)).fetchall()
     for (content,) in rows:
         for _offset, piece in chunking.split(chunking.prepare(decode_content(content)), chunk_chars, chunk_overlap):
             return piece
@@ -88,13 +88,20 @@ def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[t
     """(id, prepared text, timestamp or None) of the session's user/assistant rows in (after_id, upto].
 
     Rewound rows are embedded (a restore brings them back; searches filter them
-    out); scaffolding Hermes never shows is not: it can never be a result."""
-    rows = conn.execute(
-        f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
-        "WHERE session_id = ? AND id > ? AND id <= ? "
-        f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY id",
-        (sid, after_id, upto)).fetchall()
-    return [(r[0], chunking.prepare(decode_content(r[1])), r[2]) for r in rows]
+    out); scaffolding Hermes never shows is not: it can never be a result.
+    Read ``READ_BATCH`` rows per statement: a long session in one statement
+    would hold state.db's lock while all of it is read."""
+    out: list[tuple[int, str, float | None]] = []
+    while True:
+        rows = conn.execute(
+            f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
+            "WHERE session_id = ? AND id > ? AND id <= ? "
+            f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY id LIMIT ?",
+            (sid, after_id, upto, READ_BATCH)).fetchall()
+        out.extend((r[0], chunking.prepare(decode_content(r[1])), r[2]) for r in rows)
+        if len(rows) < READ_BATCH:
+            return out
+        after_id = rows[-1][0]
 
 
 class Indexer:
@@ -136,7 +143,7 @@ class Indexer:
     # -- the search side ---------------------------------------------------------
     def top_up(self, conn, key: tuple, members: list[str], budget_s: float) -> dict:
         """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn``
-        is the caller's read-only state.db connection (inside its snapshot).
+        is the caller's read-only state.db connection.
 
         Returns ``{"pending": sessions still to do, "indexed": sessions with
         vectors, "states": each member's row in embeddings.db}``.

@@ -1,9 +1,13 @@
-"""One project's vectors in memory, searched exactly. Pure numpy, no SQL of its own.
+"""One project's vectors in memory, searched exactly over the scope's rows.
 
 The scope's vectors are read from embeddings.db once and kept in RAM as one
-float32 matrix per project (``ScopeMatrix``), topped up from the store when
-the indexer adds or removes vectors. A query is one matrix-vector product
-over exactly the scope's rows (never a global top-K filtered afterwards).
+int8 matrix per project (``ScopeMatrix``), each row with its own scale,
+topped up from the store when the indexer adds or removes vectors. A query
+is one integer matrix-vector product over exactly the scope's rows (never a
+global top-K filtered afterwards); it only *chooses*: the best rows, with
+twice the margin, and the keyword candidates are scored again with their
+stored float vectors, so every score a search returns is the float one.
+At 100k chunks the int8 rows take 51 MB where float32 took 205 MB.
 
 Each chunk is scored in its conversational context: the similarity of the
 chunk plus its neighbours in the same session (the chunk before and after),
@@ -21,9 +25,14 @@ from dataclasses import dataclass
 from . import store as vectors
 
 NORM_SLICE = 2048
+PAGE = 1024  # rows read at a time: their float copies stay a few MB, which the allocator hands back
 MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
+# The int8 pass keeps this many times the rows a search needs for the float
+# re-score. int8 moves a cosine by at most about 0.002, so a row among the best
+# k in float is missed only if 2k rows score within 0.004 of it.
+RESCORE_FACTOR = 2
 
 
 @dataclass
@@ -34,15 +43,31 @@ class SemanticHit:
     timestamp: float
 
 
+def _quantise(v):
+    """(int8 rows, each row's scale): ``v ≈ rows * scale``. Overwrites ``v`` (float32, 1 or 2 dimensions)."""
+    import numpy as np
+
+    rows = np.atleast_2d(v)
+    # Two reductions instead of abs(): no temporary the size of the block.
+    scale = np.maximum(rows.max(axis=1), -rows.min(axis=1)) / np.float32(127.0)
+    scale[scale == 0] = 1.0
+    np.multiply(rows, (1.0 / scale)[:, None], out=rows)
+    np.rint(rows, out=rows)
+    ints = rows.astype(np.int8)
+    return (ints, scale) if v.ndim == 2 else (ints[0], scale[0])
+
+
 class ScopeMatrix:
-    """One project's vectors in RAM, with per-row session, message and time."""
+    """One project's vectors in RAM, with per-row session, message, time and store rowid."""
 
     def __init__(self, dim: int):
         import numpy as np
 
         self.dim = dim
         self.n = 0
-        self.vecs = np.zeros((0, dim), dtype=np.float32)
+        self.vecs = np.zeros((0, dim), dtype=np.int8)
+        self.scale = np.zeros(0, dtype=np.float32)
+        self.rowids = np.zeros(0, dtype=np.int64)
         self.mids = np.zeros(0, dtype=np.int64)
         self.sidx = np.zeros(0, dtype=np.int32)
         self.ts = np.zeros(0, dtype=np.float64)
@@ -65,12 +90,12 @@ class ScopeMatrix:
         if need <= cap:
             return
         new_cap = max(need, int(cap * 1.25) + 1024)
-        vecs = np.empty((new_cap, self.dim), dtype=np.float32)
+        vecs = np.empty((new_cap, self.dim), dtype=np.int8)
         vecs[: self.n] = self.vecs[: self.n]
         self.vecs = vecs
-        for name, dtype, fill in (("mids", np.int64, 0), ("sidx", np.int32, 0), ("ts", np.float64, 0.0),
-                                  ("alive", bool, False), ("prev", np.int64, -1), ("next", np.int64, -1),
-                                  ("norm", np.float32, 1.0)):
+        for name, dtype, fill in (("scale", np.float32, 1.0), ("rowids", np.int64, 0), ("mids", np.int64, 0),
+                                  ("sidx", np.int32, 0), ("ts", np.float64, 0.0), ("alive", bool, False),
+                                  ("prev", np.int64, -1), ("next", np.int64, -1), ("norm", np.float32, 1.0)):
             arr = np.full(new_cap, fill, dtype=dtype)
             arr[: self.n] = getattr(self, name)[: self.n]
             setattr(self, name, arr)
@@ -86,7 +111,7 @@ class ScopeMatrix:
         keep = np.flatnonzero(self.alive[: self.n])
         remap = np.full(self.n + 1, -1, dtype=np.int64)
         remap[keep] = np.arange(len(keep))
-        for name in ("vecs", "mids", "sidx", "ts", "alive", "prev", "next", "norm"):
+        for name in ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm"):
             arr = getattr(self, name)
             setattr(self, name, arr[keep].copy())
         # Neighbour links point at rows of the same session, which are alive together.
@@ -103,45 +128,64 @@ class ScopeMatrix:
         if not batch:
             return
         self._reserve(len(batch))
-        start = self.n
-        end = start + len(batch)
-        blob = b"".join(r[4] for r in batch)
-        self.vecs[start:end] = np.frombuffer(blob, dtype=np.float16).reshape(len(batch), self.dim)
+        count = len(batch)
+        start, end = self.n, self.n + count
+        self.rowids[start:end] = [r[0] for r in batch]
         self.mids[start:end] = [r[2] for r in batch]
         # No time is NaN: outside every since/until, as in keyword search.
         self.ts[start:end] = [np.nan if r[3] is None else r[3] for r in batch]
         self.alive[start:end] = True
-        touched = []
-        for i, r in enumerate(batch):
-            sid = r[1]
+        # Linked per session, not per row: a page holds a few sessions' runs.
+        self.prev[start:end] = np.arange(start - 1, end - 1)
+        self.next[start:end] = np.arange(start + 1, end + 1)
+        sids = [r[1] for r in batch]
+        cuts = [i for i in range(1, count) if sids[i] != sids[i - 1]]
+        crossing = []  # rows linked to a row of an earlier page
+        for first, stop in zip([0, *cuts], [*cuts, count]):
+            sid = sids[first]
             idx = self.session_index.get(sid)
             if idx is None:
                 idx = self.session_index[sid] = len(self.sessions)
                 self.sessions.append(sid)
-            row = start + i
-            self.sidx[row] = idx
+            self.sidx[start + first: start + stop] = idx
             rows = self.rows.setdefault(sid, [])
-            self.prev[row] = rows[-1] if rows else -1
-            self.next[row] = -1
+            self.prev[start + first] = rows[-1] if rows else -1
+            self.next[start + stop - 1] = -1
             if rows:
-                self.next[rows[-1]] = row
-                touched.append(rows[-1])
-            rows.append(row)
+                self.next[rows[-1]] = start + first
+                crossing += [rows[-1], start + first]
+            rows.extend(range(start + first, start + stop))
         self.n = end
-        self._norms(np.concatenate([np.arange(start, end), np.asarray(touched, dtype=np.int64)]))
+        fresh = np.frombuffer(b"".join(r[4] for r in batch), dtype=np.float16).reshape(count, self.dim)
+        fresh = fresh.astype(np.float32)
+        # Norms in context from the float rows while they are at hand.
+        acc = fresh.copy()
+        linked = self.next[start: end - 1] >= 0
+        acc[1:][linked] += fresh[:-1][linked]
+        acc[:-1][linked] += fresh[1:][linked]
+        norms = np.linalg.norm(acc, axis=1)
+        norms[norms == 0] = 1.0
+        self.norm[start:end] = norms
+        self.vecs[start:end], self.scale[start:end] = _quantise(fresh)
+        if crossing:
+            self._norms(np.asarray(crossing, dtype=np.int64))
 
     def _norms(self, idx) -> None:
-        """Norm of each row's vector plus its neighbours', in slices so the
-        temporaries stay a few MB however many rows arrive."""
+        """Norm of each row's vector plus its neighbours', from the int8 rows (the
+        norm only serves the choosing pass), in slices so the temporaries stay
+        a few MB however many rows arrive."""
         import numpy as np
+
+        def floats(rows):
+            return self.vecs[rows] * self.scale[rows, None]
 
         for at in range(0, len(idx), NORM_SLICE):
             part = idx[at: at + NORM_SLICE]
-            acc = self.vecs[part].copy()
+            acc = floats(part)
             p, q = self.prev[part], self.next[part]
             has_p, has_q = p >= 0, q >= 0
-            acc[has_p] += self.vecs[p[has_p]]
-            acc[has_q] += self.vecs[q[has_q]]
+            acc[has_p] += floats(p[has_p])
+            acc[has_q] += floats(q[has_q])
             norms = np.linalg.norm(acc, axis=1)
             norms[norms == 0] = 1.0
             self.norm[part] = norms
@@ -166,10 +210,10 @@ class ScopeMatrix:
                 appends.append(sid)
         if full:
             self._reserve(sum(states[s].chunks for s in full))
-            for page in store.rows(fp, full):
+            for page in store.rows(fp, full, page=PAGE):
                 self._append(page, {})
         for sid in appends:
-            for page in store.rows(fp, [sid], after_rowid=self.loaded[sid][1]):
+            for page in store.rows(fp, [sid], after_rowid=self.loaded[sid][1], page=PAGE):
                 self._append(page, {sid: self.loaded[sid][1]})
         for sid in full + appends:
             self.loaded[sid] = (states[sid].generation, states[sid].last_rowid)
@@ -178,19 +222,23 @@ class ScopeMatrix:
             self._compact()
 
     # -- searching ----------------------------------------------------------------------
-    def search(self, q, allowed: set[str], since: float | None, until: float | None,
-               limit: int, candidates: set[int] | None = None) -> tuple[list[SemanticHit], dict[int, float]]:
+    def search(self, store: vectors.VectorStore, q, allowed: set[str], since: float | None,
+               until: float | None, limit: int,
+               candidates: set[int] | None = None) -> tuple[list[SemanticHit], dict[int, float]]:
         """(the ``limit`` best messages, the similarity of each message in ``candidates``).
 
         A message's similarity is its best chunk's, each chunk scored with its
-        neighbours; only rows of ``allowed`` sessions in the time range count."""
+        neighbours; only rows of ``allowed`` sessions in the time range count.
+        The int8 rows choose; ``store``'s float vectors score what was chosen."""
         import numpy as np
 
         n = self.n
         if n == 0:
             return [], {}
+        q8, q_scale = _quantise(np.array(q, dtype=np.float32))
+        dots = np.einsum("ij,j->i", self.vecs[:n], q8, dtype=np.int32)
         # A missing neighbour is -1, which indexes the 0 appended at the end.
-        sims = np.append(self.vecs[:n] @ q, np.float32(0.0))
+        sims = np.append(dots * (self.scale[:n] * q_scale), np.float32(0.0))
         ctx = sims[:n] + sims[self.prev[:n]] + sims[self.next[:n]]
         ctx /= self.norm[:n]
         ok_session = np.zeros(len(self.sessions) + 1, dtype=bool)
@@ -204,24 +252,27 @@ class ScopeMatrix:
         if until is not None:
             mask &= self.ts[:n] < until
         ctx[~mask] = -np.inf
-        similarity: dict[int, float] = {}
-        if candidates:
-            # Message ids are state.db rowids, a dense range: a lookup table
-            # is several times faster than numpy's default sort here.
-            rows = np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64), kind="table"))
-            for r in rows:
-                mid = int(self.mids[r])
-                similarity[mid] = max(similarity.get(mid, -1.0), float(ctx[r]))
+        # Message ids are state.db rowids, a dense range: a lookup table
+        # is several times faster than numpy's default sort here.
+        wanted = (np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64), kind="table"))
+                  if candidates else np.zeros(0, dtype=np.int64))
         k = min(int(mask.sum()), limit * CANDIDATE_FACTOR)
-        if k <= 0:
-            return [], similarity
-        top = np.argpartition(-ctx, k - 1)[:k]
-        top = top[np.argsort(-ctx[top], kind="stable")]
+        pool = np.zeros(0, dtype=np.int64)
+        if k > 0:
+            wide = min(int(mask.sum()), k * RESCORE_FACTOR)
+            pool = np.argpartition(-ctx, wide - 1)[:wide]
+        exact = self._rescore(store, np.union1d(pool, wanted), q)
+        similarity: dict[int, float] = {}
+        for r in wanted.tolist():
+            if r in exact:
+                mid = int(self.mids[r])
+                similarity[mid] = max(similarity.get(mid, -1.0), exact[r])
+        top = sorted((r for r in pool.tolist() if r in exact), key=lambda r: -exact[r])[:k]
         best: dict[int, SemanticHit] = {}
         for r in top:
             mid = int(self.mids[r])
             if mid not in best:
-                best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], float(ctx[r]), float(self.ts[r]))
+                best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], exact[r], float(self.ts[r]))
         hits = list(best.values())[:limit]
         # A weak model still ranks *something* first: unrelated messages
         # (cosine ~0.05) must not pose as results when nothing is close.
@@ -231,3 +282,31 @@ class ScopeMatrix:
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity
+
+    def _rescore(self, store: vectors.VectorStore, rows, q) -> dict[int, float]:
+        """Each row's score in context from its and its neighbours' stored float vectors.
+
+        A row whose vector left the store since the last sync (the indexer
+        replaced its message) is left out; a neighbour's, left out of the sum."""
+        import numpy as np
+
+        if len(rows) == 0:
+            return {}
+        rows = np.asarray(rows, dtype=np.int64)
+        prev, nxt = self.prev[rows], self.next[rows]
+        needed = np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]])
+        stored = store.vectors(self.rowids[needed].tolist())
+        dim = self.dim
+
+        def vec(r: int):
+            blob = stored.get(int(self.rowids[r])) if r >= 0 else None
+            return np.frombuffer(blob, dtype=np.float16).astype(np.float32) if blob else np.zeros(dim, np.float32)
+
+        out = {}
+        for r, p, nx in zip(rows.tolist(), prev.tolist(), nxt.tolist()):
+            if int(self.rowids[r]) not in stored:
+                continue
+            acc = vec(r) + vec(p) + vec(nx)
+            norm = float(np.linalg.norm(acc)) or 1.0
+            out[r] = float(acc @ q) / norm
+        return out

@@ -146,6 +146,12 @@ class VectorStore(derived.DerivedFile):
                     return
                 yield batch
 
+    def vectors(self, rowids: list[int]) -> dict[int, bytes]:
+        """The float16 vector bytes of these chunk rows (rows no longer stored are absent)."""
+        with self.lock:
+            return dict(self._conn.execute("SELECT rowid, vector FROM chunks WHERE rowid IN (SELECT value FROM "
+                                           "json_each(?))", (json.dumps(rowids),)))
+
     def fingerprints(self) -> dict[str, int]:
         with self.using() as conn:
             return dict(conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))

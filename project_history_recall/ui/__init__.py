@@ -1,7 +1,8 @@
 """The edges people and agents use; they parse, call the library and render.
 
 - ``tools``: the two agent tools (schemas, handlers for Hermes's dispatch);
-- ``cli``: ``hermes recall …`` and ``project-history-recall …``;
+- ``cli``: ``hermes recall …`` and ``project-history-recall …``; ``arguments``: what they accept
+  (Hermes builds that parser at every start, so it loads no command);
 - ``slash``: ``/recall`` inside a session;
 - ``edge``: the last resort of the three above: an exception nobody caught becomes the same
   one-line error everywhere, logged, the remote embedder's key scrubbed from both;

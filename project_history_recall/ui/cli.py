@@ -26,7 +26,6 @@ import shlex
 import shutil
 import sys
 import time
-import types
 from pathlib import Path
 
 from .. import consenting, errors, indexing, move, overview, search
@@ -37,10 +36,8 @@ from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
 from . import demo, edge, render
+from .arguments import DESCRIPTION, Parser, setup_parser
 
-DESCRIPTION = (
-    "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
-)
 # A person running one search waits for the model and index (the agent's tool
 # keeps the short budget and lets indexing go on in the background).
 CLI_INDEX_BUDGET_MS = 60_000
@@ -48,113 +45,6 @@ CLI_INDEX_BUDGET_MS = 60_000
 # Words, a Chinese term, an exact error code, and a question in other words
 # (in English, about a conversation held in Chinese).
 DEMO_QUERIES = ("websocket reconnect", "超时", "ERR_CONNECTION_REFUSED", "payment callback taking too long")
-
-
-def _usage_error(parser: argparse.ArgumentParser, message: str):
-    """One line on stderr naming the command as the person typed it (argparse prints the usage block too)."""
-    parser.exit(EXIT_USAGE, f"{parser.prog}: {message} (see {parser.prog} --help)\n")
-
-
-def _parse_strictly(parser: argparse.ArgumentParser, args=None, namespace=None):
-    """Unknown arguments are refused by the (sub)command they were given to. Left over, they would reach
-    the top-level parser, which under ``hermes recall`` is Hermes's: it prints its whole usage."""
-    namespace, extras = argparse.ArgumentParser.parse_known_args(parser, args, namespace)
-    if extras:
-        _usage_error(parser, f"unrecognized arguments: {' '.join(extras)}")
-    return namespace, extras
-
-
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line on stderr, exit code 2."""
-
-    error = _usage_error
-    parse_known_args = _parse_strictly
-
-
-def _within(low: int, high: int):
-    """An argparse type for a whole number in [low, high]: the bounds the tool's schema gives."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {value}")
-        return value
-    return parse
-
-
-def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool) -> None:
-    """Options that go before or after the subcommand.
-
-    On the subcommands their default is SUPPRESS, so an option given before
-    the subcommand is not overwritten by the subcommand's default."""
-    unset = {} if top else {"default": argparse.SUPPRESS}
-    if standalone:
-        p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
-        p.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)", **unset)
-    p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
-
-
-def _add_search_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", nargs="+", help="words, a question, an error code, a symbol or a path")
-    p.add_argument("--dir", default=None, help="search the project of this folder (default: the current one)")
-    p.add_argument("--project", help="search this project instead (id, slug, name or folder)")
-    p.add_argument("--mode", choices=search.MODES, default="hybrid",
-                   help="hybrid (default): both engines; keyword: exact terms, error codes, symbols, paths; "
-                        "semantic: by meaning, also across languages")
-    p.add_argument("--limit", type=_within(1, search.MAX_LIMIT), default=10,
-                   help=f"results to show, 1 to {search.MAX_LIMIT} (default: 10)")
-    p.add_argument("--context", type=_within(0, search.MAX_CONTEXT), default=None,
-                   help="messages shown around each hit (default: the 'context' setting, 2)")
-    p.add_argument("--tools", action="store_true", help="also search tool output")
-    p.add_argument("--since", help="only after this date (2026-09-01) or age (7d, 2w)")
-    p.add_argument("--until", help="only before this date")
-
-
-def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> None:
-    """Subcommands; shared by the standalone script and ``hermes recall`` (where Hermes
-    chooses the home: ``hermes --profile NAME recall …``)."""
-    if not standalone:
-        # Hermes creates this parser with its own class.
-        parser.error = types.MethodType(_usage_error, parser)
-        parser.parse_known_args = types.MethodType(_parse_strictly, parser)
-    _add_global_options(parser, standalone, top=True)
-    common = argparse.ArgumentParser(add_help=False)
-    _add_global_options(common, standalone, top=False)
-    sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND", parser_class=_Parser)
-
-    def command(name: str, **kw) -> argparse.ArgumentParser:
-        # The one-line help heads the subcommand's own --help as well.
-        return sub.add_parser(name, parents=[common], description=kw.get("help"), **kw)
-
-    _add_search_args(command("search", help="search a project's earlier sessions"))
-    st = command("status", help="which project a folder belongs to and how much is in scope")
-    st.add_argument("dir", nargs="?", default=None, help="the folder to look at (default: the current one)")
-    command("projects", help="list this profile's projects with their session counts")
-    mv = command("move", help="move a session into another project (its folder moves too)")
-    mv.add_argument("session", help="session id, @session: link or title")
-    mv.add_argument("project", help="target project: id, slug, name or folder")
-    se = command("session", help="which project a session is in, and why")
-    se.add_argument("session", help="session id, @session: link or title")
-    ix = command("index", help="build or update the keyword and semantic indexes now (a project, or all)")
-    ix.add_argument("dir", nargs="?", default=None, help="index the project of this folder (default: the current one)")
-    ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
-    ix.add_argument("--all", action="store_true", help="index every project of this profile")
-    qs = command("quickstart", help="search your Hermes home from here, or a demo home if you have none")
-    qs.add_argument("query", nargs="*", help="what to search for (none: show where this folder belongs)")
-    qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
-    command("config", help="the effective settings, where each comes from, and any warnings (secrets masked)")
-    co = command("consent", help="consents to send a project's messages to a remote embedder")
-    co_sub = co.add_subparsers(dest="consent_command", metavar="ACTION", parser_class=_Parser)
-    co_sub.add_parser("list", parents=[common], help="the consents on record")
-    cg = co_sub.add_parser("grant", parents=[common], help="agree that a project's messages may be sent to the "
-                                                           "configured remote embedder")
-    cg.add_argument("dir", nargs="?", default=None, help="the project of this folder (default: the current one)")
-    cg.add_argument("--project", help="this project instead (id, slug, name or folder)")
-    cg.add_argument("--yes", action="store_true", help="do not ask (needed when not run from a terminal)")
-    # How a person runs us (`project-history-recall` or `hermes recall`), for the hints we print.
-    parser.set_defaults(prog=parser.prog or "project-history-recall")
 
 
 def _program(name: str) -> str | None:
@@ -452,7 +342,7 @@ def cmd_consent(run: _Run) -> int:
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
     response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
-                                        None if run.args.yes else confirm)
+                                           None if run.args.yes else confirm)
     return run.emit(response, render.format_message)
 
 
@@ -499,7 +389,7 @@ def run_from_hermes(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="project-history-recall", description=DESCRIPTION)
+    parser = Parser(prog="project-history-recall", description=DESCRIPTION)
     setup_parser(parser, standalone=True)
     args = parser.parse_args(argv)
     if args.home and args.profile:

@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 
 from .. import errors
+from .. import settings as config
 from ..files import envfile
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ logger.addHandler(logging.NullHandler())
 
 def failure(home: Path, exc: Exception, where: str) -> dict:
     """The response for ``exc``, raised out of ``where`` (a tool, a command) in ``home``."""
-    key = envfile.configured_key(home)
+    key = config.configured_key(home)
     if not isinstance(exc, errors.PluginError):
         logger.error("%s failed:\n%s", where, envfile.scrub_key("".join(traceback.format_exception(exc)), key))
     response = errors.envelope(exc)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import results
+from .. import settings as config
 from ..files import envfile
 from ..semantic import consent_request
 from . import terminal
@@ -126,6 +127,12 @@ def _semantic_line(response: dict) -> str:
     return " — ".join(parts)
 
 
+_JOURNAL = {
+    "wal": "WAL journal (reads never block Hermes's writer)",
+    "rollback": "rollback journal (a read blocks Hermes's writer while it runs; each read is kept to milliseconds)",
+}
+
+
 def format_status(response: dict) -> str:
     rows = [
         ("folder", response.get("folder") or "-"),
@@ -133,6 +140,7 @@ def format_status(response: dict) -> str:
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
         ("semantic", _semantic_line(response)),
+        ("state.db", _JOURNAL.get(response.get("journal_mode"), "-")),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")
@@ -281,7 +289,7 @@ def format_message(response: dict) -> str:
 def scrubbed(home: Path, text: str) -> str:
     """``text`` without the configured remote embedder's key (or any long piece of it), its
     terminal control characters escaped."""
-    return terminal.shown(envfile.scrub_configured(home, text))
+    return terminal.shown(config.scrub_configured(home, text))
 
 
 class Output:
@@ -291,7 +299,7 @@ class Output:
     could print it)."""
 
     def __init__(self, home: Path, prog: str = "project-history-recall"):
-        self._key = envfile.configured_key(home)
+        self._key = config.configured_key(home)
         self._screen = terminal.Screen()
         self._prog = prog  # as the person typed it: `hermes recall` or the standalone script
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import move, overview, search
 from ..hermes import host, paths
-from . import edge, render
+from . import edge
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 # What the tool's ``notice`` tells the model, in a line for the person reading the results.
@@ -31,6 +30,9 @@ def _plain(response: dict, fmt) -> str:
 
 
 def handle(raw_args: str) -> str:
+    # Loaded on the first /recall, not when the plugin registers (see tools.handle_search).
+    from . import render
+
     home = paths.hermes_home()
     try:
         text = _handle(home, raw_args)
@@ -41,6 +43,9 @@ def handle(raw_args: str) -> str:
 
 
 def _handle(home: Path, raw_args: str) -> str:
+    from .. import move, overview, search
+    from . import render
+
     text = (raw_args or "").strip()
     verb, _, rest = text.partition(" ")
     verb, rest = verb.lower(), rest.strip()
@@ -60,5 +65,7 @@ def _handle(home: Path, raw_args: str) -> str:
 
 
 def _search_text(response: dict) -> str:
+    from . import render
+
     text = render.format_search(response, render.Style())
     return f"{QUOTED}\n{text}" if response.get("results") else text

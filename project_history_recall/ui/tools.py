@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 
-from .. import move, search
-from ..files import envfile
+from .. import settings as config
 from ..hermes import host, paths
 from . import edge, terminal
 
@@ -42,13 +41,13 @@ SEARCH_SCHEMA = {
             },
             "mode": {
                 "type": "string",
-                "enum": list(search.MODES),
+                "enum": list(config.MODES),
                 "description": "hybrid (default): words and meaning; keyword: exact terms, codes, "
                                "symbols; semantic: same question in other words.",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": search.MAX_LIMIT,
+            "limit": {"type": "integer", "minimum": 1, "maximum": config.MAX_LIMIT,
                       "description": "Number of hits (default 10)."},
-            "context": {"type": "integer", "minimum": 0, "maximum": search.MAX_CONTEXT,
+            "context": {"type": "integer", "minimum": 0, "maximum": config.MAX_CONTEXT,
                         "description": "Messages shown before and after each hit (default 2)."},
             "include_tool_output": {"type": "boolean",
                                     "description": "Also search tool output (default false)."},
@@ -86,10 +85,14 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
         text = _json(edge.failure(home, exc, tool))
     # Belt and braces: the remote embedder's key never leaves in a tool result,
     # even if it sits in the searched history itself.
-    return envfile.scrub_configured(home, text)
+    return config.scrub_configured(home, text)
 
 
+# The use cases load on the first call: registering the plugin, in every Hermes process, must not
+# load the engines (numpy, the embedders, the modules that open SQLite files).
 def handle_search(args: dict, **kw) -> str:
+    from .. import search
+
     return _answer("project_history_search", search.run, args, kw)
 
 
@@ -120,6 +123,8 @@ MOVE_SCHEMA = {
 
 
 def handle_move(args: dict, **kw) -> str:
+    from .. import move
+
     return _answer("project_session_move", move.run, args, kw)
 
 

@@ -172,7 +172,7 @@ def test_index_and_consent_are_library_calls_that_return_dicts(pq):
     home = pq["home"]
     asked = []
     refused = consenting.grant_for_person(home, Caller(cwd=str(pq["p_dir"])), None,
-                                       lambda described: asked.append(described) or False)
+                                          lambda described: asked.append(described) or False)
     assert refused["success"] and refused["recorded"] is False and asked[0]["project"]["name"] == "Pelican"
     assert consenting.listing(home)["consents"] == []
     seen = []

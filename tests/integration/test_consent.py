@@ -76,10 +76,11 @@ def search(pq, who: str, query: str, **extra) -> dict:
 
 def wait_idle() -> None:
     from project_history_recall import home as standalone
+    from project_history_recall.semantic import kept as standalone_parts
 
-    for module in (plugin_module("home"), standalone):
+    for module, parts in ((plugin_module("home"), plugin_module("semantic.kept")), (standalone, standalone_parts)):
         for kept in module.Home.every():
-            for worker in kept.indexers():
+            for worker in parts.of(kept.path).indexers():
                 assert worker.wait_idle(60), "background indexing did not finish"
 
 
@@ -197,7 +198,7 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     assert plugin_module("semantic.consent_tokens").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
                                                  (pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
-    tokens = {t for text in outputs.texts for t in plugin_module("semantic.consent_tokens").TOKEN.findall(text)}
+    tokens = {t for text in outputs.texts for t in plugin_module("redaction").CONSENT_TOKEN.findall(text)}
     assert c["token"] in tokens
     for text in outputs.texts:
         if any(t in text for t in tokens):

@@ -301,7 +301,7 @@ def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread
 
     # Hermes moves an existing session's folder (not through this plugin).
     world.db.update_session_cwd(fresh, str(pq["q_dir"]))
-    catalog = plugin_module("home").Home.of(world.home).catalog
+    catalog = plugin_module("scope.resolve").catalog(world.home)
     catalog.max_staleness = 0
     call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
     catalog.wait_idle()

@@ -1,8 +1,10 @@
 """Hermes main's state.db layout (external-content FTS over views, display_kind, hidden sessions).
 
-Hermes main is not installable here (Python 3.14), so the fixture takes a
-state.db written by 0.19.0's SessionDB and re-lays its search index the way
-main's FTS storage v3 does (DDL as main renders it), then searches it.
+Hermes main is not installable here (Python 3.14), so on 0.19.0 the fixture
+takes a state.db written by its SessionDB and re-lays its search index the way
+main's FTS storage v3 does (DDL as main renders it), then searches it. The
+0.22 line writes that layout itself (schema 31), and marks hidden sessions and
+scaffolding rows through its own SessionDB.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from hermes_world import World, call, enable_plugin, plugin_module
+from hermes_world import World, call, enable_plugin, only_on, plugin_module
 
 MAIN_FTS = """
 DROP TRIGGER IF EXISTS messages_fts_insert; DROP TRIGGER IF EXISTS messages_fts_delete;
@@ -30,6 +32,10 @@ INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES ('rebuild');
 """
 
 
+SIMULATED = only_on((0, 19), "re-lays a 0.19.0 state.db as main does; the 0.22 line writes that layout itself")
+
+
+@SIMULATED
 @pytest.mark.parametrize("scan_limit", [10_000, 0], ids=["scan-small-scope", "index-big-scope"])
 def test_search_on_mains_external_content_layout(home, work, monkeypatch, scan_limit):
     w = World(home)
@@ -78,7 +84,11 @@ def embedded(home) -> set[tuple[str, int]]:
         conn.close()
 
 
-@pytest.mark.parametrize("layout", ["0.19.0", "main"])
+@pytest.mark.parametrize("layout", [
+    pytest.param("0.19.0", marks=only_on((0, 19), "0.19.0 has no hidden sessions or scaffolding rows")),
+    pytest.param("main", marks=SIMULATED),
+    pytest.param("0.22", marks=only_on((0, 22), "Hermes 0.22's own SessionDB marks them")),
+])
 def test_project_history_holds_what_hermes_session_search_shows(home, work, layout):
     """Per kind, as Hermes's own session_search: archived, hidden, subagent, integration (tool)
     and kanban sessions and display_kind='hidden' rows are not searched (nor embedded); cron runs are."""
@@ -100,7 +110,11 @@ def test_project_history_holds_what_hermes_session_search_shows(home, work, layo
     w.session(("user", "okapi kanban worker"), cwd=app, source="kanban")
     hidden = w.session(("user", "okapi in a chat hidden from the lists"), cwd=app)
     scaffold = w.session(("user", "okapi shown to the person"), cwd=app)
-    scaffold_row = w.say(scaffold, "user", "okapi skill scaffolding for the model only")
+    if layout == "0.22":
+        w.db.set_session_hidden(hidden, True)
+        scaffold_row = w.say(scaffold, "user", "okapi skill scaffolding for the model only", display_kind="hidden")
+    else:
+        scaffold_row = w.say(scaffold, "user", "okapi skill scaffolding for the model only")
     asker = w.session(cwd=app)
     w.close()
     expected = {chat, cron, hidden, scaffold}
@@ -111,6 +125,7 @@ def test_project_history_holds_what_hermes_session_search_shows(home, work, layo
         conn.execute("UPDATE messages SET display_kind = 'hidden' WHERE id = ?", (scaffold_row,))
         conn.commit()
         conn.close()
+    if layout != "0.19.0":
         expected.discard(hidden)
     enable_plugin(home)
 
@@ -121,7 +136,7 @@ def test_project_history_holds_what_hermes_session_search_shows(home, work, layo
         res = call("project_history_search", {"query": "okapi", "mode": mode, "limit": 50}, session_id=asker)
         assert res["success"] and res["semantic_status"] == "ready", res
         assert {r["session_id"] for r in res["results"]} <= expected
-        if layout == "main":
+        if layout != "0.19.0":
             assert scaffold_row not in {r["message_id"] for r in res["results"]}
     vectors = embedded(home)
     assert {sid for sid, _ in vectors} == expected
@@ -138,7 +153,7 @@ def test_archiving_a_session_takes_it_out_after_the_background_reread(world, wor
     chat = world.session(("user", "okapi in a chat"), cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
-    catalog = plugin_module("home").Home.of(world.home).catalog
+    catalog = plugin_module("scope.resolve").catalog(world.home)
     assert {r["session_id"] for r in call("project_history_search", {"query": "okapi", "mode": "keyword"},
                                           session_id=asker)["results"]} == {chat}
     world.db.set_session_archived(chat, True)

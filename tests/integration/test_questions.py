@@ -92,7 +92,7 @@ def test_a_two_character_word_in_a_big_scope(world, work):
 
     first = call(SEARCH, {"query": "超时", "mode": "keyword"}, session_id=asker)
     assert _first(first) == needle
-    keeper = plugin_module("home").Home.of(world.home).keeper()
+    keeper = plugin_module("keyword.textindex").keeper(world.home)
     assert keeper.wait_idle(120)
     again = call(SEARCH, {"query": "超时", "mode": "keyword"}, session_id=asker)
     assert _first(again) == needle

@@ -41,7 +41,7 @@ ZH_DOCS = {
 
 def wait_idle() -> None:
     for kept in plugin_module("home").Home.every():
-        for worker in kept.indexers():
+        for worker in plugin_module("semantic.kept").of(kept.path).indexers():
             assert worker.wait_idle(300), "background indexing did not finish"
 
 

@@ -29,7 +29,7 @@ def rowid(home, session_id: str) -> int:
 
 
 def catalog_of(home):
-    return plugin_module("home").Home.of(home).catalog
+    return plugin_module("scope.resolve").catalog(home)
 
 
 def found(result) -> set[str]:

@@ -70,10 +70,11 @@ def _cli_search(home: Path, folder: Path, query: str, mode: str) -> dict:
 
 def _wait_idle() -> None:
     for kept in plugin_module("home").Home.every():
-        for worker in kept.indexers():
+        for worker in plugin_module("semantic.kept").of(kept.path).indexers():
             assert worker.wait_idle(300)
-        if kept._keeper is not None:
-            assert kept._keeper.wait_idle(300)
+        keeper = getattr(kept._slots.get("keyword.keeper"), "keeper", None)  # without opening one
+        if keeper is not None:
+            assert keeper.wait_idle(300)
 
 
 def _checkpoint(path: Path) -> None:

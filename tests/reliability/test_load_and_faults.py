@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from contextlib import closing
 
 import pytest
 
@@ -93,6 +94,58 @@ def test_eight_searchers_and_a_writer(loaded, seconds):
     assert report["errors"] == 0
     final = call("project_history_search", {"query": "ERR_LOAD_7"}, session_id=loaded["asker"])
     assert final["results"], "rows the writer committed are found"
+
+
+def test_no_lock_on_state_db_while_embedding_ranking_or_formatting(world, work, monkeypatch):
+    """In rollback-journal mode (Hermes 0.22 on an SQLite older than 3.51.3) a
+    reader's lock stops Hermes's writer from committing. At each point where
+    the plugin embeds (the query, or new messages while the search waits for
+    them), ranks or formats, a writer takes the exclusive lock: the plugin
+    holds none there. A lock held by the thread that is inside the hook would
+    make the writer wait until it gives up."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    for n in range(5):
+        world.session(("user", f"websocket reconnect {n}"), ("assistant", f"backoff and retry {n}"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+    # The first tool call imports the rest of Hermes, which sets WAL on 0.19.0
+    # (this query has nothing to search, so the plugin opens no state.db).
+    assert call("project_history_search", {"query": ""}, session_id=asker)["error_code"] == "bad_argument"
+    path = world.home / "state.db"
+    with closing(sqlite3.connect(path)) as conn:  # 0.22 here (SQLite < 3.51.3) is in this mode already
+        conn.execute("PRAGMA journal_mode=DELETE")
+    readonly, fusion, results = plugin_module("hermes.readonly"), plugin_module("fusion"), plugin_module("results")
+    local = plugin_module("semantic.embedders.local")
+    writer = sqlite3.connect(path, timeout=1.0, isolation_level=None, check_same_thread=False)
+    probed, blocked = [], []
+
+    def probing(where, fn):
+        def wrapper(*args, **kw):
+            assert readonly.journal_mode(path) == "rollback"
+            try:
+                writer.execute("BEGIN EXCLUSIVE")
+                writer.execute("COMMIT")
+                probed.append(where)
+            except sqlite3.OperationalError as exc:
+                blocked.append((where, str(exc)))
+            return fn(*args, **kw)
+        return wrapper
+
+    monkeypatch.setattr(local.UniversalSentenceEncoder, "embed_documents",
+                        probing("embedding", local.UniversalSentenceEncoder.embed_documents))
+    monkeypatch.setattr(fusion, "blend", probing("ranking", fusion.blend))
+    monkeypatch.setattr(results, "term_pattern", probing("formatting", results.term_pattern))
+    try:
+        res = call("project_history_search", {"query": "websocket retry"}, session_id=asker)
+    finally:
+        writer.close()
+    assert res["success"] and res["results"] and res["semantic_status"] == "ready", res
+    assert blocked == []
+    assert {"embedding", "ranking", "formatting"} <= set(probed) and probed.count("embedding") >= 2
+    assert res["journal_mode"] == "rollback"
 
 
 def test_state_db_faults_give_clear_errors(home, work):

@@ -15,6 +15,7 @@ import yaml
 
 from conftest import SRC
 from embed_server import EmbeddingServer, Reply
+from project_history_recall import redaction
 from project_history_recall import settings as config
 from project_history_recall.files import configfile, envfile
 from project_history_recall.semantic import consent, consent_secret, consent_tokens
@@ -204,7 +205,7 @@ def test_tokens_are_bound_to_one_scope_one_conversation_and_one_home(home, tmp_p
     other_home.mkdir()
     for forged in (flipped, "consent-" + "a" * 32, consent_tokens.token_for(other_home, *scope, "conv-a"), "yes", ""):
         assert consent_tokens.token_status(home, forged, *scope, ("conv-a",)) == "rejected", forged
-    assert t.startswith(consent_tokens.TOKEN_PREFIX) and consent_tokens.TOKEN.fullmatch(t)
+    assert t.startswith(redaction.CONSENT_TOKEN_PREFIX) and redaction.CONSENT_TOKEN.fullmatch(t)  # masked when quoted
     odd = consent_tokens.token_for(home, *scope, "conv-\ud800-项目")  # whatever id a host passes
     assert consent_tokens.token_status(home, odd, *scope, ("conv-\ud800-项目",)) == "valid"
     secret = home / "project-history-recall" / consent_secret.SECRET_FILE

@@ -136,11 +136,12 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
 
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
-        hits, _ = m.search(q, set(members), None, None, 10)
+        hits, _ = m.search(store, q, set(members), None, None, 10)
         everything = _brute({s: data[s] for s in members}, q)
         floor = max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * max(everything.values()))
         expected = {k: v for k, v in everything.items() if v >= floor}
-        assert {h.message_id: round(h.score, 4) for h in hits} == {k: round(v, 4) for k, v in expected.items()}
+        # The int8 rows only choose: every score is the stored float vectors' own.
+        assert {h.message_id: h.score for h in hits} == pytest.approx(expected, abs=1e-6)
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
 
     check(["s1", "s2"])
@@ -152,7 +153,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
     data["s1"] = ([1, 3, 4, 5], np.delete(data["s1"][1], 1, axis=0))
     check(["s1", "s2"])
     check(["s2"])  # a session leaves the scope (a move)
-    assert m.search(q, {"s2"}, 10.5, None, 10)[0][0].message_id == 11  # time filter
+    assert m.search(store, q, {"s2"}, 10.5, None, 10)[0][0].message_id == 11  # time filter
 
 
 def test_matrix_compacts_after_many_removals(tmp_path):
@@ -167,7 +168,7 @@ def test_matrix_compacts_after_many_removals(tmp_path):
     keep = sids[:20]
     m.sync(store, "fp", keep, store.states("fp", keep))
     assert m.n == 600 and m.alive[: m.n].all()
-    hits, _ = m.search(_unit(rng, 1)[0], set(keep), None, None, 5)
+    hits, _ = m.search(store, _unit(rng, 1)[0], set(keep), None, None, 5)
     assert len(hits) == 5 and all(h.session_id in keep for h in hits)
 
 
@@ -190,32 +191,30 @@ def test_unreadable_file_is_moved_aside_and_rebuilt(tmp_path):
     assert list(tmp_path.glob("embeddings.db.broken-*"))
 
 
-def test_candidate_similarities_cover_keyword_hits_outside_the_top():
-    import numpy as np
-
+def test_candidate_similarities_cover_keyword_hits_outside_the_top(tmp_path):
     rng = np.random.default_rng(3)
-    from project_history_recall.semantic.matrix import ScopeMatrix
-
-    m = ScopeMatrix(8)
-    rows = [(n + 1, "s1", 100 + n, float(n), _unit(rng, 1)[0].astype(np.float16).tobytes()) for n in range(6)]
-    m._append(rows, {})
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", list(range(100, 106)), _unit(rng, 6))
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s1"], store.states("fp"))
     q = _unit(rng, 1)[0]
-    top, sims = m.search(q, {"s1"}, None, None, 1, candidates={100, 105})
+    top, sims = m.search(store, q, {"s1"}, None, None, 1, candidates={100, 105})
     assert len(top) == 1 and {100, 105, top[0].message_id} <= set(sims)
     assert sims[top[0].message_id] == max(sims.values())
-    _, none = m.search(q, {"other"}, None, None, 1, candidates={100})
+    _, none = m.search(store, q, {"other"}, None, None, 1, candidates={100})
     assert none == {}  # a session outside the allowed scope never scores
 
 
-def test_weak_semantic_matches_are_dropped():
+def test_weak_semantic_matches_are_dropped(tmp_path):
     rng = np.random.default_rng(5)
-    m = matrix.ScopeMatrix(8)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
     q = _unit(rng, 1)[0]
     near = q + 0.5 * _unit(rng, 1)[0]  # close to the query, though not the same
-    rows = [(n + 1, f"s{n}", 100 + n, float(n), (v / np.linalg.norm(v)).astype(np.float16).tobytes())
-            for n, v in enumerate([q, near, -q, _unit(rng, 1)[0]])]  # one session each: no neighbours
-    m._append(rows, {})
-    hits, sims = m.search(q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
+    for n, v in enumerate([q, near, -q, _unit(rng, 1)[0]]):  # one session each: no neighbours
+        _add(store, f"s{n}", [100 + n], [v / np.linalg.norm(v)])
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s0", "s1", "s2", "s3"], store.states("fp"))
+    hits, sims = m.search(store, q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
     best = hits[0].score
     assert hits[0].message_id == 100 and abs(best - 1.0) < 1e-2
     assert all(h.score >= max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * best) for h in hits)

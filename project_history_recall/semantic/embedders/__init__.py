@@ -93,3 +93,17 @@ def load(settings, wait: float | None = None) -> Embedder | None:
         if key in _failures:
             raise EmbedderUnavailable(_failures[key])
         return _cache.get(key)
+
+
+def stored_fingerprint(embedder, store) -> str | None:
+    """The fingerprint an embedder that learns its size (one with ``fingerprint_parts``) stored
+    its vectors under in an earlier process, while its size is not known yet in this one
+    (status reports). Here, not in that embedder's module: the engine asks whichever
+    embedder is configured."""
+    parts = getattr(embedder, "fingerprint_parts", None)
+    if parts is None:
+        return None
+    head, tail = parts()
+    found = [fp for fp in store.fingerprints()
+             if fp.startswith(head) and fp.endswith(tail) and fp[len(head):len(fp) - len(tail)].isdigit()]
+    return found[0] if len(found) == 1 else None

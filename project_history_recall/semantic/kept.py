@@ -1,0 +1,73 @@
+"""What the semantic engine keeps for each Hermes home, in the home's slot.
+
+The vector store (``embeddings.db``), one background indexer per model and
+the last ``MAX_MATRICES`` scopes' vectors in memory. They belong together:
+a store opened afresh (the file was deleted or replaced) leaves its indexers
+and matrices behind with the old one.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+from ..files import derived
+from ..home import Home
+from .indexer import Indexer
+from .matrix import ScopeMatrix
+from .store import VectorStore, path_for
+
+MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~52 MB per 100k chunks
+
+
+class SemanticParts:
+    """One home's semantic parts; every change under the home's lock."""
+
+    def __init__(self, home: Home):
+        self.home = home
+        self._store: VectorStore | None = None
+        self._indexers: dict[str, Indexer] = {}  # model fingerprint -> its indexer
+        self._matrices: OrderedDict = OrderedDict()
+
+    def vector_store(self) -> VectorStore:
+        """This home's ``embeddings.db`` (reopened if the file was deleted or replaced)."""
+        with self.home.lock:
+            old = self._store
+            if old is not None and old.healthy():
+                return old
+            # Open (and if need be rebuild) the new file before closing the old
+            # connection: closing checkpoints its WAL into whatever file it still
+            # holds, which by then has been moved aside.
+            self._store = fresh = VectorStore(path_for(self.home.data_dir))
+            self._indexers.clear()
+            self._matrices.clear()
+        derived.retire(old)
+        return fresh
+
+    def indexer(self, settings, embedder, vectors: VectorStore) -> Indexer:
+        """The background indexer of ``vectors`` for ``embedder``'s model (a fresh one after it stopped)."""
+        with self.home.lock:
+            worker = self._indexers.get(embedder.fingerprint)
+            if worker is None or worker.error or worker.store is not vectors:
+                worker = self._indexers[embedder.fingerprint] = Indexer(self.home.path, settings, embedder, vectors)
+            return worker
+
+    def indexers(self) -> list[Indexer]:
+        with self.home.lock:
+            return list(self._indexers.values())
+
+    def matrix(self, vectors: VectorStore, fingerprint: str, scope_key: tuple, dimension: int) -> ScopeMatrix:
+        """A scope's vectors in memory (the last MAX_MATRICES scopes asked for)."""
+        key = (id(vectors), fingerprint, scope_key)
+        with self.home.lock:
+            found = self._matrices.get(key)
+            if found is None:
+                found = self._matrices[key] = ScopeMatrix(dimension)
+            self._matrices.move_to_end(key)
+            while len(self._matrices) > MAX_MATRICES:
+                self._matrices.popitem(last=False)
+            return found
+
+
+def of(home: Path) -> SemanticParts:
+    return Home.of(home).slot("semantic.kept", SemanticParts)

@@ -1,0 +1,61 @@
+"""A fresh process made ready for its first search while the session starts.
+
+Every ``hermes chat -q`` is a new process. Left cold, its first search
+builds the attribution map, waits for the embedding model (1-2 s) and reads
+the project's vectors from disk, so it answers by keyword alone. Hermes calls
+``on_session_start`` on the first turn of a new session, before it asks the
+model anything; by the time the model asks for a search, this has done that
+work in a daemon thread.
+
+The hook returns at once, never raises into Hermes, and does nothing for a
+session that is in no project. On a host that never calls it, the first
+search does the same work itself, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from .hermes import host, paths
+from .hermes.host import Caller
+
+logger = logging.getLogger(__name__)
+
+
+def on_session_start(**kwargs) -> None:
+    """Hermes's hook (``session_id``, ``model``, ``platform`` and more, by keyword)."""
+    try:
+        # Read here, in Hermes's thread: the profile and the session's folder
+        # live in context variables a new thread does not inherit.
+        home = paths.hermes_home()
+        caller = host.caller_from_dispatch(kwargs)
+        threading.Thread(target=_warm_quietly, args=(home, caller), name="phr-warm-up", daemon=True).start()
+    except Exception:
+        logger.exception("warming up for the first search failed")
+
+
+def _warm_quietly(home: Path, caller: Caller) -> None:
+    from .errors import PluginError
+
+    try:
+        warm(home, caller)
+    except PluginError as exc:  # state.db missing or locked: the first search says so itself
+        logger.warning("warming up for the first search stopped: %s", exc)
+    except Exception:
+        logger.exception("warming up for the first search failed")
+
+
+def warm(home: Path, caller: Caller) -> None:
+    """Do now what the caller's first search would (nothing for a session in no project)."""
+    from . import settings as config
+    from .hermes.statedb import reading
+    from .scope.resolve import resolve_scope
+    from .semantic import engine as semantic
+
+    settings = config.load(home)
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        scope = resolve_scope(home, conn, caller)
+    if scope.attribution.kind != "home":
+        semantic.warm(home, settings, scope)
