@@ -124,3 +124,50 @@ def installed(tmp_path_factory):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return target
+
+
+@pytest.fixture
+def remote_pq(world, work, server):
+    """Projects Pelican (P) and Quokka (Q), each with distinctive text (hermes_world's P_TEXTS, Q_TEXTS),
+    sessions asking from each, and a remote embedder (``server``) configured with its key in .env."""
+    from hermes_world import EMBED_KEY, P_TEXTS, Q_TEXTS, TOOL_TEXT, enable_plugin, remote_settings
+
+    p_dir, q_dir = work / "pelican", work / "quokka"
+    p_dir.mkdir()
+    q_dir.mkdir()
+    out = {"home": world.home, "p_dir": p_dir, "q_dir": q_dir,
+           "P": world.project("Pelican", p_dir), "Q": world.project("Quokka", q_dir)}
+    out["p1"] = world.session(("user", P_TEXTS[0]), ("assistant", P_TEXTS[1]), cwd=p_dir, title="P deploy")
+    world.say(out["p1"], "tool", TOOL_TEXT)
+    out["p2"] = world.session(("user", P_TEXTS[2]), cwd=p_dir, title="P invoices")
+    out["q1"] = world.session(("user", Q_TEXTS[0]), ("assistant", Q_TEXTS[1]), cwd=q_dir, title="Q roadmap")
+    out["askP"] = world.session(("user", "what did we decide about pelican"), cwd=p_dir, title="asking in P")
+    out["askQ"] = world.session(("user", "what about quokka"), cwd=q_dir, title="asking in Q")
+    out["spare"] = world.session(("user", "a pelican note to move"), cwd=p_dir, title="spare")
+    (world.home / ".env").write_text(f"PHR_TEST_KEY={EMBED_KEY}\n", encoding="utf-8")
+    out["config"] = remote_settings(world.home, server)
+    enable_plugin(world.home)
+    return out
+
+
+@pytest.fixture
+def ab(world, work):
+    """Alpha (a git repo on branch main) and Beta (a plain folder), with history in each and askers."""
+    from hermes_world import enable_plugin, make_repo
+
+    alpha = make_repo(work / "alpha")
+    (alpha / "src").mkdir()
+    beta = work / "beta"
+    beta.mkdir()
+    a = world.project("Alpha", alpha)
+    b = world.project("Beta", beta)
+    sa = world.session(("user", "zebra crossing bug in the alpha parser"), ("assistant", "fixed the zebra case"),
+                       cwd=alpha / "src", root=alpha, title="Alpha zebra")
+    sa2 = world.session(("user", "another alpha note about parsing"), cwd=alpha, title="Alpha other")
+    sb = world.session(("user", "yak shaving in beta, the zebra is not here"), cwd=beta, title="Beta yak")
+    tg = world.session(("user", "quokka question from telegram"), source="telegram", title="Telegram quokka")
+    ask_a = world.session(cwd=alpha, title="asking from Alpha")
+    ask_b = world.session(cwd=beta, title="asking from Beta")
+    enable_plugin(world.home)
+    return {"A": a, "B": b, "alpha": alpha, "beta": beta, "sa": sa, "sa2": sa2, "sb": sb, "tg": tg,
+            "ask_a": ask_a, "ask_b": ask_b}

@@ -111,6 +111,33 @@ def plugin_settings(home: Path, **values) -> None:
     (folder / "config.yaml").write_text(yaml.safe_dump({**TEST_SETTINGS, **values}), encoding="utf-8")
 
 
+# A remote embedder (the real HTTP server of embed_server): its model, and the key the user keeps in .env.
+EMBED_MODEL = "test-embed"
+EMBED_KEY = "sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"
+# The distinctive text of the projects Pelican (P) and Quokka (Q) (conftest's remote_pq).
+P_TEXTS = ["The pelican harbour deployment uses blue-green switching behind nginx.",
+           "We pinned the pelican worker to version 7 because version 8 leaked sockets.",
+           "Pelican invoice exporter kept timing out, so we raised the wait to fifteen seconds."]
+Q_TEXTS = ["Quokka roadmap: the zanzibar ledger migration is confidential until March.",
+           "The quokka payroll job reads the zanzibar ledger every night."]
+TOOL_TEXT = "TOOLOUTPUT-never-embedded pelican listing"
+
+
+def remote_settings(home: Path, server, extra: str = "", **openai) -> Path:
+    """The plugin's own config.yaml for the remote embedder ``server`` (an embed_server.EmbeddingServer),
+    as a user would write it (with a comment)."""
+    import yaml
+
+    folder = home / PLUGIN_KEY
+    folder.mkdir(parents=True, exist_ok=True)
+    opts = {"base_url": server.url, "model": EMBED_MODEL, "api_key_env": "PHR_TEST_KEY", "max_retries": 0,
+            "timeout": 5, "query_timeout": 5, **openai}
+    text = ("# my remote embedder, chosen on purpose\n"
+            + yaml.safe_dump({**TEST_SETTINGS, "embedder": "openai", "openai": opts}, sort_keys=False) + extra)
+    (folder / "config.yaml").write_text(text, encoding="utf-8")
+    return folder / "config.yaml"
+
+
 def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
     """Enable the plugin in config.yaml and load it with Hermes's plugin manager.
 
@@ -144,6 +171,32 @@ def call(tool: str, args: dict, *, session_id: str | None = None, task_id: str |
     raw = model_tools.handle_function_call(tool, args, task_id=task_id, session_id=session_id)
     assert isinstance(raw, str)
     return json.loads(raw)
+
+
+def found(result: dict) -> set[str]:
+    """The sessions a successful search found."""
+    assert result["success"], result
+    return {r["session_id"] for r in result["results"]}
+
+
+def wait_idle(limit: float = 60) -> None:
+    """Wait until every home this process has served is idle in the background: the semantic indexers
+    and the keyword index, of the plugin as Hermes loaded it and of the package imported directly (the
+    in-process CLI). Each may take ``limit`` seconds, or the test fails."""
+    import importlib
+    import sys
+
+    packages = ["project_history_recall"]
+    if "hermes_plugins.project_history_recall" in sys.modules:  # a directory install: a copy of its own
+        packages.append("hermes_plugins.project_history_recall")
+    for package in packages:
+        parts = importlib.import_module(f"{package}.semantic.kept")
+        for kept in importlib.import_module(f"{package}.home").Home.every():
+            for worker in parts.of(kept.path).indexers():
+                assert worker.wait_idle(limit), "background indexing did not finish"
+            keeper = getattr(kept._slots.get("keyword.keeper"), "keeper", None)  # without opening one
+            if keeper is not None:
+                assert keeper.wait_idle(limit), "background keyword indexing did not finish"
 
 
 def db_digest(path: Path) -> dict:

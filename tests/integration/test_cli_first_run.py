@@ -7,22 +7,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+from cli_runs import cli_env, cli_process
 from conftest import SRC
-from test_consent import pq, remote_settings  # noqa: F401  (the fixture)
-
-
-def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
-    env.update(PYTHONPATH=str(SRC), NO_COLOR="1", **extra)
-    return env
-
-
-def _cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "project_history_recall.ui.cli", *args], env=env or _env(),
-                          cwd=cwd, capture_output=True, text=True, timeout=240)
+from hermes_world import EMBED_KEY
 
 
 def _pasted(line: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
@@ -47,33 +36,34 @@ def _small_world(world, work) -> Path:
 
 def test_global_options_go_before_or_after_the_subcommand(world, work, tmp_path):
     app = _small_world(world, work)
-    before = _cli("--home", str(world.home), "--json", "search", "websocket", "--dir", str(app), cwd=tmp_path)
-    after = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--json", cwd=tmp_path)
+    before = cli_process("--home", str(world.home), "--json", "search", "websocket", "--dir", str(app), cwd=tmp_path)
+    after = cli_process("search", "websocket", "--dir", str(app), "--home", str(world.home), "--json", cwd=tmp_path)
     assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
     assert json.loads(before.stdout)["results"] and json.loads(after.stdout)["results"]
     assert json.loads(before.stdout)["results"][0]["link"] == json.loads(after.stdout)["results"][0]["link"]
-    both = _cli("search", "x", "--home", str(world.home), "--profile", "other", cwd=tmp_path)
+    both = cli_process("search", "x", "--home", str(world.home), "--profile", "other", cwd=tmp_path)
     assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1, both.stderr
 
 
 def test_limit_out_of_range_is_a_one_line_usage_error(world, work, tmp_path):
     app = _small_world(world, work)
     for bad in ("0", "-3", "51", "ten"):
-        done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", bad, cwd=tmp_path)
+        done = cli_process("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", bad,
+                           cwd=tmp_path)
         assert done.returncode == 2 and done.stdout == "", (bad, done)
         assert len(done.stderr.strip().splitlines()) == 1 and "--limit" in done.stderr, done.stderr
     for usage in (["bogus"], ["search"], ["status", "--nope"], ["consent", "grant", "--what"]):
-        done = _cli("--home", str(world.home), *usage, cwd=tmp_path)
+        done = cli_process("--home", str(world.home), *usage, cwd=tmp_path)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (usage, done.stderr)
-    one = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", "1", "--json",
-               cwd=tmp_path)
+    one = cli_process("search", "websocket", "--dir", str(app), "--home", str(world.home), "--limit", "1", "--json",
+                      cwd=tmp_path)
     assert len(json.loads(one.stdout)["results"]) == 1
 
 
 def test_keyword_mode_says_nothing_of_a_next_search(world, work, tmp_path):
     app = _small_world(world, work)
-    done = _cli("search", "websocket", "--dir", str(app), "--home", str(world.home), "--mode", "keyword",
-                cwd=tmp_path)
+    done = cli_process("search", "websocket", "--dir", str(app), "--home", str(world.home), "--mode", "keyword",
+                       cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "Fix websocket" in done.stdout
     assert "next search" not in done.stdout and "semantic:" not in done.stdout, done.stdout
@@ -82,17 +72,17 @@ def test_keyword_mode_says_nothing_of_a_next_search(world, work, tmp_path):
 
 def test_projects_labels_automatic_projects(world, work, tmp_path):
     _small_world(world, work)
-    done = _cli("projects", "--home", str(world.home), cwd=tmp_path)
+    done = cli_process("projects", "--home", str(world.home), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "(auto )" not in done.stdout and "()" not in done.stdout, done.stdout
     loose = [line for line in done.stdout.splitlines() if "loose" in line]
     assert loose and "(auto)" in loose[0] and str(work / "loose") in loose[0], done.stdout
 
 
-def test_consent_hint_keeps_the_home_and_works_when_pasted(pq, tmp_path):
-    home = pq["home"]
-    done = _cli("search", "pelican", "--dir", str(pq["p_dir"]), "--home", str(home), cwd=tmp_path,
-                env=_env(PHR_TEST_KEY="sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"))
+def test_consent_hint_keeps_the_home_and_works_when_pasted(remote_pq, tmp_path):
+    home = remote_pq["home"]
+    done = cli_process("search", "pelican", "--dir", str(remote_pq["p_dir"]), "--home", str(home), cwd=tmp_path,
+                       env=cli_env(PHR_TEST_KEY=EMBED_KEY))
     hint = re.search(r"To agree, run: (.+)", done.stdout)
     assert hint, done.stdout
     assert "--home" in hint.group(1) and str(home) in hint.group(1)
@@ -101,8 +91,8 @@ def test_consent_hint_keeps_the_home_and_works_when_pasted(pq, tmp_path):
     granted = _pasted(hint.group(1) + " --yes", elsewhere, tmp_path / "fresh-user")
     assert granted.returncode == 0, (hint.group(1), granted.stderr)
     assert "Consent recorded" in granted.stdout
-    listed = _cli("consent", "list", "--json", "--home", str(home), cwd=tmp_path)
-    assert [c["project"]["id"] for c in json.loads(listed.stdout)["consents"]] == [pq["P"]]
+    listed = cli_process("consent", "list", "--json", "--home", str(home), cwd=tmp_path)
+    assert [c["project"]["id"] for c in json.loads(listed.stdout)["consents"]] == [remote_pq["P"]]
 
 
 def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
@@ -112,13 +102,13 @@ def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
 
     cache, user = tmp_path / "cache", tmp_path / "new-user"
     user.mkdir()
-    env = _env(HOME=str(user), XDG_CACHE_HOME=str(cache))
-    first = _cli("quickstart", cwd=tmp_path, env=env)
+    env = cli_env(HOME=str(user), XDG_CACHE_HOME=str(cache))
+    first = cli_process("quickstart", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     assert "built it just now" in first.stdout
     root = cache / "project-history-recall" / "demo"
     home = root / "home"
-    again = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    again = cli_process("quickstart", "websocket", cwd=tmp_path, env=env)
     assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
     assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
     # the printed search, pasted into a new shell elsewhere, finds what the demo showed
@@ -138,7 +128,7 @@ def test_demo_home_is_reused_enabled_and_its_hints_work_when_pasted(tmp_path):
     assert "Webshop" in hermes.stdout
     # a broken demo home is built again, in the same place
     (home / "state.db").unlink()
-    rebuilt = _cli("quickstart", "websocket", cwd=tmp_path, env=env)
+    rebuilt = cli_process("quickstart", "websocket", cwd=tmp_path, env=env)
     assert rebuilt.returncode == 0 and "built it just now" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
     assert sorted(p.name for p in root.iterdir()) == [".lock", "demo.json", "home", "work"]
 
@@ -165,13 +155,13 @@ def test_recall_and_the_cli_print_the_same_cards(world, work, monkeypatch, capsy
     assert "Fix websocket" in slash and cards(slash) == cards(printed), (slash, printed)
 
 
-def test_index_and_consent_are_library_calls_that_return_dicts(pq):
+def test_index_and_consent_are_library_calls_that_return_dicts(remote_pq):
     from project_history_recall import consenting, indexing
     from project_history_recall.hermes.host import Caller
 
-    home = pq["home"]
+    home = remote_pq["home"]
     asked = []
-    refused = consenting.grant_for_person(home, Caller(cwd=str(pq["p_dir"])), None,
+    refused = consenting.grant_for_person(home, Caller(cwd=str(remote_pq["p_dir"])), None,
                                           lambda described: asked.append(described) or False)
     assert refused["success"] and refused["recorded"] is False and asked[0]["project"]["name"] == "Pelican"
     assert consenting.listing(home)["consents"] == []
@@ -191,9 +181,9 @@ def test_index_and_consent_are_library_calls_that_return_dicts(pq):
     assert bad["success"] is False and bad["error_code"] != "internal"
 
 
-def test_errors_and_progress_never_show_the_key(pq, tmp_path):
-    key = "sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"
-    (pq["home"] / ".env").write_text(f"PHR_TEST_KEY={key}\n", encoding="utf-8")
-    done = _cli("search", "pelican", "--project", f"x{key}", "--home", str(pq["home"]), cwd=tmp_path)
+def test_errors_and_progress_never_show_the_key(remote_pq, tmp_path):
+    key = EMBED_KEY
+    (remote_pq["home"] / ".env").write_text(f"PHR_TEST_KEY={key}\n", encoding="utf-8")
+    done = cli_process("search", "pelican", "--project", f"x{key}", "--home", str(remote_pq["home"]), cwd=tmp_path)
     assert done.returncode == 2 and "[redacted]" in done.stderr, done.stderr
     assert key[:8] not in done.stderr + done.stdout

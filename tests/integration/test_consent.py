@@ -7,164 +7,81 @@ that records every request it gets.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import SRC
+from cli_runs import Outputs, cli_env, cli_process, run_cli
 from embed_server import EmbeddingServer, Reply
-from hermes_world import TEST_SETTINGS, PLUGIN_KEY, World, call, enable_plugin, plugin_module
+from hermes_world import (EMBED_KEY, EMBED_MODEL, P_TEXTS, PLUGIN_KEY, TOOL_TEXT, World, call, plugin_module,
+                          remote_settings, wait_idle)
 
 SEARCH = "project_history_search"
 MOVE = "project_session_move"
-KEY = "sk-phr-test-7Hq2Lx9Vd4Rk1Wm8Zp3N"
-MODEL = "test-embed"
-P_TEXTS = ["The pelican harbour deployment uses blue-green switching behind nginx.",
-           "We pinned the pelican worker to version 7 because version 8 leaked sockets.",
-           "Pelican invoice exporter kept timing out, so we raised the wait to fifteen seconds."]
-Q_TEXTS = ["Quokka roadmap: the zanzibar ledger migration is confidential until March.",
-           "The quokka payroll job reads the zanzibar ledger every night."]
-TOOL_TEXT = "TOOLOUTPUT-never-embedded pelican listing"
 QUERY_MARK = "querymarker"
 
 
-
-def remote_settings(home: Path, server: EmbeddingServer, extra: str = "", **openai) -> Path:
-    """The plugin's own config.yaml, as a user would write it (with a comment)."""
-    folder = home / PLUGIN_KEY
-    folder.mkdir(parents=True, exist_ok=True)
-    opts = {"base_url": server.url, "model": MODEL, "api_key_env": "PHR_TEST_KEY", "max_retries": 0,
-            "timeout": 5, "query_timeout": 5, **openai}
-    text = ("# my remote embedder, chosen on purpose\n"
-            + yaml.safe_dump({**TEST_SETTINGS, "embedder": "openai", "openai": opts}, sort_keys=False) + extra)
-    (folder / "config.yaml").write_text(text, encoding="utf-8")
-    return folder / "config.yaml"
+def search(remote_pq, who: str, query: str, **extra) -> dict:
+    return call(SEARCH, {"query": query, "context": 0, **extra}, session_id=remote_pq[who])
 
 
-@pytest.fixture
-def pq(world, work, server):
-    """Projects Pelican (P) and Quokka (Q), each with distinctive text; a remote embedder configured."""
-    p_dir, q_dir = work / "pelican", work / "quokka"
-    p_dir.mkdir()
-    q_dir.mkdir()
-    out = {"home": world.home, "p_dir": p_dir, "q_dir": q_dir,
-           "P": world.project("Pelican", p_dir), "Q": world.project("Quokka", q_dir)}
-    out["p1"] = world.session(("user", P_TEXTS[0]), ("assistant", P_TEXTS[1]), cwd=p_dir, title="P deploy")
-    world.say(out["p1"], "tool", TOOL_TEXT)
-    out["p2"] = world.session(("user", P_TEXTS[2]), cwd=p_dir, title="P invoices")
-    out["q1"] = world.session(("user", Q_TEXTS[0]), ("assistant", Q_TEXTS[1]), cwd=q_dir, title="Q roadmap")
-    out["askP"] = world.session(("user", "what did we decide about pelican"), cwd=p_dir, title="asking in P")
-    out["askQ"] = world.session(("user", "what about quokka"), cwd=q_dir, title="asking in Q")
-    out["spare"] = world.session(("user", "a pelican note to move"), cwd=p_dir, title="spare")
-    (world.home / ".env").write_text(f"PHR_TEST_KEY={KEY}\n", encoding="utf-8")
-    out["config"] = remote_settings(world.home, server)
-    enable_plugin(world.home)
-    return out
-
-
-def search(pq, who: str, query: str, **extra) -> dict:
-    return call(SEARCH, {"query": query, "context": 0, **extra}, session_id=pq[who])
-
-
-def wait_idle() -> None:
-    from project_history_recall import home as standalone
-    from project_history_recall.semantic import kept as standalone_parts
-
-    for module, parts in ((plugin_module("home"), plugin_module("semantic.kept")), (standalone, standalone_parts)):
-        for kept in module.Home.every():
-            for worker in parts.of(kept.path).indexers():
-                assert worker.wait_idle(60), "background indexing did not finish"
-
-
-def token(pq, project: str, server: EmbeddingServer, who: str, model: str = MODEL, **kw) -> str:
+def token(remote_pq, project: str, server: EmbeddingServer, who: str, model: str = EMBED_MODEL, **kw) -> str:
     """A genuine token for ``project``, given to the conversation of session ``who``."""
-    return plugin_module("semantic.consent_tokens").token_for(pq["home"], server.url, model, ("explicit", pq[project]), pq[who], **kw)
-
-
-class Outputs:
-    """Everything shown anywhere: tool results, CLI output, slash output, log records."""
-
-    def __init__(self):
-        self.texts: list[str] = []
-
-    def add(self, value) -> object:
-        self.texts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-        return value
-
-    def __contains__(self, needle: str) -> bool:
-        return any(needle in t for t in self.texts)
-
-
-def run_cli(outputs: Outputs, capsys, *argv, home: Path, stdin: str = "") -> int:
-    from project_history_recall.ui import cli
-
-    old = sys.stdin
-    sys.stdin = io.StringIO(stdin)  # not a terminal: nothing can be agreed to by pressing enter
-    try:
-        code = cli.main(["--home", str(home), *argv])
-    finally:
-        sys.stdin = old
-    captured = capsys.readouterr()
-    outputs.add(captured.out + captured.err)
-    return code
+    return plugin_module("semantic.consent_tokens").token_for(remote_pq["home"], server.url, model,
+                                                              ("explicit", remote_pq[project]), remote_pq[who], **kw)
 
 
 def subprocess_cli(outputs: Outputs, home: Path, *argv, hermes: bool = False, cwd: Path | None = None):
-    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
+    env = cli_env(home)
     env.pop("PHR_TEST_KEY", None)
-    cmd = ([str(Path(sys.executable).with_name("hermes")), "recall", *argv] if hermes
-           else [sys.executable, "-m", "project_history_recall.ui.cli", *argv])
-    proc = subprocess.run(cmd, env=env, cwd=cwd or home, capture_output=True, text=True, timeout=180)
+    proc = cli_process(*argv, home=home, cwd=cwd, env=env, hermes=hermes)
     outputs.add(proc.stdout + proc.stderr)
     return proc
 
 
-def every_path(pq, server, capsys, monkeypatch, outputs: Outputs, *, before_consent: bool = True) -> None:
+def every_path(remote_pq, server, capsys, monkeypatch, outputs: Outputs, *, before_consent: bool = True) -> None:
     """Every tool call, slash command and CLI command there is, from both projects."""
     from hermes_cli.plugins import get_plugin_command_handler
 
-    home = pq["home"]
+    home = remote_pq["home"]
     # genuine tokens of the asking conversation, for the other project
-    q_tok_in_p, p_tok_in_q = token(pq, "Q", server, "askP"), token(pq, "P", server, "askQ")
+    q_tok_in_p, p_tok_in_q = token(remote_pq, "Q", server, "askP"), token(remote_pq, "P", server, "askQ")
     for who in ("askP", "askQ"):
         for mode in ("hybrid", "keyword", "semantic"):
-            outputs.add(search(pq, who, f"pelican quokka {QUERY_MARK} {mode}", mode=mode))
-        outputs.add(search(pq, who, f"zanzibar {QUERY_MARK}", include_tool_output=True, since="3650d", limit=50))
-        outputs.add(search(pq, who, f"{QUERY_MARK} ledger", project="Quokka"))
-        outputs.add(search(pq, who, f"{QUERY_MARK} harbour", project="Pelican", include_current_session=True))
-        outputs.add(search(pq, who, f"{QUERY_MARK} yes", consent="yes"))
-        outputs.add(search(pq, who, f"{QUERY_MARK} granted", consent="granted"))
-        outputs.add(search(pq, who, f"{QUERY_MARK} true", consent=True))
-    outputs.add(search(pq, "askP", f"{QUERY_MARK} wrong project token", consent=q_tok_in_p))
-    outputs.add(search(pq, "askQ", f"{QUERY_MARK} wrong project token", consent=p_tok_in_q))
+            outputs.add(search(remote_pq, who, f"pelican quokka {QUERY_MARK} {mode}", mode=mode))
+        outputs.add(search(remote_pq, who, f"zanzibar {QUERY_MARK}", include_tool_output=True, since="3650d", limit=50))
+        outputs.add(search(remote_pq, who, f"{QUERY_MARK} ledger", project="Quokka"))
+        outputs.add(search(remote_pq, who, f"{QUERY_MARK} harbour", project="Pelican", include_current_session=True))
+        outputs.add(search(remote_pq, who, f"{QUERY_MARK} yes", consent="yes"))
+        outputs.add(search(remote_pq, who, f"{QUERY_MARK} granted", consent="granted"))
+        outputs.add(search(remote_pq, who, f"{QUERY_MARK} true", consent=True))
+    outputs.add(search(remote_pq, "askP", f"{QUERY_MARK} wrong project token", consent=q_tok_in_p))
+    outputs.add(search(remote_pq, "askQ", f"{QUERY_MARK} wrong project token", consent=p_tok_in_q))
     outputs.add(call(SEARCH, {"query": f"{QUERY_MARK} no ids"}))
-    outputs.add(call(MOVE, {"project": "Quokka", "session": pq["spare"]}, session_id=pq["askP"]))
-    outputs.add(call(MOVE, {"project": "Pelican", "session": pq["spare"]}, session_id=pq["askQ"]))
-    outputs.add(call(MOVE, {"project": "nowhere"}, session_id=pq["askP"]))
+    outputs.add(call(MOVE, {"project": "Quokka", "session": remote_pq["spare"]}, session_id=remote_pq["askP"]))
+    outputs.add(call(MOVE, {"project": "Pelican", "session": remote_pq["spare"]}, session_id=remote_pq["askQ"]))
+    outputs.add(call(MOVE, {"project": "nowhere"}, session_id=remote_pq["askP"]))
 
     handler = get_plugin_command_handler("recall")
-    monkeypatch.setenv("HERMES_SESSION_ID", pq["askP"])
+    monkeypatch.setenv("HERMES_SESSION_ID", remote_pq["askP"])
     for line in (f"pelican {QUERY_MARK}", "status", f"search status {QUERY_MARK}", "move Quokka", "move Pelican", ""):
         outputs.add(handler(line))
     monkeypatch.delenv("HERMES_SESSION_ID")
 
-    p_dir, q_dir = str(pq["p_dir"]), str(pq["q_dir"])
+    p_dir, q_dir = str(remote_pq["p_dir"]), str(remote_pq["q_dir"])
     for mode in ("hybrid", "keyword", "semantic"):
         run_cli(outputs, capsys, "search", f"pelican {QUERY_MARK}", "--dir", p_dir, "--mode", mode, home=home)
         run_cli(outputs, capsys, "search", f"zanzibar {QUERY_MARK}", "--dir", q_dir, "--mode", mode, "--json",
                 "--tools", home=home)
     run_cli(outputs, capsys, "search", QUERY_MARK, "--project", "Quokka", "--dir", p_dir, home=home)
     for argv in (["status", p_dir], ["status", q_dir, "--json"], ["projects"], ["projects", "--json"],
-                 ["session", pq["p1"]], ["session", pq["q1"], "--json"], ["move", pq["spare"], "Quokka"],
-                 ["move", pq["spare"], "Pelican", "--json"], ["config"], ["config", "--json"],
+                 ["session", remote_pq["p1"]], ["session", remote_pq["q1"], "--json"],
+                 ["move", remote_pq["spare"], "Quokka"],
+                 ["move", remote_pq["spare"], "Pelican", "--json"], ["config"], ["config", "--json"],
                  ["consent", "list"], ["consent", "list", "--json"], ["consent"],
                  ["consent", "grant", p_dir], ["consent", "grant", "--project", "Quokka", "--json"]):
         run_cli(outputs, capsys, *argv, home=home)
@@ -173,30 +90,30 @@ def every_path(pq, server, capsys, monkeypatch, outputs: Outputs, *, before_cons
              run_cli(outputs, capsys, "index", "--project", "Quokka", home=home)]
     if before_consent:
         assert codes == [4, 4, 4]  # nothing indexed: consent needed first
-    monkeypatch.chdir(pq["p_dir"])
+    monkeypatch.chdir(remote_pq["p_dir"])
     run_cli(outputs, capsys, "quickstart", f"pelican {QUERY_MARK}", home=home)
     run_cli(outputs, capsys, "quickstart", home=home)
     if before_consent:
-        assert subprocess_cli(outputs, home, "index", "--all", cwd=pq["p_dir"]).returncode == 4
+        assert subprocess_cli(outputs, home, "index", "--all", cwd=remote_pq["p_dir"]).returncode == 4
         proc = subprocess_cli(outputs, home, "search", f"pelican {QUERY_MARK}", "--dir", p_dir, "--json", hermes=True)
         assert "consent_required" in proc.stdout, proc.stderr
 
 
 # -- nothing before consent ------------------------------------------------------------------------------
-def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypatch):
+def test_nothing_is_sent_before_consent_on_any_path(remote_pq, server, capsys, monkeypatch):
     outputs = Outputs()
-    every_path(pq, server, capsys, monkeypatch, outputs)
+    every_path(remote_pq, server, capsys, monkeypatch, outputs)
     wait_idle()
     assert server.count() == 0, [r.inputs for r in server.requests]
     # what the agent was told, and what a person sees instead
     asked = json.loads(outputs.texts[0])
     assert asked["semantic_status"] == "consent_required" and asked["results"], asked
     c = asked["consent"]
-    assert c["service"] == server.url and c["model"] == MODEL and c["project"]["name"] == "Pelican"
+    assert c["service"] == server.url and c["model"] == EMBED_MODEL and c["project"]["name"] == "Pelican"
     assert c["would_send"]["messages"] == 5 and c["would_send"]["sessions"] == 4  # P's user/assistant rows
     assert c["nothing_sent_yet"] and "Pelican" in c["ask_user"] and server.url in c["ask_user"]
-    assert plugin_module("semantic.consent_tokens").token_status(pq["home"], c["token"], server.url, MODEL, ("explicit", pq["P"]),
-                                                 (pq["askP"],)) == "valid"
+    assert plugin_module("semantic.consent_tokens").token_status(remote_pq["home"], c["token"], server.url, EMBED_MODEL,
+                                                                 ("explicit", remote_pq["P"]), (remote_pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
     tokens = {t for text in outputs.texts for t in plugin_module("redaction").CONSENT_TOKEN.findall(text)}
     assert c["token"] in tokens
@@ -207,14 +124,14 @@ def test_nothing_is_sent_before_consent_on_any_path(pq, server, capsys, monkeypa
     # a made-up or boolean "consent" grants nothing
     bools = [json.loads(t) for t in outputs.texts if t.startswith("{") and "only ever the token" in t]
     assert bools and all(b["success"] is False and b["error_code"] == "bad_argument" for b in bools)
-    assert not plugin_module("semantic.consent").records(pq["home"])[0]
+    assert not plugin_module("semantic.consent").records(remote_pq["home"])[0]
 
 
 # -- consent per project, service and model -------------------------------------------------------------------
-def test_after_consent_only_that_projects_text_is_sent_and_another_project_asks_again(pq, server):
-    first = search(pq, "askP", "pelican worker version")
+def test_after_consent_only_that_projects_text_is_sent_and_another_project_asks_again(remote_pq, server):
+    first = search(remote_pq, "askP", "pelican worker version")
     assert first["semantic_status"] == "consent_required" and server.count() == 0
-    agreed = search(pq, "askP", "pelican worker version", consent=first["consent"]["token"])
+    agreed = search(remote_pq, "askP", "pelican worker version", consent=first["consent"]["token"])
     assert agreed["consent"]["status"] == "recorded", agreed
     assert agreed["semantic_status"] in ("ready", "partial"), agreed
     assert any(r["score_source"] in ("semantic", "both") for r in agreed["results"])
@@ -227,44 +144,45 @@ def test_after_consent_only_that_projects_text_is_sent_and_another_project_asks_
     assert set(P_TEXTS) <= set(sent)  # the project was indexed
 
     before = server.count()
-    from_q = search(pq, "askQ", "zanzibar ledger")
+    from_q = search(remote_pq, "askQ", "zanzibar ledger")
     assert from_q["semantic_status"] == "consent_required" and from_q["consent"]["project"]["name"] == "Quokka"
-    reused = search(pq, "askQ", "zanzibar ledger", consent=first["consent"]["token"])
+    reused = search(remote_pq, "askQ", "zanzibar ledger", consent=first["consent"]["token"])
     assert reused["semantic_status"] == "consent_required"
     assert reused["consent"]["token_result"]["status"] == "rejected"
-    other = search(pq, "askP", "ledger", project="Quokka")  # Q's history searched from P: Q's consent
+    other = search(remote_pq, "askP", "ledger", project="Quokka")  # Q's history searched from P: Q's consent
     assert other["semantic_status"] == "consent_required" and other["consent"]["project"]["name"] == "Quokka"
     wait_idle()
     assert server.count() == before
 
-    again = search(pq, "askP", "harbour deployment")  # same scope: never asked again
+    again = search(remote_pq, "askP", "harbour deployment")  # same scope: never asked again
     assert again["semantic_status"] in ("ready", "partial") and "consent" not in again
     # the user's file kept its comment and settings; the consent sits in it
-    text = pq["config"].read_text(encoding="utf-8")
+    text = remote_pq["config"].read_text(encoding="utf-8")
     assert text.startswith("# my remote embedder, chosen on purpose\n") and "embedder: openai" in text
     data = yaml.safe_load(text)
-    assert data["openai"]["model"] == MODEL and [c["project"]["id"] for c in data["consents"]] == [pq["P"]]
+    assert data["openai"]["model"] == EMBED_MODEL and [c["project"]["id"] for c in data["consents"]] == [remote_pq["P"]]
     # a new process does not ask again either
     outputs = Outputs()
-    proc = subprocess_cli(outputs, pq["home"], "search", "pelican harbour", "--dir", str(pq["p_dir"]), "--json")
+    proc = subprocess_cli(outputs, remote_pq["home"], "search", "pelican harbour", "--dir", str(remote_pq["p_dir"]),
+                          "--json")
     assert json.loads(proc.stdout)["semantic_status"] in ("ready", "partial"), proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("change", ["service", "model"])
-def test_another_service_or_model_asks_again(pq, server, change):
-    first = search(pq, "askP", "pelican")
-    assert search(pq, "askP", "pelican", consent=first["consent"]["token"])["consent"]["status"] == "recorded"
+def test_another_service_or_model_asks_again(remote_pq, server, change):
+    first = search(remote_pq, "askP", "pelican")
+    assert search(remote_pq, "askP", "pelican", consent=first["consent"]["token"])["consent"]["status"] == "recorded"
     other = EmbeddingServer(dimension=16)
     try:
         settings = {"base_url": other.url} if change == "service" else {"model": "another-model"}
         # Hermes's own config.yaml overrides the plugin's file (which keeps the consent)
-        (pq["home"] / "config.yaml").write_text(yaml.safe_dump({"plugins": {
+        (remote_pq["home"] / "config.yaml").write_text(yaml.safe_dump({"plugins": {
             "enabled": [PLUGIN_KEY], "entries": {PLUGIN_KEY: {"settings": {"openai": settings}}}}}), encoding="utf-8")
         before = server.count()
-        res = search(pq, "askP", "pelican")
+        res = search(remote_pq, "askP", "pelican")
         assert res["semantic_status"] == "consent_required", res
         assert res["consent"]["service"] == (other.url if change == "service" else server.url)
-        assert res["consent"]["model"] == (MODEL if change == "service" else "another-model")
+        assert res["consent"]["model"] == (EMBED_MODEL if change == "service" else "another-model")
         assert res["consent"]["token"] != first["consent"]["token"]
         wait_idle()
         assert other.count() == 0 and server.count() == before
@@ -272,9 +190,9 @@ def test_another_service_or_model_asks_again(pq, server, change):
         other.close()
 
 
-def test_people_grant_and_list_consents_on_the_command_line(pq, server, capsys):
+def test_people_grant_and_list_consents_on_the_command_line(remote_pq, server, capsys):
     outputs = Outputs()
-    home = pq["home"]
+    home = remote_pq["home"]
     assert run_cli(outputs, capsys, "consent", "grant", "--project", "Quokka", home=home) == 2  # no --yes, no tty
     assert "add --yes" in outputs.texts[-1] and server.count() == 0
     assert run_cli(outputs, capsys, "consent", "grant", "--project", "Quokka", "--yes", home=home) == 0
@@ -282,13 +200,13 @@ def test_people_grant_and_list_consents_on_the_command_line(pq, server, capsys):
     assert run_cli(outputs, capsys, "consent", "grant", "--project", "Quokka", "--yes", home=home) == 1
     assert run_cli(outputs, capsys, "consent", "list", "--json", home=home) == 0
     listed = json.loads(outputs.texts[-1])["consents"]
-    assert [(c["project"]["name"], c["service"], c["model"]) for c in listed] == [("Quokka", server.url, MODEL)]
+    assert [(c["project"]["name"], c["service"], c["model"]) for c in listed] == [("Quokka", server.url, EMBED_MODEL)]
     assert server.count() == 0  # granting sends nothing
     assert run_cli(outputs, capsys, "index", "--project", "Quokka", "--json", home=home) == 0
     indexed = json.loads(outputs.texts[-1])
     assert indexed["projects"][0]["messages_embedded"] == 3 and indexed["model"].startswith(f"openai/{server.url}/")
     assert server.count() > 0 and all("pelican" not in t.lower() for t in server.texts())
-    res = search(pq, "askQ", "zanzibar ledger")
+    res = search(remote_pq, "askQ", "zanzibar ledger")
     assert res["semantic_status"] in ("ready", "partial") and "consent" not in res
     assert run_cli(outputs, capsys, "index", "--all", home=home) == 4  # Pelican still needs consent
     assert "Skipped Pelican" in outputs.texts[-1]
@@ -296,14 +214,14 @@ def test_people_grant_and_list_consents_on_the_command_line(pq, server, capsys):
     assert server.texts() and all("pelican" not in t.lower() for t in server.texts())
 
 
-def test_a_consent_stays_in_the_profile_it_was_given_in(pq, server, capsys, monkeypatch):
+def test_a_consent_stays_in_the_profile_it_was_given_in(remote_pq, server, capsys, monkeypatch):
     """A profile cloned with all its files carries the plugin's config.yaml, consents and all;
     nobody agreed in the new profile, so nothing of it is sent until someone does."""
     from hermes_cli.profiles import create_profile
 
     outputs = Outputs()
-    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=pq["home"]) == 0
-    assert search(pq, "askP", "pelican worker version")["semantic_status"] in ("ready", "partial")
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=remote_pq["home"]) == 0
+    assert search(remote_pq, "askP", "pelican worker version")["semantic_status"] in ("ready", "partial")
     wait_idle()
     sent = server.count()
     assert sent > 0
@@ -313,13 +231,13 @@ def test_a_consent_stays_in_the_profile_it_was_given_in(pq, server, capsys, monk
     # The new profile's own history (Hermes starts it afresh; projects.db came along), in the same folder.
     work = World(clone)
     work.session(("user", "The pelican worker in the work profile pins version 9 of the queue client."),
-                 cwd=pq["p_dir"])
-    asker = work.session(cwd=pq["p_dir"])
+                 cwd=remote_pq["p_dir"])
+    asker = work.session(cwd=remote_pq["p_dir"])
     work.close()
     asked = call(SEARCH, {"query": "pelican worker version", "context": 0}, session_id=asker)
     assert asked["success"] and asked["semantic_status"] == "consent_required", asked
     assert asked["profile"] == "work" and asked["results"]  # keyword search goes on
-    run_cli(outputs, capsys, "search", "pelican worker", "--dir", str(pq["p_dir"]), "--json", home=clone)
+    run_cli(outputs, capsys, "search", "pelican worker", "--dir", str(remote_pq["p_dir"]), "--json", home=clone)
     assert json.loads(outputs.texts[-1])["semantic_status"] == "consent_required"
     assert run_cli(outputs, capsys, "consent", "list", "--json", home=clone) == 0
     listed = json.loads(outputs.texts[-1])
@@ -334,7 +252,7 @@ def test_a_consent_stays_in_the_profile_it_was_given_in(pq, server, capsys, monk
 
 
 # -- the key ------------------------------------------------------------------------------------------------------
-def test_the_key_never_shows_anywhere(pq, server, capsys, monkeypatch, caplog, tmp_path):
+def test_the_key_never_shows_anywhere(remote_pq, server, capsys, monkeypatch, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     log_file = tmp_path / "all.log"
     handler = logging.FileHandler(log_file, encoding="utf-8")
@@ -342,54 +260,54 @@ def test_the_key_never_shows_anywhere(pq, server, capsys, monkeypatch, caplog, t
     logging.getLogger().addHandler(handler)
     try:
         outputs = Outputs()
-        every_path(pq, server, capsys, monkeypatch, outputs, before_consent=False)
-        first = search(pq, "askP", "pelican")
-        outputs.add(search(pq, "askP", "pelican", consent=first["consent"]["token"]))
+        every_path(remote_pq, server, capsys, monkeypatch, outputs, before_consent=False)
+        first = search(remote_pq, "askP", "pelican")
+        outputs.add(search(remote_pq, "askP", "pelican", consent=first["consent"]["token"]))
         wait_idle()
-        assert any(r.headers.get("Authorization") == f"Bearer {KEY}" for r in server.requests)
+        assert any(r.headers.get("Authorization") == f"Bearer {EMBED_KEY}" for r in server.requests)
         # the user once pasted the key into a conversation: results show it masked
         pq_world_db = plugin_module("hermes.statedb")  # noqa: F841  (the plugin is loaded)
         from hermes_state import SessionDB
 
-        db = SessionDB(db_path=pq["home"] / "state.db")
+        db = SessionDB(db_path=remote_pq["home"] / "state.db")
         try:
-            db.append_message(pq["p2"], "user", f"my pelican key is {KEY} keep it safe")
+            db.append_message(remote_pq["p2"], "user", f"my pelican key is {EMBED_KEY} keep it safe")
         finally:
             db.close()
-        found = outputs.add(search(pq, "askP", "pelican key safe", mode="keyword"))
+        found = outputs.add(search(remote_pq, "askP", "pelican key safe", mode="keyword"))
         assert found["results"] and "[redacted]" in json.dumps(found)
         # the service fails and echoes the key back
-        server.always = Reply(500, {"error": {"message": f"internal error for key {KEY}"}})
-        outputs.add(search(pq, "askP", "a new question about pelican"))
-        server.always = Reply(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})
-        outputs.add(search(pq, "askP", "yet another pelican question"))
-        every_path(pq, server, capsys, monkeypatch, outputs, before_consent=False)
-        run_cli(outputs, capsys, "index", "--project", "Pelican", "--json", home=pq["home"])
+        server.always = Reply(500, {"error": {"message": f"internal error for key {EMBED_KEY}"}})
+        outputs.add(search(remote_pq, "askP", "a new question about pelican"))
+        server.always = Reply(401, {"error": {"message": f"Incorrect API key provided: {EMBED_KEY}"}})
+        outputs.add(search(remote_pq, "askP", "yet another pelican question"))
+        every_path(remote_pq, server, capsys, monkeypatch, outputs, before_consent=False)
+        run_cli(outputs, capsys, "index", "--project", "Pelican", "--json", home=remote_pq["home"])
         wait_idle()
         assert "HTTP 500" in outputs or "HTTP 401" in outputs or "refused the API key" in outputs
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
     shown = outputs.texts + [r.getMessage() for r in caplog.records] + [log_file.read_text(encoding="utf-8")]
-    shown += [p.read_text(encoding="utf-8", errors="replace") for p in (pq["home"] / "logs").rglob("*")
+    shown += [p.read_text(encoding="utf-8", errors="replace") for p in (remote_pq["home"] / "logs").rglob("*")
               if p.is_file()]
-    shown += [p.read_text(encoding="utf-8") for p in (pq["home"] / PLUGIN_KEY).glob("*.yaml")]
-    assert not [t for t in shown if KEY in t]
+    shown += [p.read_text(encoding="utf-8") for p in (remote_pq["home"] / PLUGIN_KEY).glob("*.yaml")]
+    assert not [t for t in shown if EMBED_KEY in t]
 
 
 # -- failures ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("failure", ["429", "500", "timeout"])
 @pytest.mark.parametrize("dimensions", [None, 32])
-def test_service_failures_are_unavailable_and_keyword_search_goes_on(pq, server, capsys, failure, dimensions):
+def test_service_failures_are_unavailable_and_keyword_search_goes_on(remote_pq, server, capsys, failure, dimensions):
     # a known dimension goes straight to background indexing; an unknown one asks with the query first
-    remote_settings(pq["home"], server, timeout=0.5, query_timeout=0.5, max_retries=1, dimensions=dimensions)
+    remote_settings(remote_pq["home"], server, timeout=0.5, query_timeout=0.5, max_retries=1, dimensions=dimensions)
     outputs = Outputs()
-    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=pq["home"]) == 0
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=remote_pq["home"]) == 0
     if failure == "timeout":
         server.delay = 3
     else:
         server.always = Reply(int(failure), {"error": {"message": "try later"}}, {"Retry-After": "0"})
-    res = search(pq, "askP", "pelican worker version")
+    res = search(remote_pq, "askP", "pelican worker version")
     assert res["success"] and res["semantic_status"] == "unavailable", res
     expected = "did not answer within 0.5 s" if failure == "timeout" else f"HTTP {failure}"
     assert expected in res["semantic_reason"], res["semantic_reason"]
@@ -397,25 +315,25 @@ def test_service_failures_are_unavailable_and_keyword_search_goes_on(pq, server,
     assert "worker" in json.dumps(res["results"])
 
 
-def test_a_token_quoted_in_the_history_is_not_shown_by_searches(pq, server, world):
-    asked = search(pq, "askQ", "zanzibar")
+def test_a_token_quoted_in_the_history_is_not_shown_by_searches(remote_pq, server, world):
+    asked = search(remote_pq, "askQ", "zanzibar")
     q_tok = asked["consent"]["token"]
-    world.say(pq["askQ"], "tool", json.dumps(asked))  # Hermes keeps every tool result
-    world.say(pq["p1"], "assistant", f"Pelican note: the quokka token was {q_tok}, do not reuse it")
+    world.say(remote_pq["askQ"], "tool", json.dumps(asked))  # Hermes keeps every tool result
+    world.say(remote_pq["p1"], "assistant", f"Pelican note: the quokka token was {q_tok}, do not reuse it")
     for query in ("quokka token reuse", "consent"):  # "consent" marks the token's own first word
-        found = search(pq, "askP", query, mode="keyword", include_tool_output=True)
+        found = search(remote_pq, "askP", query, mode="keyword", include_tool_output=True)
         shown = json.dumps(found).replace(">>>", "").replace("<<<", "")
         assert found["results"] and q_tok[-16:] not in shown and "consent-[redacted]" in shown, (query, shown)
     assert server.count() == 0
 
 
 # -- a token belongs to the conversation that asked --------------------------------------------------------------
-def test_a_token_from_another_conversation_records_nothing_and_sends_nothing(pq, server, world):
-    asked = search(pq, "askP", "pelican worker version")
+def test_a_token_from_another_conversation_records_nothing_and_sends_nothing(remote_pq, server, world):
+    asked = search(remote_pq, "askP", "pelican worker version")
     p_tok = asked["consent"]["token"]
-    world.say(pq["askP"], "tool", json.dumps(asked))  # Hermes keeps the whole tool result, token included
-    world.say(pq["askP"], "user", "No. Do NOT send anything to that service.")
-    other = world.session(("user", "look up the pelican worker"), cwd=pq["p_dir"], title="another chat in P")
+    world.say(remote_pq["askP"], "tool", json.dumps(asked))  # Hermes keeps the whole tool result, token included
+    world.say(remote_pq["askP"], "user", "No. Do NOT send anything to that service.")
+    other = world.session(("user", "look up the pelican worker"), cwd=remote_pq["p_dir"], title="another chat in P")
     for ids in ({"session_id": other}, {"task_id": other}):  # the CLI names it by both, the TUI's durable id
         replayed = call(SEARCH, {"query": "pelican worker version", "context": 0, "consent": p_tok}, **ids)
         assert replayed["success"] and replayed["semantic_status"] == "consent_required", replayed
@@ -423,43 +341,43 @@ def test_a_token_from_another_conversation_records_nothing_and_sends_nothing(pq,
         assert note["status"] == "other_conversation" and "another conversation" in note["message"], note
         assert replayed["consent"]["token"] != p_tok  # this conversation's own request, to ask its user
     wait_idle()
-    assert not plugin_module("semantic.consent").records(pq["home"])[0]
+    assert not plugin_module("semantic.consent").records(remote_pq["home"])[0]
     assert server.count() == 0
 
 
-def test_a_subagent_of_the_conversation_that_asked_may_record_it(pq, server, world):
-    asked = search(pq, "askP", "pelican worker version")
-    child = world.session(parent=pq["askP"], title="subagent")  # no folder of its own: it is askP's conversation
+def test_a_subagent_of_the_conversation_that_asked_may_record_it(remote_pq, server, world):
+    asked = search(remote_pq, "askP", "pelican worker version")
+    child = world.session(parent=remote_pq["askP"], title="subagent")  # no folder of its own: it is askP's conversation
     agreed = call(SEARCH, {"query": "pelican worker version", "context": 0, "consent": asked["consent"]["token"]},
                   session_id=child)
     assert agreed["consent"]["status"] == "recorded", agreed
     # the record names the conversation the user agreed in, not the subagent
-    assert plugin_module("semantic.consent").records(pq["home"])[0][0]["granted_by"] == \
-        f"the user, in conversation {pq['askP']} (project_history_search)"
+    assert plugin_module("semantic.consent").records(remote_pq["home"])[0][0]["granted_by"] == \
+        f"the user, in conversation {remote_pq['askP']} (project_history_search)"
 
 
-def test_an_expired_token_records_nothing_and_the_response_asks_again(pq, server):
+def test_an_expired_token_records_nothing_and_the_response_asks_again(remote_pq, server):
     from project_history_recall.semantic.consent_tokens import TOKEN_LIFETIME
 
-    old = token(pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
-    res = search(pq, "askP", "pelican worker version", consent=old)
+    old = token(remote_pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
+    res = search(remote_pq, "askP", "pelican worker version", consent=old)
     assert res["semantic_status"] == "consent_required", res
     note = res["consent"]["token_result"]
     assert note["status"] == "expired" and "expired" in note["message"], note
     wait_idle()
-    assert not plugin_module("semantic.consent").records(pq["home"])[0] and server.count() == 0
+    assert not plugin_module("semantic.consent").records(remote_pq["home"])[0] and server.count() == 0
     # the fresh token in the same response is this conversation's, and counts
-    agreed = search(pq, "askP", "pelican worker version", consent=res["consent"]["token"])
+    agreed = search(remote_pq, "askP", "pelican worker version", consent=res["consent"]["token"])
     assert agreed["consent"]["status"] == "recorded", agreed
 
 
-def test_a_call_that_names_no_conversation_gets_no_token(pq, server, monkeypatch):
-    monkeypatch.chdir(pq["p_dir"])  # the agent's folder: Pelican, but no session id from the host
+def test_a_call_that_names_no_conversation_gets_no_token(remote_pq, server, monkeypatch):
+    monkeypatch.chdir(remote_pq["p_dir"])  # the agent's folder: Pelican, but no session id from the host
     asked = call(SEARCH, {"query": "pelican worker version", "context": 0})
     assert asked["semantic_status"] == "consent_required" and "token" not in asked["consent"], asked
     assert "consent grant --project" in asked["consent"]["how_to_record"]
     replayed = call(SEARCH, {"query": "pelican worker version", "context": 0,
-                             "consent": token(pq, "P", server, "askP")})
+                             "consent": token(remote_pq, "P", server, "askP")})
     assert replayed["consent"]["token_result"]["status"] == "other_conversation", replayed
     wait_idle()
-    assert not plugin_module("semantic.consent").records(pq["home"])[0] and server.count() == 0
+    assert not plugin_module("semantic.consent").records(remote_pq["home"])[0] and server.count() == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runs import HERMES_BIN
 from hermes_world import PLUGIN_KEY, make_repo, plugin_settings
 
 PROG = "project-history-recall"
@@ -37,7 +38,7 @@ def people(tmp_path, installed):
             argv = [str(installed / "bin" / PROG), *args]
             extra = {}
         else:
-            argv = [str(Path(sys.executable).with_name("hermes")), "recall", *args]
+            argv = [str(HERMES_BIN), "recall", *args]
             extra = {"HERMES_HOME": str(hermes_home)}
         return subprocess.run(argv, env={**env, **extra}, cwd=cwd, capture_output=True, text=True, timeout=300)
 

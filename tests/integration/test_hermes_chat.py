@@ -7,13 +7,10 @@ configured endpoint is a closed local port.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
+from cli_runs import HERMES_BIN
 from hermes_world import World, enable_plugin, only_on
 from pty_terminal import Terminal, plain
-
-HERMES_BIN = Path(sys.executable).with_name("hermes")
 
 
 @only_on((0, 19), "0.22's chat first asks about shared metrics, and after that the line typed into this "

@@ -9,16 +9,14 @@ import subprocess
 import sys
 import textwrap
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 
-from conftest import SRC
+from cli_runs import HERMES_BIN, cli_process
 from hermes_world import PLUGIN_KEY, World, call, enable_plugin, only_on
 
 OUR_TOOLS = {"project_history_search", "project_session_move"}
 PLATFORMS = ("cli", "telegram", "discord", "slack", "cron")
-HERMES_BIN = Path(sys.executable).with_name("hermes")
 
 
 def _tools_per_surface() -> dict[str, set[str]]:
@@ -156,12 +154,6 @@ def test_pip_install_loads_through_the_entry_point(installed, tmp_path):
     assert help_out.returncode == 0 and "search" in help_out.stdout
 
 
-def _cli(*args, home: Path, cwd: Path | None = None, hermes: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
-    cmd = [str(HERMES_BIN), "recall", *args] if hermes else [sys.executable, "-m", "project_history_recall.ui.cli", *args]
-    return subprocess.run(cmd, env=env, cwd=cwd or home, capture_output=True, text=True, timeout=180)
-
-
 @pytest.fixture
 def cli_world(home, work):
     w = World(home)
@@ -177,41 +169,41 @@ def cli_world(home, work):
 
 def test_standalone_cli_search_status_projects(cli_world):
     home, app = cli_world["home"], cli_world["app"]
-    out = _cli("search", "websocket", "--dir", str(app), home=home)
+    out = cli_process("search", "websocket", "--dir", str(app), home=home)
     assert out.returncode == 0, out.stderr
     assert "Fix websocket" in out.stdout and "«websocket»" in out.stdout and "@session:" in out.stdout
-    out = _cli("search", "超时", home=home, cwd=app / "src")
+    out = cli_process("search", "超时", home=home, cwd=app / "src")
     assert out.returncode == 0 and "中文" in out.stdout
-    js = _cli("search", "websocket", "--dir", str(app), "--json", home=home)
+    js = cli_process("search", "websocket", "--dir", str(app), "--json", home=home)
     payload = json.loads(js.stdout)
     assert payload["success"] and payload["project"]["id"] == cli_world["pid"]
-    nothing = _cli("search", "zzzznotthere", "--dir", str(app), "--mode", "keyword", home=home)
+    nothing = cli_process("search", "zzzznotthere", "--dir", str(app), "--mode", "keyword", home=home)
     assert nothing.returncode == 1 and "Nothing found" in nothing.stdout
-    status = _cli("status", str(app / "src"), home=home)
+    status = cli_process("status", str(app / "src"), home=home)
     assert status.returncode == 0 and "App" in status.stdout and "2 sessions" in status.stdout
     assert "semantic: ready — 2/2 sessions indexed" in status.stdout, status.stdout  # the searches indexed them
     # Hermes 0.22 on an SQLite older than 3.51.3 keeps state.db out of WAL; SQLite itself says which.
     with closing(sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)) as conn:
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert ("state.db: WAL journal" if wal else "state.db: rollback journal") in status.stdout, status.stdout
-    assert json.loads(_cli("status", str(app), "--json", home=home).stdout)["journal_mode"] == (
+    assert json.loads(cli_process("status", str(app), "--json", home=home).stdout)["journal_mode"] == (
         "wal" if wal else "rollback")
-    projects = _cli("projects", "--json", home=home)
+    projects = cli_process("projects", "--json", home=home)
     listed = json.loads(projects.stdout)["projects"]
     assert {"kind": "explicit", "name": "App", "sessions": 2}.items() <= listed[0].items()
 
 
 def test_cli_errors_are_one_line(home, work):
-    out = _cli("search", "x", "--dir", str(work), home=home)
+    out = cli_process("search", "x", "--dir", str(work), home=home)
     assert out.returncode == 3
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr and "state.db" in out.stderr
-    bad = _cli("search", "x", "--project", "nope", home=home)
+    bad = cli_process("search", "x", "--project", "nope", home=home)
     assert bad.returncode in (2, 3) and "Traceback" not in bad.stderr
 
 
 def test_hermes_recall_subcommand(cli_world):
     home = cli_world["home"]
     enable_plugin(home)
-    out = _cli("search", "websocket", "--dir", str(cli_world["app"]), home=home, hermes=True)
+    out = cli_process("search", "websocket", "--dir", str(cli_world["app"]), home=home, hermes=True)
     assert out.returncode == 0, out.stderr + out.stdout
     assert "Fix websocket" in out.stdout

@@ -10,13 +10,13 @@ import textwrap
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, found, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 
 
 @pytest.fixture(params=[None, 10_000, 0], ids=["own-keyword-index", "scan-small-scope", "hermes-index-big-scope"])
-def pq(world, work, request, monkeypatch):
+def lookalike_pq(world, work, request, monkeypatch):
     """Projects P and Q in folders that share a prefix and carry % and _."""
     p_dir = work / "app_1%"
     q_dir = work / "app_1%x"
@@ -45,50 +45,46 @@ def pq(world, work, request, monkeypatch):
             "p_dir": p_dir, "q_dir": q_dir, "other": other, "keyword_index": request.param is None}
 
 
-def sessions_of(result):
-    assert result["success"], result
-    return {r["session_id"] for r in result["results"]}
-
-
-def test_projects_never_leak_into_each_other(pq):
+def test_projects_never_leak_into_each_other(lookalike_pq):
     for query in ("websocket", "ERR_CONNECTION_REFUSED", "超时", "websocket ERR_CONNECTION_REFUSED 超时"):
-        from_p = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_p"])
-        from_q = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_q"])
-        assert sessions_of(from_p) <= {pq["sp"], pq["sp2"]}, query
-        assert sessions_of(from_q) <= {pq["sq"]}, query
-        assert from_p["project"] == {"kind": "explicit", "id": pq["P"], "name": "P"}
-        assert from_q["project"]["id"] == pq["Q"]
-    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])) == {pq["sp"]}
+        from_p = call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"])
+        from_q = call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_q"])
+        assert found(from_p) <= {lookalike_pq["sp"], lookalike_pq["sp2"]}, query
+        assert found(from_q) <= {lookalike_pq["sq"]}, query
+        assert from_p["project"] == {"kind": "explicit", "id": lookalike_pq["P"], "name": "P"}
+        assert from_q["project"]["id"] == lookalike_pq["Q"]
+    assert found(call(SEARCH, {"mode": "keyword", "query": "websocket"},
+                      session_id=lookalike_pq["asker_p"])) == {lookalike_pq["sp"]}
 
 
-def test_response_shape_matches_the_spec(pq):
-    res = call(SEARCH, {"mode": "keyword", "query": "websocket reconnect"}, session_id=pq["asker_p"])
+def test_response_shape_matches_the_spec(lookalike_pq):
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket reconnect"}, session_id=lookalike_pq["asker_p"])
     assert res["success"] is True and res["mode"] == "keyword"
     assert res["sessions_in_scope"] == 2  # P's two sessions; the asker's own is excluded
     assert res["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
     hit = res["results"][0]
     assert set(hit) >= {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
-    assert hit["session_id"] == pq["sp"] and hit["title"] == "P one"
-    assert hit["link"] == f"@session:default/{pq['sp']}"
+    assert hit["session_id"] == lookalike_pq["sp"] and hit["title"] == "P one"
+    assert hit["link"] == f"@session:default/{lookalike_pq['sp']}"
     assert hit["score_source"] == "keyword"
     assert ">>>websocket<<<" in hit["snippet"]
     assert any(c.get("hit") for c in hit["context"]) and len(hit["context"]) == 2
 
 
-def test_hybrid_falls_back_to_keyword_and_says_why(pq, world):
-    res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+def test_hybrid_falls_back_to_keyword_and_says_why(lookalike_pq, world):
+    res = call(SEARCH, {"query": "websocket"}, session_id=lookalike_pq["asker_p"])
     assert res["mode"] == "hybrid" and res["results"]
     assert res["semantic_status"] == "ready" and res["searched_with"] == "keyword+semantic"
-    plugin_settings(world.home, semantic=False, keyword_index=pq["keyword_index"])
-    res = call(SEARCH, {"query": "websocket"}, session_id=pq["asker_p"])
+    plugin_settings(world.home, semantic=False, keyword_index=lookalike_pq["keyword_index"])
+    res = call(SEARCH, {"query": "websocket"}, session_id=lookalike_pq["asker_p"])
     assert res["mode"] == "hybrid" and res["results"] and res["searched_with"] == "keyword"
     assert res["semantic_status"] == "disabled" and res["semantic_reason"]
 
 
-def test_link_reads_back_with_core_session_search(pq, world):
+def test_link_reads_back_with_core_session_search(lookalike_pq, world):
     from tools.session_search_tool import session_search
 
-    hit = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])["results"][0]
+    hit = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=lookalike_pq["asker_p"])["results"][0]
     profile, _, sid = hit["link"].removeprefix("@session:").partition("/")
     import json
 
@@ -97,13 +93,14 @@ def test_link_reads_back_with_core_session_search(pq, world):
     assert out["success"] and any(m["id"] == hit["message_id"] for m in out["messages"])
 
 
-def test_cjk_one_two_and_three_plus_characters_and_mixed_scripts(pq):
-    ask = lambda q: sessions_of(call(SEARCH, {"mode": "keyword", "query": q}, session_id=pq["asker_p"]))  # noqa: E731
-    assert ask("超") == {pq["sp2"]}
-    assert ask("超时") == {pq["sp2"]}
-    assert ask("服务端") == {pq["sp2"]}
-    assert ask("修改youer服务端") == {pq["sp2"]}
-    assert ask("youer") == {pq["sp2"]}
+def test_cjk_one_two_and_three_plus_characters_and_mixed_scripts(lookalike_pq):
+    ask = lambda q: found(call(SEARCH, {"mode": "keyword", "query": q},  # noqa: E731
+                               session_id=lookalike_pq["asker_p"]))
+    assert ask("超") == {lookalike_pq["sp2"]}
+    assert ask("超时") == {lookalike_pq["sp2"]}
+    assert ask("服务端") == {lookalike_pq["sp2"]}
+    assert ask("修改youer服务端") == {lookalike_pq["sp2"]}
+    assert ask("youer") == {lookalike_pq["sp2"]}
 
 
 def test_exact_symbols_and_error_codes(world, work):
@@ -124,11 +121,11 @@ def test_exact_symbols_and_error_codes(world, work):
 @pytest.mark.parametrize("query", ['NEAR(websocket reconnect)', 'websocket AND', 'OR', '"unbalanced', 'col:websocket',
                                    '*', '^websocket', 'a:b:c', "'; DROP TABLE messages; --", "(((", '"" AND ""',
                                    "websocket\x00", "\ud800websocket", "x" * 5000])
-def test_malformed_fts_syntax_never_raises(pq, query):
-    res = call(SEARCH, {"mode": "keyword", "query": query}, session_id=pq["asker_p"])
+def test_malformed_fts_syntax_never_raises(lookalike_pq, query):
+    res = call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"])
     assert isinstance(res, dict) and "success" in res
     if res["success"]:
-        assert sessions_of(res) <= {pq["sp"], pq["sp2"]}
+        assert found(res) <= {lookalike_pq["sp"], lookalike_pq["sp2"]}
     else:
         assert res["error"]
 
@@ -144,11 +141,11 @@ def test_auto_project_tier(world, work):
     enable_plugin(world.home)
     res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=asker)
     assert res["project"]["kind"] == "auto" and res["project"]["name"] == "loose-repo"
-    assert sessions_of(res) == {a, b}
-    assert elsewhere not in sessions_of(res)
+    assert found(res) == {a, b}
+    assert elsewhere not in found(res)
 
 
-def test_home_bucket_searches_nothing(pq, world):
+def test_home_bucket_searches_nothing(lookalike_pq, world):
     tg = world.session(("user", "websocket question from telegram"), source="telegram")
     res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=tg)
     assert res["success"] is True and res["results"] == []
@@ -156,77 +153,82 @@ def test_home_bucket_searches_nothing(pq, world):
     assert "project_session_move" in res["reason"]
 
 
-def test_subagent_child_searches_its_parents_project_and_skips_the_conversation(pq, world):
-    child = world.session(("assistant", "subagent scratch websocket"), parent=pq["asker_p"], source="subagent")
+def test_subagent_child_searches_its_parents_project_and_skips_the_conversation(lookalike_pq, world):
+    child = world.session(("assistant", "subagent scratch websocket"), parent=lookalike_pq["asker_p"],
+                          source="subagent")
     res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=child)
-    assert res["project"]["id"] == pq["P"]
-    assert sessions_of(res) == {pq["sp"]}
+    assert res["project"]["id"] == lookalike_pq["P"]
+    assert found(res) == {lookalike_pq["sp"]}
     assert res.get("current_session_excluded") is True
     # The run itself is not P's searchable history (Hermes's session_search hides subagent runs too).
-    res = call(SEARCH, {"mode": "keyword", "query": "subagent scratch"}, session_id=pq["sp"])
-    assert res["project"]["id"] == pq["P"] and sessions_of(res) == set()
+    res = call(SEARCH, {"mode": "keyword", "query": "subagent scratch"}, session_id=lookalike_pq["sp"])
+    assert res["project"]["id"] == lookalike_pq["P"] and found(res) == set()
 
 
-def test_current_session_lookup_order_and_missing_row(pq, monkeypatch):
+def test_current_session_lookup_order_and_missing_row(lookalike_pq, monkeypatch):
     # session_id first; a task_id that exists is used when session_id is unknown.
-    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id="20990101_000000_ffffff", task_id=pq["asker_q"])
-    assert res["project"]["id"] == pq["Q"]
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id="20990101_000000_ffffff",
+               task_id=lookalike_pq["asker_q"])
+    assert res["project"]["id"] == lookalike_pq["Q"]
     # No ids at all, no row yet: the working directory decides.
-    monkeypatch.setenv("TERMINAL_CWD", str(pq["p_dir"]))
+    monkeypatch.setenv("TERMINAL_CWD", str(lookalike_pq["p_dir"]))
     res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id="20990101_000000_eeeeee")
-    assert res["project"]["id"] == pq["P"]
-    monkeypatch.setenv("HERMES_SESSION_ID", pq["asker_q"])
+    assert res["project"]["id"] == lookalike_pq["P"]
+    monkeypatch.setenv("HERMES_SESSION_ID", lookalike_pq["asker_q"])
     res = call(SEARCH, {"mode": "keyword", "query": "websocket"})
-    assert res["project"]["id"] == pq["Q"]
+    assert res["project"]["id"] == lookalike_pq["Q"]
 
 
-def test_include_current_session_and_roles(pq, world):
-    world.say(pq["asker_p"], "user", "websocket in the current conversation")
-    world.say(pq["asker_p"], "tool", "websocket tool output line", tool_name="terminal")
-    default = sessions_of(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"]))
-    assert pq["asker_p"] not in default
+def test_include_current_session_and_roles(lookalike_pq, world):
+    world.say(lookalike_pq["asker_p"], "user", "websocket in the current conversation")
+    world.say(lookalike_pq["asker_p"], "tool", "websocket tool output line", tool_name="terminal")
+    default = found(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=lookalike_pq["asker_p"]))
+    assert lookalike_pq["asker_p"] not in default
     both = call(SEARCH, {"mode": "keyword", "query": "websocket", "include_current_session": True, "include_tool_output": True},
-                session_id=pq["asker_p"])
-    roles = {r["role"] for r in both["results"] if r["session_id"] == pq["asker_p"]}
+                session_id=lookalike_pq["asker_p"])
+    roles = {r["role"] for r in both["results"] if r["session_id"] == lookalike_pq["asker_p"]}
     assert roles == {"user", "tool"}
 
 
-def test_rewound_messages_are_hidden_and_compacted_ones_stay(pq, world):
-    sid = world.session(("user", "zebra rewound message"), ("user", "zebra compacted message"), cwd=pq["p_dir"])
+def test_rewound_messages_are_hidden_and_compacted_ones_stay(lookalike_pq, world):
+    sid = world.session(("user", "zebra rewound message"), ("user", "zebra compacted message"),
+                        cwd=lookalike_pq["p_dir"])
     conn = world.db._conn
     conn.execute("UPDATE messages SET active = 0, compacted = 0 WHERE session_id = ? AND content LIKE '%rewound%'",
                  (sid,))
     conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND content LIKE '%compacted%'",
                  (sid,))
     conn.commit()
-    snippets = [r["snippet"] for r in call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=pq["asker_p"])["results"]]
+    snippets = [r["snippet"] for r in
+                call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=lookalike_pq["asker_p"])["results"]]
     assert any("compacted" in s for s in snippets) and not any("rewound" in s for s in snippets)
 
 
-def test_list_content_is_decoded(pq, world):
-    sid = world.session(cwd=pq["p_dir"])
+def test_list_content_is_decoded(lookalike_pq, world):
+    sid = world.session(cwd=lookalike_pq["p_dir"])
     world.say(sid, "user", [{"type": "text", "text": "giraffe in a multimodal message"},
                             {"type": "image_url", "image_url": {"url": "data:..."}}])
-    res = call(SEARCH, {"mode": "keyword", "query": "giraffe"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "giraffe"}, session_id=lookalike_pq["asker_p"])
     assert res["results"][0]["snippet"].startswith("»") is False
     assert "giraffe" in res["results"][0]["snippet"] and "\x00json" not in res["results"][0]["snippet"]
 
 
-def test_time_range(pq):
-    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "until": "2000-01-01"}, session_id=pq["asker_p"])["results"] == []
-    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "since": "2000-01-01"}, session_id=pq["asker_p"])["results"]
+def test_time_range(lookalike_pq):
+    asker = lookalike_pq["asker_p"]
+    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "until": "2000-01-01"}, session_id=asker)["results"] == []
+    assert call(SEARCH, {"mode": "keyword", "query": "websocket", "since": "2000-01-01"}, session_id=asker)["results"]
 
 
-def test_explicit_project_argument_and_unknown_project(pq):
-    res = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "q"}, session_id=pq["asker_p"])
-    assert res["project"]["id"] == pq["Q"] and sessions_of(res) == {pq["sq"]}
-    bad = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "nope"}, session_id=pq["asker_p"])
+def test_explicit_project_argument_and_unknown_project(lookalike_pq):
+    res = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "q"}, session_id=lookalike_pq["asker_p"])
+    assert res["project"]["id"] == lookalike_pq["Q"] and found(res) == {lookalike_pq["sq"]}
+    bad = call(SEARCH, {"mode": "keyword", "query": "websocket", "project": "nope"}, session_id=lookalike_pq["asker_p"])
     assert bad["success"] is False and "nope" in bad["error"] and bad["candidates"]
 
 
-def test_bad_arguments_come_back_as_json_errors(pq):
+def test_bad_arguments_come_back_as_json_errors(lookalike_pq):
     for args in ({}, {"query": ""}, {"query": "x", "mode": "psychic"}, {"query": "x", "limit": "many"}):
-        res = call(SEARCH, {"mode": "keyword", **args}, session_id=pq["asker_p"])
+        res = call(SEARCH, {"mode": "keyword", **args}, session_id=lookalike_pq["asker_p"])
         assert res["success"] is False and res["error"]
 
 
@@ -242,18 +244,18 @@ def test_missing_and_empty_state_db(home):
     assert res["success"] is False and res["error_code"] == "corrupt"
 
 
-def test_state_db_bytes_and_schema_unchanged(pq, world):
+def test_state_db_bytes_and_schema_unchanged(lookalike_pq, world):
     world.close()
     checkpoint(world.home)
     before = db_digest(world.home / "state.db")
     for args in ({"query": "websocket"}, {"query": "超"}, {"query": "超时 服务端", "include_tool_output": True},
                  {"query": "ERR_CONNECTION_REFUSED", "mode": "semantic"}, {"query": "NEAR("}, {"query": ""},
                  {"query": "x", "project": "Q"}):
-        call(SEARCH, {"mode": "keyword", **args}, session_id=pq["asker_p"])
+        call(SEARCH, {"mode": "keyword", **args}, session_id=lookalike_pq["asker_p"])
     assert db_digest(world.home / "state.db") == before
 
 
-def test_plugin_connection_cannot_write(pq, world):
+def test_plugin_connection_cannot_write(lookalike_pq, world):
     from project_history_recall.hermes import readonly as statedb
 
     conn = statedb.connect_readonly(world.home / "state.db")
@@ -266,14 +268,14 @@ def test_plugin_connection_cannot_write(pq, world):
         conn.close()
 
 
-def test_search_while_another_process_writes(pq, world):
+def test_search_while_another_process_writes(lookalike_pq, world):
     world.close()
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os
         from hermes_state import SessionDB
         db = SessionDB()
         sid = "20260901_999999_abcdef"
-        db.create_session(sid, "cli", cwd={str(pq['p_dir'])!r})
+        db.create_session(sid, "cli", cwd={str(lookalike_pq['p_dir'])!r})
         for n in range(300):
             db.append_message(sid, "user", f"websocket concurrent write {{n}}")
         db.close()
@@ -283,36 +285,37 @@ def test_search_while_another_process_writes(pq, world):
     # slow machine only makes the test longer).
     failures, searches = 0, 0
     while writer.poll() is None or searches < 5:
-        res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=pq["asker_p"])
+        res = call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=lookalike_pq["asker_p"])
         searches += 1
         failures += not res["success"]
     out, _ = writer.communicate(timeout=30)
     assert writer.returncode == 0 and int(out) == 300
     assert failures == 0
-    res = call(SEARCH, {"mode": "keyword", "query": "concurrent"}, session_id=pq["asker_p"])
+    res = call(SEARCH, {"mode": "keyword", "query": "concurrent"}, session_id=lookalike_pq["asker_p"])
     assert res["results"], "rows the writer committed are found"
 
 
-def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(pq, world):
+def test_new_sessions_count_at_once_and_folder_changes_after_a_background_reread(lookalike_pq, world):
 
-    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []
-    fresh = world.session(("user", "okapi sighting in P"), cwd=pq["p_dir"])
-    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])) == {fresh}
+    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=lookalike_pq["asker_p"])["results"] == []
+    fresh = world.session(("user", "okapi sighting in P"), cwd=lookalike_pq["p_dir"])
+    assert found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=lookalike_pq["asker_p"])) == {fresh}
 
     # Hermes moves an existing session's folder (not through this plugin).
-    world.db.update_session_cwd(fresh, str(pq["q_dir"]))
+    world.db.update_session_cwd(fresh, str(lookalike_pq["q_dir"]))
     catalog = plugin_module("scope.resolve").catalog(world.home)
     catalog.max_staleness = 0
-    call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])  # may still see the old folder…
+    asker = lookalike_pq["asker_p"]
+    call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker)  # may still see the old folder…
     catalog.wait_idle()
-    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_p"])["results"] == []  # …the next does not
-    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=pq["asker_q"])) == {fresh}
+    assert call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker)["results"] == []  # …the next does not
+    assert found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=lookalike_pq["asker_q"])) == {fresh}
 
 
-def test_a_new_project_folder_counts_at_once(pq, world, work):
+def test_a_new_project_folder_counts_at_once(lookalike_pq, world, work):
     extra = work / "extra"
     extra.mkdir()
     sid = world.session(("user", "quokka notes"), cwd=extra)
-    assert call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=pq["asker_p"])["results"] == []
-    world.add_folder(pq["P"], extra)
-    assert sessions_of(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=pq["asker_p"])) == {sid}
+    assert call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=lookalike_pq["asker_p"])["results"] == []
+    world.add_folder(lookalike_pq["P"], extra)
+    assert found(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=lookalike_pq["asker_p"])) == {sid}

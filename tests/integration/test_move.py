@@ -20,6 +20,7 @@ from hermes_world import (
     checkpoint,
     db_digest,
     enable_plugin,
+    found,
     make_repo,
     only_on,
     plugin_module,
@@ -35,32 +36,6 @@ GIT_FIELDS = {"cwd", "git_branch", "git_repo_root", "git_metadata_generation"}
 # Hermes's sidebar grouping is read through tui_gateway.server.
 SIDEBAR = only_on((0, 19), "Hermes's sidebar grouping comes from tui_gateway.server, which on the 0.22 line "
                            "needs Python 3.14 to import")
-
-
-@pytest.fixture
-def ab(world, work):
-    """Alpha (a git repo on branch main) and Beta (a plain folder), with history in each and askers."""
-    alpha = make_repo(work / "alpha")
-    (alpha / "src").mkdir()
-    beta = work / "beta"
-    beta.mkdir()
-    a = world.project("Alpha", alpha)
-    b = world.project("Beta", beta)
-    sa = world.session(("user", "zebra crossing bug in the alpha parser"), ("assistant", "fixed the zebra case"),
-                       cwd=alpha / "src", root=alpha, title="Alpha zebra")
-    sa2 = world.session(("user", "another alpha note about parsing"), cwd=alpha, title="Alpha other")
-    sb = world.session(("user", "yak shaving in beta, the zebra is not here"), cwd=beta, title="Beta yak")
-    tg = world.session(("user", "quokka question from telegram"), source="telegram", title="Telegram quokka")
-    ask_a = world.session(cwd=alpha, title="asking from Alpha")
-    ask_b = world.session(cwd=beta, title="asking from Beta")
-    enable_plugin(world.home)
-    return {"A": a, "B": b, "alpha": alpha, "beta": beta, "sa": sa, "sa2": sa2, "sb": sb, "tg": tg,
-            "ask_a": ask_a, "ask_b": ask_b}
-
-
-def found(result) -> set[str]:
-    assert result["success"], result
-    return {r["session_id"] for r in result["results"]}
 
 
 def attributions(home: Path) -> dict[str, tuple]:

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-from conftest import SRC
+from cli_runs import cli_process
 from hermes_world import PLUGIN_KEY, call, session_rows
-from test_move import MOVE, ab  # noqa: F401  (the fixture)
 
-
-def _cli(*args, home: Path, hermes: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(SRC), NO_COLOR="1")
-    cmd = ([str(Path(sys.executable).with_name("hermes")), "recall", *args] if hermes
-           else [sys.executable, "-m", "project_history_recall.ui.cli", *args])
-    return subprocess.run(cmd, env=env, cwd=home, capture_output=True, text=True, timeout=180)
+MOVE = "project_session_move"
 
 
 def test_session_shows_a_move_made_by_another_process(ab, world):
     assert call(MOVE, {"project": "Beta", "session": ab["sa"]}, session_id=ab["ask_a"])["moved"]
-    shown = _cli("session", ab["sa"], "--json", home=world.home)
+    shown = cli_process("session", ab["sa"], "--json", home=world.home)
     info = json.loads(shown.stdout)
     assert info["project"]["id"] == ab["B"] and info["attributed_by"] == "recorded"
     assert info["moves"][0]["from"]["id"] == ab["A"] and info["moves"][0]["from_cwd"] == str(ab["alpha"] / "src")
@@ -52,7 +42,7 @@ def test_cli_move_and_session(ab, world, capsys):
 
 def test_hermes_recall_move_subcommand(ab, world):
     world.db.close()
-    out = _cli("move", ab["sa"], "Beta", "--json", home=world.home, hermes=True)
+    out = cli_process("move", ab["sa"], "Beta", "--json", home=world.home, hermes=True)
     assert out.returncode == 0, out.stderr + out.stdout
     assert json.loads(out.stdout[out.stdout.index("{"):])["moved"] is True
     assert session_rows(world.home)[ab["sa"]]["cwd"] == str(ab["beta"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_world import call, enable_plugin, make_repo, session_rows
+from hermes_world import call, enable_plugin, found, make_repo, session_rows
 
 SEARCH = "project_history_search"
 MOVE = "project_session_move"
@@ -46,11 +46,6 @@ def named(world, work):
 
 def searched(named, project: str) -> dict:
     return call(SEARCH, {"mode": "keyword", "query": "okapi", "project": project})
-
-
-def found(res: dict) -> set[str]:
-    assert res["success"], res
-    return {r["session_id"] for r in res["results"]}
 
 
 @pytest.mark.parametrize("spelling", ["{app}", "{app}/", "{app}//", "{app}/src", "{app}/src/"])

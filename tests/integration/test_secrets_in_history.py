@@ -14,11 +14,10 @@ import re
 
 import pytest
 
+from cli_runs import Outputs, run_cli, run_in_terminal, terminal_env
 from embed_server import EmbeddingServer
-from hermes_world import call, enable_plugin
+from hermes_world import call, enable_plugin, remote_settings
 from pty_terminal import plain
-from test_consent import Outputs, remote_settings, run_cli
-from test_terminal import _env, run_in_terminal
 
 SEARCH = "project_history_search"
 KEY = "sk-proj-Zx81QqLmN0pR7tUvW3yBcD5e"
@@ -118,7 +117,7 @@ def test_recall_and_the_cli_mask_keys_too(history, server, capsys, monkeypatch):
     for query in QUERIES:
         for extra in ([], ["--json"], ["--mode", "keyword", "--context", "3"]):
             assert run_cli(outputs, capsys, "search", query, "--dir", app, *extra, home=home) == 0, outputs.texts[-1]
-    code, raw = run_in_terminal(["search", "proj", "--dir", app, "--mode", "keyword"], _env(home))
+    code, raw = run_in_terminal(["search", "proj", "--dir", app, "--mode", "keyword"], terminal_env(home))
     assert code == 0 and "key setup" in plain(raw), raw[-2000:]
     outputs.add(raw)
     assert not [leaked(t) for t in outputs.texts if leaked(t)]

@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings, wait_idle
 
 SEARCH = "project_history_search"
 
@@ -37,12 +37,6 @@ ZH_DOCS = {
     "pay": "支付回调一直超时，最后把等待时间改成了十五秒。",
     "cat": "猫咪今天打翻了花瓶，地上全是水。",
 }
-
-
-def wait_idle() -> None:
-    for kept in plugin_module("home").Home.every():
-        for worker in plugin_module("semantic.kept").of(kept.path).indexers():
-            assert worker.wait_idle(300), "background indexing did not finish"
 
 
 def ids(res: dict) -> list[int]:
@@ -132,7 +126,7 @@ def test_status_is_truthful(docs, world):
     assert res["searched_with"] == ("keyword+semantic" if res["semantic_status"] != "indexing" else "keyword")
     plugin_module("semantic.embedders").load(plugin_module("settings").load(world.home))  # model loaded
     ask(docs, "EN", "server memory", "hybrid")  # queues the indexing if the model was still loading
-    wait_idle()
+    wait_idle(300)
     assert overview.status(world.home, caller)["semantic_status"] == "ready"
     world.session(("user", "a brand new note about dark mode"), cwd=docs["dirs"]["EN"])
     after = overview.status(world.home, caller)
@@ -199,7 +193,7 @@ def test_move_keeps_vectors(docs, world):
     assert res["success"], res
     assert mid not in ids(ask(docs, "EN", query))
     assert mid in ids(ask(docs, "ZH", query))
-    wait_idle()
+    wait_idle(300)
     after = db.execute("SELECT rowid, vector FROM chunks WHERE session_id = ?", (sid,)).fetchall()
     db.close()
     assert before and after == before
@@ -287,7 +281,7 @@ def test_state_db_unchanged_by_indexing(docs, world):
     from project_history_recall.ui import cli
 
     assert cli.main(["--home", str(world.home), "index", "--all", "--json"]) == 0
-    wait_idle()
+    wait_idle(300)
     assert db_digest(world.home / "state.db") == before
 
 

@@ -15,7 +15,7 @@ import sqlite3
 
 import pytest
 
-from hermes_world import call, enable_plugin, plugin_module
+from hermes_world import call, enable_plugin, found, plugin_module
 
 SEARCH = "project_history_search"
 
@@ -30,11 +30,6 @@ def rowid(home, session_id: str) -> int:
 
 def catalog_of(home):
     return plugin_module("scope.resolve").catalog(home)
-
-
-def found(result) -> set[str]:
-    assert result["success"], result
-    return {r["session_id"] for r in result["results"]}
 
 
 @pytest.fixture

@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 
-from conftest import SRC
+from cli_runs import run_in_terminal, terminal_env
 from hermes_world import World, enable_plugin, plugin_settings
-from pty_terminal import Terminal, plain
-
-
-def run_in_terminal(args: list[str], env: dict, timeout: float = 240.0) -> tuple[int, str]:
-    """Run the CLI with a pty as its terminal; returns (exit code, everything it printed)."""
-    term = Terminal([sys.executable, "-m", "project_history_recall.ui.cli", *args], env)
-    code = term.run_to_end(timeout)
-    return code, term.raw
-
-
-def _env(home) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    env.update(HERMES_HOME=str(home), PYTHONPATH=str(SRC), TERM="xterm-256color", COLUMNS="100")
-    return env
+from pty_terminal import plain
 
 
 def test_first_run_without_a_hermes_home_shows_real_demo_searches(tmp_path):
-    env = _env(tmp_path / "no-such-home")
+    env = terminal_env(tmp_path / "no-such-home")
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # where the demo home is kept
     code, out = run_in_terminal(["quickstart"], env)
     seen = plain(out)
@@ -46,12 +31,12 @@ def test_search_in_a_terminal_highlights_and_links(home, work):
     w.project("App", app)
     sid = w.session(("user", "the websocket reconnect loop is flaky"), cwd=app, title="Fix websocket")
     w.close()
-    code, out = run_in_terminal(["search", "websocket", "--dir", str(app), "--mode", "keyword"], _env(home))
+    code, out = run_in_terminal(["search", "websocket", "--dir", str(app), "--mode", "keyword"], terminal_env(home))
     seen = plain(out)
     assert code == 0, out
     assert "Fix websocket" in seen and f"@session:default/{sid}" in seen
     assert "\x1b[1;33mwebsocket\x1b[0m" in out
-    code, out = run_in_terminal(["search", "zzzznothing", "--dir", str(app), "--mode", "keyword"], _env(home))
+    code, out = run_in_terminal(["search", "zzzznothing", "--dir", str(app), "--mode", "keyword"], terminal_env(home))
     assert code == 1 and "Nothing found" in plain(out)
 
 
@@ -101,7 +86,7 @@ def test_history_cannot_drive_the_terminal(world, work, monkeypatch, capsys):
 
     # The CLI in a colour terminal: the only escape sequences are its own colours.
     code, raw = run_in_terminal(["search", "rollout", "--dir", str(w["app"]), "--mode", "keyword"],
-                                _env(world.home))
+                                terminal_env(world.home))
     assert code == 0, raw
     assert set(re.findall(r"\x1b[^a-zA-Z]*[a-zA-Z]?", raw)) <= OUR_COLOURS, raw
     assert not ACTS.findall(re.sub(r"\x1b\[[0-9;]*m|\r", "", raw)), raw
@@ -110,7 +95,7 @@ def test_history_cannot_drive_the_terminal(world, work, monkeypatch, capsys):
     assert "\x1b[1;33mrollout\x1b[0m" in raw
     # An error message quoting a project's name is escaped the same way.
     code, raw = run_in_terminal(["search", "rollout", "--dir", str(w["app"]), "--project", w["archived"]],
-                                _env(world.home))
+                                terminal_env(world.home))
     assert code == 2 and "Old\\u001b]52;c;ZWNobyBoaQ==\\u0007" in plain(raw), raw
     assert not ACTS.findall(plain(raw).replace("\r", "")), raw
 

@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import SRC
-from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_module
+from cli_runs import cli_process
+from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, wait_idle
 
 SEARCH = "project_history_search"
 TOPICS = ["websocket reconnect backoff", "payment callback timeout", "invoice exporter parallel tests",
@@ -45,36 +41,10 @@ def _world(world, work, sessions: int) -> str:
     return asker
 
 
-def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "PYTHONPATH")}
-    env.update(PYTHONPATH=str(SRC), NO_COLOR="1")
-    return env
-
-
-def _cli(home: Path, *args: str, limit_file_size: bool = False) -> subprocess.CompletedProcess:
-    """The command line in a new process (``limit_file_size``: no file of its may grow)."""
-    def no_growth():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-
-    return subprocess.run([sys.executable, "-m", "project_history_recall.ui.cli", "--home", str(home), *args],
-                          env=_env(), capture_output=True, text=True, timeout=300,
-                          preexec_fn=no_growth if limit_file_size else None)
-
-
 def _cli_search(home: Path, folder: Path, query: str, mode: str) -> dict:
-    proc = _cli(home, "search", query, "--dir", str(folder), "--mode", mode, "--json")
+    proc = cli_process("--home", str(home), "search", query, "--dir", str(folder), "--mode", mode, "--json")
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return json.loads(proc.stdout)
-
-
-def _wait_idle() -> None:
-    for kept in plugin_module("home").Home.every():
-        for worker in plugin_module("semantic.kept").of(kept.path).indexers():
-            assert worker.wait_idle(300)
-        keeper = getattr(kept._slots.get("keyword.keeper"), "keeper", None)  # without opening one
-        if keeper is not None:
-            assert keeper.wait_idle(300)
 
 
 def _checkpoint(path: Path) -> None:
@@ -119,7 +89,7 @@ def test_damaged_embeddings_db_is_rebuilt_in_every_process(world, work):
     folder, data = work / "app", world.home / PLUGIN_KEY
     path = data / "embeddings.db"
     assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["semantic_status"] == "ready"
-    _wait_idle()
+    wait_idle(300)
     before = db_digest(world.home / "state.db")
     for round_ in ("search", "index"):
         _damage_pages(path)
@@ -129,7 +99,7 @@ def test_damaged_embeddings_db_is_rebuilt_in_every_process(world, work):
             assert fresh["success"] and fresh["semantic_status"] == "ready" and fresh["results"], fresh
             assert "embeddings.db was damaged" in fresh["semantic_reason"], fresh
         else:
-            proc = _cli(world.home, "index", "--all", "--json")
+            proc = cli_process("--home", str(world.home), "index", "--all", "--json")
             assert proc.returncode == 0, proc.stdout + proc.stderr
             fresh = json.loads(proc.stdout)
             assert "embeddings.db was damaged" in fresh["repaired"], fresh
@@ -139,7 +109,7 @@ def test_damaged_embeddings_db_is_rebuilt_in_every_process(world, work):
         held = call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)
         assert held["success"] and held["semantic_status"] == "ready" and held["results"], (round_, held)
         _no_state_db_blame(held)
-        _wait_idle()
+        wait_idle(300)
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
@@ -152,7 +122,7 @@ def test_embeddings_db_emptied_while_a_process_holds_it(world, work):
     folder, data = work / "app", world.home / PLUGIN_KEY
     path = data / "embeddings.db"
     assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["semantic_status"] == "ready"
-    _wait_idle()
+    wait_idle(300)
     os.truncate(path, 0)  # this process still holds it open, and its WAL
     fresh = _cli_search(world.home, folder, MEANING, "semantic")
     assert fresh["success"] and fresh["semantic_status"] == "ready" and fresh["results"], fresh
@@ -168,7 +138,7 @@ def test_keywords_db_cut_short_while_a_process_holds_it(world, work):
     path = data / "keywords.db"
     plain = call(SEARCH, {"query": "T0007", "mode": "keyword"}, session_id=asker)
     assert [r["title"] for r in plain["results"]][:1] == [f"{TOPICS[7 % 6]} 7"], plain
-    _wait_idle()
+    wait_idle(300)
     _checkpoint(path)
     assert path.stat().st_size > 4 * 4096
     os.truncate(path, path.stat().st_size // 2)
@@ -180,7 +150,7 @@ def test_keywords_db_cut_short_while_a_process_holds_it(world, work):
     fresh = _cli_search(world.home, folder, "T0013", "keyword")
     assert fresh["success"] and fresh["results"][0]["title"].endswith(" 13"), fresh
     assert len(_broken(data, "keywords.db")) == 1
-    _wait_idle()
+    wait_idle(300)
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] > 0  # rebuilt, and used again
@@ -190,7 +160,7 @@ def test_keywords_db_cut_short_while_a_process_holds_it(world, work):
 def test_a_file_size_limit_names_the_plugins_file(world, work):
     _world(world, work, sessions=6)
     data = world.home / PLUGIN_KEY
-    assert _cli(world.home, "index", "--all").returncode == 0
+    assert cli_process("--home", str(world.home), "index", "--all").returncode == 0
     from hermes_state import SessionDB
 
     # Hermes keeps state.db open while it runs (its WAL index is there to read, never to grow).
@@ -202,7 +172,7 @@ def test_a_file_size_limit_names_the_plugins_file(world, work):
     files = {p.name for p in data.iterdir() if p.suffix == ".db"}
     try:
         for _ in range(2):
-            proc = _cli(world.home, "index", "--all", limit_file_size=True)
+            proc = cli_process("--home", str(world.home), "index", "--all", limit_file_size=True)
             assert proc.returncode == 3, (proc.stdout, proc.stderr)
             assert "state.db" not in proc.stderr, proc.stderr
             assert "keywords.db" in proc.stderr or "embeddings.db" in proc.stderr, proc.stderr
@@ -211,10 +181,10 @@ def test_a_file_size_limit_names_the_plugins_file(world, work):
     finally:
         db.close()
     # With Hermes not running, state.db's own WAL index has to be made to read it: that is where it stops.
-    proc = _cli(world.home, "index", "--all", limit_file_size=True)
+    proc = cli_process("--home", str(world.home), "index", "--all", limit_file_size=True)
     assert proc.returncode == 3 and "file-size limit" in proc.stderr, proc.stderr
     assert not list(data.glob("*.broken-*")), sorted(p.name for p in data.iterdir())
     assert {p.name for p in data.iterdir() if p.suffix == ".db"} == files
-    done = _cli(world.home, "index", "--all", "--json")
+    done = cli_process("--home", str(world.home), "index", "--all", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["keyword"]["sessions_updated"] == 6

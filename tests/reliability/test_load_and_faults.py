@@ -15,7 +15,8 @@ from contextlib import closing
 import pytest
 
 from conftest import sizes
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings
+from hermes_world import (call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings, session_rows,
+                          store_state)
 
 SEARCHERS = 8
 WRITER = textwrap.dedent("""
@@ -170,8 +171,10 @@ def test_state_db_faults_give_clear_errors(home, work):
 def test_a_damaged_page_in_a_real_state_db(world, work):
     app = work / "app"
     app.mkdir()
+    written = {}  # session id -> (its message's id, the number in its text)
     for n in range(200):
-        world.session(("user", f"websocket {n} " + "padding " * 200), cwd=app)
+        sid = world.session(("user", f"websocket {n} " + "padding " * 200), cwd=app)
+        written[sid] = (world.db.get_messages(sid)[0]["id"], n)
     asker = world.session(cwd=app)
     world.close()
     checkpoint(world.home)
@@ -185,6 +188,19 @@ def test_a_damaged_page_in_a_real_state_db(world, work):
     assert isinstance(res.get("success"), bool)
     if not res["success"]:
         assert res["error_code"] in ("corrupt", "error") and res["error"]
+        assert "Traceback" not in res["error"] and "results" not in res, res
+        return
+    # Searched in spite of the damage: what it shows is what was written, from the pages left intact,
+    # each hit the message of its own session (never random bytes, never the asking session).
+    assert res["project"] == {"kind": "auto", "id": str(app), "name": "app"}, res["project"]
+    assert res["current_session_excluded"] is True
+    assert res["results"], res
+    for hit in res["results"]:
+        assert hit["session_id"] in written, hit
+        message_id, n = written[hit["session_id"]]
+        assert hit["message_id"] == message_id and hit["role"] == "user", hit
+        assert hit["link"] == f"@session:default/{hit['session_id']}", hit
+        assert hit["snippet"].startswith(f">>>websocket<<< {n} padding padding"), hit
 
 
 def test_locked_state_db_is_reported_not_hung(world, work, monkeypatch):
@@ -231,6 +247,8 @@ def test_projects_db_missing_locked_or_corrupt(world, work, monkeypatch):
     (world.home / "projects.db.bak").rename(projects)
 
     monkeypatch.setattr(plugin_module("hermes.readonly"), "BUSY_TIMEOUT_MS", 300)
+    before = {"projects": _projects_rows(projects), "sessions": session_rows(world.home),
+              "store": store_state(world.home)}
     holder = sqlite3.connect(projects, isolation_level=None)
     holder.execute("PRAGMA journal_mode=DELETE")
     holder.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -239,11 +257,32 @@ def test_projects_db_missing_locked_or_corrupt(world, work, monkeypatch):
     try:
         res = call("project_history_search", {"query": "websocket"}, session_id=asker)
         assert isinstance(res["success"], bool)
-        if not res["success"]:
-            assert res["error_code"] == "locked"
+        if res["success"]:  # answered from what it read before the lock: the explicit project, all of it
+            assert res["project"]["kind"] == "explicit" and res["project"]["name"] == "App", res
+            assert {r["session_id"] for r in res["results"]} == {sid}
+        else:
+            assert res["error_code"] == "locked", res
+            assert "projects database" in res["error"] and "try again" in res["error"], res
+            assert "results" not in res, res
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+    # Nothing changed anywhere: Hermes's projects and sessions, the plugin's own store.
+    assert {"projects": _projects_rows(projects), "sessions": session_rows(world.home),
+            "store": store_state(world.home)} == before
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] and res["project"]["kind"] == "explicit", res
+    assert {r["session_id"] for r in res["results"]} == {sid}
+
+
+def _projects_rows(path) -> dict:
+    """Every row of every table of Hermes's projects.db, read-only."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}
+    finally:
+        conn.close()
 
 
 def test_reads_only_ever(world, work):
