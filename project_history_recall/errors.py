@@ -1,28 +1,36 @@
-"""One error type for everything a person can act on.
+"""One error type for everything a person can act on, and what every response says happened.
 
 Every failure the plugin reports is a ``PluginError``: a message a person
 can act on, an ``error_code`` a program can branch on, and extras (the
 candidates of an ambiguous project, say). ``envelope`` turns any exception
 into the JSON Hermes's tools return (``{"success": false, "error": …,
-"error_code": …}``); the command line's exit code comes from the error's
-class (``exit_code``), so no list of code strings is kept by hand anywhere.
+"error_code": …, "outcome": …}``).
 
-The three kinds, by what the person should do:
+Every response, success or failure, carries an ``outcome``, set where the
+response is built; the command line's exit code is read from it
+(``exit_code``), never guessed from the response's shape:
 
-- ``UsageError``: the request cannot be done as asked (a bad argument, an
-  unknown project): change the request. Exit code 2.
-- ``DataError``: Hermes's data or the plugin's own files could not be read
-  or written (missing, locked, corrupt, a full disk): nothing was changed;
-  fix the file or try again. Exit code 3.
-- ``ConsentError``: a remote embedder needs the user's consent first. Exit 4.
+- ``found`` / ``done``: a search found something, a command did what it was
+  asked. Exit code 0.
+- ``nothing``: a search found nothing, or there was nothing to do (a session
+  already in its project, a consent already on record or declined). Exit 1.
+- ``usage``: the request cannot be done as asked (a bad argument, an unknown
+  project): change the request (``UsageError``). Exit 2.
+- ``data``: Hermes's data or the plugin's own files could not be read or
+  written (missing, locked, corrupt, a full disk): nothing was changed; fix the
+  file or try again (``DataError``). ``internal``: a bug, reported as one.
+  Exit 3.
+- ``consent``: a remote embedder needs the user's consent first
+  (``ConsentError``, or an index run that left a project for it). Exit 4.
 """
 
 from __future__ import annotations
 
+FOUND, DONE, NOTHING, USAGE = "found", "done", "nothing", "usage"
+DATA, INTERNAL, CONSENT = "data", "internal", "consent"
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA, EXIT_CONSENT = 0, 1, 2, 3, 4
-
-# error_code -> exit code, filled by each class's ``codes`` (see __init_subclass__).
-_EXIT_BY_CODE: dict[str, int] = {}
+_EXIT_BY_OUTCOME = {FOUND: EXIT_FOUND, DONE: EXIT_FOUND, NOTHING: EXIT_NOTHING, USAGE: EXIT_USAGE,
+                    DATA: EXIT_DATA, INTERNAL: EXIT_DATA, CONSENT: EXIT_CONSENT}
 
 
 class PluginError(Exception):
@@ -30,14 +38,12 @@ class PluginError(Exception):
 
     code = "error"
     codes: tuple[str, ...] = ()  # every code this class is raised with (the first is the default)
-    exit_code = EXIT_DATA
+    outcome = DATA
 
     def __init_subclass__(cls, **kw) -> None:
         super().__init_subclass__(**kw)
         if cls.codes:
             cls.code = cls.codes[0]
-        for code in cls.codes:
-            _EXIT_BY_CODE.setdefault(code, cls.exit_code)
 
     def __init__(self, message: str, code: str | None = None, **extra: object):
         super().__init__(message)
@@ -46,38 +52,35 @@ class PluginError(Exception):
         self.extra = extra
 
     def envelope(self) -> dict:
-        return {"success": False, "error": str(self), "error_code": self.code, **self.extra}
+        return {"success": False, "error": str(self), "error_code": self.code, "outcome": self.outcome,
+                **self.extra}
 
 
 class UsageError(PluginError):
     codes = ("bad_argument",)
-    exit_code = EXIT_USAGE
+    outcome = USAGE
 
 
 class DataError(PluginError):
-    codes = ("error", "internal")
-    exit_code = EXIT_DATA
+    codes = ("error",)
+    outcome = DATA
 
 
 class ConsentError(PluginError):
     codes = ("consent_required",)
-    exit_code = EXIT_CONSENT
+    outcome = CONSENT
 
 
 def envelope(exc: BaseException) -> dict:
-    """The response for any exception: its own envelope, or an internal error (a bug, reported as one)."""
+    """The response for any exception: its own envelope, or an internal error (a bug, reported as
+    one, in one line: the traceback is for the log)."""
     if isinstance(exc, PluginError):
         return exc.envelope()
-    return {"success": False, "error": f"Internal error: {type(exc).__name__}: {exc}", "error_code": "internal"}
+    message = " ".join(str(exc).split())
+    return {"success": False, "error": f"Internal error: {type(exc).__name__}: {message}",
+            "error_code": INTERNAL, "outcome": INTERNAL}
 
 
 def exit_code(response: dict) -> int:
-    """The command line's exit code for a response: found / done (0), found or did nothing (1),
-    done but a project was left for the user's consent (4), or its error's class."""
-    if response.get("success"):
-        if response.get("skipped_for_consent"):
-            return ConsentError.exit_code
-        if response.get("moved") is False or response.get("recorded") is False:
-            return EXIT_NOTHING
-        return EXIT_FOUND if response.get("results", True) else EXIT_NOTHING
-    return _EXIT_BY_CODE.get(response.get("error_code", ""), EXIT_DATA)
+    """The command line's exit code for a response: the one of the outcome it was built with."""
+    return _EXIT_BY_OUTCOME[response["outcome"]]

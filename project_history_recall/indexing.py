@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import settings as config
-from .errors import DataError, PluginError, UsageError
+from .errors import CONSENT, DONE, DataError, PluginError, UsageError
 from .files import derived
 from .files.locks import FileLock, LockTimeout
 from .hermes import paths
@@ -32,7 +32,7 @@ from .hermes.host import Caller
 from .hermes.statedb import reading
 from .keyword import textindex
 from .scope.resolve import HOME_REASON, attribution_map, auto_name, resolve_scope
-from .semantic import consent, indexer
+from .semantic import consent, consent_request, indexer
 from .semantic import engine as semantic
 from .semantic import kept as semantic_parts
 
@@ -108,7 +108,7 @@ def run(home: Path, caller: Caller, *, project: str | None = None, every: bool =
 
 def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str,
          on_estimate: Callable[[dict], None] | None) -> dict:
-    out: dict = {"success": True}
+    out: dict = {"success": True, "outcome": DONE}
     if settings.keyword_index:
         out["keyword"] = _keyword(home, wanted, on_progress)
     ready = semantic.prepare(home, settings, wait=None)
@@ -153,7 +153,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
             skipped.append({"project": {"kind": key[0], "id": key[1], "name": name},
                             "reason": f"no consent to send its messages to {embedder.provider} "
                                       f"(model {embedder.model}); nothing was sent",
-                            "how_to_record": consent.grant_command(grant_command, key[1])})
+                            "how_to_record": consent_request.grant_command(grant_command, key[1])})
             continue
         with reading(paths.state_db_path(home)) as (conn, shape):
             sample = (indexer.first_text(conn, shape, sids, settings.chunk_chars, settings.chunk_overlap)
@@ -175,4 +175,5 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
         out["estimate"] = estimate
     if skipped:
         out["skipped_for_consent"] = skipped
+        out["outcome"] = CONSENT
     return out

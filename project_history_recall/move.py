@@ -42,7 +42,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DataError, PluginError, UsageError
+from .errors import DONE, NOTHING, DataError, PluginError, UsageError
 from .hermes import host, paths
 from .hermes.facts import ProjectInfo
 from .hermes.host import Caller
@@ -247,6 +247,7 @@ def _already(row: SessionRow, target: ProjectInfo, before: Attribution, profile:
     title = row.title or row.id
     return {
         "success": True,
+        "outcome": NOTHING,
         "moved": False,
         "reason": "already_in_project",
         "session_id": row.id,
@@ -389,6 +390,7 @@ def _moved(home: Path, plan: _Plan, live: str) -> dict:
     origin = "no project" if plan.before.kind == "home" else f"'{plan.before.name}'"
     return {
         "success": True,
+        "outcome": DONE,
         "moved": True,
         "session_id": row.id,
         "title": row.title or "",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import settings as config
-from .errors import PluginError
+from .errors import DONE, PluginError
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.readonly import journal_mode
@@ -31,6 +31,7 @@ def status(home: Path, caller: Caller) -> dict:
         return exc.envelope()
     return {
         "success": True,
+        "outcome": DONE,
         # The session's own folder when it has a row; else where the caller works.
         "folder": (row.cwd if row and row.cwd else None) or caller.cwd,
         "session_id": scope.caller_session,
@@ -69,6 +70,7 @@ def list_projects(home: Path) -> dict:
     )
     return {
         "success": True,
+        "outcome": DONE,
         "projects": explicit + auto,
         "home_bucket_sessions": counts.get(("home", None), 0),
         "hermes_home": str(home),
@@ -88,6 +90,7 @@ def session_info(home: Path, ref: str) -> dict:
     profile = paths.profile_name(home)
     return {
         "success": True,
+        "outcome": DONE,
         "session_id": row.id,
         "title": row.title or "",
         "link": link(profile, row.id),

@@ -38,7 +38,7 @@ import string
 from .files import envfile
 
 MASK = envfile.MASK
-# The shape of this plugin's consent tokens (semantic.consent issues them), kept here because
+# The shape of this plugin's consent tokens (semantic.consent_tokens issues them), kept here because
 # masking sits below the consent gate: it needs the shape, nothing else of consent.
 CONSENT_TOKEN_PREFIX = "consent-"
 CONSENT_TOKEN = re.compile(re.escape(CONSENT_TOKEN_PREFIX) + r"[a-z2-7]{32,}")

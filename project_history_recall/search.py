@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fusion, redaction, results
+from . import consenting, fusion, redaction, results
 from . import settings as config
-from .errors import PluginError, UsageError
+from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
@@ -30,7 +30,6 @@ from .keyword import engine as keyword
 from .keyword import textindex
 from .keyword.querytext import ParsedQuery, clean_text, parse
 from .scope.resolve import HOME_REASON, Scope, resolve_scope
-from .semantic import consent
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
@@ -259,6 +258,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
     out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
     response = {
         "success": True,
+        "outcome": FOUND if out else NOTHING,
         "mode": req.mode,
         "searched_with": searched_with,
         "project": scope.attribution.as_json(),
@@ -361,19 +361,19 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             if index_budget_ms is not None:
                 settings = dataclasses.replace(settings, index_budget_ms=index_budget_ms)
             # The user's answer to an earlier consent request is recorded before anything is embedded.
-            note = consent.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
+            note = consenting.accept(home, settings, scope.attribution.as_json(), req.consent, scope.conversation,
                                   _granted_by(scope.conversation)) if req.consent else None
             if scope.attribution.kind == "home":
                 outcome = semantic.prepare(home, settings, wait=0)
                 if outcome.usable:
                     outcome.status, outcome.reason = "ready", "nothing to search outside a project"
-                return consent.annotate({
-                    "success": True, "mode": req.mode, "project": scope.attribution.as_json(),
+                return consenting.annotate({
+                    "success": True, "outcome": NOTHING, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
                     **outcome.fields(), "reason": HOME_REASON,
                 }, note)
             hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
-            return consent.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
+            return consenting.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
                                     note)
     except PluginError as exc:
         return exc.envelope()

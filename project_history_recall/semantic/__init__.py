@@ -4,7 +4,11 @@
 - ``chunking``: message text into the pieces that get one vector each, pure;
 - ``store``: ``embeddings.db``, the vectors;
 - ``indexer``: keeping the store in step with state.db, in the background;
-- ``consent``: the one gate before any text leaves the machine;
+- ``consent``: the one gate before any text leaves the machine, and the consent records it checks;
+- ``consent_tokens``: the token that shows the user agreed in the conversation that asked, signed
+  with ``consent_secret``'s key;
+- ``consent_request``: what a consent request tells the agent or a person (what would be sent, how
+  to agree);
 - ``matrix``: a scope's vectors in memory, searched exactly, pure numpy;
 - ``engine``: one search's semantic side and its status;
 - ``kept``: what the engine keeps per Hermes home (the store, its indexers and matrices).

@@ -17,7 +17,7 @@ from ..files import derived
 from ..hermes import paths
 from ..hermes.statedb import reading
 from ..scope.resolve import Scope
-from . import consent, embedders, indexer, kept
+from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
@@ -33,7 +33,7 @@ class Outcome:
     store: VectorStore | None = None
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
-    consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent.py)
+    consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
 
     @property
     def usable(self) -> bool:
@@ -117,7 +117,7 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
         worker = kept.of(home).indexer(settings, embedder, store)
         summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
     except consent.ConsentRequired as exc:
-        return Outcome("consent_required", str(exc), consent=consent.request(
+        return Outcome("consent_required", str(exc), consent=consent_request.request(
             home, conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars,
             scope.conversation))
     except embedders.EmbedderUnavailable as exc:  # a remote service failed; keyword search goes on
@@ -197,7 +197,7 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
         try:
             consent.check(home, out.embedder, scope.attribution.key)
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
-            return Outcome("consent_required", str(exc), consent=consent.describe(
+            return Outcome("consent_required", str(exc), consent=consent_request.describe(
                 conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
     try:
         # A remote model not asked yet in this process: its vectors from earlier runs, if any.

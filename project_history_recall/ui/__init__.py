@@ -4,6 +4,8 @@
 - ``cli``: ``hermes recall …`` and ``project-history-recall …``; ``arguments``: what they accept
   (Hermes builds that parser at every start, so it loads no command);
 - ``slash``: ``/recall`` inside a session;
+- ``edge``: the last resort of the three above: an exception nobody caught becomes the same
+  one-line error everywhere, logged, the remote embedder's key scrubbed from both;
 - ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
   CLI writes (the remote embedder's key is scrubbed there);
 - ``terminal``: control and bidi characters from history escaped for every edge above, so

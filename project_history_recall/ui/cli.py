@@ -2,11 +2,11 @@
 
 Standalone as ``project-history-recall …`` and inside Hermes as
 ``hermes recall …``. It parses, calls the library (``search``, ``move``,
-``overview``, ``indexing``, ``granting``, ``semantic.consent``) and prints what ``render``
+``overview``, ``indexing``, ``consenting``) and prints what ``render``
 makes of the response, or the response itself with ``--json``. Errors are one
 line on stderr, never a traceback; usage errors too.
 
-Exit codes come from the response (``errors.exit_code``): 0 found / done,
+Exit codes come from the outcome each response carries (``errors.exit_code``): 0 found / done,
 1 searched and found nothing (``move``: the session was already there;
 ``consent grant``: nothing to grant), 2 bad arguments, 3 Hermes's data could
 not be read or written, 4 a remote embedder needs consent first (``index``;
@@ -28,14 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-from .. import errors, granting, indexing, move, overview, search
+from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
+from ..errors import EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
-from . import demo, render
+from . import demo, edge, render
 from .arguments import DESCRIPTION, Parser, setup_parser
 
 # A person running one search waits for the model and index (the agent's tool
@@ -318,6 +318,7 @@ def config_report(home: Path) -> dict:
     leaves = {key: settings.value(key) for key in settings.origins}
     return {
         "success": True,
+        "outcome": errors.DONE,
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
         "sources": list(settings.sources),
@@ -336,7 +337,7 @@ def config_report(home: Path) -> dict:
 def cmd_consent(run: _Run) -> int:
     action = getattr(run.args, "consent_command", None)
     if action == "list":
-        return run.emit(consent.listing(run.home), render.format_consents)
+        return run.emit(consenting.listing(run.home), render.format_consents)
     if action != "grant":
         run.out.error(f"say what to do: consent list, or consent grant [DIR] [--project P] "
                       f"(see {run.args.prog} consent --help)")
@@ -351,8 +352,8 @@ def cmd_consent(run: _Run) -> int:
         question = described["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
-    response = granting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
-                                         None if run.args.yes else confirm)
+    response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
+                                           None if run.args.yes else confirm)
     return run.emit(response, render.format_message)
 
 
@@ -381,8 +382,6 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
     run = _Run(home, args, out)
     try:
         return command(run)
-    except PluginError as exc:  # raised before the library was called (a bad --dir)
-        return run.emit(exc.envelope(), render.format_message)
     except KeyboardInterrupt:
         out.error("interrupted")
         return 130
@@ -391,9 +390,8 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
         # pipe again when it flushes stdout at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FOUND
-    except Exception as exc:  # one line for a person, never a traceback
-        out.error(f"{type(exc).__name__}: {exc}")
-        return EXIT_DATA
+    except Exception as exc:  # a PluginError raised before the library was called (a bad --dir), or a bug
+        return run.emit(edge.failure(home, exc, f"{prog} {args.recall_command}"), render.format_message)
 
 
 def run_from_hermes(args: argparse.Namespace) -> None:

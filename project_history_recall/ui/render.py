@@ -1,7 +1,7 @@
 """What a person reads: every response as text, the same on the command line and in ``/recall``.
 
 The responses are the library's dicts (``search.run``, ``move.run``,
-``overview``, ``indexing.run``, ``semantic.consent``); nothing here decides or
+``overview``, ``indexing.run``, ``consenting``); nothing here decides or
 looks anything up. ``Output`` is the one place the command line writes, and
 ``/recall`` returns ``scrubbed`` text: in both, the remote embedder's API key
 is masked and terminal control characters are escaped (``terminal``), whatever
@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import results
 from .. import settings as config
 from ..files import envfile
-from ..semantic import consent
+from ..semantic import consent_request
 from . import terminal
 
 class Style:
@@ -242,7 +242,7 @@ def for_person(response: dict, command: str) -> dict:
     that grants it, never the agent's token."""
     asked = response.get("consent")
     if isinstance(asked, dict) and asked.get("required"):
-        response = {**response, "consent": consent.for_person(asked, command)}
+        response = {**response, "consent": consent_request.for_person(asked, command)}
     return response
 
 

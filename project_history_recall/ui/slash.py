@@ -12,7 +12,10 @@ as for the tools.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..hermes import host, paths
+from . import edge
 
 USAGE = __doc__.split("\n\n")[1].rstrip() + "\n"
 # What the tool's ``notice`` tells the model, in a line for the person reading the results.
@@ -30,11 +33,16 @@ def handle(raw_args: str) -> str:
     # Loaded on the first /recall, not when the plugin registers (see tools.handle_search).
     from . import render
 
+    home = paths.hermes_home()
+    try:
+        text = _handle(home, raw_args)
+    except Exception as exc:  # Hermes would print it as it is, the key included
+        text = _plain(edge.failure(home, exc, "/recall"), render.format_message)
     # The remote embedder's key never shows, whatever the history holds.
-    return render.scrubbed(paths.hermes_home(), _handle(raw_args))
+    return render.scrubbed(home, text)
 
 
-def _handle(raw_args: str) -> str:
+def _handle(home: Path, raw_args: str) -> str:
     from .. import move, overview, search
     from . import render
 
@@ -43,7 +51,7 @@ def _handle(raw_args: str) -> str:
     verb, rest = verb.lower(), rest.strip()
     if not text or verb in ("help", "-h", "--help"):
         return USAGE
-    home, caller = paths.hermes_home(), host.caller_from_dispatch({})
+    caller = host.caller_from_dispatch({})
     if verb == "status":
         return _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)
     if verb == "move":

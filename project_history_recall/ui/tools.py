@@ -11,14 +11,10 @@ in ``toolsets.py``).
 from __future__ import annotations
 
 import json
-import logging
 
-from .. import errors
 from .. import settings as config
 from ..hermes import host, paths
-from . import terminal
-
-logger = logging.getLogger(__name__)
+from . import edge, terminal
 
 TOOLSET = "project_history"
 
@@ -85,9 +81,8 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
     home = paths.hermes_home()
     try:
         text = _json(run(home, host.caller_from_dispatch(kw), args))
-    except Exception as exc:  # the last line of defence
-        logger.exception("%s failed", tool)
-        text = _json(errors.envelope(exc))
+    except Exception as exc:
+        text = _json(edge.failure(home, exc, tool))
     # Belt and braces: the remote embedder's key never leaves in a tool result,
     # even if it sits in the searched history itself.
     return config.scrub_configured(home, text)

@@ -156,16 +156,15 @@ def test_recall_and_the_cli_print_the_same_cards(world, work, monkeypatch, capsy
 
 
 def test_index_and_consent_are_library_calls_that_return_dicts(remote_pq):
-    from project_history_recall import granting, indexing
+    from project_history_recall import consenting, indexing
     from project_history_recall.hermes.host import Caller
-    from project_history_recall.semantic import consent
 
     home = remote_pq["home"]
     asked = []
-    refused = granting.grant_for_person(home, Caller(cwd=str(remote_pq["p_dir"])), None,
-                                        lambda described: asked.append(described) or False)
+    refused = consenting.grant_for_person(home, Caller(cwd=str(remote_pq["p_dir"])), None,
+                                          lambda described: asked.append(described) or False)
     assert refused["success"] and refused["recorded"] is False and asked[0]["project"]["name"] == "Pelican"
-    assert consent.listing(home)["consents"] == []
+    assert consenting.listing(home)["consents"] == []
     seen = []
     done = indexing.run(home, Caller(), every=True, on_progress=lambda *event: seen.append(event[:2]),
                         grant_command="recall-cli")
@@ -173,8 +172,8 @@ def test_index_and_consent_are_library_calls_that_return_dicts(remote_pq):
     assert sorted(s["project"]["name"] for s in done["skipped_for_consent"]) == ["Pelican", "Quokka"]
     assert done["skipped_for_consent"][0]["how_to_record"].startswith("recall-cli consent grant --project ")
     assert done["keyword"]["sessions_updated"] > 0 and ("keyword", "Pelican") in seen
-    granted = granting.grant_for_person(home, Caller(), "Quokka")
-    assert granted["recorded"] is True and consent.listing(home)["consents"][0]["project"]["name"] == "Quokka"
+    granted = consenting.grant_for_person(home, Caller(), "Quokka")
+    assert granted["recorded"] is True and consenting.listing(home)["consents"][0]["project"]["name"] == "Quokka"
     again = indexing.run(home, Caller(), project="Quokka")
     assert again["projects"][0]["messages_embedded"] == 3 and "skipped_for_consent" not in again
     assert again["keyword"]["sessions_updated"] == 0  # already brought up to date above

@@ -31,8 +31,8 @@ def search(remote_pq, who: str, query: str, **extra) -> dict:
 
 def token(remote_pq, project: str, server: EmbeddingServer, who: str, model: str = EMBED_MODEL, **kw) -> str:
     """A genuine token for ``project``, given to the conversation of session ``who``."""
-    return plugin_module("semantic.consent").token_for(remote_pq["home"], server.url, model,
-                                                       ("explicit", remote_pq[project]), remote_pq[who], **kw)
+    return plugin_module("semantic.consent_tokens").token_for(remote_pq["home"], server.url, model,
+                                                              ("explicit", remote_pq[project]), remote_pq[who], **kw)
 
 
 def subprocess_cli(outputs: Outputs, home: Path, *argv, hermes: bool = False, cwd: Path | None = None):
@@ -112,8 +112,8 @@ def test_nothing_is_sent_before_consent_on_any_path(remote_pq, server, capsys, m
     assert c["service"] == server.url and c["model"] == EMBED_MODEL and c["project"]["name"] == "Pelican"
     assert c["would_send"]["messages"] == 5 and c["would_send"]["sessions"] == 4  # P's user/assistant rows
     assert c["nothing_sent_yet"] and "Pelican" in c["ask_user"] and server.url in c["ask_user"]
-    assert plugin_module("semantic.consent").token_status(remote_pq["home"], c["token"], server.url, EMBED_MODEL,
-                                                          ("explicit", remote_pq["P"]), (remote_pq["askP"],)) == "valid"
+    assert plugin_module("semantic.consent_tokens").token_status(remote_pq["home"], c["token"], server.url, EMBED_MODEL,
+                                                                 ("explicit", remote_pq["P"]), (remote_pq["askP"],)) == "valid"
     # a token only ever appears in the tool responses that ask
     tokens = {t for text in outputs.texts for t in plugin_module("redaction").CONSENT_TOKEN.findall(text)}
     assert c["token"] in tokens
@@ -357,7 +357,7 @@ def test_a_subagent_of_the_conversation_that_asked_may_record_it(remote_pq, serv
 
 
 def test_an_expired_token_records_nothing_and_the_response_asks_again(remote_pq, server):
-    from project_history_recall.semantic.consent import TOKEN_LIFETIME
+    from project_history_recall.semantic.consent_tokens import TOKEN_LIFETIME
 
     old = token(remote_pq, "P", server, "askP", issued_at=time.time() - TOKEN_LIFETIME - 60)
     res = search(remote_pq, "askP", "pelican worker version", consent=old)

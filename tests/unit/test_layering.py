@@ -27,7 +27,7 @@ LAYERS = (
     ("scope", ("scope",)),
     ("engines", ("keyword", "semantic")),
     ("pieces", ("fusion", "results")),
-    ("use cases", ("search", "indexing", "granting", "overview", "move", "warmup")),
+    ("use cases", ("search", "indexing", "consenting", "overview", "move", "warmup")),
     ("edges", ("ui",)),
     ("plugin", ("",)),
 )

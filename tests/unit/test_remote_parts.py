@@ -18,7 +18,7 @@ from embed_server import EmbeddingServer, Reply
 from project_history_recall import redaction
 from project_history_recall import settings as config
 from project_history_recall.files import configfile, envfile
-from project_history_recall.semantic import consent
+from project_history_recall.semantic import consent, consent_secret, consent_tokens
 from project_history_recall.semantic.embedders import openai as remote_embedder
 from project_history_recall.semantic.embedders.base import EmbedderUnavailable
 from project_history_recall.semantic.embedders.openai import OpenAIEmbedder
@@ -187,28 +187,28 @@ def test_a_symlinked_config_is_written_through(home, tmp_path):
 # -- tokens -------------------------------------------------------------------------------------------
 def test_tokens_are_bound_to_one_scope_one_conversation_and_one_home(home, tmp_path):
     scope = ("http://s/v1", "m", ("explicit", "p_1"))
-    t = consent.token_for(home, *scope, "conv-a")
-    assert consent.token_status(home, t, "http://s/v1/", "m", ("explicit", "p_1"), ("conv-a",)) == "valid"
-    assert consent.token_status(home, t, *scope, ("root", "conv-a")) == "valid"  # anywhere in its lineage
+    t = consent_tokens.token_for(home, *scope, "conv-a")
+    assert consent_tokens.token_status(home, t, "http://s/v1/", "m", ("explicit", "p_1"), ("conv-a",)) == "valid"
+    assert consent_tokens.token_status(home, t, *scope, ("root", "conv-a")) == "valid"  # anywhere in its lineage
     for other in (("http://s2/v1", "m", ("explicit", "p_1")), ("http://s/v1", "m2", ("explicit", "p_1")),
                   ("http://s/v1", "m", ("explicit", "p_2")), ("http://s/v1", "m", ("auto", "p_1"))):
-        assert consent.token_status(home, t, *other, ("conv-a",)) == "rejected"
-    assert consent.token_status(home, t, *scope, ("conv-b",)) == "other_conversation"
-    assert consent.token_status(home, t, *scope, ()) == "other_conversation"
-    old = consent.token_for(home, *scope, "conv-a", issued_at=time.time() - consent.TOKEN_LIFETIME - 1)
-    assert consent.token_status(home, old, *scope, ("conv-a",)) == "expired"
-    future = consent.token_for(home, *scope, "conv-a", issued_at=time.time() + 3600)
-    assert consent.token_status(home, future, *scope, ("conv-a",)) == "expired"
+        assert consent_tokens.token_status(home, t, *other, ("conv-a",)) == "rejected"
+    assert consent_tokens.token_status(home, t, *scope, ("conv-b",)) == "other_conversation"
+    assert consent_tokens.token_status(home, t, *scope, ()) == "other_conversation"
+    old = consent_tokens.token_for(home, *scope, "conv-a", issued_at=time.time() - consent_tokens.TOKEN_LIFETIME - 1)
+    assert consent_tokens.token_status(home, old, *scope, ("conv-a",)) == "expired"
+    future = consent_tokens.token_for(home, *scope, "conv-a", issued_at=time.time() + 3600)
+    assert consent_tokens.token_status(home, future, *scope, ("conv-a",)) == "expired"
     # one flipped character, the token of the scheme before conversations, or another home's: not tokens
     flipped = t[:-1] + ("a" if t[-1] != "a" else "b")
     other_home = tmp_path / "other"
     other_home.mkdir()
-    for forged in (flipped, "consent-" + "a" * 32, consent.token_for(other_home, *scope, "conv-a"), "yes", ""):
-        assert consent.token_status(home, forged, *scope, ("conv-a",)) == "rejected", forged
-    assert t.startswith(consent.TOKEN_PREFIX) and redaction.CONSENT_TOKEN.fullmatch(t)  # masked when quoted
-    odd = consent.token_for(home, *scope, "conv-\ud800-项目")  # whatever id a host passes
-    assert consent.token_status(home, odd, *scope, ("conv-\ud800-项目",)) == "valid"
-    secret = home / "project-history-recall" / consent.SECRET_FILE
+    for forged in (flipped, "consent-" + "a" * 32, consent_tokens.token_for(other_home, *scope, "conv-a"), "yes", ""):
+        assert consent_tokens.token_status(home, forged, *scope, ("conv-a",)) == "rejected", forged
+    assert t.startswith(redaction.CONSENT_TOKEN_PREFIX) and redaction.CONSENT_TOKEN.fullmatch(t)  # masked when quoted
+    odd = consent_tokens.token_for(home, *scope, "conv-\ud800-项目")  # whatever id a host passes
+    assert consent_tokens.token_status(home, odd, *scope, ("conv-\ud800-项目",)) == "valid"
+    secret = home / "project-history-recall" / consent_secret.SECRET_FILE
     assert secret.stat().st_mode & 0o077 == 0
 
 
