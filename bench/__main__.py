@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic``, ``load`` and ``huge``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -42,6 +42,22 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
     zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
+    for p in (locomo, zh):
+        p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
+                       help="the offline model of the semantic half (default: local, USE)")
+        p.add_argument("--context-weights", default="",
+                       help="also score the semantic modes with these neighbour weights, comma-separated")
+
+    first = sub.add_parser("firstrun", help="first-run indexing cost of one project, per offline model and threads")
+    first.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-firstrun")
+    first.add_argument("--messages", type=int, default=10_000, help="messages in the project")
+    first.add_argument("--embedders", default="local,e5-small", help="comma-separated: local, e5-small")
+    first.add_argument("--threads", default="1", help="comma-separated thread counts to measure each model with")
+    first.add_argument("--json", type=Path, help="also write the figures here")
+    one = sub.add_parser("_firstrun")  # internal: one model and thread count in a fresh process
+    one.add_argument("home", type=Path)
+    one.add_argument("embedder")
+    one.add_argument("threads", type=int)
 
     sem = sub.add_parser("semantic", help="semantic indexing throughput, no-op check at 1M, hybrid latency/RSS at 100k")
     sem.add_argument("--home-1m", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-1m" / "home",
@@ -79,6 +95,18 @@ def main(argv: list[str] | None = None) -> int:
     first.add_argument("delay", type=float)
 
     args = parser.parse_args(argv)
+    weights = [float(w) for w in getattr(args, "context_weights", "").split(",") if w.strip()]
+    if args.command in ("firstrun", "_firstrun"):
+        from . import firstrun as mod
+
+        if args.command == "_firstrun":
+            print(json.dumps(mod.measure(args.home, args.embedder, args.threads)))
+            return 0
+        figures = mod.run(args.scratch, args.messages, [e.strip() for e in args.embedders.split(",") if e.strip()],
+                          [int(t) for t in args.threads.split(",") if t.strip()])
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
     if args.command == "_serve":
         from . import semantic as mod
 
@@ -116,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
 
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
-                                   [m.strip() for m in args.modes.split(",") if m.strip()], args.conversations)
+                                   [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
+                                   args.conversations)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -130,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
-        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], picked)
+        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
+                          weights, picked)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

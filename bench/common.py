@@ -41,12 +41,16 @@ def machine() -> dict:
         "sqlite": sqlite3.sqlite_version,
         "hermes_agent": hermes,
         "platform": platform.platform(),
+        # Other jobs share the cores; throughput is only comparable at a similar load.
+        "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
 
 
 def print_machine(info: dict) -> None:
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, {info['platform']}")
     print(f"software: Python {info['python']}, SQLite {info['sqlite']}, {info['hermes_agent']}")
+    if info.get("load_average"):
+        print(f"load average (1, 5, 15 min) at the start: {info['load_average']}")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import re
 import time
 from collections import Counter, defaultdict
@@ -47,6 +48,7 @@ from . import common
 
 SESSION_BM25 = "session BM25 (scoped)"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+RAW_SAMPLE = 200  # chunks the raw embedder is timed on, before and after indexing
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 
 
@@ -108,8 +110,9 @@ def build(data: list, home: Path) -> dict:
     return convs
 
 
-def _enable_plugin(home: Path) -> None:
-    (home / "config.yaml").write_text("plugins:\n  enabled: [project-history-recall]\n", encoding="utf-8")
+def _enable_plugin(home: Path, embedder: str) -> None:
+    (home / "config.yaml").write_text("plugins:\n  enabled: [project-history-recall]\n"
+                                      f"  project-history-recall:\n    embedder: {embedder}\n", encoding="utf-8")
     from hermes_cli import plugins
 
     plugins.discover_plugins(force=True)
@@ -230,6 +233,8 @@ def _index_all(home: Path, convs: dict) -> dict:
             scope = resolve_scope(home, conn, Caller.of(conv["asker"]), include_current=True)
             scopes.append(scope)
             texts += _chunk_texts(conn, scope.session_ids, settings)
+    # A fixed sample: e5 embeds the whole of LoCoMo in ~8 CPU-minutes, and twice more just to time it is waste.
+    texts = random.Random(5).sample(texts, min(RAW_SAMPLE, len(texts)))
     raw_before = _raw_rate(ready.embedder, texts, settings.batch_size)
     worker = kept.of(home).indexer(settings, ready.embedder, ready.store)
     t0 = time.perf_counter()
@@ -246,9 +251,12 @@ def _index_all(home: Path, convs: dict) -> dict:
     return out
 
 
-def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] | None = None) -> dict:
-    """``conversations``: the positions in the file to use (all when None), so
-    a tuning half and the half kept aside can be run on their own."""
+def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
+        context_weights: list[float] | None = None, conversations: list[int] | None = None) -> dict:
+    """``context_weights``: score the semantic modes again with each of these neighbour weights
+    instead of the model's own (rows ``plugin:<mode> w=<weight>``), from the same vectors.
+    ``conversations``: the positions in the file to use (all when None), so a tuning half and
+    the half kept aside can be run on their own."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -260,7 +268,7 @@ def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] 
     convs = build(data, home)
     print(f"data: {data_path.name} ({len(data)} conversations: {', '.join(s['sample_id'] for s in data)}) "
           f"written to {home} in {time.time() - t:.1f} s")
-    _enable_plugin(home)
+    _enable_plugin(home, embedder)
 
     import sqlite3
 
@@ -269,9 +277,18 @@ def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] 
     from tools.session_search_tool import session_search
 
     indexing = _index_all(home, convs) if any(m != "keyword" for m in modes) else None
+    runs = [(m, None, f"plugin:{m}") for m in modes]
+    runs += [(m, w, f"plugin:{m} w={w:g}") for w in context_weights or [] for m in modes if m != "keyword"]
+    embedder_now = None
+    if context_weights:
+        from project_history_recall import settings as config
+        from project_history_recall.semantic import embedders
 
-    systems = [f"plugin:{m}" for m in modes] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
-                                                 SESSION_BM25]
+        embedder_now = embedders.load(config.load(home))
+        own_weight = embedder_now.context_weight
+
+    systems = [r[2] for r in runs] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
+                                      SESSION_BM25]
     scores = {s: Scores() for s in systems}
     by_conv = {s: defaultdict(Scores) for s in systems}
     latency = defaultdict(list)
@@ -298,14 +315,16 @@ def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] 
                 gold_msgs = {conv["dia"][d] for d in gold_dia}
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
                 question, cat = qa["question"], qa["category"]
-                for mode in modes:
+                for mode, weight, system in runs:
+                    if embedder_now is not None:
+                        embedder_now.context_weight = own_weight if weight is None else weight
                     t0 = time.perf_counter()
                     out = json.loads(model_tools.handle_function_call(
                         "project_history_search", {"query": question, "mode": mode, "limit": 10, "context": 0},
                         task_id=conv["asker"], session_id=conv["asker"]))
-                    latency[f"plugin:{mode}"].append((time.perf_counter() - t0) * 1000)
+                    latency[system].append((time.perf_counter() - t0) * 1000)
                     res = out.get("results") or []
-                    score(f"plugin:{mode}", [r["session_id"] for r in res], [r["message_id"] for r in res])
+                    score(system, [r["session_id"] for r in res], [r["message_id"] for r in res])
                 t0 = time.perf_counter()
                 core = json.loads(session_search(query=question, limit=10, db=core_db,
                                                  current_session_id=conv["asker"]))
@@ -328,7 +347,7 @@ def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] 
         core_db.close()
         ro.close()
 
-    figures = {"machine": info, "systems": {}, "indexing": indexing}
+    figures = {"machine": info, "embedder": embedder, "systems": {}, "indexing": indexing}
     headers = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "sessions@10", "zero",
                "ms/q p50"]
     rows = []
@@ -354,11 +373,12 @@ def run(data_path: Path, home: Path, modes: list[str], conversations: list[int] 
     for conv in sorted(by_conv[systems[0]]):
         print(f"  {conv}: " + " · ".join(
             f"{system} {figures['systems'][system]['by_conversation'][conv]['hit@1']:.3f}/"
-            f"{figures['systems'][system]['by_conversation'][conv]['mrr']:.3f}" for system in systems[:len(modes)]))
+            f"{figures['systems'][system]['by_conversation'][conv]['mrr']:.3f}" for system in systems[:len(runs)]))
     return figures
 
 
-def side_by_side(files: list[Path], root: Path, modes: list[str], conversations: str | None = None) -> dict:
+def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str = "local",
+                 context_weights: list[float] | None = None, conversations: str | None = None) -> dict:
     """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
     table: every system and category, the files' figures next to each other."""
     import subprocess
@@ -369,6 +389,7 @@ def side_by_side(files: list[Path], root: Path, modes: list[str], conversations:
         out = root / f"{path.stem}.json"
         subprocess.run([sys.executable, "-m", "bench", "locomo", "--data", str(path), "--home",
                         str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out),
+                        "--embedder", embedder, "--context-weights", ",".join(f"{w:g}" for w in context_weights or []),
                         *(["--conversations", conversations] if conversations else [])],
                        check=True, cwd=Path(__file__).resolve().parents[1])
         results[path.stem] = json.loads(out.read_text())

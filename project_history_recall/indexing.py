@@ -84,25 +84,30 @@ def _one_run_at_a_time(home: Path, on_wait: Callable[[], None] | None) -> Iterat
 
 def run(home: Path, caller: Caller, *, project: str | None = None, every: bool = False,
         on_progress: OnProgress | None = None, grant_command: str = "hermes recall",
-        on_wait: Callable[[], None] | None = None) -> dict:
+        on_wait: Callable[[], None] | None = None,
+        on_estimate: Callable[[dict], None] | None = None) -> dict:
     """Index the caller's project (or ``project``, or ``every`` project); the response dict.
 
     ``model``, ``index``, ``projects`` and ``totals`` tell of the semantic
     index, ``keyword`` of the keyword index. ``grant_command``: how the person
     runs this program, for the consent hint of a skipped project. ``on_wait``
     is called when another run holds the home's index lock, before waiting.
-    ``repaired``: an index found damaged on the way, and built anew."""
+    ``on_estimate`` is told, before anything is embedded, how much there is to
+    embed and about how long it takes (``indexer.estimate``; it is in the
+    response as ``estimate`` too). ``repaired``: an index found damaged on the
+    way, and built anew."""
     try:
         wanted = targets(home, caller, project, every)
         with _one_run_at_a_time(home, on_wait):
             out, repaired = derived.after_repair(
-                lambda: _run(home, config.load(home), wanted, on_progress, grant_command))
+                lambda: _run(home, config.load(home), wanted, on_progress, grant_command, on_estimate))
     except PluginError as exc:
         return exc.envelope()
     return {**out, "repaired": repaired} if repaired else out
 
 
-def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str) -> dict:
+def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str,
+         on_estimate: Callable[[dict], None] | None) -> dict:
     out: dict = {"success": True, "outcome": DONE}
     if settings.keyword_index:
         out["keyword"] = _keyword(home, wanted, on_progress)
@@ -112,7 +117,7 @@ def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_com
     if not ready.usable:
         raise DataError(f"semantic index not built: {ready.reason}", semantic_status=ready.status)
     return {**out, "semantic_status": "ready",
-            **_semantic(home, settings, ready, wanted, on_progress, grant_command)}
+            **_semantic(home, settings, ready, wanted, on_progress, grant_command, on_estimate)}
 
 
 def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
@@ -128,9 +133,19 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
 
 
 def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
-              grant_command: str) -> dict:
+              grant_command: str, on_estimate: Callable[[dict], None] | None) -> dict:
     embedder, worker = ready.embedder, None
     done, skipped = [], []
+    estimate = None
+    if not embedder.remote:  # a remote model's projects may be skipped for consent, and its speed is unknown
+        chunks = 0
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            for _key, _name, sids in wanted:
+                work = indexer.plan(conn, ready.store.states(embedder.fingerprint, sids), sids)
+                chunks += indexer.pending_chunks(conn, work, settings.chunk_chars, settings.chunk_overlap)
+        estimate = indexer.estimate(chunks, embedder, semantic.measured_rate(home, embedder.fingerprint))
+        if on_estimate:
+            on_estimate(estimate)
     for key, name, sids in wanted:
         try:
             consent.check(home, embedder, key)  # before anything of this project is read for sending
@@ -156,6 +171,8 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
                      "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
     out = {"model": embedder.fingerprint, "model_name": embedder.model, "index": str(ready.store.path),
            "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+    if estimate is not None:
+        out["estimate"] = estimate
     if skipped:
         out["skipped_for_consent"] = skipped
         out["outcome"] = CONSENT

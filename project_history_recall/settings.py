@@ -63,7 +63,9 @@ class OpenAISettings:
 @dataclass(frozen=True)
 class Settings:
     semantic: bool = True  # semantic (and so hybrid) search on or off
-    embedder: str = "local"  # local: the embedded offline model; openai: an OpenAI-compatible endpoint
+    # local: the embedded offline model (USE); e5-small: multilingual-e5-small, offline, an optional
+    # extra (slower to index, better by meaning); openai: an OpenAI-compatible endpoint
+    embedder: str = "local"
     openai: OpenAISettings = field(default_factory=OpenAISettings)
     batch_size: int = 32  # texts per embedding call
     chunk_chars: int = 800  # long messages are split into chunks of about this size
@@ -96,7 +98,7 @@ class Settings:
 _META = {"home", "origins", "sources", "warnings"}
 DEFAULTS: dict[str, Any] = Settings().values()
 
-_CHOICES = {"embedder": ("local", "openai"), "fusion": ("blend", "rrf")}
+_CHOICES = {"embedder": ("local", "e5-small", "openai"), "fusion": ("blend", "rrf")}
 _RANGES = {
     "batch_size": (1, 2048),
     "chunk_chars": (100, 20000),
@@ -296,7 +298,7 @@ def configured_key(home: Path) -> str | None:
         settings = load(home)
     except Exception:  # reading settings must never break output
         return None
-    if settings.embedder == "local":
+    if settings.embedder != "openai":
         return None
     return envfile.lookup(home, settings.openai.api_key_env)[0]
 

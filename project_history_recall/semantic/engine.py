@@ -138,18 +138,25 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension)
+    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension,
+                                  embedder.context_weight)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, embedder.fingerprint, members, states)
-        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit, candidates)
+        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit,
+                                                 candidates, embedder.cosine_baseline)
     out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     return out
+
+
+def measured_rate(home: Path, fingerprint: str | None) -> float | None:
+    """Chunks a second this process's indexer of that model has been embedding, if it has."""
+    return next((w.chunks_per_second for w in kept.of(home).indexers() if w.fp == fingerprint), None)
 
 
 def warm(home: Path, settings, scope: Scope) -> None:
@@ -157,20 +164,19 @@ def warm(home: Path, settings, scope: Scope) -> None:
     vectors in memory and its index checked (what is new is embedded in the
     background). Whatever stops it, the first search meets and reports.
 
-    Only the embedded model: a remote one has nothing to load, and warming up
-    must never send anything anywhere."""
-    from .embedders.local import UniversalSentenceEncoder
-
-    if not settings.semantic or settings.embedder != "local":
+    Only an offline model (``embedders.OFFLINE``): a remote one has nothing to load,
+    and warming up must never send anything anywhere."""
+    model = embedders.OFFLINE.get(settings.embedder)
+    if not settings.semantic or model is None:
         return
     try:
         embedders.load(settings, wait=0)  # loads in its own thread while the vectors are read here
-        fp = UniversalSentenceEncoder.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
+        fp = model.fingerprint_for(settings.chunk_chars, settings.chunk_overlap)
         store = kept.of(home).vector_store()
     except (embedders.EmbedderUnavailable, derived.StoreError):
         return
     key, members = scope.attribution.key, scope.members
-    matrix = kept.of(home).matrix(store, fp, key, UniversalSentenceEncoder.dimension)
+    matrix = kept.of(home).matrix(store, fp, key, model.dimension, model.context_weight)
     with matrix.lock:
         matrix.sync(store, fp, members, store.states(fp, members))
     out = prepare(home, settings, wait=None)
@@ -199,10 +205,15 @@ def report(home: Path, settings, conn, scope: Scope) -> Outcome:
         states = out.store.states(fp, members)
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
-    pending = len(indexer.plan(conn, states, members))
+    work = indexer.plan(conn, states, members)
+    pending = len(work)
     indexed = sum(1 for st in states.values() if st.chunks > 0)
     out.index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}
     if pending:
+        # A first index of a big project takes minutes with a slow model: say how many up front.
+        out.index.update(indexer.estimate(indexer.pending_chunks(conn, work, settings.chunk_chars,
+                                                                 settings.chunk_overlap),
+                                          out.embedder, measured_rate(home, fp)))
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command")

@@ -71,6 +71,30 @@ def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> d
             for sid, c in changes.changes(conn, states, members).items()}
 
 
+def pending_chunks(conn, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
+    """About how many chunks ``work`` will embed, from the messages' lengths alone (no
+    text is read): a reconcile counts as embedding the whole session again, at most."""
+    step = max(1, chunk_chars - chunk_overlap)
+    total = 0
+    for item in work.values():
+        after = 0 if item.kind == "reconcile" else item.after_id
+        row = conn.execute(
+            "SELECT count(*), sum((max(0, length(content) - ?) + ? - 1) / ?) FROM messages "
+            "WHERE session_id = ? AND id > ? AND id <= ? AND role IN ('user', 'assistant')",
+            (chunk_chars, step, step, item.session_id, after, item.seen[1])).fetchone()
+        total += (row[0] or 0) + (row[1] or 0)
+    return total
+
+
+def estimate(chunks: int, embedder, measured: float | None = None) -> dict:
+    """``{"chunks_pending", "chunks_per_second", "estimated_seconds"}`` for ``chunks`` still to
+    embed, at the rate this process measured, else the model's reference rate (None for a
+    remote model: its speed is the service's)."""
+    rate = measured or embedder.reference_chunks_per_second
+    return {"chunks_pending": chunks, "chunks_per_second": round(rate, 1) if rate else None,
+            "estimated_seconds": round(chunks / rate) if rate else None}
+
+
 def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
     """The first piece of the scope that indexing will embed anyway: what the
     ``index`` command asks a remote model first, to learn its dimension."""

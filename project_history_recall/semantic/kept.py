@@ -56,13 +56,15 @@ class SemanticParts:
         with self.home.lock:
             return list(self._indexers.values())
 
-    def matrix(self, vectors: VectorStore, fingerprint: str, scope_key: tuple, dimension: int) -> ScopeMatrix:
-        """A scope's vectors in memory (the last MAX_MATRICES scopes asked for)."""
-        key = (id(vectors), fingerprint, scope_key)
+    def matrix(self, vectors: VectorStore, fingerprint: str, scope_key: tuple, dimension: int,
+               context_weight: float = 1.0) -> ScopeMatrix:
+        """A scope's vectors in memory (the last MAX_MATRICES scopes asked for), scored with
+        ``context_weight`` (the model's, and the fingerprint names the model)."""
+        key = (id(vectors), fingerprint, scope_key, context_weight)
         with self.home.lock:
             found = self._matrices.get(key)
             if found is None:
-                found = self._matrices[key] = ScopeMatrix(dimension)
+                found = self._matrices[key] = ScopeMatrix(dimension, context_weight)
             self._matrices.move_to_end(key)
             while len(self._matrices) > MAX_MATRICES:
                 self._matrices.popitem(last=False)

@@ -256,6 +256,8 @@ def _index_changed(response: dict) -> bool:
 # When stderr is not a terminal (a log, CI), a line after this long and as often again: a long run
 # is not silent, a short one (the demo's) says nothing.
 PROGRESS_EVERY_S = 30.0
+# An index estimated to take longer than this is announced before it starts (a first index with e5).
+LONG_INDEX_S = 30
 
 
 def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
@@ -276,6 +278,15 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
             run.out.note(render.progress_bar(f"indexing {name} ({stage})", *counts, columns=120))
             last = time.monotonic()
 
+    def estimate(e: dict) -> None:
+        # Worth a line only before a wait a person would wonder about (a first index with e5).
+        if run.args.json or (e.get("estimated_seconds") or 0) < LONG_INDEX_S:
+            return
+        if drawn:  # the keyword index's bar: end it, the note goes on a line of its own
+            run.out.progress(None)
+            drawn.clear()
+        run.out.note(f"Indexing {render.estimate_text(e)}; Ctrl-C stops, the next run resumes.")
+
     def waiting() -> None:
         run.out.note("another index run is under way in this home: waiting for it, then doing only what it "
                      "leaves undone")
@@ -283,7 +294,7 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
     try:
         return indexing.run(run.home, caller, project=project, every=every,
                             on_progress=None if run.args.json else progress, grant_command=run.command,
-                            on_wait=waiting)
+                            on_wait=waiting, on_estimate=estimate)
     finally:
         if drawn:  # end the progress line, so whatever follows (an interruption, too) starts on its own
             run.out.progress(None)

@@ -117,11 +117,30 @@ def format_search(response: dict, style: Style, one_shot: OneShot | None = None)
     return "\n".join(lines)
 
 
+def duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate_text(estimate: dict) -> str:
+    """``indexer.estimate`` for a person: how much is left to embed, and about how long it takes."""
+    text = f"~{estimate['chunks_pending']:,} chunks to embed"
+    if estimate.get("estimated_seconds") is not None:
+        text += (f", about {duration(estimate['estimated_seconds'])} at ~{estimate['chunks_per_second']:,.0f} "
+                 "chunks/s")
+    return text
+
+
 def _semantic_line(response: dict) -> str:
     parts = [response["semantic_status"]]
     index = response.get("semantic_index")
     if isinstance(index, dict) and "sessions" in index:
         parts.append(f"{index.get('sessions_indexed', 0)}/{index['sessions']} sessions indexed")
+        if index.get("chunks_pending"):
+            parts.append(estimate_text(index))
     if response.get("semantic_reason"):
         parts.append(response["semantic_reason"])
     return " — ".join(parts)

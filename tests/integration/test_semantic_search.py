@@ -18,51 +18,14 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings, wait_idle
+from hermes_world import (EN_DOCS, ZH_DOCS, ask, call, checkpoint, db_digest, enable_plugin, ids, plugin_module,
+                          plugin_settings, semantic_docs, wait_idle)
 
 SEARCH = "project_history_search"
 
-EN_DOCS = {
-    "oom": "The deployment failed because the server ran out of memory during the build.",
-    "css": "We renamed the CSS classes in the navigation bar to follow the new design system.",
-    "ws": "Added exponential backoff to the websocket client so it reconnects after drops.",
-    "tests": "The unit tests for the invoice exporter now run in parallel.",
-    "refund": "Customer refunds are processed every night by a scheduled job.",
-    "code": "The API returns ERR_CONNECTION_REFUSED when the proxy is down.",
-    "pay": "The payment callback kept timing out, so we raised the wait to fifteen seconds.",
-}
-ZH_DOCS = {
-    "oom": "昨天上线失败了，因为机器的内存不够用，编译到一半就挂了。",
-    "css": "我们把导航栏的样式按照新的设计规范重新整理了一遍。",
-    "pay": "支付回调一直超时，最后把等待时间改成了十五秒。",
-    "cat": "猫咪今天打翻了花瓶，地上全是水。",
-}
-
-
-def ids(res: dict) -> list[int]:
-    assert res["success"], res
-    return [r["message_id"] for r in res["results"]]
-
-
 @pytest.fixture
 def docs(world, work):
-    """Project EN (English), ZH (Chinese); one message per session."""
-    out = {"dirs": {}}
-    for name, texts in (("EN", EN_DOCS), ("ZH", ZH_DOCS)):
-        folder = work / name.lower()
-        folder.mkdir()
-        out["dirs"][name] = folder
-        out[name] = world.project(name, folder)
-        for key, text in texts.items():
-            sid = world.session(("user", text), cwd=folder, title=f"{name} {key}")
-            out[(name, key)] = (sid, world.db.get_messages(sid)[0]["id"])
-        out[(name, "asker")] = world.session(cwd=folder)
-    enable_plugin(world.home)
-    return out
-
-
-def ask(docs, project: str, query: str, mode: str = "semantic", **extra) -> dict:
-    return call(SEARCH, {"query": query, "mode": mode, "context": 0, **extra}, session_id=docs[(project, "asker")])
+    return semantic_docs(world, work)
 
 
 def test_english_paraphrase_found_by_meaning_not_by_words(docs):

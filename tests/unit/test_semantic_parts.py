@@ -114,30 +114,31 @@ def _add(store, sid, mids, vecs, ts=0.0):
     return store.add("fp", sid, rows, max(mids), None)
 
 
-def _brute(vecs_by_session, q):
-    """Cosine of q with (chunk + previous + next chunk of the same session)."""
+def _brute(vecs_by_session, q, w=1.0):
+    """Cosine of q with (chunk + w x (previous + next chunk of the same session))."""
     out = {}
     for sid, (mids, vecs) in vecs_by_session.items():
         v16 = vecs.astype(np.float16).astype(np.float32)
         for i, m in enumerate(mids):
-            acc = v16[i] + (v16[i - 1] if i > 0 else 0) + (v16[i + 1] if i + 1 < len(mids) else 0)
+            acc = v16[i] + w * ((v16[i - 1] if i > 0 else 0) + (v16[i + 1] if i + 1 < len(mids) else 0))
             out[m] = float(acc @ q / np.linalg.norm(acc))
     return out
 
 
-def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
+@pytest.mark.parametrize("w", [1.0, 0.5, 0.0])  # USE's weight, e5's, and none (plain cosine)
+def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     rng = np.random.default_rng(1)
     store = vectors.VectorStore(tmp_path / "embeddings.db")
     data = {"s1": ([1, 2, 3], _unit(rng, 3)), "s2": ([10, 11], _unit(rng, 2))}
     for sid, (mids, vecs) in data.items():
         _add(store, sid, mids, vecs)
-    m = matrix.ScopeMatrix(8)
+    m = matrix.ScopeMatrix(8, context_weight=w)
     q = _unit(rng, 1)[0]
 
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
         hits, _ = m.search(store, q, set(members), None, None, 10)
-        everything = _brute({s: data[s] for s in members}, q)
+        everything = _brute({s: data[s] for s in members}, q, w)
         floor = max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * max(everything.values()))
         expected = {k: v for k, v in everything.items() if v >= floor}
         # The int8 rows only choose: every score is the stored float vectors' own.
@@ -153,7 +154,8 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path):
     data["s1"] = ([1, 3, 4, 5], np.delete(data["s1"][1], 1, axis=0))
     check(["s1", "s2"])
     check(["s2"])  # a session leaves the scope (a move)
-    assert m.search(store, q, {"s2"}, 10.5, None, 10)[0][0].message_id == 11  # time filter
+    _, late = m.search(store, q, {"s2"}, 10.5, None, 10, candidates={10, 11})
+    assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
 
 
 def test_matrix_compacts_after_many_removals(tmp_path):

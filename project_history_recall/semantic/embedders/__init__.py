@@ -1,6 +1,7 @@
 """The embedders there are, and the one the settings name, loaded once per process.
 
-``local`` (``local.py``) is the embedded default, offline. ``openai``
+``local`` (``local.py``) is the embedded default, offline; ``e5-small``
+(``e5.py``) is a stronger offline model, an optional extra. ``openai``
 (``openai.py``) is any OpenAI-compatible ``/embeddings`` endpoint, remote:
 its ``dimension`` (and so its ``fingerprint``) may be unknown (None) until
 its first answer, when ``openai.dimensions`` is not set; callers learn it,
@@ -12,7 +13,11 @@ from __future__ import annotations
 import threading
 
 from .base import Embedder, EmbedderUnavailable
-from .local import UniversalSentenceEncoder
+from .e5 import MultilingualE5Small
+from .local import EmbeddedModel, UniversalSentenceEncoder
+
+# The offline models by their ``embedder`` setting; anything else is ``openai``.
+OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small}
 
 _cache: dict[tuple, Embedder] = {}
 _failures: dict[tuple, str] = {}
@@ -23,13 +28,14 @@ _lock = threading.Lock()
 def identity(settings) -> tuple[bool, str, str]:
     """(remote, provider, model) of the configured embedder, without loading it:
     what a consent is recorded for."""
-    if settings.embedder == "local":
-        return False, UniversalSentenceEncoder.provider, UniversalSentenceEncoder.model
+    offline = OFFLINE.get(settings.embedder)
+    if offline is not None:
+        return False, offline.provider, offline.model
     return True, settings.openai.base_url, settings.openai.model
 
 
 def _key(settings) -> tuple:
-    if settings.embedder == "local":
+    if settings.embedder in OFFLINE:
         return (settings.embedder, settings.chunk_chars, settings.chunk_overlap)
     # A remote embedder depends on every openai.* setting and, through its key, on the profile.
     return (settings.embedder, str(settings.home), settings.openai,
@@ -37,9 +43,9 @@ def _key(settings) -> tuple:
 
 
 def _build(settings) -> Embedder:
-    name = settings.embedder
-    if name == "local":
-        return UniversalSentenceEncoder(settings.chunk_chars, settings.chunk_overlap)
+    offline = OFFLINE.get(settings.embedder)
+    if offline is not None:
+        return offline(settings.chunk_chars, settings.chunk_overlap)
     from .openai import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)
@@ -71,7 +77,7 @@ def load(settings, wait: float | None = None) -> Embedder | None:
     Raises ``EmbedderUnavailable`` with a reason a person can act on.
     """
     key = _key(settings)
-    if settings.embedder != "local":
+    if settings.embedder not in OFFLINE:
         # Building a remote embedder reads settings only (no request, no key):
         # no thread, and nothing to wait for.
         with _lock:

@@ -31,6 +31,9 @@ class Embedder(Protocol):
     dimension: int | None  # None: a remote model not asked yet
     remote: bool
     fingerprint: str | None  # None while the dimension is unknown
+    context_weight: float  # a chunk's neighbours' weight in its score (matrix.py)
+    reference_chunks_per_second: float | None  # for time estimates before this process has measured
+    cosine_baseline: float  # the cosine of unrelated texts, mapped to 0 in scores (matrix.py)
 
     def embed_documents(self, texts: Sequence[str]) -> "numpy.ndarray":  # noqa: F821
         """(len(texts), dimension) float32, rows L2-normalised."""

