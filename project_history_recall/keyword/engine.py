@@ -385,7 +385,7 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
         share = _shares(_concepts(groups, found, keys, total, counts), len(keys))
         sessions = lookup.sessions_of(keys)
         best: dict[int, float] = {}
-        for session, value in zip(sessions.tolist(), share.tolist()):
+        for session, value in zip(sessions.tolist(), share.tolist(), strict=True):
             best[session] = max(best.get(session, 0.0), value)
         top = sorted(best, key=best.get, reverse=True)[:CANDIDATE_SESSIONS]
         for term in common:

@@ -383,5 +383,5 @@ class Indexer:
             if progress:
                 progress.embed_seconds += took
                 progress.chunks += len(pending)
-            chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs)]
+            chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs, strict=True)]
         self.store.add(self.fp, work.session_id, chunks, upto, seen)

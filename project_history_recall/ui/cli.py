@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .. import errors, granting, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, PluginError, UsageError
+from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
