@@ -50,17 +50,17 @@ class PluginError(Exception):
 
 
 class UsageError(PluginError):
-    codes = ("bad_argument",)
+    codes: tuple[str, ...] = ("bad_argument",)
     exit_code = EXIT_USAGE
 
 
 class DataError(PluginError):
-    codes = ("error", "internal")
+    codes: tuple[str, ...] = ("error", "internal")
     exit_code = EXIT_DATA
 
 
 class ConsentError(PluginError):
-    codes = ("consent_required",)
+    codes: tuple[str, ...] = ("consent_required",)
     exit_code = EXIT_CONSENT
 
 

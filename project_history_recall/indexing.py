@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import settings as config
 from .errors import DataError, PluginError, UsageError
@@ -36,6 +36,9 @@ from .semantic import consent, indexer
 from .semantic import engine as semantic
 from .semantic import kept as semantic_parts
 
+if TYPE_CHECKING:
+    from .settings import Settings
+
 # (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
 OnProgress = Callable[[str, str, int, int, "indexer.Progress | None"], None]
 
@@ -44,7 +47,7 @@ _TOTALS = ("sessions", "sessions_updated", "messages_embedded", "chunks_embedded
 
 
 def targets(home: Path, caller: Caller, project: str | None = None,
-            every: bool = False) -> list[tuple[tuple, str, list[str]]]:
+            every: bool = False) -> list[tuple[tuple, str | None, list[str]]]:
     """(project key, its name, its sessions) for the caller's project, the named one, or every project."""
     with reading(paths.state_db_path(home)) as (conn, _shape):
         if every:
@@ -102,7 +105,7 @@ def run(home: Path, caller: Caller, *, project: str | None = None, every: bool =
     return {**out, "repaired": repaired} if repaired else out
 
 
-def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str) -> dict:
+def _run(home: Path, settings: Settings, wanted, on_progress: OnProgress | None, grant_command: str) -> dict:
     out: dict = {"success": True}
     if settings.keyword_index:
         out["keyword"] = _keyword(home, wanted, on_progress)
@@ -127,10 +130,11 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
             "sessions_updated": updated}
 
 
-def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
+def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
               grant_command: str) -> dict:
-    embedder, worker = ready.embedder, None
-    done, skipped = [], []
+    (embedder, store), worker = ready.parts(), None
+    done: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     for key, name, sids in wanted:
         try:
             consent.check(home, embedder, key)  # before anything of this project is read for sending
@@ -146,7 +150,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
         if not semantic.learn_size(embedder, sample):
             progress = indexer.Progress()  # nothing in this project to embed (yet)
         else:
-            worker = worker or semantic_parts.of(home).indexer(settings, embedder, ready.store)
+            worker = worker or semantic_parts.of(home).indexer(settings, embedder, store)
             progress = worker.index_now(key, sids, on_progress=(
                 (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
         done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),
@@ -154,8 +158,9 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
                      "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
                      "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
                      "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
-    out = {"model": embedder.fingerprint, "model_name": embedder.model, "index": str(ready.store.path),
-           "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+    out: dict[str, object] = {
+        "model": embedder.fingerprint, "model_name": embedder.model, "index": str(store.path), "projects": done,
+        "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
     if skipped:
         out["skipped_for_consent"] = skipped
     return out
