@@ -303,9 +303,10 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                 (json.dumps(conv_sessions),))]
             bigrams, whole_sessions = BigramBM25(messages), BigramBM25.of_sessions(messages)
 
-            def score(system: str, sessions: list, messages: list) -> None:
-                for table in (scores[system], by_conv[system][sample["sample_id"]]):
-                    table.add(cat, sessions, messages, gold_sessions, gold_msgs)
+            def score(system: str, sessions: list, messages: list, gold: tuple, conv_id: str = sample["sample_id"]) -> None:
+                """Count one system's answer; gold is (category, gold sessions, gold messages) of the question."""
+                for table in (scores[system], by_conv[system][conv_id]):
+                    table.add(gold[0], sessions, messages, gold[1], gold[2])
 
             os.environ["TERMINAL_CWD"] = conv["folder"]
             for qa in sample["qa"]:
@@ -315,6 +316,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                 gold_msgs = {conv["dia"][d] for d in gold_dia}
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
                 question, cat = qa["question"], qa["category"]
+                gold = (cat, gold_sessions, gold_msgs)
                 for mode, weight, system in runs:
                     if embedder_now is not None:
                         embedder_now.context_weight = own_weight if weight is None else weight
@@ -324,25 +326,25 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                         task_id=conv["asker"], session_id=conv["asker"]))
                     latency[system].append((time.perf_counter() - t0) * 1000)
                     res = out.get("results") or []
-                    score(system, [r["session_id"] for r in res], [r["message_id"] for r in res])
+                    score(system, [r["session_id"] for r in res], [r["message_id"] for r in res], gold)
                 t0 = time.perf_counter()
                 core = json.loads(session_search(query=question, limit=10, db=core_db,
                                                  current_session_id=conv["asker"]))
                 latency["core session_search"].append((time.perf_counter() - t0) * 1000)
                 res = core.get("results") or []
-                score("core session_search", [r.get("session_id") for r in res], [r.get("match_message_id") for r in res])
+                score("core session_search", [r.get("session_id") for r in res], [r.get("match_message_id") for r in res], gold)
                 t0 = time.perf_counter()
                 rows = _fts_or(ro, conv_sessions, question)
                 latency["fts-or (scoped BM25)"].append((time.perf_counter() - t0) * 1000)
-                score("fts-or (scoped BM25)", [r[1] for r in rows], [r[0] for r in rows])
+                score("fts-or (scoped BM25)", [r[1] for r in rows], [r[0] for r in rows], gold)
                 t0 = time.perf_counter()
                 rows = bigrams.search(question)
                 latency["bigram BM25 (scoped)"].append((time.perf_counter() - t0) * 1000)
-                score("bigram BM25 (scoped)", [r[1] for r in rows], [r[0] for r in rows])
+                score("bigram BM25 (scoped)", [r[1] for r in rows], [r[0] for r in rows], gold)
                 t0 = time.perf_counter()
                 rows = whole_sessions.search(question)
                 latency[SESSION_BM25].append((time.perf_counter() - t0) * 1000)
-                score(SESSION_BM25, [r[1] for r in rows], [])
+                score(SESSION_BM25, [r[1] for r in rows], [], gold)
     finally:
         core_db.close()
         ro.close()

@@ -34,8 +34,8 @@ def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
 
     rng = random.Random(seed)
     weights = synth._zipf_weights(len(synth.EN_WORDS))
-    english = [(w, wt) for w, wt in zip(synth.EN_WORDS, weights) if w not in STOP_WORDS and len(w) > 2]
-    words, wts = zip(*english)
+    english = [(w, wt) for w, wt in zip(synth.EN_WORDS, weights, strict=True) if w not in STOP_WORDS and len(w) > 2]
+    words, wts = zip(*english, strict=True)
     zh2 = [w for w in synth.ZH_WORDS if len(w) == 2]
     zh4 = [w for w in synth.ZH_WORDS if len(w) == 4]
     symbols = world["symbols"]
@@ -158,15 +158,15 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int) -> dict:
     try:
         for cls in CLASSES:
             ours, hermes_only, theirs, found_ours, found_core, scope_sizes = [], [], [], 0, 0, []
-            for q, sid in zip(queries[cls], callers):
+            for q, sid in zip(queries[cls], callers, strict=True):
                 out = plugin(q, sid, ours)
                 found_ours += bool(out["results"])
                 scope_sizes.append(out["sessions_in_scope"])
             plugin_config.write_text("semantic: false\nkeyword_index: false\n", encoding="utf-8")
-            for q, sid in zip(queries[cls], callers):
+            for q, sid in zip(queries[cls], callers, strict=True):
                 plugin(q, sid, hermes_only)
             plugin_config.write_text("semantic: false\n", encoding="utf-8")
-            for q, sid in zip(queries[cls], callers):
+            for q in queries[cls]:
                 t = time.perf_counter()
                 res = core.search_messages(q, role_filter=["user", "assistant"], limit=10)
                 theirs.append((time.perf_counter() - t) * 1000)

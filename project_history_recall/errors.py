@@ -57,17 +57,17 @@ class PluginError(Exception):
 
 
 class UsageError(PluginError):
-    codes = ("bad_argument",)
+    codes: tuple[str, ...] = ("bad_argument",)
     outcome = USAGE
 
 
 class DataError(PluginError):
-    codes = ("error",)
+    codes: tuple[str, ...] = ("error",)
     outcome = DATA
 
 
 class ConsentError(PluginError):
-    codes = ("consent_required",)
+    codes: tuple[str, ...] = ("consent_required",)
     outcome = CONSENT
 
 

@@ -76,7 +76,7 @@ def blend(keyword: list[tuple[int, float]], semantic: list[int], similarity: dic
 def diversify(ranked: list, session_of, first_sessions: int) -> list:
     """The best item of each of the first ``first_sessions`` sessions first, then the rest in order."""
     seen: set = set()
-    lead = []
+    lead: list = []
     for item in ranked:
         if len(lead) >= first_sessions:
             break

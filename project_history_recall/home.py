@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, cast
 
 from .hermes import paths
 
@@ -60,4 +60,4 @@ class Home:
             part = self._slots.get(name)
             if part is None:
                 part = self._slots[name] = make(self)
-            return part
+            return cast(T, part)  # a slot's name always goes with the same ``make``

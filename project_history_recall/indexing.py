@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import settings as config
 from .errors import CONSENT, DONE, DataError, PluginError, UsageError
@@ -36,6 +36,9 @@ from .semantic import consent, consent_request, indexer
 from .semantic import engine as semantic
 from .semantic import kept as semantic_parts
 
+if TYPE_CHECKING:
+    from .settings import Settings
+
 # (stage "keyword" | "semantic", the project's name, sessions done, of total, the semantic pass so far or None)
 OnProgress = Callable[[str, str, int, int, "indexer.Progress | None"], None]
 
@@ -44,7 +47,7 @@ _TOTALS = ("sessions", "sessions_updated", "messages_embedded", "chunks_embedded
 
 
 def targets(home: Path, caller: Caller, project: str | None = None,
-            every: bool = False) -> list[tuple[tuple, str, list[str]]]:
+            every: bool = False) -> list[tuple[tuple, str | None, list[str]]]:
     """(project key, its name, its sessions) for the caller's project, the named one, or every project."""
     with reading(paths.state_db_path(home)) as (conn, _shape):
         if every:
@@ -106,7 +109,7 @@ def run(home: Path, caller: Caller, *, project: str | None = None, every: bool =
     return {**out, "repaired": repaired} if repaired else out
 
 
-def _run(home: Path, settings, wanted, on_progress: OnProgress | None, grant_command: str,
+def _run(home: Path, settings: Settings, wanted, on_progress: OnProgress | None, grant_command: str,
          on_estimate: Callable[[dict], None] | None) -> dict:
     out: dict = {"success": True, "outcome": DONE}
     if settings.keyword_index:
@@ -132,16 +135,17 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
             "sessions_updated": updated}
 
 
-def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
+def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
               grant_command: str, on_estimate: Callable[[dict], None] | None) -> dict:
-    embedder, worker = ready.embedder, None
-    done, skipped = [], []
+    (embedder, store), worker = ready.parts(), None
+    done: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
     estimate = None
     if not embedder.remote:  # a remote model's projects may be skipped for consent, and its speed is unknown
         chunks = 0
         with reading(paths.state_db_path(home)) as (conn, _shape):
             for _key, _name, sids in wanted:
-                work = indexer.plan(conn, ready.store.states(embedder.fingerprint, sids), sids)
+                work = indexer.plan(conn, store.states(embedder.fingerprint, sids), sids)
                 chunks += indexer.pending_chunks(conn, work, settings.chunk_chars, settings.chunk_overlap)
         estimate = indexer.estimate(chunks, embedder, semantic.measured_rate(home, embedder.fingerprint))
         if on_estimate:
@@ -161,7 +165,7 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
         if not semantic.learn_size(embedder, sample):
             progress = indexer.Progress()  # nothing in this project to embed (yet)
         else:
-            worker = worker or semantic_parts.of(home).indexer(settings, embedder, ready.store)
+            worker = worker or semantic_parts.of(home).indexer(settings, embedder, store)
             progress = worker.index_now(key, sids, on_progress=(
                 (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
         done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),
@@ -169,8 +173,9 @@ def _semantic(home: Path, settings, ready: semantic.Outcome, wanted, on_progress
                      "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
                      "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
                      "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
-    out = {"model": embedder.fingerprint, "model_name": embedder.model, "index": str(ready.store.path),
-           "projects": done, "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+    out: dict[str, object] = {
+        "model": embedder.fingerprint, "model_name": embedder.model, "index": str(store.path), "projects": done,
+        "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
     if estimate is not None:
         out["estimate"] = estimate
     if skipped:

@@ -39,6 +39,7 @@ takes ``replace_git_meta`` get the real values, empty ones clearing the fields.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,7 +226,7 @@ class _Plan:
         return self.write.root_after if self.write else self.row.git_repo_root
 
 
-def _caller_row(conn, caller: Caller) -> tuple[SessionRow, list[str]]:
+def _caller_row(conn: sqlite3.Connection, caller: Caller) -> tuple[SessionRow, list[str]]:
     for sid in caller.session_ids:
         row = sessionref.fetch(conn, sid)
         if row is None:
@@ -274,6 +275,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
                                 f"`hermes project create {auto.name} {auto.id}`, then move the session there.",
                                 "bad_argument")
             raise unknown_project(projects, req.project, auto_names(amap))
+        notes: list[str]
         if req.session:
             row, notes = sessionref.find(conn, home, req.session), []
         else:

@@ -79,7 +79,8 @@ _GITLEAKS_SHAPES = (
 _SHAPES = _VENDOR_SHAPES + _GITLEAKS_SHAPES
 _VENDOR = re.compile(r"(?<![A-Za-z0-9_-])(?:" + "|".join(_SHAPES) + r")(?![A-Za-z0-9_-])")
 # The literal start of each shape: the label a mask keeps, longest first so sk_live_ wins over sk_.
-_LABELS = sorted({re.match(r"[A-Za-z0-9_-]*", s).group(0) for s in _SHAPES}, key=len, reverse=True)
+_LITERAL_START = re.compile(r"[A-Za-z0-9_-]*")  # matches every string, if only with ""
+_LABELS = sorted({_LITERAL_START.match(s).group(0) for s in _SHAPES}, key=len, reverse=True)  # type: ignore[union-attr]
 
 # A credential is one run of 8 or more characters after the header (and its scheme word, if any).
 _AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization\s*:\s*(?:[A-Za-z][\w.+-]*\s+)?)[^\s\"']{8,}",

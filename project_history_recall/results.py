@@ -62,7 +62,7 @@ def snippet(text: str, pattern: re.Pattern | None, mask: Callable[[str], str], w
     """A window of ``text`` around the first match, secrets masked, matches wrapped in >>> <<<."""
     flat = " ".join(text.split())
     first = pattern.search(flat) if pattern else None
-    if first is None:
+    if pattern is None or first is None:
         return _clip(flat, width, mask)
     low = max(0, first.start() - width // 3 - MARGIN)
     high = min(len(flat), first.end() + width + MARGIN)

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import consenting, fusion, redaction, results
 from . import settings as config
@@ -33,6 +34,9 @@ from .scope.resolve import HOME_REASON, Scope, resolve_scope
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +182,7 @@ class _Ranked:
     source: str
 
 
-def _live_ids(conn, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
+def _live_ids(conn: sqlite3.Connection, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
     """Which of ``ids`` are still part of the record (not deleted, not rewound)."""
     if not ids:
         return set()
@@ -189,7 +193,7 @@ def _live_ids(conn, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
     return {r[0] for r in rows}
 
 
-def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: semantic.Outcome,
+def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_Ranked], outcome: semantic.Outcome,
              hashes_of: dict[int, str]) -> list[_Ranked]:
     """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
@@ -212,10 +216,11 @@ def _checked(conn, shape, req: SearchRequest, ranked: list[_Ranked], outcome: se
             stale.add(r.session_id)
             continue
         kept.append(r)
-    if stale and outcome.store is not None:
+    fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
+    if stale and outcome.store is not None and fp is not None:
         try:
             for sid in stale:
-                outcome.store.mark_dirty(outcome.embedder.fingerprint, sid)
+                outcome.store.mark_dirty(fp, sid)
         except derived.StoreError as exc:  # the hits are right as they are; the next search retries
             logger.warning("could not mark changed messages for re-embedding: %s", exc)
     return kept
@@ -243,7 +248,7 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
 
 
 def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
-             outcome: semantic.Outcome, conn, shape, home: Path) -> dict:
+             outcome: semantic.Outcome, conn: sqlite3.Connection, shape, home: Path) -> dict:
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
     rows = results.fetch_messages(conn, [h.message_id for h in hits])
@@ -277,7 +282,8 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
     return response
 
 
-def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.Filters) -> textindex.Lookup | None:
+def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope,
+                    filters: keyword.Filters) -> textindex.Lookup | None:
     """The plugin's own keyword index for this scope, when it is current (brought
     up to date here if only a little is missing); None: use Hermes's indexes."""
     if not settings.keyword_index:
@@ -295,7 +301,7 @@ def _keyword_lookup(home: Path, settings, conn, scope: Scope, filters: keyword.F
                                 filters.since, filters.until)
 
 
-def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings, conn, shape,
+def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
             home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
     filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)

@@ -143,16 +143,19 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict:
     return data
 
 
+def _dict_or_empty(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _hermes_sections(home: Path, warnings: list[str]) -> list[tuple[str, dict]]:
     path = home / "config.yaml"
     data = _read_yaml(path, warnings)
-    plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else {}
+    plugins = _dict_or_empty(data.get("plugins"))
     out = []
     section = plugins.get(PLUGIN_KEY)
     if section is not None:
         out.append((f"{path} plugins.{PLUGIN_KEY}", section))
-    entries = plugins.get("entries") if isinstance(plugins.get("entries"), dict) else {}
-    entry = entries.get(PLUGIN_KEY) if isinstance(entries.get(PLUGIN_KEY), dict) else {}
+    entry = _dict_or_empty(_dict_or_empty(plugins.get("entries")).get(PLUGIN_KEY))
     if entry.get("settings") is not None:
         out.append((f"{path} plugins.entries.{PLUGIN_KEY}.settings", entry["settings"]))
     return out

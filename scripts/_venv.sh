@@ -1,4 +1,4 @@
-# Shared by scripts/recall and scripts/test: create or refresh a virtualenv.
+# Shared by scripts/recall, scripts/test and scripts/lint: create or refresh a virtualenv.
 # usage: ensure_venv DIR STAMP_SOURCE pip-install-args...
 ensure_venv() {
   local venv="$1" source="$2"; shift 2

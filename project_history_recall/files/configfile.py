@@ -50,10 +50,8 @@ class ConfigWriteError(DataError):
 def _block_span(lines: list[str], key: str) -> tuple[int, int] | None:
     """[start, end) of the top-level ``key:`` block, or None."""
     head = re.compile(rf"^{re.escape(key)}\s*:(\s|$)")
-    for start, line in enumerate(lines):
-        if head.match(line):
-            break
-    else:
+    start = next((i for i, line in enumerate(lines) if head.match(line)), None)
+    if start is None:
         return None
     end = start + 1
     while end < len(lines):

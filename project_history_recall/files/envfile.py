@@ -118,7 +118,8 @@ def scrub_key(text: str, key: str | None) -> str:
             at = text.find(piece, at + 1)
     if not spans:
         return text
-    out, done = [], 0
+    out: list[str] = []
+    done = 0
     for start, end in sorted(spans):
         if start > done or not out:  # overlapping and touching runs share one mask
             out += [text[done:start], MASK]

@@ -23,6 +23,11 @@ import threading
 import time
 from pathlib import Path
 
+from types import ModuleType
+from typing import BinaryIO
+
+fcntl: ModuleType | None
+msvcrt: ModuleType | None
 try:
     import fcntl
 except ImportError:  # Windows
@@ -83,7 +88,7 @@ class FileLock:
     def __init__(self, path: Path):
         self.path = path
         self._thread_lock = _thread_lock(path)
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def acquire(self, timeout: float | None = None) -> None:
         """Wait for the lock (``None``: as long as it takes).

@@ -188,7 +188,13 @@ class SessionCatalog:
                 self._sync(conn, mark)
             if fingerprint != self._full_fingerprint and time.monotonic() - self._full_at >= self.max_staleness:
                 self._start_refresh(fingerprint)
-            return self.version, self._facts
+            return self.version, self._known()
+
+    def _known(self) -> dict[str, SessionFacts]:
+        """The facts installed, for the steps that follow the first read. Caller holds the lock."""
+        if self._facts is None:
+            raise AssertionError("the session catalog has not been read yet")
+        return self._facts
 
     def _anchor(self, conn: sqlite3.Connection) -> int | None:
         """The newest known rowid still holding the session it held (0 when none
@@ -208,14 +214,14 @@ class SessionCatalog:
             # Rows above the anchor are new (see _MARK_SQL); the known ones there are gone.
             gone = [self._rowids.at[rowid] for rowid in self._rowids.above(anchor)]
             fresh = [_facts(row) for row in conn.execute(select + " WHERE rowid > ?", (anchor,))]
-            if len(self._facts) - len(gone) + len(fresh) == mark[0]:
+            if len(self._known()) - len(gone) + len(fresh) == mark[0]:
                 self._apply(gone, fresh, mark)
                 return
         # Older sessions went too (or VACUUM renumbered the rows): compare the
         # ids themselves, read from the id index alone (short strings: a
         # tenth of what reading every row's folder costs).
         present = dict(conn.execute("SELECT id, rowid FROM sessions"))
-        gone = [sid for sid in self._facts if sid not in present]
+        gone = [sid for sid in self._known() if sid not in present]
         added = [rowid for sid, rowid in present.items() if self._rowids.of.get(sid) != rowid]
         fresh = [_facts(row) for row in conn.execute(
             select + " WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(added),))] if added else []
@@ -223,7 +229,8 @@ class SessionCatalog:
 
     def _apply(self, gone: list[str], fresh: list[tuple[int, SessionFacts]], mark: tuple) -> None:
         """Caller holds the lock."""
-        facts = dict(self._facts)
+        known = self._known()
+        facts = dict(known)
         changed = False
         for sid in gone:
             changed |= facts.pop(sid, None) is not None
@@ -232,7 +239,7 @@ class SessionCatalog:
             changed |= facts.get(row.id) != row
             facts[row.id] = row
             self._rowids.add(rowid, row.id)
-        self._install(facts if changed else self._facts, self._rowids, mark, changed)
+        self._install(facts if changed else known, self._rowids, mark, changed)
 
     def _start_refresh(self, fingerprint: tuple) -> None:
         """Caller holds the lock."""
@@ -262,7 +269,7 @@ class SessionCatalog:
                 return  # this process changed a row after the read began
             # Sessions added or removed meanwhile are taken in by the next snapshot (its mark differs).
             keep = same and self._facts is current
-            self._install(current if keep else facts, rowids, mark, changed=not keep)
+            self._install(current if keep and current is not None else facts, rowids, mark, changed=not keep)
             self._full_at = time.monotonic()
 
     def wait_idle(self, timeout: float = 30.0) -> None:

@@ -10,6 +10,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from ..errors import DataError
 from . import paths
@@ -136,7 +137,7 @@ def call_workspace_callback(callback, session_id: str, folder: str, project_name
     import inspect
 
     try:
-        params = inspect.signature(callback).parameters.values()
+        params: Iterable[inspect.Parameter] = list(inspect.signature(callback).parameters.values())
     except (TypeError, ValueError):
         params = ()
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]

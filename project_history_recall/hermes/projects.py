@@ -7,6 +7,7 @@ has no explicit projects yet.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from .facts import ProjectInfo
@@ -22,7 +23,7 @@ class ProjectsDBError(StateDBError):
         return cls(f"Hermes's projects database {path} could not be read ({exc.code}): {exc}", exc.code)
 
 
-def read_projects(conn) -> list[ProjectInfo]:
+def read_projects(conn: sqlite3.Connection) -> list[ProjectInfo]:
     """Every project (archived ones too, flagged), in creation order, from an open connection."""
     tables = table_names(conn)
     if "projects" not in tables:
@@ -42,7 +43,7 @@ def read_projects(conn) -> list[ProjectInfo]:
             slug=slug or pid,
             name=name or slug or pid,
             folders=tuple(folders.get(pid, ())),
-            primary_path=primary_path or (folders.get(pid) or [None])[0],
+            primary_path=primary_path or next(iter(folders.get(pid, ())), None),
             archived=bool(is_archived),
         )
         for pid, slug, name, primary_path, is_archived in conn.execute(

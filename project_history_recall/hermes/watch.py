@@ -10,14 +10,14 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from .readonly import StateDBError, connect_readonly, retry
 
 T = TypeVar("T")
 
 
-class _Watcher:
+class _Watcher(Generic[T]):
     """A value read from an SQLite file, re-read only after a commit to it.
 
     ``PRAGMA data_version`` changes on a connection whenever another

@@ -230,6 +230,13 @@ _COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
 Row = tuple  # (message id, session id, timestamp, length)
 
 
+def _planned(value: str | None) -> str:
+    """A table or phrase ``_plan`` checked exists before it planned a term that needs it."""
+    if value is None:
+        raise AssertionError("a keyword term was planned on a table or phrase that does not exist")
+    return value
+
+
 def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
          total: int) -> dict[Term, list[Row]]:
     """Each planned term's rows in the scope (at most TERM_CANDIDATES + 1)."""
@@ -239,14 +246,14 @@ def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filt
     cap = TERM_CANDIDATES + 1
 
     for term, match in p.words:
-        found[term] = fts.rows(shape.words_fts, match, _COLS, "LIMIT ?", extra=(cap,))
+        found[term] = fts.rows(_planned(shape.words_fts), match, _COLS, "LIMIT ?", extra=(cap,))
 
     for term in p.phrases:
-        found[term] = fts.rows(shape.words_fts, _symbol_phrase(term.text), _COLS, "LIMIT ?",
+        found[term] = fts.rows(_planned(shape.words_fts), _planned(_symbol_phrase(term.text)), _COLS, "LIMIT ?",
                                f" AND instr({text}, ?) > 0", (_folded(term.text), cap))
 
     for term in p.trigram:
-        found[term] = fts.rows(shape.trigram_fts, fts_quote(term.text), _COLS, "LIMIT ?", extra=(cap,))
+        found[term] = fts.rows(_planned(shape.trigram_fts), fts_quote(term.text), _COLS, "LIMIT ?", extra=(cap,))
 
     if p.scan:
         probes = [f"instr({text}, ?) > 0" for _ in p.scan]
@@ -334,7 +341,9 @@ def _search(conn: sqlite3.Connection, shape: Shape, scope_ids: list[str], query:
     groups = query.concepts
     indexed = _index_matches(query, lookup) if lookup is not None else None
     counts: dict[Term, int] = {}
-    if indexed is not None:
+    names: dict[int, str] | list[str]  # session number -> id
+    sessions_of: Callable[[np.ndarray], np.ndarray]  # message keys -> session numbers
+    if lookup is not None and indexed is not None:
         for t in indexed:
             if t.kind == "stem":
                 groups[t.concept].append(t)
@@ -385,16 +394,16 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
         share = _shares(_concepts(groups, found, keys, total, counts), len(keys))
         sessions = lookup.sessions_of(keys)
         best: dict[int, float] = {}
-        for session, value in zip(sessions.tolist(), share.tolist()):
+        for session, value in zip(sessions.tolist(), share.tolist(), strict=True):
             best[session] = max(best.get(session, 0.0), value)
-        top = sorted(best, key=best.get, reverse=True)[:CANDIDATE_SESSIONS]
+        top = sorted(best, key=best.__getitem__, reverse=True)[:CANDIDATE_SESSIONS]
         for term in common:
             found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1, top) if top else keys[:0]
     return found
 
 
-def _from_hermes(conn, shape: Shape, query: ParsedQuery, groups: dict[int, list[Term]], scope_json: str,
-                 filters: Filters, total: int) -> dict[Term, list[Row]]:
+def _from_hermes(conn: sqlite3.Connection, shape: Shape, query: ParsedQuery, groups: dict[int, list[Term]],
+                 scope_json: str, filters: Filters, total: int) -> dict[Term, list[Row]]:
     """Each term's rows from Hermes's own indexes (and the scope's rows)."""
     forms = stems(query) if shape.words_fts is not None else []
     found = _run(conn, shape, plan(query.terms + forms, shape, filters, total), scope_json, filters, total)
@@ -425,7 +434,7 @@ def _index_matches(query: ParsedQuery, lookup: textindex.Lookup) -> dict[Term, s
     return out
 
 
-def _confirm_symbols(conn, lookup: textindex.Lookup, found: dict) -> None:
+def _confirm_symbols(conn: sqlite3.Connection, lookup: textindex.Lookup, found: dict) -> None:
     """A symbol is found in the index by its words in a row ("foo bar" for
     ``foo.bar()``); keep the messages that hold it exactly."""
     for term, keys in found.items():
@@ -458,7 +467,8 @@ def _index_facts(lookup: textindex.Lookup, keys: "np.ndarray") -> _Facts:
                   np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
 
 
-def _index_live(conn, shape: Shape, lookup: textindex.Lookup, message_ids: list[int], filters: Filters) -> set[int]:
+def _index_live(conn: sqlite3.Connection, shape: Shape, lookup: textindex.Lookup, message_ids: list[int],
+                filters: Filters) -> set[int]:
     """Those of ``message_ids`` still live and of a searched role (rewinds and roles are state.db's)."""
     return {r[0] for r in conn.execute(
         f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "

@@ -236,7 +236,7 @@ def parse(raw: object) -> ParsedQuery:
         numbered.append(replace(term, concept=concept))
     # A term typed twice is one term; a piece that is also a whole word of
     # the query is that word (the concept keeps its other pieces).
-    heads = {}
+    heads: dict[tuple[str, str], Term] = {}
     for term in numbered:
         if not term.partial:
             heads.setdefault((term.kind, term.text.casefold()), term)

@@ -207,7 +207,7 @@ class TextIndex(derived.DerivedFile):
 
     def _reset(self) -> None:
         """Start the index afresh (a new tokenizer, or too many unreachable rows)."""
-        def _do(conn):
+        def _do(conn: sqlite3.Connection):
             for table in ("slots", "sessions", "docs", "words"):
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("INSERT INTO text(text) VALUES ('delete-all')")
@@ -271,7 +271,9 @@ class TextIndex(derived.DerivedFile):
         row = conn.execute("SELECT slot FROM slots WHERE key = ?", (key,)).fetchone()
         if row:
             return row[0]
-        return conn.execute("INSERT INTO slots (key) VALUES (?)", (key,)).lastrowid
+        slot = conn.execute("INSERT INTO slots (key) VALUES (?)", (key,)).lastrowid
+        assert slot is not None  # set by the INSERT just run
+        return slot
 
     def _next_ordinal(self, conn: sqlite3.Connection) -> int:
         row = conn.execute("SELECT value FROM meta WHERE key = 'next_ordinal'").fetchone()
@@ -297,7 +299,7 @@ class TextIndex(derived.DerivedFile):
         ``first``: the first batch of ``work`` (a reindex retires the old rows
         there); ``complete``: the last (the session is then current as of
         ``work.seen``)."""
-        def _do(conn):
+        def _do(conn: sqlite3.Connection):
             row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
                                (work.session_id,)).fetchone()
             st = SessionState(*row) if row else None

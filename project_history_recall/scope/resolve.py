@@ -14,6 +14,7 @@ import os
 import sqlite3
 import time
 from collections import ChainMap
+from typing import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,11 +154,12 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     key = (version, tuple(projects), tuple(sorted(records.items())))
     with kept.lock:
         cached = mine.map
-    fresh = cached is not None and time.monotonic() - cached.built_at < _MAP_TTL
-    if fresh and cached.key == key:
+    if cached is not None and time.monotonic() - cached.built_at >= _MAP_TTL:
+        cached = None  # too old to build on
+    if cached is not None and cached.key == key:
         return cached
-    change = _membership_change(cached.facts, facts) if fresh and cached.key[1:] == key[1:] else None
-    if change is not None:
+    change = _membership_change(cached.facts, facts) if cached is not None and cached.key[1:] == key[1:] else None
+    if cached is not None and change is not None:
         # A chat or two started or deleted (every /new does both): only those change.
         added, removed = change
         ctx, built_at = cached.ctx, cached.built_at
@@ -231,7 +233,7 @@ def auto_name(key_id: str) -> str:
     return base_name(key_id) or key_id
 
 
-def unknown_project(projects: list[ProjectInfo], ref: str, automatic: list[str] = ()) -> ScopeError:
+def unknown_project(projects: list[ProjectInfo], ref: str, automatic: Sequence[str] = ()) -> ScopeError:
     """The error for a name or folder that matches nothing: the names closest to it, else what exists."""
     live = [p for p in projects if not p.archived]
     if _folder(ref):
@@ -285,7 +287,7 @@ def project_owning(home: Path, projects: list[ProjectInfo], ref: str) -> Project
     """The live explicit project a session working in the folder ``ref`` belongs to, if any."""
     ctx = _context(home, projects, {})
     place = located(ctx, ref)
-    return ctx.live.get(place.id) if place is not None and place.kind == "explicit" else None
+    return ctx.live.get(place.id) if place is not None and place.kind == "explicit" and place.id is not None else None
 
 
 def attribution_for_ref(amap: _AttributionMap, ref: str) -> Attribution:

@@ -10,8 +10,10 @@ status, never an exception: keyword search goes on.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..files import derived
 from ..hermes import paths
@@ -21,6 +23,9 @@ from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
 from .matrix import SemanticHit
 from .store import VectorStore
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 @dataclass
@@ -39,9 +44,15 @@ class Outcome:
     def usable(self) -> bool:
         return self.status in ("ready", "partial")
 
+    def parts(self) -> tuple[Embedder, VectorStore]:
+        """The embedder and store of an outcome ``prepare`` made ready (``usable``)."""
+        if self.embedder is None or self.store is None:
+            raise AssertionError(f"a {self.status!r} semantic outcome has no embedder or store")
+        return self.embedder, self.store
+
     def fields(self) -> dict:
         """What a search response says of the semantic side."""
-        out = {"semantic_status": self.status, "semantic_reason": self.reason}
+        out: dict[str, object] = {"semantic_status": self.status, "semantic_reason": self.reason}
         if self.index is not None:
             out["semantic_index"] = self.index
         if self.consent is not None:
@@ -49,7 +60,7 @@ class Outcome:
         return out
 
 
-def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
+def prepare(home: Path, settings: Settings, wait: float | None = None) -> Outcome:
     """Embedder and store, or the status that explains why semantic search cannot run.
 
     ``wait``: how long to wait for the model to load (None: as long as it takes)."""
@@ -69,7 +80,7 @@ def prepare(home: Path, settings, wait: float | None = None) -> Outcome:
     return Outcome("ready", embedder=embedder, store=store)
 
 
-def learn_size(embedder, text: str | None, as_query: bool = False) -> bool:
+def learn_size(embedder: Embedder, text: str | None, as_query: bool = False) -> bool:
     """Whether ``embedder``'s vector size is known, asking a remote model once with ``text`` if
     not: its size is learned from its first answer, and its stored vectors are found by a
     fingerprint that includes the size. ``as_query``: ``text`` is the search's own query (its
@@ -82,8 +93,8 @@ def learn_size(embedder, text: str | None, as_query: bool = False) -> bool:
     return embedder.dimension is not None
 
 
-def run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
-        limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
+def run(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope, query: str, since: float | None,
+        until: float | None, limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
     """Top up the scope's index (waiting at most the budget) and search what is indexed.
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
@@ -97,15 +108,15 @@ def run(home: Path, settings, conn, scope: Scope, query: str, since: float | Non
     return out
 
 
-def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | None, until: float | None,
-         limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
+def _run(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope, query: str, since: float | None,
+         until: float | None, limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
     import time
 
     deadline = time.monotonic() + (settings.index_budget_ms / 1000.0 if wait else 0.0)
     out = prepare(home, settings, wait=max(0.0, deadline - time.monotonic()))
     if out.status != "ready":
         return out
-    embedder, store = out.embedder, out.store
+    embedder, store = out.parts()
     key = scope.attribution.key
     members = scope.members
     try:
@@ -138,17 +149,19 @@ def _run(home: Path, settings, conn, scope: Scope, query: str, since: float | No
     if not wait or limit <= 0:
         return out
     states = summary["states"]
-    matrix = kept.of(home).matrix(store, embedder.fingerprint, key, embedder.dimension,
-                                  embedder.context_weight)
+    fp, dimension = embedder.fingerprint, embedder.dimension
+    if fp is None or dimension is None:  # learn_size above asked the model, or raised
+        raise AssertionError("the embedder's vector size is still unknown after it answered")
+    matrix = kept.of(home).matrix(store, fp, key, dimension, embedder.context_weight)
     try:
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
-        matrix.sync(store, embedder.fingerprint, members, states)
+        matrix.sync(store, fp, members, states)
         out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit,
                                                  candidates, embedder.cosine_baseline)
-    out.hashes = store.hashes_of(embedder.fingerprint, [(h.session_id, h.message_id) for h in out.hits])
+    out.hashes = store.hashes_of(fp, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     return out
@@ -159,7 +172,7 @@ def measured_rate(home: Path, fingerprint: str | None) -> float | None:
     return next((w.chunks_per_second for w in kept.of(home).indexers() if w.fp == fingerprint), None)
 
 
-def warm(home: Path, settings, scope: Scope) -> None:
+def warm(home: Path, settings: Settings, scope: Scope) -> None:
     """Ready ahead of the first search of ``scope``: the model loaded, the scope's
     vectors in memory and its index checked (what is new is embedded in the
     background). Whatever stops it, the first search meets and reports.
@@ -182,27 +195,29 @@ def warm(home: Path, settings, scope: Scope) -> None:
     out = prepare(home, settings, wait=None)
     if not out.usable:
         return
-    worker = kept.of(home).indexer(settings, out.embedder, out.store)
+    worker = kept.of(home).indexer(settings, *out.parts())
     with reading(paths.state_db_path(home)) as (conn, _shape):
         worker.top_up(conn, key, members, 0.0)
 
 
-def report(home: Path, settings, conn, scope: Scope) -> Outcome:
+def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope) -> Outcome:
     """The scope's semantic status without indexing or searching (``status`` command)."""
     out = prepare(home, settings, wait=None)
     if out.status != "ready":
         return out
+    embedder, store = out.parts()
     members = scope.members
     if scope.attribution.kind != "home":
         try:
-            consent.check(home, out.embedder, scope.attribution.key)
+            consent.check(home, embedder, scope.attribution.key)
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
             return Outcome("consent_required", str(exc), consent=consent_request.describe(
-                conn, out.embedder, scope.attribution.as_json(), members, settings.chunk_chars))
+                conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars))
     try:
-        # A remote model not asked yet in this process: its vectors from earlier runs, if any.
-        fp = out.embedder.fingerprint or embedders.stored_fingerprint(out.embedder, out.store)
-        states = out.store.states(fp, members)
+        # A remote model not asked yet in this process: its vectors from earlier runs, if any
+        # (none stored: every session is still to be indexed).
+        fp = embedder.fingerprint or embedders.stored_fingerprint(embedder, store)
+        states = store.states(fp, members) if fp is not None else {}
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     work = indexer.plan(conn, states, members)

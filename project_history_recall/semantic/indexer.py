@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..files import derived
 from ..hermes import changes, paths
@@ -31,7 +33,11 @@ from ..hermes.readonly import StateDBError, file_fingerprint
 from ..hermes.statedb import READ_BATCH, Shape, content_sql, decode_content, reading, seconds_sql
 from . import chunking, consent
 from . import store as vectors
-from .embedders.base import EmbedderUnavailable
+from .embedders.base import EmbedderUnavailable, known_fingerprint
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .embedders.base import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +68,7 @@ class Progress:
     seconds: float = 0.0
 
 
-def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> dict[str, Work]:
+def plan(conn: sqlite3.Connection, states: dict[str, vectors.SessionState], members: list[str]) -> dict[str, Work]:
     """What must happen for ``members`` to be fully indexed. Reads state.db only.
 
     (A session with only new tool rows is an append that embeds nothing; its
@@ -71,7 +77,7 @@ def plan(conn, states: dict[str, vectors.SessionState], members: list[str]) -> d
             for sid, c in changes.changes(conn, states, members).items()}
 
 
-def pending_chunks(conn, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
+def pending_chunks(conn: sqlite3.Connection, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
     """About how many chunks ``work`` will embed, from the messages' lengths alone (no
     text is read): a reconcile counts as embedding the whole session again, at most."""
     step = max(1, chunk_chars - chunk_overlap)
@@ -86,7 +92,7 @@ def pending_chunks(conn, work: dict[str, Work], chunk_chars: int, chunk_overlap:
     return total
 
 
-def estimate(chunks: int, embedder, measured: float | None = None) -> dict:
+def estimate(chunks: int, embedder: Embedder, measured: float | None = None) -> dict:
     """``{"chunks_pending", "chunks_per_second", "estimated_seconds"}`` for ``chunks`` still to
     embed, at the rate this process measured, else the model's reference rate (None for a
     remote model: its speed is the service's)."""
@@ -95,7 +101,8 @@ def estimate(chunks: int, embedder, measured: float | None = None) -> dict:
             "estimated_seconds": round(chunks / rate) if rate else None}
 
 
-def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_overlap: int) -> str | None:
+def first_text(conn: sqlite3.Connection, shape: Shape, members: list[str], chunk_chars: int,
+               chunk_overlap: int) -> str | None:
     """The first piece of the scope that indexing will embed anyway: what the
     ``index`` command asks a remote model first, to learn its dimension."""
     rows = conn.execute(
@@ -108,7 +115,8 @@ def first_text(conn, shape: Shape, members: list[str], chunk_chars: int, chunk_o
     return None
 
 
-def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[tuple[int, str, float | None]]:
+def _read_rows(conn: sqlite3.Connection, shape: Shape, sid: str, after_id: int,
+               upto: int) -> list[tuple[int, str, float | None]]:
     """(id, prepared text, timestamp or None) of the session's user/assistant rows in (after_id, upto].
 
     Rewound rows are embedded (a restore brings them back; searches filter them
@@ -131,12 +139,12 @@ def _read_rows(conn, shape: Shape, sid: str, after_id: int, upto: int) -> list[t
 class Indexer:
     """The background indexer of one embeddings.db for one model."""
 
-    def __init__(self, home: Path, settings, embedder, store: vectors.VectorStore):
+    def __init__(self, home: Path, settings: Settings, embedder: Embedder, store: vectors.VectorStore):
         self.home = home
         self.settings = settings
         self.embedder = embedder
         self.store = store
-        self.fp = embedder.fingerprint
+        self.fp = known_fingerprint(embedder)
         self._cond = threading.Condition()
         self._queues: dict[tuple, dict[str, Work]] = {}  # scope key -> pending work
         self._order: list[tuple] = []  # scope keys, most recently asked first
@@ -165,7 +173,7 @@ class Indexer:
         return len(gone)
 
     # -- the search side ---------------------------------------------------------
-    def top_up(self, conn, key: tuple, members: list[str], budget_s: float) -> dict:
+    def top_up(self, conn: sqlite3.Connection, key: tuple, members: list[str], budget_s: float) -> dict:
         """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn``
         is the caller's read-only state.db connection.
 
@@ -359,7 +367,7 @@ class Indexer:
             rows = _read_rows(conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
         if reconcile:
             rows = self._reconcile(work, rows, progress)
-        pending: list[tuple[int, int, str, str, float]] = []  # (message id, offset, text, hash, ts)
+        pending: list[tuple[int, int, str, str, float | None]] = []  # (message id, offset, text, hash, ts)
         for mid, text, ts in rows:
             digest = chunking.content_hash(text)
             for offset, piece in chunking.split(text, size, overlap):
@@ -407,5 +415,5 @@ class Indexer:
             if progress:
                 progress.embed_seconds += took
                 progress.chunks += len(pending)
-            chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs)]
+            chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs, strict=True)]
         self.store.add(self.fp, work.session_id, chunks, upto, seen)

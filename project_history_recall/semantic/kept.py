@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..files import derived
 from ..home import Home
 from .indexer import Indexer
 from .matrix import ScopeMatrix
+from .embedders.base import known_fingerprint
 from .store import VectorStore, path_for
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .embedders.base import Embedder
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~52 MB per 100k chunks
 
@@ -44,12 +50,13 @@ class SemanticParts:
         derived.retire(old)
         return fresh
 
-    def indexer(self, settings, embedder, vectors: VectorStore) -> Indexer:
+    def indexer(self, settings: Settings, embedder: Embedder, vectors: VectorStore) -> Indexer:
         """The background indexer of ``vectors`` for ``embedder``'s model (a fresh one after it stopped)."""
         with self.home.lock:
-            worker = self._indexers.get(embedder.fingerprint)
+            fp = known_fingerprint(embedder)
+            worker = self._indexers.get(fp)
             if worker is None or worker.error or worker.store is not vectors:
-                worker = self._indexers[embedder.fingerprint] = Indexer(self.home.path, settings, embedder, vectors)
+                worker = self._indexers[fp] = Indexer(self.home.path, settings, embedder, vectors)
             return worker
 
     def indexers(self) -> list[Indexer]:

@@ -143,7 +143,7 @@ class ScopeMatrix:
         sids = [r[1] for r in batch]
         cuts = [i for i in range(1, count) if sids[i] != sids[i - 1]]
         crossing = []  # rows linked to a row of an earlier page
-        for first, stop in zip([0, *cuts], [*cuts, count]):
+        for first, stop in zip([0, *cuts], [*cuts, count], strict=True):
             sid = sids[first]
             idx = self.session_index.get(sid)
             if idx is None:
@@ -311,7 +311,7 @@ class ScopeMatrix:
             return np.frombuffer(blob, dtype=np.float16).astype(np.float32) if blob else np.zeros(dim, np.float32)
 
         out = {}
-        for r, p, nx in zip(rows.tolist(), prev.tolist(), nxt.tolist()):
+        for r, p, nx in zip(rows.tolist(), prev.tolist(), nxt.tolist(), strict=True):
             if int(self.rowids[r]) not in stored:
                 continue
             acc = vec(r) + self.w * (vec(p) + vec(nx))

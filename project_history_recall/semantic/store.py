@@ -157,11 +157,11 @@ class VectorStore(derived.DerivedFile):
             return dict(conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))
 
     # -- writes (each one transaction) --------------------------------------------
-    def _state(self, conn, fingerprint: str, sid: str) -> SessionState:
+    def _state(self, conn: sqlite3.Connection, fingerprint: str, sid: str) -> SessionState:
         row = conn.execute(f"{_STATES} AND session_id = ?", (fingerprint, sid)).fetchone()
         return SessionState(*row) if row else SessionState(sid)
 
-    def _put_state(self, conn, fingerprint: str, st: SessionState) -> None:
+    def _put_state(self, conn: sqlite3.Connection, fingerprint: str, st: SessionState) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?)",
             (fingerprint, st.session_id, st.indexed_max_id, st.seen_count, st.seen_max_id, st.chunks,
@@ -176,7 +176,7 @@ class VectorStore(derived.DerivedFile):
         """
         import numpy as np
 
-        def _do(conn):
+        def _do(conn: sqlite3.Connection):
             st = self._state(conn, fingerprint, session_id)
             for c in chunks:
                 cur = conn.execute(
@@ -200,7 +200,7 @@ class VectorStore(derived.DerivedFile):
                         dirty: bool) -> SessionState:
         """Drop these messages' vectors; ``dirty`` marks the session for a full check
         (set while a reconciliation is under way, so a crash repeats it)."""
-        def _do(conn):
+        def _do(conn: sqlite3.Connection):
             st = self._state(conn, fingerprint, session_id)
             if message_ids:
                 conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id IN "
@@ -219,7 +219,7 @@ class VectorStore(derived.DerivedFile):
 
     def drop_sessions(self, fingerprint: str | None, session_ids: list[str]) -> int:
         """Forget sessions entirely (they were deleted from Hermes). Returns chunks removed."""
-        def _do(conn):
+        def _do(conn: sqlite3.Connection):
             fp_sql = "model_fingerprint = ? AND " if fingerprint else ""
             params = [fingerprint] if fingerprint else []
             ids = json.dumps(session_ids)

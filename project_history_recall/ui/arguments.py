@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import types
+from typing import Any
 from pathlib import Path
 
 from .. import settings as config
@@ -57,7 +58,7 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
 
     On the subcommands their default is SUPPRESS, so an option given before
     the subcommand is not overwritten by the subcommand's default."""
-    unset = {} if top else {"default": argparse.SUPPRESS}
+    unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     if standalone:
         p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
         p.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)", **unset)
@@ -84,11 +85,12 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     """Subcommands; shared by the standalone script and ``hermes recall`` (where Hermes
     chooses the home: ``hermes --profile NAME recall …``)."""
     if not standalone:
-        # Hermes creates this parser with its own class.
-        parser.error = types.MethodType(_usage_error, parser)
-        parser.parse_known_args = types.MethodType(_parse_strictly, parser)
+        # Hermes creates this parser with its own class: these two methods are
+        # replaced on the instance on purpose (what Parser does by subclassing).
+        parser.error = types.MethodType(_usage_error, parser)  # type: ignore[method-assign]
+        parser.parse_known_args = types.MethodType(_parse_strictly, parser)  # type: ignore[method-assign]
     _add_global_options(parser, standalone, top=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)  # a parent: only its arguments are used
     _add_global_options(common, standalone, top=False)
     sub = parser.add_subparsers(dest="recall_command", metavar="COMMAND", parser_class=Parser)
 

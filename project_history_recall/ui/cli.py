@@ -200,7 +200,7 @@ def cmd_quickstart(run: _Run) -> int:
     # home has nothing new, and then there is nothing to say.
     indexed = _indexed(demo_run, Caller(), every=True)
     if text and not indexed.get("success"):
-        run.out.print(indexed.get("error"))
+        run.out.print(indexed["error"])  # every failed response says why
     elif text and _index_changed(indexed):
         run.out.print(render.format_index(indexed))
     folder = str(Path(info["work"]) / demo.MAIN_PROJECT)
@@ -214,7 +214,7 @@ def cmd_quickstart(run: _Run) -> int:
         if text:
             run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
             run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
-                          if response.get("success") else response.get("error"))
+                          if response.get("success") else response["error"])
             run.out.print()
     hermes = f"{_hermes(demo_run.home)} recall status {shlex.quote(folder)}"
     if text:

@@ -158,7 +158,9 @@ def enable_plugin(home: Path) -> None:
 
     def change(current):
         plugins = dict(current) if isinstance(current, dict) else {}
-        enabled = plugins.get("enabled") if isinstance(plugins.get("enabled"), list) else []
+        enabled = plugins.get("enabled")
+        if not isinstance(enabled, list):
+            enabled = []
         plugins["enabled"] = enabled if PLUGIN_KEY in enabled else [*enabled, PLUGIN_KEY]
         return plugins
 

@@ -159,7 +159,7 @@ def format_status(response: dict) -> str:
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
         ("semantic", _semantic_line(response)),
-        ("state.db", _JOURNAL.get(response.get("journal_mode"), "-")),
+        ("state.db", _JOURNAL.get(response.get("journal_mode") or "", "-")),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")

@@ -43,7 +43,7 @@ def fresh_home(root: Path) -> dict:
     enable_plugin(home)
     assert not (home / PLUGIN_KEY / "recall.db").exists()
     return {"home": home, "sid": sid, "folder_of": {pid: str(folder) for pid, folder in ids.items()},
-            "id_of": {name: pid for pid, name in zip(ids, folders)}}
+            "id_of": {name: pid for pid, name in zip(ids, folders, strict=True)}}
 
 
 def assert_serialised(case: dict, results: list[dict]) -> None:
@@ -73,9 +73,12 @@ def test_two_threads_moving_one_session_on_the_first_move(tmp_path, monkeypatch,
         gate = threading.Barrier(2)
         results: list[dict] = []
 
-        def move(target: str) -> None:
+        # This home's gate and results, bound now: a thread that outlived its
+        # join must not reach the next home's.
+        def move(target: str, gate: threading.Barrier = gate, results: list[dict] = results,
+                 sid: str = case["sid"]) -> None:
             gate.wait(30)
-            results.append(call(MOVE, {"project": target, "session": case["sid"]}))
+            results.append(call(MOVE, {"project": target, "session": sid}))
 
         threads = [threading.Thread(target=move, args=(t,)) for t in ("Beta", "Gamma")]
         for t in threads:
@@ -119,11 +122,11 @@ def test_two_processes_moving_one_session_on_the_first_move(tmp_path, monkeypatc
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for me, other, target in (("b", "g", "Beta"), ("g", "b", "Gamma"))]
     outputs = [child.communicate(timeout=600) for child in children]
-    for child, (_out, err) in zip(children, outputs):
+    for child, (_out, err) in zip(children, outputs, strict=True):
         assert child.returncode == 0, err[-3000:]
     answers = [[json.loads(line) for line in out.splitlines() if line.startswith("{")] for out, _err in outputs]
     assert [len(a) for a in answers] == [homes, homes]
-    for case, beta, gamma in zip(cases, *answers):
+    for case, beta, gamma in zip(cases, *answers, strict=True):
         assert_serialised(case, [beta, gamma])
 
 

@@ -3,6 +3,7 @@ in-memory matrix and the store's own file handling (no Hermes, no model)."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 
 import numpy as np
@@ -29,7 +30,7 @@ def test_long_text_is_cut_at_sentences_with_overlap():
     for offset, piece in chunks:
         assert len(piece) <= 200 and text[offset:offset + len(piece)] == piece
         assert piece.endswith(".")  # cut at a sentence end
-    for (a, pa), (b, _) in zip(chunks, chunks[1:]):
+    for (a, pa), (b, _) in itertools.pairwise(chunks):
         assert a < b < a + len(pa)  # neighbours overlap
 
 
@@ -110,14 +111,14 @@ def _unit(rng, n, d=8):
 
 
 def _add(store, sid, mids, vecs, ts=0.0):
-    rows = [vectors.ChunkRow(sid, m, 0, f"h{m}", ts + m, v) for m, v in zip(mids, vecs)]
+    rows = [vectors.ChunkRow(sid, m, 0, f"h{m}", ts + m, v) for m, v in zip(mids, vecs, strict=True)]
     return store.add("fp", sid, rows, max(mids), None)
 
 
 def _brute(vecs_by_session, q, w=1.0):
     """Cosine of q with (chunk + w x (previous + next chunk of the same session))."""
     out = {}
-    for sid, (mids, vecs) in vecs_by_session.items():
+    for mids, vecs in vecs_by_session.values():
         v16 = vecs.astype(np.float16).astype(np.float32)
         for i, m in enumerate(mids):
             acc = v16[i] + w * ((v16[i - 1] if i > 0 else 0) + (v16[i + 1] if i + 1 < len(mids) else 0))

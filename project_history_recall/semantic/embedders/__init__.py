@@ -11,6 +11,7 @@ after the consent gate, before they look anything up by fingerprint.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, overload
 
 from .base import Embedder, EmbedderUnavailable
 from .e5 import MultilingualE5Small
@@ -19,13 +20,16 @@ from .local import EmbeddedModel, UniversalSentenceEncoder
 # The offline models by their ``embedder`` setting; anything else is ``openai``.
 OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small}
 
+if TYPE_CHECKING:
+    from ...settings import Settings
+
 _cache: dict[tuple, Embedder] = {}
 _failures: dict[tuple, str] = {}
 _loading: dict[tuple, threading.Event] = {}
 _lock = threading.Lock()
 
 
-def identity(settings) -> tuple[bool, str, str]:
+def identity(settings: Settings) -> tuple[bool, str, str]:
     """(remote, provider, model) of the configured embedder, without loading it:
     what a consent is recorded for."""
     offline = OFFLINE.get(settings.embedder)
@@ -34,7 +38,7 @@ def identity(settings) -> tuple[bool, str, str]:
     return True, settings.openai.base_url, settings.openai.model
 
 
-def _key(settings) -> tuple:
+def _key(settings: Settings) -> tuple:
     if settings.embedder in OFFLINE:
         return (settings.embedder, settings.chunk_chars, settings.chunk_overlap)
     # A remote embedder depends on every openai.* setting and, through its key, on the profile.
@@ -42,7 +46,7 @@ def _key(settings) -> tuple:
             settings.batch_size, settings.chunk_chars, settings.chunk_overlap)
 
 
-def _build(settings) -> Embedder:
+def _build(settings: Settings) -> Embedder:
     offline = OFFLINE.get(settings.embedder)
     if offline is not None:
         return offline(settings.chunk_chars, settings.chunk_overlap)
@@ -51,7 +55,7 @@ def _build(settings) -> Embedder:
     return OpenAIEmbedder.from_settings(settings)
 
 
-def _load_now(key: tuple, settings, done: threading.Event) -> None:
+def _load_now(key: tuple, settings: Settings, done: threading.Event) -> None:
     try:
         embedder = _build(settings)
     except EmbedderUnavailable as exc:
@@ -69,7 +73,13 @@ def _load_now(key: tuple, settings, done: threading.Event) -> None:
         done.set()
 
 
-def load(settings, wait: float | None = None) -> Embedder | None:
+@overload
+def load(settings: Settings, wait: None = None) -> Embedder: ...
+@overload
+def load(settings: Settings, wait: float | None) -> Embedder | None: ...
+
+
+def load(settings: Settings, wait: float | None = None) -> Embedder | None:
     """The configured embedder, loaded once per process (the default model takes 1-2 s).
 
     Loading runs in a background thread; this waits for it at most ``wait``
@@ -101,7 +111,7 @@ def load(settings, wait: float | None = None) -> Embedder | None:
         return _cache.get(key)
 
 
-def stored_fingerprint(embedder, store) -> str | None:
+def stored_fingerprint(embedder: Embedder, store) -> str | None:
     """The fingerprint an embedder that learns its size (one with ``fingerprint_parts``) stored
     its vectors under in an earlier process, while its size is not known yet in this one
     (status reports). Here, not in that embedder's module: the engine asks whichever

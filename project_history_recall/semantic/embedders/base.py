@@ -10,9 +10,12 @@ first (``consent.check``); local ones do not.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 from ...errors import DataError
+
+if TYPE_CHECKING:
+    import numpy
 
 # Bump when chunking.prepare/split change the text a vector is made from.
 PREPROCESSING_VERSION = 1
@@ -26,20 +29,52 @@ class EmbedderUnavailable(DataError):
 
 @runtime_checkable
 class Embedder(Protocol):
-    provider: str  # "local" or the remote service's base URL
-    model: str
-    dimension: int | None  # None: a remote model not asked yet
-    remote: bool
-    fingerprint: str | None  # None while the dimension is unknown
-    context_weight: float  # a chunk's neighbours' weight in its score (matrix.py)
-    reference_chunks_per_second: float | None  # for time estimates before this process has measured
-    cosine_baseline: float  # the cosine of unrelated texts, mapped to 0 in scores (matrix.py)
+    # Read-only to the callers, so an embedder whose size is fixed may say
+    # ``dimension: int`` (and ``fingerprint: str``).
+    @property
+    def provider(self) -> str:
+        """"local" or the remote service's base URL."""
 
-    def embed_documents(self, texts: Sequence[str]) -> "numpy.ndarray":  # noqa: F821
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimension(self) -> int | None:
+        """None: a remote model not asked yet."""
+
+    @property
+    def remote(self) -> bool: ...
+
+    @property
+    def fingerprint(self) -> str | None:
+        """None while the dimension is unknown."""
+
+    @property
+    def context_weight(self) -> float:
+        """A chunk's neighbours' weight in its score (matrix.py)."""
+
+    @property
+    def reference_chunks_per_second(self) -> float | None:
+        """For time estimates before this process has measured."""
+
+    @property
+    def cosine_baseline(self) -> float:
+        """The cosine of unrelated texts, mapped to 0 in scores (matrix.py)."""
+
+    def embed_documents(self, texts: Sequence[str]) -> numpy.ndarray:
         """(len(texts), dimension) float32, rows L2-normalised."""
 
-    def embed_query(self, text: str) -> "numpy.ndarray":  # noqa: F821
+    def embed_query(self, text: str) -> numpy.ndarray:
         """(dimension,) float32, L2-normalised."""
+
+
+def known_fingerprint(embedder: Embedder) -> str:
+    """``embedder``'s fingerprint where its vector size must be known by now (an indexer is
+    made only after ``learn_size`` or for a model of fixed size)."""
+    fp = embedder.fingerprint
+    if fp is None:
+        raise AssertionError(f"the vector size of {embedder.model} is not known yet")
+    return fp
 
 
 def preprocessing_tag(chunk_chars: int, chunk_overlap: int) -> str:

@@ -41,13 +41,16 @@ import urllib.request
 from collections import OrderedDict
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 from urllib.parse import urlsplit
 
 from ...files import envfile
 from ...version import __version__
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
+
+if TYPE_CHECKING:
+    from ...settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +160,7 @@ class OpenAIEmbedder:
             self._learn(int(dimensions))
 
     @classmethod
-    def from_settings(cls, settings) -> "OpenAIEmbedder":
+    def from_settings(cls, settings: Settings) -> "OpenAIEmbedder":
         return cls(settings.home, settings.openai.base_url, settings.openai.model,
                    dimensions=settings.openai.dimensions, api_key_env=settings.openai.api_key_env,
                    timeout=settings.openai.timeout, query_timeout=settings.openai.query_timeout,
@@ -213,7 +216,8 @@ class OpenAIEmbedder:
     # -- requests ------------------------------------------------------------------------
     def _embed(self, texts: list[str], deadline: float | None):
         key, _where = envfile.lookup(self.home, self.api_key_env) if self.home is not None else (None, "")
-        body = {"model": self.model, "input": [t if t else " " for t in texts]}  # "" is refused by OpenAI
+        # "" is refused by OpenAI
+        body: dict[str, object] = {"model": self.model, "input": [t if t else " " for t in texts]}
         if self.requested_dimensions:
             body["dimensions"] = int(self.requested_dimensions)
         data = json.dumps(body).encode("utf-8")
