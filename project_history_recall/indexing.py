@@ -35,6 +35,7 @@ from .scope.resolve import HOME_REASON, attribution_map, auto_name, resolve_scop
 from .semantic import consent, consent_request, indexer
 from .semantic import engine as semantic
 from .semantic import kept as semantic_parts
+from .semantic.embedders.base import known_fingerprint
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -142,12 +143,12 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
     skipped: list[dict[str, Any]] = []
     estimate = None
     if not embedder.remote:  # a remote model's projects may be skipped for consent, and its speed is unknown
-        chunks = 0
+        chunks, fp = 0, known_fingerprint(embedder)  # an offline model's size is fixed
         with reading(paths.state_db_path(home)) as (conn, _shape):
             for _key, _name, sids in wanted:
-                work = indexer.plan(conn, store.states(embedder.fingerprint, sids), sids)
+                work = indexer.plan(conn, store.states(fp, sids), sids)
                 chunks += indexer.pending_chunks(conn, work, settings.chunk_chars, settings.chunk_overlap)
-        estimate = indexer.estimate(chunks, embedder, semantic.measured_rate(home, embedder.fingerprint))
+        estimate = indexer.estimate(chunks, embedder, semantic.measured_rate(home, fp))
         if on_estimate:
             on_estimate(estimate)
     for key, name, sids in wanted:

@@ -228,7 +228,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         # A first index of a big project takes minutes with a slow model: say how many up front.
         out.index.update(indexer.estimate(indexer.pending_chunks(conn, work, settings.chunk_chars,
                                                                  settings.chunk_overlap),
-                                          out.embedder, measured_rate(home, fp)))
+                                          embedder, measured_rate(home, fp)))
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command")

@@ -66,7 +66,8 @@ def _read_flags(system: str) -> set[str] | None:
         if system == "Windows":
             import ctypes
 
-            present = ctypes.windll.kernel32.IsProcessorFeaturePresent
+            # ctypes has windll on Windows only, where this branch runs.
+            present = ctypes.windll.kernel32.IsProcessorFeaturePresent  # type: ignore[attr-defined]
             # PF_AVX2_INSTRUCTIONS_AVAILABLE; Windows reports FMA with AVX2 (every AVX2 CPU has it).
             return {"avx2", "fma"} if present(40) else set()
     except (OSError, subprocess.SubprocessError, AttributeError):
