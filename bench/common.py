@@ -7,6 +7,8 @@ import platform
 import sqlite3
 import statistics
 import sys
+from pathlib import Path
+from typing import Callable
 
 
 def machine() -> dict:
@@ -77,3 +79,30 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.3f}" if value < 10 else f"{value:.1f}"
     return str(value)
+
+
+def session_id(n: int) -> str:
+    return f"20260901_{n:06d}_{n:06x}"
+
+
+def one_project_home(home: Path, app: Path, sessions: int, answer: Callable[[int], str]) -> str:
+    """A Hermes home with one project, App, of ``sessions`` two-message sessions written with
+    Hermes's own ``SessionDB`` (a websocket question, then ``answer(n)``); the id of an empty
+    session that asks."""
+    from hermes_cli import projects_db
+    from hermes_state import SessionDB
+
+    with projects_db.connect_closing(home / "projects.db") as conn:
+        projects_db.create_project(conn, name="App", folders=[str(app)])
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        for n in range(sessions):
+            sid = session_id(n)
+            db.create_session(sid, "cli", cwd=str(app))
+            db.append_message(sid, "user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED")
+            db.append_message(sid, "assistant", answer(n))
+        asker = session_id(999_999)
+        db.create_session(asker, "cli", cwd=str(app))
+    finally:
+        db.close()
+    return asker

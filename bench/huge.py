@@ -22,27 +22,6 @@ from . import common
 FILLER = "lorem ipsum dolor sit amet consectetur "
 
 
-def _build(home: Path, app: Path, sessions: int) -> tuple[str, str]:
-    """The project's history; (a session to add the huge message to, the asking session)."""
-    from hermes_cli import projects_db
-    from hermes_state import SessionDB
-
-    with projects_db.connect_closing(home / "projects.db") as conn:
-        projects_db.create_project(conn, name="App", folders=[str(app)])
-    db = SessionDB(db_path=home / "state.db")
-    try:
-        for n in range(sessions):
-            sid = f"20260901_{n:06d}_{n:06x}"
-            db.create_session(sid, "cli", cwd=str(app))
-            db.append_message(sid, "user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED")
-            db.append_message(sid, "assistant", ("the capybara test passes" if n % 20 == 0 else f"fix {n}"))
-        asker = "20260901_999999_0f423f"
-        db.create_session(asker, "cli", cwd=str(app))
-    finally:
-        db.close()
-    return "20260901_000000_000000", asker
-
-
 def _append_huge(home: Path, sid: str, size: int) -> None:
     from hermes_state import SessionDB
 
@@ -75,7 +54,8 @@ def run(sessions: int, megabytes: float, repeats: int) -> dict:
         os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
         info = common.machine()
         common.print_machine(info)
-        sid, asker = _build(home, app, sessions)
+        asker = common.one_project_home(home, app, sessions, lambda n: "the capybara test passes" if n % 20 == 0 else f"fix {n}")
+        sid = common.session_id(0)
         (home / "project-history-recall").mkdir()
         (home / "project-history-recall" / "config.yaml").write_text("semantic: false\n", encoding="utf-8")
         print(f"data: {sessions} sessions of one project; 'capybara' in {len(range(0, sessions, 20))} of "

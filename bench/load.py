@@ -64,27 +64,6 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _build(home: Path, app: Path, sessions: int) -> str:
-    """The project's history; the id of the session that searches it."""
-    from hermes_cli import projects_db
-    from hermes_state import SessionDB
-
-    with projects_db.connect_closing(home / "projects.db") as conn:
-        projects_db.create_project(conn, name="App", folders=[str(app)])
-    db = SessionDB(db_path=home / "state.db")
-    try:
-        for n in range(sessions):
-            sid = f"20260901_{n:06d}_{n:06x}"
-            db.create_session(sid, "cli", cwd=str(app))
-            db.append_message(sid, "user", f"websocket reconnect {n} ERR_CONNECTION_REFUSED")
-            db.append_message(sid, "assistant", f"超时 fix {n}")
-        asker = "20260901_999999_0f423f"
-        db.create_session(asker, "cli", cwd=str(app))
-    finally:
-        db.close()
-    return asker
-
-
 def _ms(values: list[float]) -> dict:
     ms = [v * 1000 for v in values]
     return {"p50_ms": common.percentile(ms, 50), "p95_ms": common.percentile(ms, 95),
@@ -125,7 +104,7 @@ def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: 
     home.mkdir(parents=True)
     app.mkdir(parents=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported, and the home every search reads
-    asker = _build(home, app, sessions)
+    asker = common.one_project_home(home, app, sessions, lambda n: f"超时 fix {n}")
 
     from project_history_recall.hermes.readonly import journal_mode
     from project_history_recall.ui import tools
