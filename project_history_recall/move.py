@@ -175,6 +175,22 @@ def plan_cwd(row: SessionRow, folder: str, git: GitAt, can_clear: bool) -> CwdWr
     return write
 
 
+def plan_auto_cwd(row: SessionRow, folder: str, git: GitAt, can_clear: bool) -> CwdWrite | None:
+    """Like :func:`plan_cwd`, for an automatic project's folder (its id: the git root or the folder).
+
+    Hermes groups an automatic project by the session's git root, else its
+    cwd, so the root left on the row must be none or the folder itself. On
+    0.19.0 an old root that holds the folder (say one an earlier move wrote
+    as a placeholder) cannot be cleared: the folder is written as the root.
+    """
+    write = plan_cwd(row, folder, git, can_clear)
+    root = write.root_after if write else row.git_repo_root
+    if not (root or "").strip() or path_key(root) == path_key(folder):
+        return write
+    return CwdWrite(folder, git.branch, folder, False, git.branch or row.git_branch, folder,
+                    placeholder_root=True, stale_branch=bool(row.git_branch) and not git.branch)
+
+
 def sidebar_project(projects: list[ProjectInfo], cwd: str, live_root: str | None,
                     persisted_root: str | None) -> ProjectInfo | None:
     """The explicit project Hermes's sidebar puts a session in (``project_tree._project_for_session``).
@@ -327,7 +343,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
 
 def _auto_named(projects: list[ProjectInfo], amap, ref: str) -> Attribution:
     """The automatic project ``ref`` names as ``projects`` prints it (``notes``, ``notes (auto)``),
-    or by its folder (any folder inside it), while it has sessions, as a search takes it."""
+    or by its folder, while it has sessions, as a search takes it."""
     place = located(amap.ctx, ref)
     if place is not None:
         if place.kind == "auto" and place.key in amap.by_project:
@@ -352,7 +368,7 @@ def _plan_auto(home: Path, projects: list[ProjectInfo], amap, auto: Attribution,
         raise MoveError(f"The folder of automatic project '{auto.name}', {folder}, does not exist on this machine; "
                         "nothing was changed.", "folder_missing", folder=folder)
     git = GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
-    write = plan_cwd(row, folder, git, host.can_clear_git_meta())
+    write = plan_auto_cwd(row, folder, git, host.can_clear_git_meta())
     root_after = write.root_after if write else row.git_repo_root
     shown = sidebar_project(projects, folder, git.root, root_after)
     after = resolve_own(SessionFacts(id="", cwd=folder, git_repo_root=root_after), amap.ctx)
