@@ -56,6 +56,7 @@ from .scope.pathkeys import is_under, path_key
 from .scope.resolve import (
     attribution_map,
     attribution_of,
+    auto_name,
     auto_names,
     auto_project_named,
     catalog,
@@ -314,11 +315,11 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
         projects = load_projects(paths.projects_db_path(home))
         amap = attribution_map(home, conn)
         explicit = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
-        auto = None if explicit is not None else _auto_named(projects, amap, req.project)
         if req.session:
             row, notes = sessionref.find(conn, home, req.session), []
         else:
             row, notes = _caller_row(conn, caller)
+        auto = None if explicit is not None else _auto_named(home, projects, amap, req.project, row.id)
         before = attribution_of(amap, row.facts)
     if auto is not None:
         return _plan_auto(home, projects, amap, auto, row, before, notes)
@@ -341,9 +342,10 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     return _Plan(Target.explicit(target), row, before, folder, write, sidebar, notes)
 
 
-def _auto_named(projects: list[ProjectInfo], amap, ref: str) -> Attribution:
+def _auto_named(home: Path, projects: list[ProjectInfo], amap, ref: str, session_id: str) -> Attribution:
     """The automatic project ``ref`` names as ``projects`` prints it (``notes``, ``notes (auto)``),
-    or by its folder, while it has sessions, as a search takes it."""
+    or by its folder, while it has sessions, as a search takes it; else one this session was
+    moved out of (it may have been that project's only session)."""
     place = located(amap.ctx, ref)
     if place is not None:
         if place.kind == "auto" and place.key in amap.by_project:
@@ -352,7 +354,21 @@ def _auto_named(projects: list[ProjectInfo], amap, ref: str) -> Attribution:
         auto = auto_project_named(amap, ref)
         if auto is not None:
             return auto
+    left = _left_automatic(home, session_id, ref)
+    if left is not None:
+        return left
     raise unknown_project(projects, ref, auto_names(amap))
+
+
+def _left_automatic(home: Path, session_id: str, ref: str) -> Attribution | None:
+    """The automatic project (by name or folder) a recorded move took this session out of, the latest."""
+    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
+    for move in reversed(records.load_history(records.records_path(paths.data_dir(home)), session_id)):
+        key = move.get("from_id") or ""
+        if move.get("from_kind") == "auto" and key and (
+                auto_name(key).casefold() == wanted or path_key(ref.strip()) == key):
+            return Attribution("auto", key, auto_name(key), "recorded")
+    return None
 
 
 def _plan_auto(home: Path, projects: list[ProjectInfo], amap, auto: Attribution, row: SessionRow,

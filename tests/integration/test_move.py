@@ -567,3 +567,21 @@ def test_missing_or_archived_automatic_folders(autos, world, work):
         by_folder = call(MOVE, {"project": str(attic), "session": autos["n1"]}, session_id=autos["ask_p"])
     assert missing["error_code"] == "folder_missing" and str(gone) in missing["error"]
     assert archived["error_code"] == "unknown_project" and by_folder["error_code"] == "unknown_project"
+
+
+@SIDEBAR
+def test_the_only_session_of_an_automatic_project_moves_back_by_its_old_name(autos, world, work):
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    assert call(MOVE, {"project": "P", "session": s}, session_id=autos["ask_p"])["moved"]
+    assert "solo" not in printed_auto_names(world.home)  # no session is left there…
+    with unchanged_everywhere(world):  # …so only the session that left may name it
+        other = call(MOVE, {"project": "solo", "session": autos["n1"]}, session_id=autos["ask_p"])
+    assert other["error_code"] == "unknown_project"
+    from hermes_state import SessionDB
+
+    world.db = SessionDB(db_path=world.home / "state.db")  # unchanged_everywhere closed it
+    res = call(MOVE, {"project": "solo (auto)", "session": s}, session_id=autos["ask_p"])
+    assert res["moved"] and res["project"] == {"kind": "auto", "id": str(solo), "name": "solo"}, res
+    assert attributions(world.home)[s] == ("auto", str(solo)) and sidebar_groups(world.db)[s] == str(solo)
