@@ -26,6 +26,16 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
 A crash between 3 and 4 leaves the cwd moved without a record: the folder,
 which is the target project's, then attributes the session to it anyway.
 
+Automatic projects. A session also moves into an automatic project (named
+as ``projects`` prints it, ``notes`` or ``notes (auto)``, or by its folder;
+or one the session itself was moved out of, even with no session left
+there): its cwd becomes that project's id, the git root or folder Hermes
+groups by, through the same write, and its record is deleted in the same
+transaction (the move is still logged, ``to_kind = 'auto'``), so its folder
+attributes it, as Hermes's sidebar groups it. When an explicit project
+would take that folder (one created over it meanwhile), the move could not
+take effect and is refused.
+
 Git fields on Hermes 0.19.0: ``update_session_cwd`` writes only non-empty
 values, so it cannot clear a ``git_repo_root`` left over from the old folder,
 and Hermes's sidebar would keep grouping the session by that stale root.
