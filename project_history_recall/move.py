@@ -54,13 +54,12 @@ from pathlib import Path
 
 from .errors import DataError, PluginError, UsageError
 from .hermes import host, paths
-from .hermes.facts import ProjectInfo
+from .hermes.facts import ProjectInfo, SessionFacts
 from .hermes.host import Caller
 from .hermes.projects import load_projects
 from .hermes.statedb import reading
 from .results import link
 from .scope import gitroot, records, sessionref
-from .hermes.facts import SessionFacts
 from .scope.attribution import Attribution, FolderIndex, deepest_match, resolve_own
 from .scope.pathkeys import is_under, path_key
 from .scope.resolve import (
@@ -123,7 +122,7 @@ class Target:
     project: ProjectInfo | None = None  # the explicit project
 
     @classmethod
-    def explicit(cls, project: ProjectInfo) -> "Target":
+    def explicit(cls, project: ProjectInfo) -> Target:
         return cls("explicit", project.id, project.name, project)
 
     def as_json(self) -> dict:
