@@ -585,3 +585,17 @@ def test_the_only_session_of_an_automatic_project_moves_back_by_its_old_name(aut
     res = call(MOVE, {"project": "solo (auto)", "session": s}, session_id=autos["ask_p"])
     assert res["moved"] and res["project"] == {"kind": "auto", "id": str(solo), "name": "solo"}, res
     assert attributions(world.home)[s] == ("auto", str(solo)) and sidebar_groups(world.db)[s] == str(solo)
+
+
+@only_on((0, 19), "a live GUI session lives in tui_gateway.server, which on the 0.22 line needs Python 3.14")
+def test_live_gui_session_moves_back_through_the_workspace_callback(autos, world):
+    n1, notes = autos["n1"], str(autos["notes"])
+    with live_gui_session(world.home, n1) as (live, transport):
+        assert call(MOVE, {"project": "P"}, session_id=n1, task_id=n1)["moved"]
+        res = call(MOVE, {"project": "notes (auto)"}, session_id=n1, task_id=n1)
+        assert res["moved"] and "workspace callback" in res["live_session"], res
+        assert live["cwd"] == notes and live["explicit_cwd"] is True
+        info = [f["params"] for f in transport.frames if f["params"]["type"] == "session.info"]
+        assert info and info[-1]["payload"]["cwd"] == notes
+    assert session_rows(world.home)[n1]["cwd"] == notes
+    assert attributions(world.home)[n1] == ("auto", notes)
