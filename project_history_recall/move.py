@@ -26,6 +26,16 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
 A crash between 3 and 4 leaves the cwd moved without a record: the folder,
 which is the target project's, then attributes the session to it anyway.
 
+Automatic projects. A session also moves into an automatic project (named
+as ``projects`` prints it, ``notes`` or ``notes (auto)``, or by its folder;
+or one the session itself was moved out of, even with no session left
+there): its cwd becomes that project's id, the git root or folder Hermes
+groups by, through the same write, and its record is deleted in the same
+transaction (the move is still logged, ``to_kind = 'auto'``), so its folder
+attributes it, as Hermes's sidebar groups it. When an explicit project
+would take that folder (one created over it meanwhile), the move could not
+take effect and is refused.
+
 Git fields on Hermes 0.19.0: ``update_session_cwd`` writes only non-empty
 values, so it cannot clear a ``git_repo_root`` left over from the old folder,
 and Hermes's sidebar would keep grouping the session by that stale root.
@@ -45,21 +55,23 @@ from pathlib import Path
 
 from .errors import DONE, NOTHING, DataError, PluginError, UsageError
 from .hermes import host, paths
-from .hermes.facts import ProjectInfo
+from .hermes.facts import ProjectInfo, SessionFacts
 from .hermes.host import Caller
 from .hermes.projects import load_projects
 from .hermes.statedb import reading
 from .results import link
 from .scope import gitroot, records, sessionref
-from .scope.attribution import Attribution, FolderIndex, deepest_match
+from .scope.attribution import Attribution, FolderIndex, deepest_match, resolve_own
 from .scope.pathkeys import is_under, path_key
 from .scope.resolve import (
     attribution_map,
     attribution_of,
+    auto_name,
     auto_names,
     auto_project_named,
     catalog,
     live_project,
+    located,
     project_owning,
     unknown_project,
 )
@@ -72,7 +84,7 @@ WRITTEN_BY = "SessionDB.update_session_cwd"
 class MoveError(UsageError):
     """The move cannot be done as asked; nothing was changed."""
 
-    codes = ("bad_argument", "no_folder", "folder_missing")
+    codes = ("bad_argument", "no_folder", "folder_missing", "inside_project")
 
 
 class MoveFailed(DataError):
@@ -99,6 +111,27 @@ def request_from_args(args: object) -> MoveRequest:
     if session is not None and not isinstance(session, str):
         raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
     return MoveRequest(project.strip(), session.strip() if session and session.strip() else None)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a session is moved: an explicit project, or an automatic one (``id`` is its folder)."""
+
+    kind: str  # "explicit" | "auto"
+    id: str
+    name: str
+    project: ProjectInfo | None = None  # the explicit project
+
+    @classmethod
+    def explicit(cls, project: ProjectInfo) -> Target:
+        return cls("explicit", project.id, project.name, project)
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind, "id": self.id, "name": self.name}
+
+    @property
+    def label(self) -> str:
+        return f"project '{self.name}'" if self.kind == "explicit" else f"automatic project '{self.name}'"
 
 
 def target_folder(project: ProjectInfo) -> str | None:
@@ -153,6 +186,22 @@ def plan_cwd(row: SessionRow, folder: str, git: GitAt, can_clear: bool) -> CwdWr
     return write
 
 
+def plan_auto_cwd(row: SessionRow, folder: str, git: GitAt, can_clear: bool) -> CwdWrite | None:
+    """Like :func:`plan_cwd`, for an automatic project's folder (its id: the git root or the folder).
+
+    Hermes groups an automatic project by the session's git root, else its
+    cwd, so the root left on the row must be none or the folder itself. On
+    0.19.0 an old root that holds the folder (say one an earlier move wrote
+    as a placeholder) cannot be cleared: the folder is written as the root.
+    """
+    write = plan_cwd(row, folder, git, can_clear)
+    root = write.root_after if write else row.git_repo_root
+    if not (root or "").strip() or path_key(root) == path_key(folder):
+        return write
+    return CwdWrite(folder, git.branch, folder, False, git.branch or row.git_branch, folder,
+                    placeholder_root=True, stale_branch=bool(row.git_branch) and not git.branch)
+
+
 def sidebar_project(projects: list[ProjectInfo], cwd: str, live_root: str | None,
                     persisted_root: str | None) -> ProjectInfo | None:
     """The explicit project Hermes's sidebar puts a session in (``project_tree._project_for_session``).
@@ -182,6 +231,16 @@ def _json(project: ProjectInfo | None) -> dict | None:
     return {"kind": "explicit", "id": project.id, "name": project.name} if project else None
 
 
+def auto_sidebar_report(target: Target, hidden: str | None) -> dict:
+    """The sidebar forecast of a move into an automatic project (one an explicit project
+    would take is refused before this), in the shape of :func:`sidebar_report`."""
+    report: dict = {"agrees": True, "project": target.as_json()}
+    if hidden:
+        report["listed"] = False
+        report["note"] = hidden
+    return report
+
+
 def sidebar_report(target: ProjectInfo, shown: ProjectInfo | None, folder: str, root: str | None,
                    hidden: str | None) -> dict:
     report: dict = {"agrees": shown is not None and shown.id == target.id, "project": _json(shown)}
@@ -208,7 +267,7 @@ def sidebar_report(target: ProjectInfo, shown: ProjectInfo | None, folder: str, 
 
 @dataclass
 class _Plan:
-    target: ProjectInfo
+    target: Target
     row: SessionRow
     before: Attribution
     folder: str
@@ -244,7 +303,7 @@ def _caller_row(conn: sqlite3.Connection, caller: Caller) -> tuple[SessionRow, l
                           "an @session: link or a title).", "no_session")
 
 
-def _already(row: SessionRow, target: ProjectInfo, before: Attribution, profile: str) -> dict:
+def _already(row: SessionRow, target: Target, before: Attribution, profile: str) -> dict:
     title = row.title or row.id
     return {
         "success": True,
@@ -257,7 +316,7 @@ def _already(row: SessionRow, target: ProjectInfo, before: Attribution, profile:
         "project": before.as_json(),
         "attributed_by": before.via,
         "cwd": row.cwd,
-        "message": f"Session '{title}' is already in project '{target.name}'; nothing was changed.",
+        "message": f"Session '{title}' is already in {target.label}; nothing was changed.",
     }
 
 
@@ -266,23 +325,21 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
         amap = attribution_map(home, conn)
-        target = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
-        if target is None:
-            auto = auto_project_named(amap, req.project)
-            if auto is not None:
-                raise MoveError(f"'{auto.name}' is an automatic project (Hermes groups {auto.id} by itself); a "
-                                f"session moves into a Hermes project only. Make that folder one with "
-                                f"`hermes project create {auto.name} {auto.id}`, then move the session there.",
-                                "bad_argument")
-            raise unknown_project(projects, req.project, auto_names(amap))
+        explicit = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         notes: list[str]
         if req.session:
             row, notes = sessionref.find(conn, home, req.session), []
         else:
             row, notes = _caller_row(conn, caller)
+        auto = None if explicit is not None else _auto_named(home, projects, amap, req.project, row.id)
         before = attribution_of(amap, row.facts)
+    if auto is not None:
+        return _plan_auto(home, projects, amap, auto, row, before, notes)
+    if explicit is None:  # _auto_named raises for a name that is neither
+        raise AssertionError(f"no project named {req.project!r}")
+    target = explicit
     if before.kind == "explicit" and before.id == target.id:
-        return _already(row, target, before, paths.profile_name(home))
+        return _already(row, Target.explicit(target), before, paths.profile_name(home))
     folder = target_folder(target)
     if not folder:
         raise MoveError(f"Project '{target.name}' ({target.id}) has no folder to move the session to; "
@@ -294,6 +351,72 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     write = plan_cwd(row, folder, git, host.can_clear_git_meta())
     root_after = write.root_after if write else row.git_repo_root
     shown = sidebar_project(projects, folder, git.root, root_after)
+    notes += _git_notes(row, write)
+    sidebar = sidebar_report(target, shown, folder, root_after, sidebar_hidden(row))
+    return _Plan(Target.explicit(target), row, before, folder, write, sidebar, notes)
+
+
+def _auto_named(home: Path, projects: list[ProjectInfo], amap, ref: str, session_id: str) -> Attribution:
+    """The automatic project ``ref`` names as ``projects`` prints it (``notes``, ``notes (auto)``),
+    or by its folder, while it has sessions, as a search takes it; else one this session was
+    moved out of (it may have been that project's only session)."""
+    place = located(amap.ctx, ref)
+    if place is not None:
+        if place.kind == "auto" and place.key in amap.by_project:
+            return place
+    else:
+        auto = auto_project_named(amap, ref)
+        if auto is not None:
+            return auto
+    left = _left_automatic(home, session_id, ref)
+    if left is not None:
+        return left
+    raise unknown_project(projects, ref, auto_names(amap))
+
+
+def _left_automatic(home: Path, session_id: str, ref: str) -> Attribution | None:
+    """The automatic project (by name or folder) a recorded move took this session out of, the latest."""
+    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
+    for move in reversed(records.load_history(records.records_path(paths.data_dir(home)), session_id)):
+        key = move.get("from_id") or ""
+        if move.get("from_kind") == "auto" and key and (
+                auto_name(key).casefold() == wanted or path_key(ref.strip()) == key):
+            return Attribution("auto", key, auto_name(key), "recorded")
+    return None
+
+
+def _plan_auto(home: Path, projects: list[ProjectInfo], amap, auto: Attribution, row: SessionRow,
+               before: Attribution, notes: list[str]) -> _Plan | dict:
+    """A move back into an automatic project: the session's folder becomes the project's
+    folder (its id: the git root or folder Hermes groups by) and its record is dropped, so
+    that folder attributes it, for Hermes's sidebar and for this plugin alike."""
+    folder, name = auto.id, auto.name
+    if folder is None or name is None:  # an automatic project is its folder, and is named after it
+        raise AssertionError(f"an automatic project without a folder or a name: {auto}")
+    target = Target("auto", folder, name)
+    if before.kind == "auto" and before.id == folder:
+        return _already(row, target, before, paths.profile_name(home))
+    if not os.path.isdir(folder):
+        raise MoveError(f"The folder of automatic project '{auto.name}', {folder}, does not exist on this machine; "
+                        "nothing was changed.", "folder_missing", folder=folder)
+    git = GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
+    write = plan_auto_cwd(row, folder, git, host.can_clear_git_meta())
+    root_after = write.root_after if write else row.git_repo_root
+    shown = sidebar_project(projects, folder, git.root, root_after)
+    after = resolve_own(SessionFacts(id="", cwd=folder, git_repo_root=root_after), amap.ctx)
+    if shown is not None or after is None or after.key != auto.key:
+        owner = shown or (amap.ctx.live.get(after.id) if after is not None and after.kind == "explicit" else None)
+        why = (f"its folder {folder} is inside project '{owner.name}' ({owner.id}), which Hermes groups "
+               f"the session into instead; move it to '{owner.name}'" if owner is not None else
+               f"a session working in {folder} would not be grouped under it")
+        raise MoveError(f"Cannot move into automatic project '{auto.name}': {why}. Nothing was changed.",
+                        "inside_project", folder=folder)
+    notes += _git_notes(row, write)
+    return _Plan(target, row, before, folder, write, auto_sidebar_report(target, sidebar_hidden(row)), notes)
+
+
+def _git_notes(row: SessionRow, write: CwdWrite | None) -> list[str]:
+    notes = []
     if write and write.placeholder_root:
         notes.append(f"Hermes 0.19.0 cannot clear the old git root ({row.git_repo_root}); the new folder was "
                      "recorded as the session's git root instead, so Hermes's sidebar does not keep the "
@@ -301,8 +424,7 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     if write and write.stale_branch:
         notes.append(f"The old git branch '{row.git_branch}' stays on the session: Hermes 0.19.0 cannot clear "
                      "it (the sidebar may use it to label the session's lane).")
-    sidebar = sidebar_report(target, shown, folder, root_after, sidebar_hidden(row))
-    return _Plan(target, row, before, folder, write, sidebar, notes)
+    return notes
 
 
 class _HermesWriteFailed(Exception):
@@ -319,6 +441,7 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
         to_git_branch=plan.branch_after,
         to_git_repo_root=plan.root_after,
         written_by=WRITTEN_BY if write else None,
+        to_kind=plan.target.kind,
     )
     with records.recording(paths.data_dir(home)) as recorder:
         recorder.record(move)
@@ -339,7 +462,8 @@ def _re_anchor_live_session(plan: _Plan) -> str:
     if callback is None:
         return "no live GUI session in this process; Hermes picks the folder up when the session is resumed"
     try:
-        found = host.call_workspace_callback(callback, plan.row.id, plan.folder, plan.target.name, plan.target.id)
+        project_id = plan.target.id if plan.target.kind == "explicit" else None
+        found = host.call_workspace_callback(callback, plan.row.id, plan.folder, plan.target.name, project_id)
     except Exception as exc:  # the durable part is done; say what did not happen
         plan.notes.append(f"Hermes's workspace callback failed ({type(exc).__name__}: {exc}); the session's "
                           "saved folder is moved, a live window follows after reopening the session.")
@@ -397,7 +521,7 @@ def _moved(home: Path, plan: _Plan, live: str) -> dict:
         "session_id": row.id,
         "title": row.title or "",
         "link": link(paths.profile_name(home), row.id),
-        "project": _json(target),
+        "project": target.as_json(),
         "previous_project": before,
         "cwd": plan.folder,
         "previous_cwd": row.cwd,
@@ -406,6 +530,6 @@ def _moved(home: Path, plan: _Plan, live: str) -> dict:
         "live_session": live,
         "sidebar": plan.sidebar,
         "notes": plan.notes,
-        "message": (f"Moved session '{title}' from {origin} to project '{target.name}'; its working folder is "
+        "message": (f"Moved session '{title}' from {origin} to {target.label}; its working folder is "
                     f"now {plan.folder}. Searches from '{target.name}' include it from now on."),
     }

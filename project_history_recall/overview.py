@@ -105,7 +105,7 @@ def session_info(home: Path, ref: str) -> dict:
             {
                 "when": when(m["moved_at"]),
                 "from": {"kind": m["from_kind"], "id": m["from_id"], "name": m["from_name"]},
-                "to": {"kind": "explicit", "id": m["project_id"], "name": m["project_name"]},
+                "to": {"kind": m.get("to_kind") or "explicit", "id": m["project_id"], "name": m["project_name"]},
                 "from_cwd": m["from_cwd"],
                 "to_cwd": m["to_cwd"],
             }

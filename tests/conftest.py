@@ -171,3 +171,25 @@ def ab(world, work):
     enable_plugin(world.home)
     return {"A": a, "B": b, "alpha": alpha, "beta": beta, "sa": sa, "sa2": sa2, "sb": sb, "tg": tg,
             "ask_a": ask_a, "ask_b": ask_b}
+
+
+@pytest.fixture
+def autos(world, work):
+    """Automatic projects 'notes' (a plain folder) and 'gitrepo' (a repository on branch dev),
+    two sessions in each, and an explicit project P; nothing moved yet."""
+    from hermes_world import enable_plugin, make_repo
+
+    notes = work / "notes"
+    notes.mkdir()
+    repo = make_repo(work / "gitrepo", branch="dev")
+    p = work / "p"
+    p.mkdir()
+    pid = world.project("P", p)
+    n1 = world.session(("user", "walrus migration notes"), cwd=notes, title="Notes walrus")
+    n2 = world.session(("user", "a second note, about otters"), cwd=notes)
+    g1 = world.session(("user", "narwhal branch work"), cwd=repo, root=repo, title="Repo narwhal")
+    world.db.update_session_cwd(g1, str(repo), git_branch="dev")
+    g2 = world.session(("user", "more repository work"), cwd=repo, root=repo)
+    ask_p = world.session(cwd=p, title="asking from P")
+    enable_plugin(world.home)
+    return {"notes": notes, "repo": repo, "p": p, "P": pid, "n1": n1, "n2": n2, "g1": g1, "g2": g2, "ask_p": ask_p}

@@ -127,12 +127,13 @@ def workspace_callback():
     return callback if callable(callback) else None
 
 
-def call_workspace_callback(callback, session_id: str, folder: str, project_name: str, project_id: str):
+def call_workspace_callback(callback, session_id: str, folder: str, project_name: str, project_id: str | None):
     """Call the workspace hook with the arguments this Hermes expects.
 
     0.19.0 takes ``(task_id, path, name)``; newer releases also take the
     project id (which attaches the session to that project) and may return
-    whether they found the live session.
+    whether they found the live session. ``project_id`` is None for an
+    automatic project: no project id is passed then (None where one is required).
     """
     import inspect
 
@@ -142,6 +143,9 @@ def call_workspace_callback(callback, session_id: str, folder: str, project_name
         params = ()
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     takes_id = len(positional) >= 4 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    if project_id is None:
+        required = [p for p in positional if p.default is p.empty]
+        takes_id = len(required) >= 4
     if takes_id:
         return callback(session_id, folder, project_name, project_id)
     return callback(session_id, folder, project_name)

@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS moves (
     to_cwd             TEXT,
     to_git_branch      TEXT,
     to_git_repo_root   TEXT,
-    written_by         TEXT
+    written_by         TEXT,
+    to_kind            TEXT
 );
 CREATE INDEX IF NOT EXISTS moves_by_session ON moves (session_id, id);
 """
@@ -90,6 +91,10 @@ class Move:
     to_git_branch: str | None = None
     to_git_repo_root: str | None = None
     written_by: str | None = None
+    # "explicit": the session is recorded in ``project_id``. "auto": it went back to an
+    # automatic project (``project_id`` is its folder), so its record is dropped and its
+    # folder attributes it. NULL in moves recorded before this column existed: explicit.
+    to_kind: str = "explicit"
 
 
 def records_path(data_dir: Path) -> Path:
@@ -144,13 +149,11 @@ class Recorder:
 
     def record(self, move: Move) -> None:
         now = time.time()
-        self._conn.execute(
-            "INSERT INTO attributions (session_id, project_id, recorded_at, previous_kind, previous_id) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-            "project_id = excluded.project_id, recorded_at = excluded.recorded_at, "
-            "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
-            (move.session_id, move.project_id, now, move.from_kind, move.from_id),
-        )
+        if move.to_kind != "explicit":
+            # Back in an automatic project: nothing to record, the session's folder says it.
+            self._conn.execute("DELETE FROM attributions WHERE session_id = ?", (move.session_id,))
+        else:
+            self._record_attribution(move, now)
         names = [f.name for f in fields(Move)]
         values = asdict(move)
         self._conn.execute(
@@ -158,6 +161,15 @@ class Recorder:
             (now, *(values[n] for n in names)),
         )
         self.moves.append(move)
+
+    def _record_attribution(self, move: Move, now: float) -> None:
+        self._conn.execute(
+            "INSERT INTO attributions (session_id, project_id, recorded_at, previous_kind, previous_id) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+            "project_id = excluded.project_id, recorded_at = excluded.recorded_at, "
+            "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
+            (move.session_id, move.project_id, now, move.from_kind, move.from_id),
+        )
 
 
 def _begin(conn: sqlite3.Connection, wal: bool) -> None:
@@ -169,6 +181,9 @@ def _begin(conn: sqlite3.Connection, wal: bool) -> None:
         # that fails leaves no tables behind either.
         for statement in filter(str.strip, _SCHEMA.split(";")):
             conn.execute(statement)
+        # Stores written before moves into automatic projects existed lack the column.
+        if "to_kind" not in {row[1] for row in conn.execute("PRAGMA table_info(moves)")}:
+            conn.execute("ALTER TABLE moves ADD COLUMN to_kind TEXT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -147,13 +147,19 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     ``by_project`` holds only the sessions a search may look at (see
     ``SessionFacts.searchable``); ``by_session`` has every session."""
     kept, mine = _kept(home)
-    version, facts = mine.catalog.snapshot(conn)
-    projects = current_projects(paths.projects_db_path(home))
     # Re-read after every commit to recall.db, so a move counts from the next search on.
     records = current_records(records_path(paths.data_dir(home)))
-    key = (version, tuple(projects), tuple(sorted(records.items())))
+    recorded = tuple(sorted(records.items()))
     with kept.lock:
         cached = mine.map
+    if cached is not None and cached.key[2] != recorded:
+        # A move committed (here or in another process) after Hermes saved the session's
+        # new folder. The catalog would pick that row up only seconds later, and a move
+        # back into an automatic project leaves no record to go by meanwhile: re-read.
+        mine.catalog.invalidate()
+    version, facts = mine.catalog.snapshot(conn)
+    projects = current_projects(paths.projects_db_path(home))
+    key = (version, tuple(projects), recorded)
     if cached is not None and time.monotonic() - cached.built_at >= _MAP_TTL:
         cached = None  # too old to build on
     if cached is not None and cached.key == key:

@@ -104,7 +104,7 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     command("projects", help="list this profile's projects with their session counts")
     mv = command("move", help="move a session into another project (its folder moves too)")
     mv.add_argument("session", help="session id, @session: link or title")
-    mv.add_argument("project", help="target project: id, slug, name or folder")
+    mv.add_argument("project", help="target project: id, slug, name or folder, or an automatic one as `projects` prints it")
     se = command("session", help="which project a session is in, and why")
     se.add_argument("session", help="session id, @session: link or title")
     ix = command("index", help="build or update the keyword and semantic indexes now (a project, or all)")

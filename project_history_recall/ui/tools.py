@@ -101,7 +101,7 @@ MOVE_SCHEMA = {
     "description": (
         "Move a session into another project of this profile. Afterwards the session is searched as part "
         "of that project (project_history_search), and its working folder moves to the project's primary "
-        "folder, so Hermes's sidebar follows. Use it when the user says a conversation belongs to another "
+        "folder (an automatic project's: its folder), so Hermes's sidebar follows. Use it when the user says a conversation belongs to another "
         "project, or to file a session that is in no project (project.kind 'home'). Without 'session' it "
         "moves the current conversation. Nothing changes when it fails; moving a session into the project "
         "it is already in changes nothing and says so."
@@ -110,7 +110,8 @@ MOVE_SCHEMA = {
         "type": "object",
         "properties": {
             "project": {"type": "string",
-                        "description": "The target project: its id, slug, name or one of its folders."},
+                        "description": "The target project: its id, slug, name or one of its folders; an "
+                                       "automatic project by its name ('notes' or 'notes (auto)') or folder."},
             "session": {
                 "type": "string",
                 "description": "The session to move: a session id, a search result's link "

@@ -216,9 +216,17 @@ def test_every_name_projects_prints_is_accepted(people, world, work):
         done = people["run"]("search", "retries", "--project", name, "--home", str(place["home"]))
         assert done.returncode == 0, (name, done.stderr)
         assert "in automatic project notes" in done.stdout and "1 session searched" in done.stdout, done.stdout
-    moved = people["run"]("move", "Reading", "notes", "--home", str(place["home"]))
-    assert moved.returncode == 2 and len(moved.stderr.strip().splitlines()) == 1, moved.stderr
-    assert f"hermes project create notes {place['notes']}" in moved.stderr
+    # move takes them too: out of 'notes' (its only session) and back by the name projects printed.
+    home = ["--home", str(place["home"])]
+    assert people["run"]("move", "Reading", "notes", *home).returncode == 1  # already there
+    assert people["run"]("move", "Reading", "App", *home).returncode == 0
+    for name, code in (("notes (auto)", 0), ("notes", 1), ("Notes", 1), (str(place["notes"]), 1)):
+        moved = people["run"]("move", "Reading", name, *home)
+        assert moved.returncode == code, (name, moved.stdout, moved.stderr)
+        assert ("to automatic project 'notes'" if code == 0 else "already in automatic project 'notes'") \
+            in moved.stdout, moved.stdout
+    done = people["run"]("search", "retries", "--project", "notes", *home)
+    assert done.returncode == 0 and "1 session searched" in done.stdout, done.stdout
 
 
 def test_a_folder_that_does_not_exist_is_a_one_line_error(people, world, work):

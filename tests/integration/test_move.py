@@ -443,3 +443,159 @@ def test_the_record_survives_a_restart(ab, world):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == sorted([ab["sa"], ab["sb"]])
+
+
+# --- back into an automatic project -----------------------------------------------------
+
+
+def printed_auto_names(home: Path) -> set[str]:
+    """The automatic projects as ``projects`` prints them (name, then '(auto)')."""
+    overview = plugin_module("overview")
+    return {p["name"] for p in overview.list_projects(home)["projects"] if p["kind"] == "auto"}
+
+
+@pytest.mark.parametrize("name", ["notes", "notes (auto)", "NOTES"])
+def test_out_to_an_explicit_project_and_back_by_the_printed_name(autos, world, name, monkeypatch):
+    from hermes_state import SessionDB
+
+    n1 = autos["n1"]
+    assert attributions(world.home)[n1] == ("auto", str(autos["notes"]))
+    assert call(MOVE, {"project": "P", "session": n1}, session_id=autos["ask_p"])["moved"]
+    assert attributions(world.home)[n1] == ("explicit", autos["P"])
+    assert "notes" in printed_auto_names(world.home)
+
+    calls, real = [], SessionDB.update_session_cwd
+    monkeypatch.setattr(SessionDB, "update_session_cwd",
+                        lambda self, *a, **k: (calls.append(a), real(self, *a, **k))[1])
+    rows_before = session_rows(world.home)
+    world.db.close()
+    res = call(MOVE, {"project": name, "session": "Notes walrus"}, session_id=autos["ask_p"])
+    assert res["success"] and res["moved"], res
+    assert res["project"] == {"kind": "auto", "id": str(autos["notes"]), "name": "notes"}
+    assert res["previous_project"]["id"] == autos["P"] and res["cwd"] == str(autos["notes"])
+    assert res["written_by"] == "SessionDB.update_session_cwd" and res["sidebar"]["agrees"] is True
+    assert "automatic project 'notes'" in res["message"]
+    # Hermes wrote the row: only that session's cwd fields changed.
+    assert calls == [(n1, str(autos["notes"]), None, None)]
+    rows_after = session_rows(world.home)
+    assert {k for k in rows_before if rows_before[k] != rows_after[k]} == {n1}
+    assert {c for c in rows_after[n1] if rows_after[n1][c] != rows_before[n1][c]} == {"cwd"}
+    # The record is gone, the move is logged; the folder attributes the session again.
+    store = store_state(world.home)
+    assert n1 not in {r[0] for r in store["records"]} and len(store["moves"]) == 2
+    assert attributions(world.home)[n1] == ("auto", str(autos["notes"]))
+    assert found(call(SEARCH, {"mode": "keyword", "query": "walrus", "project": "notes"},
+                      session_id=autos["ask_p"])) == {n1}
+    assert found(call(SEARCH, {"mode": "keyword", "query": "walrus"}, session_id=autos["ask_p"])) == set()
+    # Moving it there again changes nothing.
+    with unchanged_everywhere(world):
+        again = call(MOVE, {"project": name, "session": n1}, session_id=autos["ask_p"])
+    assert again["moved"] is False and again["reason"] == "already_in_project"
+    assert "already in automatic project 'notes'" in again["message"]
+
+
+@SIDEBAR
+def test_back_into_a_repository_hermes_sidebar_agrees(autos, world):
+    g1, repo = autos["g1"], autos["repo"]
+    assert sidebar_groups(world.db)[g1] == str(repo)
+    res = call(MOVE, {"project": "P", "session": g1}, session_id=autos["ask_p"])
+    assert res["moved"] and sidebar_groups(world.db)[g1] == autos["P"]
+    assert session_rows(world.home)[g1]["git_repo_root"] == str(autos["p"])  # 0.19.0's placeholder root
+    back = call(MOVE, {"project": "gitrepo (auto)", "session": g1}, session_id=autos["ask_p"])
+    assert back["moved"] and back["git"] == {"branch": "dev", "repo_root": str(repo)}, back
+    row = session_rows(world.home)[g1]
+    assert (row["cwd"], row["git_branch"], row["git_repo_root"]) == (str(repo), "dev", str(repo))
+    assert sidebar_groups(world.db)[g1] == str(repo)
+    assert attributions(world.home)[g1] == ("auto", str(repo))
+    # By the folder, as a search takes it, too.
+    assert call(MOVE, {"project": "P", "session": g1}, session_id=autos["ask_p"])["moved"]
+    assert call(MOVE, {"project": str(repo), "session": g1}, session_id=autos["ask_p"])["moved"]
+    assert sidebar_groups(world.db)[g1] == str(repo)
+
+
+@SIDEBAR
+def test_a_placeholder_root_above_the_folder_is_replaced(world, work):
+    """Moved into a project at the parent folder, then that project archived: the session is
+    in the parent's automatic project with the parent as its (0.19.0 placeholder) root.
+    Moving it into 'notes' below must not leave that root, or both Hermes and the plugin
+    would keep it in the parent's automatic project."""
+    notes = work / "notes"
+    notes.mkdir()
+    world.session(("user", "a note"), cwd=notes)
+    elsewhere = make_repo(work.parent / "elsewhere")  # outside Parent
+    s = world.session(("user", "wandering"), cwd=elsewhere, root=elsewhere)
+    parent = world.project("Parent", work)
+    ask = world.session(cwd=work / "notes")
+    enable_plugin(world.home)
+    assert call(MOVE, {"project": "Parent", "session": s}, session_id=ask)["moved"]
+    assert session_rows(world.home)[s]["git_repo_root"] == str(work)
+    world.archive(parent)
+    assert attributions(world.home)[s] == ("auto", str(work))
+    res = call(MOVE, {"project": "notes", "session": s}, session_id=ask)
+    assert res["moved"] and any("cannot clear the old git root" in n for n in res["notes"]), res
+    assert session_rows(world.home)[s]["git_repo_root"] == str(notes)
+    assert attributions(world.home)[s] == ("auto", str(notes)) and sidebar_groups(world.db)[s] == str(notes)
+
+
+def test_refused_when_an_explicit_project_would_take_the_folder(autos, world, monkeypatch):
+    """A project created over the folder while the move is planned: Hermes would group the
+    session into that project, so the move cannot take effect and is refused."""
+    move = plugin_module("move")
+    facts = plugin_module("hermes.facts")
+    real = move.load_projects
+    over = facts.ProjectInfo("p_over", "over", "Over", (str(autos["notes"].parent),), str(autos["notes"].parent))
+    monkeypatch.setattr(move, "load_projects", lambda path: [*real(path), over])
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "notes", "session": autos["g1"]}, session_id=autos["ask_p"])
+    assert res["success"] is False and res["error_code"] == "inside_project", res
+    assert "inside project 'Over'" in res["error"] and "\n" not in res["error"]
+
+
+def test_missing_or_archived_automatic_folders(autos, world, work):
+    gone = work / "gone"
+    gone.mkdir()
+    world.session(("user", "in a folder since deleted"), cwd=gone)
+    gone.rmdir()
+    attic = work / "attic"
+    attic.mkdir()
+    old = world.session(("user", "archived long ago"), cwd=attic)
+    world.db.set_session_archived(old, True)
+    assert "gone" in printed_auto_names(world.home) and "attic" not in printed_auto_names(world.home)
+    with unchanged_everywhere(world):
+        missing = call(MOVE, {"project": "gone", "session": autos["n1"]}, session_id=autos["ask_p"])
+        archived = call(MOVE, {"project": "attic", "session": autos["n1"]}, session_id=autos["ask_p"])
+        by_folder = call(MOVE, {"project": str(attic), "session": autos["n1"]}, session_id=autos["ask_p"])
+    assert missing["error_code"] == "folder_missing" and str(gone) in missing["error"]
+    assert archived["error_code"] == "unknown_project" and by_folder["error_code"] == "unknown_project"
+
+
+@SIDEBAR
+def test_the_only_session_of_an_automatic_project_moves_back_by_its_old_name(autos, world, work):
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    assert call(MOVE, {"project": "P", "session": s}, session_id=autos["ask_p"])["moved"]
+    assert "solo" not in printed_auto_names(world.home)  # no session is left there…
+    with unchanged_everywhere(world):  # …so only the session that left may name it
+        other = call(MOVE, {"project": "solo", "session": autos["n1"]}, session_id=autos["ask_p"])
+    assert other["error_code"] == "unknown_project"
+    from hermes_state import SessionDB
+
+    world.db = SessionDB(db_path=world.home / "state.db")  # unchanged_everywhere closed it
+    res = call(MOVE, {"project": "solo (auto)", "session": s}, session_id=autos["ask_p"])
+    assert res["moved"] and res["project"] == {"kind": "auto", "id": str(solo), "name": "solo"}, res
+    assert attributions(world.home)[s] == ("auto", str(solo)) and sidebar_groups(world.db)[s] == str(solo)
+
+
+@only_on((0, 19), "a live GUI session lives in tui_gateway.server, which on the 0.22 line needs Python 3.14")
+def test_live_gui_session_moves_back_through_the_workspace_callback(autos, world):
+    n1, notes = autos["n1"], str(autos["notes"])
+    with live_gui_session(world.home, n1) as (live, transport):
+        assert call(MOVE, {"project": "P"}, session_id=n1, task_id=n1)["moved"]
+        res = call(MOVE, {"project": "notes (auto)"}, session_id=n1, task_id=n1)
+        assert res["moved"] and "workspace callback" in res["live_session"], res
+        assert live["cwd"] == notes and live["explicit_cwd"] is True
+        info = [f["params"] for f in transport.frames if f["params"]["type"] == "session.info"]
+        assert info and info[-1]["payload"]["cwd"] == notes
+    assert session_rows(world.home)[n1]["cwd"] == notes
+    assert attributions(world.home)[n1] == ("auto", notes)

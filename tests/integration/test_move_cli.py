@@ -47,3 +47,37 @@ def test_hermes_recall_move_subcommand(ab, world):
     assert json.loads(out.stdout[out.stdout.index("{"):])["moved"] is True
     assert session_rows(world.home)[ab["sa"]]["cwd"] == str(ab["beta"])
     assert (world.home / PLUGIN_KEY / "recall.db").is_file()
+
+
+def test_cli_moves_a_session_back_into_its_automatic_project(autos, world, capsys):
+    from project_history_recall.ui import cli
+
+    home = ["--home", str(world.home)]
+    n1, notes = autos["n1"], str(autos["notes"])
+    assert cli.main([*home, "projects"]) == 0
+    assert f" notes  (auto) {notes}" in capsys.readouterr().out  # the name `move` takes, as printed
+    assert cli.main([*home, "move", n1, "P"]) == 0
+    capsys.readouterr()
+    assert cli.main([*home, "move", n1, "notes (auto)"]) == 0
+    out = capsys.readouterr().out
+    assert "to automatic project 'notes'" in out and "sidebar: agrees" in out, out
+    assert session_rows(world.home)[n1]["cwd"] == notes
+    assert cli.main([*home, "move", n1, "notes"]) == 1  # already there
+    assert "already in automatic project 'notes'" in capsys.readouterr().out
+    assert cli.main([*home, "session", n1, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["project"] == {"kind": "auto", "id": notes, "name": "notes"} and info["attributed_by"] == "workspace"
+    assert [(m["from"]["kind"], m["to"]["kind"], m["to"]["name"]) for m in info["moves"]] == \
+        [("auto", "explicit", "P"), ("explicit", "auto", "notes")]
+    assert cli.main([*home, "session", n1]) == 0
+    assert f"project P ({autos['P']}) -> automatic project notes ({notes})" in capsys.readouterr().out
+
+
+def test_hermes_recall_move_back_through_hermes(autos, world):
+    world.db.close()
+    for target in ("P", "gitrepo (auto)"):
+        out = cli_process("move", autos["g1"], target, "--json", home=world.home, hermes=True)
+        assert out.returncode == 0, out.stderr + out.stdout
+        assert json.loads(out.stdout[out.stdout.index("{"):])["moved"] is True
+    row = session_rows(world.home)[autos["g1"]]
+    assert (row["cwd"], row["git_branch"], row["git_repo_root"]) == (str(autos["repo"]), "dev", str(autos["repo"]))

@@ -100,8 +100,9 @@ def test_move_refuses_a_name_two_projects_share(named, world):
 
 def test_move_takes_a_projects_folder_or_one_inside_it(named, world):
     sid = named["s"]["loose"]
-    res = call(MOVE, {"project": str(named["repo"]), "session": sid})  # an automatic project: nothing to move into
-    assert res["success"] is False and res["error_code"] == "unknown_project", res
+    res = call(MOVE, {"project": str(named["repo"]), "session": sid})  # an automatic project's folder
+    assert res["moved"] and res["project"] == {"kind": "auto", "id": str(named["repo"]),
+                                               "name": named["repo"].name}, res
     res = call(MOVE, {"project": f"{named['app']}/", "session": sid})
     assert res["moved"] and res["project"]["id"] == named["ids"]["App"], res
     res = call(MOVE, {"project": str(named["app"] / "api" / "handlers"), "session": sid})

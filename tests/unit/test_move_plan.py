@@ -124,3 +124,34 @@ def test_workspace_callback_gets_the_arguments_its_hermes_takes():
     call_workspace_callback(lambda task_id, path, name, pid: seen.append((task_id, path, name, pid)),
                             "s", "/w", "W", "p")
     assert seen == [("s", "/w", "W"), ("s", "/w", "W", "p")]
+
+
+def test_into_an_automatic_folder_no_root_above_it_is_left():
+    from project_history_recall.move import plan_auto_cwd
+
+    # Plain plan_cwd keeps a root that holds the new folder; Hermes would group by that root.
+    stale = row(cwd="/w", git_repo_root="/w")
+    assert plan_cwd(stale, "/w/notes", GitAt(), False).root_after == "/w"
+    write = plan_auto_cwd(stale, "/w/notes", GitAt(), False)
+    assert (write.cwd, write.git_repo_root, write.root_after, write.placeholder_root) == \
+        ("/w/notes", "/w/notes", "/w/notes", True)
+    # A repository's own root, or no root at all, is left as plan_cwd has it.
+    assert plan_auto_cwd(row(cwd="/w/b"), "/w/r", GitAt("/w/r", "main"), False) == \
+        CwdWrite("/w/r", "main", "/w/r", False, "main", "/w/r")
+    assert plan_auto_cwd(row(cwd="/w/b"), "/w/notes", GitAt(), False) == \
+        CwdWrite("/w/notes", None, None, False, None, None)
+    assert plan_auto_cwd(row(cwd="/w/notes"), "/w/notes", GitAt(), False) is None
+    # Hermes that can clear git fields: the real (empty) values.
+    assert plan_auto_cwd(stale, "/w/notes", GitAt(), True) == CwdWrite("/w/notes", None, None, True, None, None)
+
+
+def test_workspace_callback_without_a_project_id_for_an_automatic_project():
+    from project_history_recall.hermes.host import call_workspace_callback
+
+    seen = []
+    call_workspace_callback(lambda task_id, path, name, pid=None: seen.append((task_id, path, name, pid)),
+                            "s", "/w", "W", None)
+    call_workspace_callback(lambda task_id, path, name, pid: seen.append((task_id, path, name, pid)),
+                            "s", "/w", "W", None)
+    call_workspace_callback(lambda task_id, path, name: seen.append((task_id, path, name)), "s", "/w", "W", None)
+    assert seen == [("s", "/w", "W", None), ("s", "/w", "W", None), ("s", "/w", "W")]

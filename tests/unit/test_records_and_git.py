@@ -49,3 +49,24 @@ def test_records_commit_only_when_the_block_succeeds(tmp_path):
     assert records.current_records(path) == {"s1": "p2"}
     history = records.load_history(path, "s1")
     assert [(m["from_kind"], m["project_id"]) for m in history] == [("home", "p1"), ("explicit", "p2")]
+
+
+def test_a_move_into_an_automatic_project_drops_the_record_and_logs_the_move(tmp_path):
+    import sqlite3
+
+    data = tmp_path / "data"
+    path = records.records_path(data)
+    data.mkdir()
+    # A store written before moves logged their target's kind: no to_kind column.
+    old = sqlite3.connect(path)
+    old.executescript(records._SCHEMA.replace(",\n    to_kind            TEXT", ""))
+    old.execute("INSERT INTO attributions VALUES ('s1', 'p1', 1.0, 'auto', '/w/notes')")
+    old.execute("INSERT INTO moves (session_id, moved_at, project_id) VALUES ('s1', 1.0, 'p1')")
+    old.commit()
+    old.close()
+    with records.recording(data) as rec:
+        rec.record(records.Move("s1", "/w/notes", "notes", from_kind="explicit", from_id="p1", to_kind="auto"))
+        rec.record(records.Move("s2", "p1", from_kind="home"))
+    assert records.load_records(path) == {"s2": "p1"}
+    history = records.load_history(path, "s1")
+    assert [(m["project_id"], m["to_kind"]) for m in history] == [("p1", None), ("/w/notes", "auto")]
