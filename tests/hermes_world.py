@@ -231,9 +231,10 @@ def wait_idle(limit: float = 60) -> None:
     import importlib
     import sys
 
-    packages = ["project_history_recall"]
-    if "hermes_plugins.project_history_recall" in sys.modules:  # a directory install: a copy of its own
-        packages.append("hermes_plugins.project_history_recall")
+    # A directory install is a copy of its own: hermes_plugins.project_history_recall, on 0.22 with a
+    # suffix naming the home.
+    packages = ["project_history_recall"] + [
+        name for name in list(sys.modules) if name.startswith("hermes_plugins.project_history_recall") and name.count(".") == 1]
     for package in packages:
         parts = importlib.import_module(f"{package}.semantic.kept")
         for kept in importlib.import_module(f"{package}.home").Home.every():
