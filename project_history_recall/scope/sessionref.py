@@ -94,7 +94,10 @@ def _row(values: sqlite3.Row | tuple) -> SessionRow:
 
 
 def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
-    row = conn.execute(f"SELECT {_select(conn)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    try:
+        row = conn.execute(f"SELECT {_select(conn)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
+        return None
     return _row(row) if row else None
 
 
