@@ -344,16 +344,21 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
     if not folder:
         raise MoveError(f"Project '{target.name}' ({target.id}) has no folder to move the session to; "
                         "add one in Hermes first.", "no_folder")
-    if not os.path.isdir(folder):
-        raise MoveError(f"The folder of project '{target.name}', {folder}, does not exist on this machine; "
-                        "nothing was changed.", "folder_missing", folder=folder)
-    git = GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
+    git = _git_at(Target.explicit(target), folder)
     write = plan_cwd(row, folder, git, host.can_clear_git_meta())
     root_after = write.root_after if write else row.git_repo_root
     shown = sidebar_project(projects, folder, git.root, root_after)
     notes += _git_notes(row, write)
     sidebar = sidebar_report(target, shown, folder, root_after, sidebar_hidden(row))
     return _Plan(Target.explicit(target), row, before, folder, write, sidebar, notes)
+
+
+def _git_at(target: Target, folder: str) -> GitAt:
+    """The repository and branch of the folder a session moves to, which must exist here."""
+    if not os.path.isdir(folder):
+        raise MoveError(f"The folder of {target.label}, {folder}, does not exist on this machine; "
+                        "nothing was changed.", "folder_missing", folder=folder)
+    return GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
 
 
 def _auto_named(home: Path, projects: list[ProjectInfo], amap, ref: str, session_id: str) -> Attribution:
@@ -396,10 +401,7 @@ def _plan_auto(home: Path, projects: list[ProjectInfo], amap, auto: Attribution,
     target = Target("auto", folder, name)
     if before.kind == "auto" and before.id == folder:
         return _already(row, target, before, paths.profile_name(home))
-    if not os.path.isdir(folder):
-        raise MoveError(f"The folder of automatic project '{auto.name}', {folder}, does not exist on this machine; "
-                        "nothing was changed.", "folder_missing", folder=folder)
-    git = GitAt(gitroot.find_git_root(folder), gitroot.find_git_branch(folder))
+    git = _git_at(target, folder)
     write = plan_auto_cwd(row, folder, git, host.can_clear_git_meta())
     root_after = write.root_after if write else row.git_repo_root
     shown = sidebar_project(projects, folder, git.root, root_after)
