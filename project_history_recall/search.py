@@ -9,7 +9,6 @@ a message a person can act on.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 import sqlite3
@@ -290,7 +289,7 @@ def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, sc
         return None
     try:
         keeper = textindex.keeper(home)
-        states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
+        states = keeper.ready(conn, scope.attribution.key, scope.members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)

@@ -3,24 +3,15 @@ where, and how to agree (the agent: a token, ``consent_tokens``; a person: a com
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
+from ..hermes import messages
 from .consent_tokens import TOKEN_LIFETIME, token_for
 
 SENT_TEXT = ("the text of this project's user and assistant messages (long ones in pieces of about "
              "{chunk} characters), and the text of each search made in this project")
 NOT_SENT = "tool output, system prompts, files, and the messages of other projects"
-
-
-def scope_size(conn, members: list[str]) -> dict:
-    """How much would be sent: what indexing reads (every user/assistant row of the scope)."""
-    row = conn.execute(
-        "SELECT count(*), count(DISTINCT session_id), coalesce(sum(length(content)), 0) FROM messages "
-        "WHERE session_id IN (SELECT value FROM json_each(?)) AND role IN ('user', 'assistant')",
-        (json.dumps(members),)).fetchone()
-    return {"messages": int(row[0]), "sessions": int(row[1]), "characters": int(row[2])}
 
 
 def _count(n: int, noun: str) -> str:
@@ -29,7 +20,7 @@ def _count(n: int, noun: str) -> str:
 
 def describe(conn, embedder, project: dict, members: list[str], chunk_chars: int) -> dict:
     """What semantic search in ``project`` would send to ``embedder``, for a person to decide."""
-    size = scope_size(conn, members)
+    size = messages.conversation_size(conn, members)  # what indexing reads: every user/assistant row
     name = project.get("name") or project.get("id")
     service, model = embedder.provider, embedder.model
     ask = (f"To search project '{name}' by meaning, Hermes would send {_count(size['messages'], 'user and assistant message')} "
