@@ -1,7 +1,7 @@
 """One search hit, as both engines, the fusion and the response see it.
 
-Every hit keeps its session: results are shown per message, but a session is
-judged by all the hits it holds (``fusion.diversify``, and ranking by session).
+Every hit keeps its session, whichever engine found it: results are shown per
+message, but the first of them are spread across sessions (``fusion.diversify``).
 """
 
 from __future__ import annotations
