@@ -11,7 +11,7 @@ A scope found current is remembered with what that answer depended on (state.db'
 stamp, the index's commits, the scope's members), so the next search over an unchanged
 scope neither asks state.db nor reads the index's rows again.
 
-A subclass supplies only ``_step``, one item's work.
+A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times.
 """
 
 from __future__ import annotations
