@@ -95,7 +95,7 @@ def msgs():
 
 
 def test_plan_new_unchanged_appended_deleted_and_dirty(msgs):
-    S = vectors.SessionState
+    S = vectors.VectorState
     work = indexer.plan(msgs, {}, ["a", "b", "empty"])
     assert {k: (w.kind, w.after_id) for k, w in work.items()} == {"a": ("append", 0), "b": ("append", 0)}
     done = {"a": S("a", indexed_max_id=3, seen_count=3, seen_max_id=3),
