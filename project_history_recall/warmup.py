@@ -59,3 +59,5 @@ def warm(home: Path, caller: Caller) -> None:
         scope = resolve_scope(home, conn, caller)
     if scope.attribution.kind != "home":
         semantic.warm(home, settings, scope)
+        # The modules only a search uses, imported now rather than in the first search's time.
+        from . import search  # noqa: F401
