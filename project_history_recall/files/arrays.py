@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import struct
+import threading
 import zlib
 from contextlib import suppress
 from pathlib import Path
@@ -45,7 +46,7 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
 
     parts = [np.ascontiguousarray(a) for a in arrays]
     header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
