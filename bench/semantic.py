@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -36,27 +35,28 @@ from pathlib import Path
 from . import common, synth
 
 
-def _rss_mb() -> float:
+def _status_mb() -> dict:
+    """This process's memory figures from /proc/self/status, in MB, by name (``VmRSS``...)."""
     with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+        return {line.split(":")[0]: int(line.split()[1]) / 1024 for line in fh if line.split()[-1:] == ["kB"]}
+
+
+def _rss_mb() -> float:
+    return _status_mb().get("VmRSS", float("nan"))
 
 
 def _rss_parts_mb() -> dict:
     """RSS split into memory of its own (anonymous) and pages of mapped files (state.db is read
-    through mmap: its pages count once per connection that touched them, and the kernel can drop them)."""
-    parts = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                parts[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
-    return parts
+    through mmap: its pages count once per connection that touched them, and the kernel can drop them;
+    so can the model's mapped arrays)."""
+    status = _status_mb()
+    return {"anon": status.get("RssAnon"), "file": status.get("RssFile")}
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS. Not ``ru_maxrss``: Linux carries that across exec, so a fresh
+    process started by a bigger one would report its parent's peak."""
+    return _status_mb().get("VmHWM", float("nan"))
 
 
 def _copy_home(src: Path, dst: Path) -> None:
