@@ -238,7 +238,7 @@ def _saved_matrix(tmp_path, store, w=1.0):
                               source=store.identity)
 
 
-def _hits(m, store, members, q):
+def _searched(m, store, members, q):
     m.sync(store, "fp", members, store.states("fp", members))
     hits, sims = m.search(store, q, set(members), None, None, 10, candidates={1, 10})
     return [(h.message_id, h.session_id, h.score) for h in hits], sims
@@ -252,13 +252,13 @@ def test_a_saved_matrix_starts_the_next_process_where_the_last_one_was(tmp_path)
     _add(store, "s3", [20, 21], _unit(rng, 2))
     members, q = ["s1", "s2", "s3"], _unit(rng, 1)[0]
     first = _saved_matrix(tmp_path, store)
-    expected = _hits(first, store, members, q)
+    expected = _searched(first, store, members, q)
     with first.lock:
         first.save()
     store.close()
     store = vectors.VectorStore(tmp_path / "embeddings.db")  # the next process
     again = _saved_matrix(tmp_path, store)
-    assert _hits(again, store, members, q) == expected
+    assert _searched(again, store, members, q) == expected
     for name in matrix.SAVED:
         assert np.array_equal(getattr(again, name)[: again.n], getattr(first, name)[: first.n]), name
     assert again.loaded == first.loaded and again.unsaved == 0  # read from the file, not the store
@@ -267,7 +267,7 @@ def test_a_saved_matrix_starts_the_next_process_where_the_last_one_was(tmp_path)
     store.remove_messages("fp", "s2", [11], dirty=False)
     members = ["s1", "s2"]  # s3 left the scope
     fresh = matrix.ScopeMatrix(8)
-    assert _hits(_saved_matrix(tmp_path, store), store, members, q) == _hits(fresh, store, members, q)
+    assert _searched(_saved_matrix(tmp_path, store), store, members, q) == _searched(fresh, store, members, q)
 
 
 def test_a_saved_matrix_of_another_store_or_a_damaged_one_is_not_used(tmp_path):
