@@ -57,7 +57,27 @@ def warm(home: Path, caller: Caller) -> None:
     settings = config.load(home)
     with reading(paths.state_db_path(home)) as (conn, _shape):
         scope = resolve_scope(home, conn, caller)
-    if scope.attribution.kind != "home":
-        semantic.warm(home, settings, scope)
-        # The modules only a search uses, imported now rather than in the first search's time.
-        from . import search  # noqa: F401
+    if scope.attribution.kind == "home":
+        return
+    semantic.warm(home, settings, scope)
+    if settings.keyword_index:
+        _check_keyword_index(home, scope)
+    # The modules only a search uses, imported now rather than in the first search's time.
+    from . import search  # noqa: F401
+
+
+def _check_keyword_index(home: Path, scope) -> None:
+    """The scope's keyword index checked (and a little brought up to date) as the first search
+    would: its keeper remembers the answer while nothing changes, so that search reuses it."""
+    import json
+    import sqlite3
+
+    from .files import derived
+    from .hermes.statedb import reading
+    from .keyword import textindex
+
+    try:
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            textindex.keeper(home).ready(conn, json.dumps(scope.attribution.key), scope.members)
+    except (derived.StoreError, sqlite3.Error, OSError) as exc:  # the first search falls back to Hermes's indexes
+        logger.warning("warming up the keyword index stopped: %s", exc)
