@@ -84,9 +84,9 @@ class SemanticParts:
                 self._matrices.popitem(last=False)
             return found
 
-
     def saved_matrix(self, fingerprint: str, scope_key: tuple, context_weight: float) -> Path:
-        """The file a scope's matrix is saved in (a store rebuilt since writes over it)."""
+        """The file a scope's matrix is saved in: one per model and scope, whichever store it
+        came from (a rebuilt store's matrix is saved over the old one's)."""
         name = json.dumps([fingerprint, scope_key, context_weight])
         return self.home.data_dir / MATRICES / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.arrays"
 
