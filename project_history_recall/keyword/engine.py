@@ -301,13 +301,7 @@ class _OwnIndex:
         return self.lookup.sessions_of(keys)
 
     def facts(self, keys: "np.ndarray") -> _Facts:
-        import numpy as np
-
-        docs = self.lookup.index.docs([int(k) for k in keys])
-        rows = [docs.get(int(k), (-1, 0, 0.0)) for k in keys]
-        return _Facts(np.array([r[0] for r in rows], dtype=np.int64),
-                      np.array([r[1] for r in rows], dtype=np.float64),
-                      np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
+        return _Facts(*self.lookup.index.doc_arrays(keys))
 
     def live(self, message_ids: list[int]) -> set[int]:
         return messages.live_ids(self.ctx.conn, self.ctx.shape, message_ids, self.ctx.filters.roles)
@@ -478,7 +472,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * lengths / (avg or 1.0)))
     score = share * norm + evidence[session_at]
     # np.lexsort sorts by its last key first.
-    pick = [i for i in np.lexsort((-facts.message_ids, -facts.timestamps, -score)) if known[i]][:keep]
+    order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
+    pick = order[known[order]][:keep].tolist()
     alive = backend.live([int(facts.message_ids[i]) for i in pick])
     return [Hit(int(facts.message_ids[i]), backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
                 float(facts.timestamps[i])) for i in pick if int(facts.message_ids[i]) in alive]
