@@ -71,8 +71,9 @@ LENGTH_B = 0.5
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
-# Messages checked against state.db (still live, of a searched role) after
-# the ranking, at least: the ranking itself weighs every candidate.
+# The best messages after the ranking that may stand in for ones no longer live
+# (or of another role) in state.db, at least: the ranking itself weighs every
+# candidate.
 RERANKED = 100
 # Index rows read for a query's rarer terms; its commoner terms are then read
 # only in this many sessions, those where the rarer ones are.
@@ -275,9 +276,7 @@ def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
     found, counts = backend.find(groups, total)
     arrays = [v for v in found.values() if len(v)]
     keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    ranked = rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend,
-                  max(limit, RERANKED))
-    return ranked[:limit]
+    return rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend, limit)
 
 
 class _OwnIndex:
@@ -442,8 +441,9 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     does, lifted by its session's evidence.
 
     Every candidate is scored before any is cut, and ties go to the newer
-    message (then the higher id): the best ``keep`` are then checked with
-    ``backend.live``, and a message missing there is dropped."""
+    message (then the higher id). The best are then checked with
+    ``backend.live``, best first, and a message missing there is dropped:
+    the first ``keep`` found live among the best ``max(keep, RERANKED)``."""
     import numpy as np
 
     if not len(keys):
@@ -473,7 +473,11 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     score = share * norm + evidence[session_at]
     # np.lexsort sorts by its last key first.
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
-    pick = order[known[order]][:keep].tolist()
-    alive = backend.live([int(facts.message_ids[i]) for i in pick])
-    return [Hit(int(facts.message_ids[i]), backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
-                float(facts.timestamps[i])) for i in pick if int(facts.message_ids[i]) in alive]
+    pick = order[known[order]][:max(keep, RERANKED)].tolist()
+    ids = [int(facts.message_ids[i]) for i in pick]
+    # Almost every message is live: the best ``keep`` are checked first, the rest only if one is not.
+    alive = backend.live(ids[:keep])
+    if len(alive) < min(keep, len(ids)):
+        alive |= backend.live(ids[keep:])
+    return [Hit(mid, backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
+                float(facts.timestamps[i])) for i, mid in zip(pick, ids, strict=True) if mid in alive][:keep]
