@@ -46,6 +46,7 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -229,9 +230,9 @@ class TextIndex(derived.DerivedFile):
         out: list[int] = []
         with self.using() as conn:
             for low, high in ranges:
-                out.extend(r for (r,) in conn.execute(
+                out.extend(chain.from_iterable(conn.execute(
                     "SELECT rowid FROM text WHERE text MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
-                    (match, low, high, limit)))
+                    (match, low, high, limit))))  # rows of one column, unpacked in C
         return out
 
     def words_from(self, prefix: str, limit: int) -> list[str]:
