@@ -17,16 +17,16 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
-from . import consenting, fusion, redaction, results
+from . import consenting, fusion, redaction, results, timewords
 from . import settings as config
 from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
 from .hermes import paths
 from .hermes.host import Caller
 from .hermes.readonly import journal_mode
-from .hermes.statedb import reading
+from .hermes.statedb import reading, session_started
 from .keyword import engine as keyword
 from .keyword import textindex
 from .keyword.querytext import ParsedQuery, clean_text, parse
@@ -301,16 +301,34 @@ def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, sc
                                 filters.since, filters.until)
 
 
+def _times_named(req: SearchRequest, scope: Scope, settings: Settings,
+                 conn: sqlite3.Connection) -> list[timewords.Window]:
+    """The times the question names ("last week", "in May 2023"), read from when the asking
+    session began (from now when the caller has no session)."""
+    if not settings.time_weight:
+        return []
+    started = session_started(conn, scope.caller_session) if scope.caller_session else None
+    return timewords.find(req.query, started or time.time())
+
+
 def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
             home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
     filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
     lookup = _keyword_lookup(home, settings, conn, scope, filters)
+    windows = _times_named(req, scope, settings, conn)
+
+    def by_time(items: list, when: Callable[[Any], float | None]) -> list:
+        return timewords.reweigh(items, windows, settings.time_weight, lambda item: item.score, when)
+
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
-        hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit, scope.message_estimate,
+        # A named time can lift a hit from below the first ``limit``.
+        hits = keyword.search(conn, shape, scope.session_ids, query, filters,
+                              max(req.limit, KEYWORD_CANDIDATES) if windows else req.limit, scope.message_estimate,
                               lookup)
+        hits = by_time(hits, lambda h: h.timestamp)[: req.limit]
         return [_Ranked(h.message_id, h.session_id, "keyword") for h in hits], "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(
         conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate, lookup)
@@ -321,6 +339,7 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Sett
         if req.mode == "semantic":
             kw_hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
                                      scope.message_estimate, lookup)
+        kw_hits = by_time(kw_hits, lambda h: h.timestamp)
         return [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits[: req.limit]], "keyword", outcome
     sem = outcome.hits
     if req.mode == "semantic":
@@ -335,6 +354,9 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Sett
     else:
         fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
                              settings.blend_weight, {h.message_id: h.score for h in kw_all})
+    time_of = {h.message_id: h.timestamp for h in kw_all}
+    time_of.update({h.message_id: h.timestamp for h in sem})
+    fused = by_time(fused, lambda f: time_of.get(f.message_id))
     fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
     ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
     # Checking costs a lookup per semantic-only hit: check a few more than needed.
