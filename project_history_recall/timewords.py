@@ -107,10 +107,10 @@ class _Reader:
         end_year, end_month = divmod(month - 1 + count, 12)
         return self.days(date(year, month, 1), date(year + end_year, end_month + 1, 1), strength, phrase)
 
-    def latest_month(self, month: int, phrase: str, strength: float = EXACT) -> Window | None:
+    def latest_month(self, month: int, phrase: str) -> Window | None:
         """The most recent ``month`` that began on or before today."""
         year = self.today.year if month <= self.today.month else self.today.year - 1
-        return self.month(year, month, 1, strength, phrase)
+        return self.month(year, month, 1, EXACT, phrase)
 
     def day(self, year: int | None, month: int, day: int, phrase: str) -> Window | None:
         try:
@@ -166,7 +166,7 @@ def _unit(word: str) -> str:
     word = word.lower()
     for unit, spellings in (("day", ("day", "天", "日")), ("week", ("week", "周", "星期", "礼拜")),
                             ("month", ("month", "月")), ("year", ("year", "年"))):
-        if any(word.startswith(s) or s in word for s in spellings):
+        if any(s in word for s in spellings):
             return unit
     return ""
 

@@ -66,6 +66,7 @@ def year(y: int) -> list[tuple[date, date]]:
     ("What did Dave open in May?", month(2023, 5)),
     ("Melanie在6月什么时候去露营的？", month(2023, 6)),
     ("三月的发布", month(2023, 3)),
+    ("3月中旬的讨论", month(2023, 3)),
     ("十二月那次", month(2022, 12)),
     ("6月份的旅行", month(2023, 6)),
     ("Which country did James visit in 2021?", year(2021)),
