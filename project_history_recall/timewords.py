@@ -59,6 +59,7 @@ _MON_ALONE = r"(?P<mon>(?i:" + "|".join(n for n in _MONTH_NAMES if n != "may") +
 _ALONE_LEAD = r"(?i:in|during|since|until|till|by|before|after|through|throughout|from|of|this|last|early|mid|late)"
 _ORD = r"(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
+_THEN_YEAR = r"(?:,\s*|\s+)" + _YEAR + r"\b"  # "9 February 2023", "9 February, 2023", "December 1,2023"
 _NOT_A_QUANTITY = (r"(?![\d:.,/-]*\d)(?!\s*(?:%|(?:ms|s|secs?|seconds?|bytes?|[kmgt]i?b|px|lines?|rows?|items?|"
                    r"users?|messages?|words?|times?|steps?|tokens?|records?|files?|people|dollars?|euros?)\b))")
 
@@ -200,12 +201,12 @@ def _rules() -> list[_Rule]:
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
         (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
-        (rf"\b(?P<d>\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MON},?\s+{_YEAR}\b", i,
+        (rf"\b(?P<d>\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MON}{_THEN_YEAR}", i,
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
-        (rf"\b{_MON}\s+(?P<d>\d{{1,2}}){_ORD},?\s+{_YEAR}\b", i,
+        (rf"\b{_MON}\s+(?P<d>\d{{1,2}}){_ORD}{_THEN_YEAR}", i,
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
         # Months of a year: May 2022, mid-August 2023, 2023年10月, 2023年10月份.
-        (rf"\b{_MON},?\s+(?:of\s+)?{_YEAR}\b", i, lambda r, m: r.month(year_of(m), mon(m), 1, EXACT, m[0])),
+        (rf"\b{_MON}(?:\s+of)?{_THEN_YEAR}", i, lambda r, m: r.month(year_of(m), mon(m), 1, EXACT, m[0])),
         (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月", 0,
          lambda r, m: r.month(int(m["year"]), int(m["m"]), 1, EXACT, m[0])),
         # Days without a year: 10月13日, 9 February, the 9th of February, February 9th.

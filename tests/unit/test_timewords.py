@@ -41,6 +41,7 @@ def year(y: int) -> list[tuple[date, date]]:
     ("what happened on september 8, 2023", one_day(2023, 9, 8)),
     ("What did Calvin book a flight ticket for on 1st September 2023?", one_day(2023, 9, 1)),
     ("the deploy on Sept. 3rd 2023", one_day(2023, 9, 3)),
+    ("Where was the forest picture shared by John on December 1,2023 taken?", one_day(2023, 12, 1)),
     ("the outage of 2023-10-13", one_day(2023, 10, 13)),
     ("the outage of 2023/10/13", one_day(2023, 10, 13)),
     ("the 9th of February", one_day(2023, 2, 9)),
