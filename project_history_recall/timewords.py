@@ -4,9 +4,10 @@
 "Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…": each time phrase becomes a
 ``Window`` (start, end in seconds since the epoch, and a strength), read relative to a
 reference time, the asking session's start. Dates without a year, and a month alone, are the
-most recent such day or month on or before the reference.
+most recent such day or month on or before the reference. A question that names a date reads its
+"recently" or "last Friday" from that date, so only the date counts there.
 
-Only phrases that are times whatever the sentence around them say, so that words which merely
+Only phrases that are times whatever the sentence around them says count, so that words which merely
 look like times stay words: "May I…", "you may", "march on", "the second time", "a month"
 (a length, not a time), "三个月", "以前年轻时".
 
@@ -68,7 +69,7 @@ _NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "fi
                  "few": 3, "several": 4}
 _VAGUE_NUMBERS = {"a few", "few", "several"}
 _AMOUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+_CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
               "九": 9}
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
