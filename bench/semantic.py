@@ -210,7 +210,7 @@ def _build_keyword_index(home: Path, caller: str) -> float:
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
     t = time.perf_counter()
-    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(scope.attribution.key, scope.members)
     return time.perf_counter() - t
 
 

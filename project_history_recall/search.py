@@ -9,34 +9,30 @@ a message a person can act on.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 from . import consenting, fusion, redaction, results, timewords
 from . import settings as config
+from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
-from .hermes import paths
+from .hermes import messages, paths
 from .hermes.host import Caller
+from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
-from .hermes.statedb import reading, session_started
+from .hermes.statedb import reading
+from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
-from .keyword import textindex
-from .keyword.querytext import ParsedQuery, clean_text, parse
-from .scope.resolve import HOME_REASON, Scope, resolve_scope
+from .keyword.querytext import clean_text, parse
+from .scope.resolve import HOME_REASON, resolve_scope
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
-
-if TYPE_CHECKING:
-    from .settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -175,47 +171,28 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     )
 
 
-@dataclass
-class _Ranked:
-    message_id: int
-    session_id: str
-    source: str
-
-
-def _live_ids(conn: sqlite3.Connection, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
-    """Which of ``ids`` are still part of the record (not deleted, not rewound)."""
-    if not ids:
-        return set()
-    rows = conn.execute(
-        f"SELECT id FROM messages m WHERE id IN (SELECT value FROM json_each(?)) AND {shape.live_filter('m')} "
-        f"AND m.role IN ({','.join('?' * len(roles))})",
-        (f"[{','.join(str(int(i)) for i in ids)}]", *roles)).fetchall()
-    return {r[0] for r in rows}
-
-
-def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_Ranked], outcome: semantic.Outcome,
-             hashes_of: dict[int, str]) -> list[_Ranked]:
+def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> list[Hit]:
     """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
     A changed text marks its session for reconciliation, so the next search
     re-embeds it."""
-    semantic_only = [r.message_id for r in ranked if r.source == "semantic"]
-    live = _live_ids(conn, shape, semantic_only, req.roles)
-    rows = results.fetch_messages(conn, [m for m in semantic_only if m in live]) if semantic_only else {}
+    semantic_only = [h.message_id for h in hits if h.source == SEMANTIC]
+    live = messages.live_ids(ctx.conn, ctx.shape, semantic_only, ctx.filters.roles)
+    rows = messages.fetch_messages(ctx.conn, [m for m in semantic_only if m in live]) if semantic_only else {}
     kept = []
     stale: set[str] = set()
-    for r in ranked:
-        if r.source != "semantic":
-            kept.append(r)
+    for h in hits:
+        if h.source != SEMANTIC:
+            kept.append(h)
             continue
-        row = rows.get(r.message_id)
+        row = rows.get(h.message_id)
         if row is None:
             continue
-        expected = hashes_of.get(r.message_id)
+        expected = outcome.hashes.get(h.message_id)
         if expected and content_hash(prepare(row.text)) != expected:
-            stale.add(r.session_id)
+            stale.add(h.session_id)
             continue
-        kept.append(r)
+        kept.append(h)
     fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
     if stale and outcome.store is not None and fp is not None:
         try:
@@ -226,8 +203,8 @@ def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_
     return kept
 
 
-def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: str,
-              pattern, source: str, shown: redaction.Masked) -> dict | None:
+def _hit_json(hit: Hit, rows: dict, sessions: dict, windows: dict, profile: str,
+              pattern, shown: redaction.Masked) -> dict | None:
     row = rows.get(hit.message_id)
     if row is None:
         return None
@@ -239,7 +216,7 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
         "message_id": hit.message_id,
         "role": row.role,
         "snippet": results.snippet(row.text, pattern, shown.text),
-        "score_source": source,
+        "score_source": hit.source,
         "when": results.when(row.timestamp),
     }
     if hit.message_id in windows:
@@ -247,20 +224,22 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
     return entry
 
 
-def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
-             outcome: semantic.Outcome, conn: sqlite3.Connection, shape, home: Path) -> dict:
+def _respond(req: SearchRequest, ctx: SearchContext, hits: list[Hit], searched_with: str,
+             outcome: semantic.Outcome) -> dict:
+    home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
-    rows = results.fetch_messages(conn, [h.message_id for h in hits])
-    sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
+    rows = messages.fetch_messages(conn, [h.message_id for h in hits])
+    sessions = messages.fetch_sessions(conn, [h.session_id for h in hits])
     windows = {}
     if req.context > 0:
         for hit in hits:
             if hit.message_id in rows:
-                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
-    pattern = results.term_pattern(query)
+                windows[hit.message_id] = messages.window(conn, ctx.shape, rows[hit.message_id], req.context,
+                                                          ctx.filters.roles)
+    pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
+    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, shown) for h in hits) if e]
     response = {
         "success": True,
         "outcome": FOUND if out else NOTHING,
@@ -282,85 +261,44 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
     return response
 
 
-def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope,
-                    filters: keyword.Filters) -> textindex.Lookup | None:
-    """The plugin's own keyword index for this scope, when it is current (brought
-    up to date here if only a little is missing); None: use Hermes's indexes."""
-    if not settings.keyword_index:
-        return None
-    try:
-        keeper = textindex.keeper(home)
-        states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
-    except (derived.StoreError, sqlite3.Error, OSError) as exc:
-        # A full disk, an unwritable folder: Hermes's indexes answer instead.
-        logger.warning("keyword index unavailable: %s", exc)
-        return None
-    if states is None:
-        return None
-    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
-                                filters.since, filters.until)
-
-
-def _times_named(req: SearchRequest, scope: Scope, settings: Settings,
-                 conn: sqlite3.Connection) -> list[timewords.Window]:
+def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
     """The times the question names ("last week", "in May 2023"), read from when the asking
     session began (from now when the caller has no session)."""
-    if not settings.time_weight:
+    if not ctx.settings.time_weight:
         return []
-    started = session_started(conn, scope.caller_session) if scope.caller_session else None
+    caller = ctx.scope.caller_session
+    started = messages.session_started(ctx.conn, caller) if caller else None
     return timewords.find(req.query, started or time.time())
 
 
-def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
-            home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
+def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
-    filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
-    lookup = _keyword_lookup(home, settings, conn, scope, filters)
-    windows = _times_named(req, scope, settings, conn)
-
-    def by_time(items: list, when: Callable[[Any], float | None]) -> list:
-        return timewords.reweigh(items, windows, settings.time_weight, lambda item: item.score, when)
-
+    settings = ctx.settings
+    lookup = keyword.own_index(ctx)
+    windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
-        outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
+        outcome = semantic.run(ctx, 0, wait=False)
         # A named time can lift a hit from below the first ``limit``.
-        hits = keyword.search(conn, shape, scope.session_ids, query, filters,
-                              max(req.limit, KEYWORD_CANDIDATES) if windows else req.limit, scope.message_estimate,
-                              lookup)
-        hits = by_time(hits, lambda h: h.timestamp)[: req.limit]
-        return [_Ranked(h.message_id, h.session_id, "keyword") for h in hits], "keyword", outcome
-    kw_all = [] if req.mode == "semantic" else keyword.search(
-        conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate, lookup)
+        hits = keyword.search(ctx, max(req.limit, KEYWORD_CANDIDATES) if windows else req.limit, lookup)
+        return timewords.reweigh(hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
+    kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
-    outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
-                           max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
+    outcome = semantic.run(ctx, max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
-                                     scope.message_estimate, lookup)
-        kw_hits = by_time(kw_hits, lambda h: h.timestamp)
-        return [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits[: req.limit]], "keyword", outcome
-    sem = outcome.hits
+            kw_hits = keyword.search(ctx, req.limit, lookup)
+        return timewords.reweigh(kw_hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
     if req.mode == "semantic":
-        ranked = [_Ranked(h.message_id, h.session_id, "semantic") for h in sem]
-        return _checked(conn, shape, req, ranked, outcome, outcome.hashes)[: req.limit], "semantic", outcome
-    session_of = {h.message_id: h.session_id for h in kw_hits}
-    session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
-    sem_ids = [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]
+        return _checked(ctx, outcome.hits, outcome)[: req.limit], "semantic", outcome
+    sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
-        fused = fusion.rrf({"keyword": [h.message_id for h in kw_hits], "semantic": sem_ids},
-                           settings.rrf_k, {"semantic": settings.semantic_weight})
+        fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
-        fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
-                             settings.blend_weight, {h.message_id: h.score for h in kw_all})
-    time_of = {h.message_id: h.timestamp for h in kw_all}
-    time_of.update({h.message_id: h.timestamp for h in sem})
-    fused = by_time(fused, lambda f: time_of.get(f.message_id))
-    fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
-    ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
+        fused = fusion.blend(kw_hits, sem, outcome.similarity, settings.blend_weight, kw_all)
+    ranked = fusion.diversify(timewords.reweigh(fused, windows, settings.time_weight), DIVERSE_FIRST)
     # Checking costs a lookup per semantic-only hit: check a few more than needed.
-    ranked = _checked(conn, shape, req, ranked[: req.limit * 2], outcome, outcome.hashes)
+    ranked = _checked(ctx, ranked[: req.limit * 2], outcome)
     return ranked[: req.limit], "keyword+semantic", outcome
 
 
@@ -400,8 +338,9 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
                     **outcome.fields(), "reason": HOME_REASON,
                 }, note)
-            hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
-            return consenting.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
-                                    note)
+            ctx = SearchContext(home, settings, conn, shape, scope,
+                                Filters(roles=req.roles, since=req.since, until=req.until), query)
+            hits, searched_with, outcome = _search(req, ctx)
+            return consenting.annotate(_respond(req, ctx, hits, searched_with, outcome), note)
     except PluginError as exc:
         return exc.envelope()

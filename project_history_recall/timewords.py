@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as clock
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence
 
-T = TypeVar("T")
+from .hits import Hit
 
 DAY = 86400.0
 # How surely a kind of phrase points at its window: a named day or month at its full weight; a
@@ -335,14 +335,12 @@ def closeness(ts: float | None, windows: Sequence[Window]) -> float:
     return best
 
 
-def reweigh(items: list[T], windows: Sequence[Window], weight: float, score: Callable[[T], float],
-            when: Callable[[T], float | None]) -> list[T]:
-    """``items`` (best first) re-ordered by ``score × (1 + weight × closeness)``: at most
+def reweigh(hits: list[Hit], windows: Sequence[Window], weight: float) -> list[Hit]:
+    """``hits`` (best first) re-ordered by ``score × (1 + weight × closeness)``: at most
     ``weight`` of its own score more for a hit in the right time. Without windows (or with
-    weight 0) the very same order; ties keep their order."""
-    if not windows or weight <= 0 or not items:
-        return items
-    boosted = [(score(it) + abs(score(it)) * weight * closeness(when(it), windows), n, it)
-               for n, it in enumerate(items)]
+    weight 0) the very same list; ties keep their order."""
+    if not windows or weight <= 0 or not hits:
+        return hits
+    boosted = [(h.score + abs(h.score) * weight * closeness(h.timestamp, windows), n, h) for n, h in enumerate(hits)]
     boosted.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [it for _, _, it in boosted]
+    return [h for _, _, h in boosted]

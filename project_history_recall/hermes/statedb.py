@@ -112,15 +112,6 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
-def session_started(conn: sqlite3.Connection, session_id: str) -> float | None:
-    """When the session ``session_id`` began (None: no such row, or no usable time)."""
-    try:
-        row = conn.execute(f"SELECT {seconds_sql('started_at')} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
-        return None
-    return float(row[0]) if row and row[0] is not None else None
-
-
 # The UTF-8 bytes that hold at least a text's first MAX_TEXT_CHARS whole characters.
 _PREFIX_BYTES = 4 * MAX_TEXT_CHARS + 3
 

@@ -194,7 +194,7 @@ class ScopeMatrix:
 
     # -- keeping in step with the store -----------------------------------------------
     def sync(self, store: vectors.VectorStore, fp: str, members: list[str],
-             states: dict[str, vectors.SessionState]) -> None:
+             states: dict[str, vectors.VectorState]) -> None:
         member_set = set(members)
         for sid in [s for s in self.loaded if s not in member_set or s not in states]:
             self._kill(sid)

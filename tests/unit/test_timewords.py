@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
 from project_history_recall import timewords
+from project_history_recall.hits import KEYWORD, Hit
 from project_history_recall.timewords import Window
 
 UTC = timezone.utc
@@ -190,15 +190,12 @@ def test_read_in_the_given_zone():
     assert window.start == datetime(2023, 10, 24, tzinfo=tokyo).timestamp()
 
 
-@dataclass
-class Hit:
-    name: str
-    score: float
-    when: float | None
+def hit(name: int, score: float, when: float) -> Hit:
+    return Hit(name, f"session {name}", score, KEYWORD, when)
 
 
 def _order(hits, windows, weight=0.5):
-    return [h.name for h in timewords.reweigh(hits, windows, weight, lambda h: h.score, lambda h: h.when)]
+    return [h.message_id for h in timewords.reweigh(hits, windows, weight)]
 
 
 DAY = timewords.DAY
@@ -207,10 +204,10 @@ WINDOW = [Window(OCT_13, OCT_13 + DAY, 1.0, "13 October")]
 
 
 def test_a_hit_inside_the_window_rises_within_the_bound():
-    hits = [Hit("far", 1.0, OCT_13 - 200 * DAY), Hit("close", 0.8, OCT_13 + 3600), Hit("weak", 0.5, OCT_13 + 60)]
-    assert _order(hits, WINDOW) == ["close", "far", "weak"]  # 0.8 × 1.5 > 1.0, but 0.5 × 1.5 < 1.0
-    assert _order(hits, WINDOW, weight=1.0) == ["close", "far", "weak"]
-    assert _order(hits, WINDOW, weight=2.0) == ["close", "weak", "far"]
+    far, close, weak = hit(1, 1.0, OCT_13 - 200 * DAY), hit(2, 0.8, OCT_13 + 3600), hit(3, 0.5, OCT_13 + 60)
+    assert _order([far, close, weak], WINDOW) == [2, 1, 3]  # 0.8 × 1.5 > 1.0, but 0.5 × 1.5 < 1.0
+    assert _order([far, close, weak], WINDOW, weight=1.0) == [2, 1, 3]
+    assert _order([far, close, weak], WINDOW, weight=2.0) == [2, 3, 1]
 
 
 def test_nearness_fades_faster_before_a_window_than_after_it():
@@ -219,7 +216,7 @@ def test_nearness_fades_faster_before_a_window_than_after_it():
     inside = timewords.closeness(OCT_13 + DAY / 2, WINDOW)
     assert inside == 1.0 and 0 < before < after < inside
     assert timewords.closeness(OCT_13 + 90 * DAY, WINDOW) < 1e-6
-    assert timewords.closeness(None, WINDOW) == 0.0
+    assert timewords.closeness(0.0, WINDOW) == 0.0  # a message without a usable time
 
 
 def test_the_best_window_counts_scaled_by_its_strength():
@@ -229,11 +226,11 @@ def test_the_best_window_counts_scaled_by_its_strength():
 
 
 def test_no_window_or_no_weight_leaves_the_order_exactly():
-    hits = [Hit("b", 0.2, OCT_13), Hit("a", 0.9, None), Hit("c", 0.5, OCT_13)]  # not sorted by score on purpose
-    assert timewords.reweigh(hits, [], 0.5, lambda h: h.score, lambda h: h.when) is hits
-    assert timewords.reweigh(hits, WINDOW, 0.0, lambda h: h.score, lambda h: h.when) is hits
+    hits = [hit(1, 0.2, OCT_13), hit(2, 0.9, 0.0), hit(3, 0.5, OCT_13)]  # not sorted by score on purpose
+    assert timewords.reweigh(hits, [], 0.5) is hits
+    assert timewords.reweigh(hits, WINDOW, 0.0) is hits
 
 
 def test_ties_and_untimed_hits_keep_their_order():
-    hits = [Hit("x", 0.5, None), Hit("y", 0.5, OCT_13 - 300 * DAY), Hit("z", 0.5, None)]
-    assert _order(hits, WINDOW) == ["x", "y", "z"]
+    hits = [hit(1, 0.5, 0.0), hit(2, 0.5, OCT_13 - 300 * DAY), hit(3, 0.5, 0.0)]
+    assert _order(hits, WINDOW) == [1, 2, 3]
