@@ -89,3 +89,21 @@ def test_without_a_date_the_order_is_as_before(history, world, mode):
     after = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)["results"]
     assert [r["message_id"] for r in after] == [r["message_id"] for r in before]
     assert len(before) == 8
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_relative_times_are_read_from_the_asking_sessions_start_not_from_now(history, world, work, monkeypatch,
+                                                                             mode):
+    """A session begun on Wednesday 24 June 2026 (Hermes stamps its start with the clock, set
+    back for that one write): its "last week" is 15-21 June, holding the "june" session,
+    whatever today is."""
+    import hermes_state
+
+    sessions, _asker = history
+    begun = datetime(2026, 6, 24, 12).timestamp()
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: begun)
+        asker = world.session(cwd=work)
+    _with_weight(world.home, 0.5)
+    for query in ("what did we decide last week about the cache eviction policy?", "上周缓存淘汰策略定了什么？"):
+        assert _sessions(asker, query, mode)[0] == sessions["june"]
