@@ -41,6 +41,7 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -68,45 +69,54 @@ def _session_time(text: str) -> float:
         return 0.0
 
 
-def build(data: list, home: Path) -> dict:
-    """Write every conversation into ``home``; returns the mapping needed to score."""
+@contextmanager
+def writing(home: Path):
+    """Hermes's own ``SessionDB`` and projects database of ``home``, closed after."""
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 
-    work = home.parent / "locomo-work"
     db = SessionDB(db_path=home / "state.db")
-    convs = {}
     try:
         with projects_db.connect_closing(home / "projects.db") as pconn:
-            for n, sample in enumerate(data):
-                conv = sample["sample_id"]
-                folder = work / conv
-                folder.mkdir(parents=True, exist_ok=True)
-                pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
-                c = sample["conversation"]
-                first = c["speaker_a"]
-                dia_to_msg, msg_to_session = {}, {}
-                k = 1
-                while f"session_{k}" in c:
-                    sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
-                    db.create_session(sid, "cli", model="locomo", cwd=str(folder))
-                    db.set_session_title(sid, f"{conv} session {k}")
-                    t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
-                    for i, turn in enumerate(c[f"session_{k}"]):
-                        text = f"{turn['speaker']}: {turn['text']}"
-                        if turn.get("blip_caption"):
-                            text += f" [shares a photo: {turn['blip_caption']}]"
-                        role = "user" if turn["speaker"] == first else "assistant"
-                        mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
-                        dia_to_msg[turn["dia_id"]] = mid
-                        msg_to_session[mid] = sid
-                    k += 1
-                asker = f"20990101_000000_{n:06x}"
-                db.create_session(asker, "cli", model="locomo", cwd=str(folder))
-                convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
-                               "dia": dia_to_msg, "session_of": msg_to_session}
+            yield db, pconn
     finally:
         db.close()
+
+
+def build(data: list, home: Path) -> dict:
+    """Write every conversation into ``home``; returns the mapping needed to score."""
+    from hermes_cli import projects_db
+
+    work = home.parent / "locomo-work"
+    convs = {}
+    with writing(home) as (db, pconn):
+        for n, sample in enumerate(data):
+            conv = sample["sample_id"]
+            folder = work / conv
+            folder.mkdir(parents=True, exist_ok=True)
+            pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
+            c = sample["conversation"]
+            first = c["speaker_a"]
+            dia_to_msg, msg_to_session = {}, {}
+            k = 1
+            while f"session_{k}" in c:
+                sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
+                db.create_session(sid, "cli", model="locomo", cwd=str(folder))
+                db.set_session_title(sid, f"{conv} session {k}")
+                t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
+                for i, turn in enumerate(c[f"session_{k}"]):
+                    text = f"{turn['speaker']}: {turn['text']}"
+                    if turn.get("blip_caption"):
+                        text += f" [shares a photo: {turn['blip_caption']}]"
+                    role = "user" if turn["speaker"] == first else "assistant"
+                    mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
+                    dia_to_msg[turn["dia_id"]] = mid
+                    msg_to_session[mid] = sid
+                k += 1
+            asker = f"20990101_000000_{n:06x}"
+            db.create_session(asker, "cli", model="locomo", cwd=str(folder))
+            convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
+                           "dia": dia_to_msg, "session_of": msg_to_session}
     return convs
 
 

@@ -25,33 +25,28 @@ from . import common, locomo, zh_data
 def build(data: dict, home: Path) -> dict:
     """Write every person into ``home``; per person: project, folder, asker, and position -> message id."""
     from hermes_cli import projects_db
-    from hermes_state import SessionDB
 
     work = home.parent / "zh-daily-work"
-    db = SessionDB(db_path=home / "state.db")
     people = {}
-    try:
-        with projects_db.connect_closing(home / "projects.db") as pconn:
-            for n, person in enumerate(data["people"]):
-                folder = work / person["id"]
-                folder.mkdir(parents=True, exist_ok=True)
-                pid = projects_db.create_project(pconn, name=person["name"], folders=[str(folder)])
-                ids: dict[tuple[str, int], int] = {}
-                session_of: dict[str, str] = {}
-                for k, s in enumerate(person["sessions"]):
-                    t0 = datetime.strptime(s["date"], zh_data.DATE)
-                    sid = f"{t0:%Y%m%d_%H%M%S}_{n:02x}{k:04x}"
-                    db.create_session(sid, "cli", model="zh-daily", cwd=str(folder))
-                    for i, (speaker, text) in enumerate(s["messages"]):
-                        role, body = zh_data.content(speaker, text)
-                        ids[s["id"], i] = db.append_message(sid, role, body, timestamp=t0.timestamp() + 60 * i)
-                    session_of[s["id"]] = sid
-                asker = f"20990101_000000_{n:06x}"
-                db.create_session(asker, "cli", model="zh-daily", cwd=str(folder))
-                people[person["id"]] = {"project": pid, "folder": str(folder), "asker": asker, "ids": ids,
-                                        "session_of": session_of}
-    finally:
-        db.close()
+    with locomo.writing(home) as (db, pconn):
+        for n, person in enumerate(data["people"]):
+            folder = work / person["id"]
+            folder.mkdir(parents=True, exist_ok=True)
+            pid = projects_db.create_project(pconn, name=person["name"], folders=[str(folder)])
+            ids: dict[tuple[str, int], int] = {}
+            session_of: dict[str, str] = {}
+            for k, s in enumerate(person["sessions"]):
+                t0 = datetime.strptime(s["date"], zh_data.DATE)
+                sid = f"{t0:%Y%m%d_%H%M%S}_{n:02x}{k:04x}"
+                db.create_session(sid, "cli", model="zh-daily", cwd=str(folder))
+                for i, (speaker, text) in enumerate(s["messages"]):
+                    role, body = zh_data.content(speaker, text)
+                    ids[s["id"], i] = db.append_message(sid, role, body, timestamp=t0.timestamp() + 60 * i)
+                session_of[s["id"]] = sid
+            asker = f"20990101_000000_{n:06x}"
+            db.create_session(asker, "cli", model="zh-daily", cwd=str(folder))
+            people[person["id"]] = {"project": pid, "folder": str(folder), "asker": asker, "ids": ids,
+                                    "session_of": session_of}
     return people
 
 
