@@ -29,6 +29,8 @@ def problems(data: dict) -> list[str]:
     """Every fault in the set: ids unique, sessions of 1-6 [speaker, text] messages with a date,
     each gold session in the asking person's project and each gold position in that session,
     the two splits the same size (one apart at most)."""
+    if not isinstance(data, dict):
+        return ["the file holds no JSON object"]
     out = []
     people = data.get("people") or []
     sessions: dict[str, tuple[str, int]] = {}  # session id -> (person, messages)

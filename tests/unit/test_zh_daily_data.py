@@ -60,6 +60,13 @@ def test_a_broken_set_is_refused_with_the_fault_named(tmp_path, path, value, fau
         zh_data.load(bad)
 
 
+def test_a_file_of_something_else_is_refused(tmp_path):
+    bad = tmp_path / "zh_daily.json"
+    bad.write_text("[]", encoding="utf-8")
+    with pytest.raises(ValueError, match="no JSON object"):
+        zh_data.load(bad)
+
+
 @pytest.mark.parametrize(("speaker", "role", "content"), [
     ("我", "user", "今天"), ("助手", "assistant", "今天"), ("妈妈", "assistant", "妈妈：今天")])
 def test_speakers_become_hermes_roles(speaker, role, content):
