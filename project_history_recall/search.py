@@ -272,7 +272,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
         **outcome.fields(),
-        "journal_mode": journal_mode(paths.state_db_path(home)),
+        "journal_mode": journal_mode(conn),
         "profile": profile,
     }
     if scope.excluded_lineage:
