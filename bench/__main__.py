@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -42,11 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
     zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
-    for p in (locomo, zh):
+    daily = sub.add_parser("zh-daily", help="zh-daily: short Chinese daily-life sessions, questions that paraphrase")
+    daily.add_argument("--data", type=Path, help="the set (default: bench/data/zh_daily.json in the checkout)")
+    daily.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
+    daily.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
+    daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
+                       help="which questions to ask (all: each split is printed too)")
+    daily.add_argument("--json", type=Path, help="also write the figures here")
+    for p in (locomo, zh, daily):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
                        help="the offline model of the semantic half (default: local, USE)")
         p.add_argument("--context-weights", default="",
                        help="also score the semantic modes with these neighbour weights, comma-separated")
+    for p in (locomo, zh):
         p.add_argument("--time-weights", default="",
                        help="also score the plugin modes with these time_weight settings, comma-separated (0: off)")
 
@@ -70,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
     sem.add_argument("--messages-10k", type=int, default=10_000, help="messages in the small one-project home")
     sem.add_argument("--delay", type=float, default=1.0, help="seconds from session start to the first search")
-    sem.add_argument("--runs", type=int, default=3, help="fresh processes per first-call measurement")
+    sem.add_argument("--runs", type=int, default=5, help="fresh processes (trials) per home for the first call")
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
     sem.add_argument("--json", type=Path, help="also write the figures here")
@@ -93,7 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     first = sub.add_parser("_first")  # internal: one fresh process's first search
     first.add_argument("home", type=Path)
     first.add_argument("caller")
-    first.add_argument("warm", type=int)
     first.add_argument("delay", type=float)
 
     args = parser.parse_args(argv)
@@ -118,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "_first":
         from . import semantic as mod
 
-        print(json.dumps(mod.first_call(args.home, args.caller, bool(args.warm), args.delay)))
+        print(json.dumps(mod.first_call(args.home, args.caller, args.delay)))
         return 0
     if args.command == "load":
         from . import load as mod
@@ -149,6 +156,16 @@ def main(argv: list[str] | None = None) -> int:
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
                                    [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
                                    args.conversations, time_weights)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "zh-daily":
+        from . import zh_daily as mod
+        from .zh_data import PATH
+
+        home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
+        figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
+                          args.split, args.embedder, weights)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

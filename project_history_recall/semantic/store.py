@@ -20,12 +20,17 @@ Every batch is one transaction (vectors and progress together), so a killed
 indexing run leaves a consistent index that resumes where it stopped. A file
 that is not a readable database, or turns out damaged in use, is moved aside
 and rebuilt (``derived``).
+
+Each file has an ``identity``, drawn when it is made: generations and rowids
+start again in a rebuilt file, so what was read from another file (a matrix
+saved between processes) is known by it not to be this one's.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +107,20 @@ class VectorStore(derived.DerivedFile):
 
     def __init__(self, path: Path):
         super().__init__(path, _SCHEMA, SCHEMA_VERSION)
+        self.identity = self._identity()
+
+    def _identity(self) -> str:
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+        if row is not None:
+            return row[0]
+
+        def _draw(conn: sqlite3.Connection) -> str:
+            # Another process may have drawn it since the read above: the first one drawn stays.
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (uuid.uuid4().hex,))
+            return conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()[0]
+
+        return self.transaction(_draw)
 
     # -- reads -------------------------------------------------------------------
     def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, VectorState]:
