@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import consenting, fusion, redaction, results
+from . import consenting, fusion, redaction, results, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
@@ -251,7 +251,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, hits: list[Hit], searched_w
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
         **outcome.fields(),
-        "journal_mode": journal_mode(paths.state_db_path(home)),
+        "journal_mode": journal_mode(conn),
         "profile": profile,
     }
     if scope.excluded_lineage:
@@ -261,21 +261,34 @@ def _respond(req: SearchRequest, ctx: SearchContext, hits: list[Hit], searched_w
     return response
 
 
+def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
+    """The times the question names ("last week", "in May 2023"), read from when the asking
+    session began (from now when the caller has no session)."""
+    if not ctx.settings.time_weight:
+        return []
+    caller = ctx.scope.caller_session
+    started = messages.session_started(ctx.conn, caller) if caller else None
+    return timewords.find(req.query, started or time.time())
+
+
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
     """(hits best first, engines used, the semantic outcome)."""
     settings = ctx.settings
     lookup = keyword.own_index(ctx)
+    windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        return keyword.search(ctx, req.limit, lookup), "keyword", outcome
+        # A named time can lift a hit from below the first ``limit``.
+        hits = keyword.search(ctx, max(req.limit, KEYWORD_CANDIDATES) if windows else req.limit, lookup)
+        return timewords.reweigh(hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     outcome = semantic.run(ctx, max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
             kw_hits = keyword.search(ctx, req.limit, lookup)
-        return kw_hits[: req.limit], "keyword", outcome
+        return timewords.reweigh(kw_hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome)[: req.limit], "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
@@ -283,7 +296,7 @@ def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
         fused = fusion.blend(kw_hits, sem, outcome.similarity, settings.blend_weight, kw_all)
-    ranked = fusion.diversify(fused, DIVERSE_FIRST)
+    ranked = fusion.diversify(timewords.reweigh(fused, windows, settings.time_weight), DIVERSE_FIRST)
     # Checking costs a lookup per semantic-only hit: check a few more than needed.
     ranked = _checked(ctx, ranked[: req.limit * 2], outcome)
     return ranked[: req.limit], "keyword+semantic", outcome
