@@ -50,7 +50,8 @@ def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
 def _zh_questions(home: Path, callers: list[str], seed: int) -> list[str]:
     """One Chinese question per caller, from a Chinese message of its project."""
     rng = random.Random(seed + 2)
-    vocabulary = sorted(set(synth.ZH_WORDS), key=len, reverse=True)
+    # Longest first, then by the words themselves: a set's order changes with each process's hash seed.
+    vocabulary = sorted(set(synth.ZH_WORDS), key=lambda w: (len(w), w), reverse=True)
     conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
     out = []
     try:

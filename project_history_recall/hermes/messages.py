@@ -208,11 +208,13 @@ def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int
         f"SELECT {_MESSAGE_COLS} FROM messages m "
         f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND {_roles_sql(roles)} AND "
     )
-    before = conn.execute(base + "m.id < ? ORDER BY m.id DESC LIMIT ?",
-                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
-    after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
-                         (anchor.session_id, *roles, anchor.id, size)).fetchall()
-    return [_message(conn, r) for r in reversed(before)] + [anchor] + [_message(conn, r) for r in after]
+    # Both sides in one statement: a search opens ten windows.
+    params = (anchor.session_id, *roles, anchor.id, size)
+    rows = conn.execute(f"SELECT * FROM ({base}m.id < ? ORDER BY m.id DESC LIMIT ?) "
+                        f"UNION ALL SELECT * FROM ({base}m.id > ? ORDER BY m.id LIMIT ?)", params * 2).fetchall()
+    before = sorted((r for r in rows if r["id"] < anchor.id), key=lambda r: r["id"])
+    after = sorted((r for r in rows if r["id"] > anchor.id), key=lambda r: r["id"])
+    return [_message(conn, r) for r in before] + [anchor] + [_message(conn, r) for r in after]
 
 
 # -- what the indexes and a request for consent read ---------------------------------------

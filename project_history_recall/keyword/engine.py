@@ -71,8 +71,9 @@ LENGTH_B = 0.5
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
-# Messages checked against state.db (still live, of a searched role) after
-# the ranking, at least: the ranking itself weighs every candidate.
+# The best messages after the ranking that may stand in for ones no longer live
+# (or of another role) in state.db, at least: the ranking itself weighs every
+# candidate.
 RERANKED = 100
 # Index rows read for a query's rarer terms; its commoner terms are then read
 # only in this many sessions, those where the rarer ones are.
@@ -275,9 +276,7 @@ def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
     found, counts = backend.find(groups, total)
     arrays = [v for v in found.values() if len(v)]
     keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    ranked = rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend,
-                  max(limit, RERANKED))
-    return ranked[:limit]
+    return rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend, limit)
 
 
 class _OwnIndex:
@@ -301,13 +300,7 @@ class _OwnIndex:
         return self.lookup.sessions_of(keys)
 
     def facts(self, keys: "np.ndarray") -> _Facts:
-        import numpy as np
-
-        docs = self.lookup.index.docs([int(k) for k in keys])
-        rows = [docs.get(int(k), (-1, 0, 0.0)) for k in keys]
-        return _Facts(np.array([r[0] for r in rows], dtype=np.int64),
-                      np.array([r[1] for r in rows], dtype=np.float64),
-                      np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
+        return _Facts(*self.lookup.index.doc_arrays(keys))
 
     def live(self, message_ids: list[int]) -> set[int]:
         return messages.live_ids(self.ctx.conn, self.ctx.shape, message_ids, self.ctx.filters.roles)
@@ -448,8 +441,9 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     does, lifted by its session's evidence.
 
     Every candidate is scored before any is cut, and ties go to the newer
-    message (then the higher id): the best ``keep`` are then checked with
-    ``backend.live``, and a message missing there is dropped."""
+    message (then the higher id). The best are then checked with
+    ``backend.live``, best first, and a message missing there is dropped:
+    the first ``keep`` found live among the best ``max(keep, RERANKED)``."""
     import numpy as np
 
     if not len(keys):
@@ -478,7 +472,12 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * lengths / (avg or 1.0)))
     score = share * norm + evidence[session_at]
     # np.lexsort sorts by its last key first.
-    pick = [i for i in np.lexsort((-facts.message_ids, -facts.timestamps, -score)) if known[i]][:keep]
-    alive = backend.live([int(facts.message_ids[i]) for i in pick])
-    return [Hit(int(facts.message_ids[i]), backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
-                float(facts.timestamps[i])) for i in pick if int(facts.message_ids[i]) in alive]
+    order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
+    pick = order[known[order]][:max(keep, RERANKED)].tolist()
+    ids = [int(facts.message_ids[i]) for i in pick]
+    # Almost every message is live: the best ``keep`` are checked first, the rest only if one is not.
+    alive = backend.live(ids[:keep])
+    if len(alive) < min(keep, len(ids)):
+        alive |= backend.live(ids[keep:])
+    return [Hit(mid, backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
+                float(facts.timestamps[i])) for i, mid in zip(pick, ids, strict=True) if mid in alive][:keep]

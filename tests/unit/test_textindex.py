@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import numpy as np
 import pytest
 
 from project_history_recall.keyword import textindex
@@ -78,6 +79,17 @@ def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_pat
     assert states["s1"].ordinal != old and index.garbage() == 2
     lookup = textindex.lookup_for(index, states, ["s1"], with_tools=True)
     assert len(lookup.keys('"超时"', 10)) == 0 and len(lookup.keys('"websocket"', 10)) == 1
+
+
+def test_doc_arrays_line_up_with_the_rowids_asked_and_fill_what_is_unknown(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(7, "user", "abc", None, None, 10.5), (9, "user", "abcdef", None, None, "later")], (2, 9))
+    lookup = textindex.lookup_for(index, index.states(["s1"]), ["s1"], with_tools=False)
+    first, second = lookup.keys('"abc" OR "abcdef"', 10).tolist()
+    # The second row's time is no number (an importer's text), and a rowid nothing was written under.
+    ids, lengths, times = index.doc_arrays(np.array([first, second, second + 1], dtype=np.int64))
+    assert ids.tolist() == [7, 9, -1] and lengths.tolist() == [3.0, 6.0, 0.0] and times.tolist() == [10.5, 0.0, 0.0]
+    assert [a.tolist() for a in index.doc_arrays(np.zeros(0, dtype=np.int64))] == [[], [], []]
 
 
 def test_a_prefix_stands_for_the_indexed_words_it_starts(tmp_path):
