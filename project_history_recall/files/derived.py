@@ -25,9 +25,9 @@ from typing import Callable, Iterator, TypeVar
 from ..errors import DataError
 from .locks import FileLock, LockTimeout
 
-HEADER = b"SQLite format 3\x00"
 # SQLite's primary result codes (the low byte of an extended code) that mean the file's bytes are wrong.
-_DAMAGE = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_NOT_A_DATABASE = 26  # SQLITE_NOTADB
+_DAMAGE = {11, _NOT_A_DATABASE}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _WRITE_FAILED = {8, 10, 13, 14}  # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
 _LOCK_WAIT = 10.0  # seconds, as SQLite's own busy timeout below
@@ -111,6 +111,37 @@ def _set_aside(path: Path, why: object) -> str:
     return aside.name
 
 
+def sqlite_uri(path: Path, query: str) -> str:
+    """An SQLite URI naming ``path`` (made absolute), with ``query`` ("mode=ro", say)."""
+    escaped = path.resolve().as_posix().replace("%", "%25").replace("?", "%3F").replace("#", "%23")
+    return f"file:{escaped}?{query}"
+
+
+def _not_a_database(path: Path) -> bool:
+    """Whether the file at ``path`` has stopped being a database: emptied, or overwritten from
+    its start (the header). False when SQLite cannot tell (a missing file, say): opening it does.
+
+    Asked of SQLite, through a connection of its own that reads the file as it lies on disk
+    (``immutable``: neither lock nor WAL), never with ``open()``. On POSIX, closing any
+    descriptor of a file drops every lock this process holds on it, those of its SQLite
+    connections included (they go on believing they hold them); SQLite closes its own
+    descriptor only once no connection of the process holds a lock on the file. Without its
+    lock, a read of another thread can be overwritten, and another process closing its last
+    connection checkpoints and deletes the WAL this process still uses."""
+    try:
+        conn = sqlite3.connect(sqlite_uri(path, "mode=ro&immutable=1"), uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        # Every file this plugin made has its first page in the file itself (SQLite writes it on
+        # switching to WAL); anything else there, or nothing, is not one of ours any more.
+        return conn.execute("PRAGMA page_count").fetchone()[0] == 0
+    except sqlite3.Error as exc:
+        return _primary(exc) == _NOT_A_DATABASE
+    finally:
+        conn.close()
+
+
 def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
     try:
@@ -150,14 +181,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
         raise StoreError(f"cannot create or open {path}: {exc}") from exc
     try:
         reason = None
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(len(HEADER))
-        except FileNotFoundError:
-            head = HEADER
-        if head != HEADER:
-            # Under the lock, every file this plugin made starts with the header (SQLite writes it
-            # on switching to WAL): anything else, an emptied file included, is not one of ours any more.
+        if _not_a_database(path):  # under the lock, so never a file another process is creating
             reason = f"{path.name} was not a database; moved to {_set_aside(path, 'not a database')} and rebuilt"
         try:
             return _connect(path, schema, version), reason
@@ -201,14 +225,13 @@ def inode(path: Path) -> int | None:
 
 def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> bool:
     """False when the file was deleted, replaced or overwritten under an open connection."""
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != HEADER:
-                return False
-        conn.execute("SELECT count(*) FROM meta").fetchone()
-        return seen_inode is not None and inode(path) == seen_inode
-    except (sqlite3.Error, OSError):
+    if _not_a_database(path):
         return False
+    try:
+        conn.execute("SELECT count(*) FROM meta").fetchone()
+    except sqlite3.Error:
+        return False
+    return seen_inode is not None and inode(path) == seen_inode
 
 
 def retire(file: "DerivedFile | None") -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import DataError
-from ..files.derived import write_limit
+from ..files.derived import sqlite_uri, write_limit
 from ..files.filestamp import file_stamp
 
 T = TypeVar("T")
@@ -83,9 +83,7 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
             f"No Hermes session database at {path}. Has Hermes run in this profile yet?",
             "missing",
         )
-    uri = "file:" + path.resolve().as_posix().replace("?", "%3F").replace("#", "%23") + "?mode=ro"
-    if immutable:
-        uri += "&immutable=1"
+    uri = sqlite_uri(path, "mode=ro&immutable=1" if immutable else "mode=ro")
 
     def _open() -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, check_same_thread=False,

@@ -15,8 +15,9 @@ from contextlib import closing
 import pytest
 
 from conftest import sizes
-from hermes_world import (call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings,
-                          session_rows, store_state)
+from cli_runs import cli_process
+from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_module, plugin_settings,
+                          session_rows, store_state, wait_idle)
 
 SEARCHERS = 8
 WRITER = textwrap.dedent("""
@@ -149,9 +150,13 @@ def test_no_lock_on_state_db_while_embedding_ranking_or_formatting(world, work, 
     assert res["journal_mode"] == "rollback"
 
 
+# In WAL mode BEGIN EXCLUSIVE takes only the WAL's write lock; the exclusive locking mode takes the
+# file's own exclusive lock as well, the one a process closing its last connection needs to
+# checkpoint and delete the WAL.
 _EXCLUSIVE_NOW = textwrap.dedent("""
     import sqlite3, sys
     conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+    conn.execute("PRAGMA locking_mode=EXCLUSIVE")
     try:
         conn.execute("BEGIN EXCLUSIVE")
     except sqlite3.OperationalError:
@@ -161,7 +166,8 @@ _EXCLUSIVE_NOW = textwrap.dedent("""
 
 
 def _writer_could_commit(path) -> bool:
-    """Whether another process could take state.db's exclusive lock now, as Hermes's writer does to commit."""
+    """Whether another process could take the file's exclusive lock now, as Hermes's writer does to
+    commit to state.db, and a process closing its last connection to a WAL file does to delete the WAL."""
     return subprocess.run([sys.executable, "-c", _EXCLUSIVE_NOW, str(path)], timeout=60).returncode == 0
 
 
@@ -198,6 +204,44 @@ def test_an_answer_leaves_the_locks_of_other_reads_in_place(world, work, monkeyp
         assert not _writer_could_commit(path), "/recall status dropped another read's lock on state.db"
     finally:
         reader.close()
+
+
+@pytest.mark.parametrize("held", ["while the search opens them", "while the search checks them"])
+def test_a_search_leaves_the_locks_on_the_plugins_own_files_in_place(world, work, held):
+    """The same hazard on keywords.db and embeddings.db (WAL): a search opens them, and checks on every
+    call that they are still the files it opened. Had it read their headers with open() and close(),
+    another process (a gateway beside the CLI) closing its last connection could checkpoint and delete
+    the WAL this one still uses, or overwrite what a read of this process is reading."""
+    app = work / "app"
+    app.mkdir()
+    world.session(("user", "websocket reconnect"), ("assistant", "backoff with jitter"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    enable_plugin(world.home)
+
+    def search() -> None:
+        res = call("project_history_search", {"query": "websocket", "mode": "hybrid"}, session_id=asker)
+        assert res["success"] and res["results"] and res["semantic_status"] == "ready", res
+
+    if held == "while the search opens them":
+        assert cli_process("--home", str(world.home), "index", "--all").returncode == 0
+    else:
+        search()
+        wait_idle(300)
+    paths = [world.home / PLUGIN_KEY / name for name in ("keywords.db", "embeddings.db")]
+    readers = [sqlite3.connect(path, isolation_level=None) for path in paths]
+    try:
+        for reader, path in zip(readers, paths, strict=True):
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM meta").fetchall()  # a read that holds its lock until COMMIT
+            assert not _writer_could_commit(path)
+        search()
+        for path in paths:
+            assert not _writer_could_commit(path), f"a search dropped a read's lock on {path.name} {held}"
+    finally:
+        for reader in readers:
+            reader.close()
+    wait_idle(300)
 
 
 def test_state_db_faults_give_clear_errors(home, work):
