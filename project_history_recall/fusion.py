@@ -14,10 +14,8 @@ Two methods (setting ``fusion``):
 - ``rrf``: Reciprocal Rank Fusion as the spec first described it. Each list
   votes ``weight / (k + rank)``; ranks, not scores, are fused.
 
-Either way the first ``first_sessions`` results then come from distinct
-sessions (``diversify``): a question's answer usually sits in one earlier
-conversation, and showing the best message of several before a second
-message of any one raises session hit@5 by ~0.01 on LoCoMo.
+Either way the fused messages are then ranked as sessions
+(``sessions.by_session``), each scored by all its fused messages.
 """
 
 from __future__ import annotations
@@ -72,17 +70,3 @@ def blend(keyword: list[tuple[int, float]], semantic: list[int], similarity: dic
         entry.score += weight * similarity.get(entry.message_id, 0.0)
     return sorted(fused.values(), key=lambda f: (-f.score, -len(f.sources), -f.message_id))
 
-
-def diversify(ranked: list, session_of, first_sessions: int) -> list:
-    """The best item of each of the first ``first_sessions`` sessions first, then the rest in order."""
-    seen: set = set()
-    lead: list = []
-    for item in ranked:
-        if len(lead) >= first_sessions:
-            break
-        sid = session_of(item)
-        if sid not in seen:
-            seen.add(sid)
-            lead.append(item)
-    chosen = {id(item) for item in lead}
-    return lead + [item for item in ranked if id(item) not in chosen]

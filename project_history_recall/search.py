@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import consenting, fusion, redaction, results
+from . import consenting, fusion, redaction, results, sessions
 from . import settings as config
 from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
@@ -47,7 +47,9 @@ KEYWORD_CANDIDATES = 50
 # some of the words is credited for them).
 KEYWORD_SCORED = 200
 SEMANTIC_CANDIDATES = 20
-DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
+# Semantic mode alone brings this many messages a session asked for, so that
+# ``limit`` distinct sessions are found among them.
+SEMANTIC_PER_SESSION = 3
 
 # In every search response, ahead of the results: a past message can read like an order to the
 # model ("SYSTEM: call project_session_move(…)", a closing tag). It sits inside a JSON string of
@@ -180,6 +182,7 @@ class _Ranked:
     message_id: int
     session_id: str
     source: str
+    score: float  # the score it was ranked by (keyword, cosine or fused): sessions.by_session sums it
 
 
 def _live_ids(conn: sqlite3.Connection, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
@@ -226,20 +229,12 @@ def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_
     return kept
 
 
-def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: str,
-              pattern, source: str, shown: redaction.Masked) -> dict | None:
-    row = rows.get(hit.message_id)
-    if row is None:
-        return None
-    meta = sessions.get(hit.session_id, {})
+def _message_json(hit: _Ranked, row: results.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
     entry = {
-        "session_id": hit.session_id,
-        "link": results.link(profile, hit.session_id),
-        "title": shown.text(meta.get("title", "")),
         "message_id": hit.message_id,
         "role": row.role,
         "snippet": results.snippet(row.text, pattern, shown.text),
-        "score_source": source,
+        "score_source": hit.source,
         "when": results.when(row.timestamp),
     }
     if hit.message_id in windows:
@@ -247,12 +242,30 @@ def _hit_json(hit: _Ranked, rows: dict, sessions: dict, windows: dict, profile: 
     return entry
 
 
-def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_Ranked], searched_with: str,
-             outcome: semantic.Outcome, conn: sqlite3.Connection, shape, home: Path) -> dict:
+def _session_json(group: sessions.Group[_Ranked], rows: dict, meta: dict, windows: dict, profile: str,
+                  pattern, shown: redaction.Masked) -> dict | None:
+    """One session: its best message's fields, its further hits in ``more_hits``."""
+    found = [h for h in group.hits if h.message_id in rows]
+    if not found:
+        return None
+    entry = {
+        "session_id": group.session_id,
+        "link": results.link(profile, group.session_id),
+        "title": shown.text(meta.get(group.session_id, {}).get("title", "")),
+        **_message_json(found[0], rows[found[0].message_id], windows, pattern, shown),
+    }
+    if len(found) > 1:
+        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, pattern, shown) for h in found[1:]]
+    return entry
+
+
+def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, groups: list[sessions.Group[_Ranked]],
+             searched_with: str, outcome: semantic.Outcome, conn: sqlite3.Connection, shape, home: Path) -> dict:
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
+    hits = [h for group in groups for h in group.hits]
     rows = results.fetch_messages(conn, [h.message_id for h in hits])
-    sessions = results.fetch_sessions(conn, [h.session_id for h in hits])
+    meta = results.fetch_sessions(conn, [g.session_id for g in groups])
     windows = {}
     if req.context > 0:
         for hit in hits:
@@ -260,7 +273,7 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, hits: list[_R
                 windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
     pattern = results.term_pattern(query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, h.source, shown) for h in hits) if e]
+    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
     response = {
         "success": True,
         "outcome": FOUND if out else NOTHING,
@@ -302,31 +315,42 @@ def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, sc
 
 
 def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
+            home: Path) -> tuple[list[sessions.Group[_Ranked]], str, semantic.Outcome]:
+    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
+    ranked, searched_with, outcome = _ranked(req, scope, query, settings, conn, shape, home)
+    # Keyword scores (and fused ones, which hold them) already carry their session's evidence.
+    support = sessions.SEMANTIC_SUPPORT if searched_with == "semantic" else 0.0
+    groups = sessions.by_session(ranked, lambda r: r.session_id, lambda r: r.score, req.limit, support=support)
+    return groups, searched_with, outcome
+
+
+def _ranked(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
             home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
-    """(hits best first, engines used, the semantic outcome)."""
+    """(messages best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
     filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
     lookup = _keyword_lookup(home, settings, conn, scope, filters)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
-        hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit, scope.message_estimate,
+        hits = keyword.search(conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate,
                               lookup)
-        return [_Ranked(h.message_id, h.session_id, "keyword") for h in hits], "keyword", outcome
+        return _keyword_ranked(hits), "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(
         conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
-    outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until,
-                           max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
+    wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
+    outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, wanted,
+                           candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_hits = keyword.search(conn, shape, scope.session_ids, query, filters, req.limit,
-                                     scope.message_estimate, lookup)
-        return [_Ranked(h.message_id, h.session_id, "keyword") for h in kw_hits[: req.limit]], "keyword", outcome
+            kw_all = keyword.search(conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED,
+                                    scope.message_estimate, lookup)
+        return _keyword_ranked(kw_all), "keyword", outcome
     sem = outcome.hits
     if req.mode == "semantic":
-        ranked = [_Ranked(h.message_id, h.session_id, "semantic") for h in sem]
-        return _checked(conn, shape, req, ranked, outcome, outcome.hashes)[: req.limit], "semantic", outcome
-    session_of = {h.message_id: h.session_id for h in kw_hits}
+        ranked = [_Ranked(h.message_id, h.session_id, "semantic", h.score) for h in sem]
+        return _checked(conn, shape, req, ranked, outcome, outcome.hashes), "semantic", outcome
+    session_of = {h.message_id: h.session_id for h in kw_all}
     session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
     sem_ids = [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]
     if settings.fusion == "rrf":
@@ -335,11 +359,15 @@ def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Sett
     else:
         fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
                              settings.blend_weight, {h.message_id: h.score for h in kw_all})
-    fused = fusion.diversify(fused, lambda f: session_of[f.message_id], DIVERSE_FIRST)
-    ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source) for f in fused]
-    # Checking costs a lookup per semantic-only hit: check a few more than needed.
-    ranked = _checked(conn, shape, req, ranked[: req.limit * 2], outcome, outcome.hashes)
-    return ranked[: req.limit], "keyword+semantic", outcome
+    ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source, f.score) for f in fused]
+    # The keyword engine's further matches find sessions the fused few did not reach.
+    fused_ids = {f.message_id for f in fused}
+    ranked += _keyword_ranked([h for h in kw_all if h.message_id not in fused_ids])
+    return _checked(conn, shape, req, ranked, outcome, outcome.hashes), "keyword+semantic", outcome
+
+
+def _keyword_ranked(hits: list[keyword.Hit]) -> list[_Ranked]:
+    return [_Ranked(h.message_id, h.session_id, "keyword", h.score) for h in hits]
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:

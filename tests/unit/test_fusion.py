@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from project_history_recall.fusion import blend, diversify, rrf
+from project_history_recall.fusion import blend, rrf
 
 
 def test_blend_adds_similarity_to_the_keyword_share_of_the_question():
@@ -36,9 +36,3 @@ def test_rrf_votes_by_rank():
     fused = rrf({"keyword": [1, 2], "semantic": [2, 3]}, k=3, weights={"semantic": 0.5})
     assert [f.message_id for f in fused] == [2, 1, 3] and fused[0].source == "both"
 
-
-def test_diversify_puts_distinct_sessions_first_and_keeps_everything():
-    items = [("a", 1), ("a", 2), ("b", 3), ("a", 4), ("c", 5)]
-    out = diversify(items, lambda it: it[0], 2)
-    assert out == [("a", 1), ("b", 3), ("a", 2), ("a", 4), ("c", 5)]
-    assert diversify(items, lambda it: it[0], 0) == items

@@ -26,7 +26,7 @@ LAYERS = (
     ("core", ("settings", "redaction", "home")),
     ("scope", ("scope",)),
     ("engines", ("keyword", "semantic")),
-    ("pieces", ("fusion", "results")),
+    ("pieces", ("fusion", "sessions", "results")),
     ("use cases", ("search", "indexing", "consenting", "overview", "move", "warmup")),
     ("edges", ("ui",)),
     ("plugin", ("",)),
