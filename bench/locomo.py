@@ -362,6 +362,9 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         summary["p50_ms"] = common.percentile(latency[system], 50)
         summary["by_category"] = {CATEGORIES[c]: scores[system].summary((c,)) for c in CATEGORIES}
         summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
+        # So a tuning half and the half kept aside can be read per category from one run.
+        summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
+                                               for conv, table in by_conv[system].items()}
         figures["systems"][system] = summary
         rows.append([system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"],
                      summary["mrr"], "n/a" if system == SESSION_BM25 else summary["turn_recall@10"],
