@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_world import call, enable_plugin, plugin_settings
+from hermes_world import call, enable_plugin, hits, plugin_settings
 
 
 def _project(world, work):
@@ -21,10 +21,11 @@ def test_context_setting_sets_the_default_window(world, work):
     hit = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"][0]
     assert "context" not in hit
     plugin_settings(world.home, context=3)
-    hits = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"]
-    assert max(len(h["context"]) for h in hits) == 7  # three before, the hit, three after
-    explicit = call("project_history_search", {"query": "websocket", "mode": "keyword", "context": 1},
-                    session_id=asker)["results"]
+    # One session holds every match: its best message and the others in more_hits, each with its window.
+    shown = hits(call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker))
+    assert max(len(h["context"]) for h in shown) == 7  # three before, the hit, three after
+    explicit = hits(call("project_history_search", {"query": "websocket", "mode": "keyword", "context": 1},
+                         session_id=asker))
     assert max(len(h["context"]) for h in explicit) == 3
 
 
