@@ -20,53 +20,65 @@ Either way the fused messages are then ranked as sessions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from .hits import BOTH, KEYWORD, SEMANTIC, Hit
 
 
 @dataclass
-class Fused:
-    message_id: int
+class _Votes:
+    hit: Hit  # the message as the first list that holds it has it
     score: float = 0.0
     sources: list[str] = field(default_factory=list)
 
-    @property
-    def source(self) -> str:
-        return "both" if len(self.sources) > 1 else self.sources[0]
+
+def _ranked(votes: dict[int, _Votes]) -> list[Hit]:
+    # Ties (rare) go to the message found by more engines, then the newer one.
+    order = sorted(votes.values(), key=lambda v: (-v.score, -len(v.sources), -v.hit.message_id))
+    return [replace(v.hit, score=v.score, source=BOTH if len(v.sources) > 1 else v.sources[0]) for v in order]
 
 
-def rrf(lists: dict[str, list[int]], k: float, weights: dict[str, float] | None = None) -> list[Fused]:
-    """``lists`` maps an engine name to its message ids, best first."""
-    fused: dict[int, Fused] = {}
-    for name, ids in lists.items():
+def rrf(lists: dict[str, list[Hit]], k: float, weights: dict[str, float] | None = None) -> list[Hit]:
+    """``lists`` maps an engine name (a hit source) to its hits, best first."""
+    votes: dict[int, _Votes] = {}
+    for name, hits in lists.items():
         weight = (weights or {}).get(name, 1.0)
-        for rank, mid in enumerate(dict.fromkeys(ids), 1):
-            entry = fused.get(mid)
+        for rank, hit in enumerate(_unique(hits), 1):
+            entry = votes.get(hit.message_id)
             if entry is None:
-                entry = fused[mid] = Fused(mid)
+                entry = votes[hit.message_id] = _Votes(hit)
             entry.score += weight / (k + rank)
             entry.sources.append(name)
-    # Ties (rare) go to the message found by more engines, then the newer one.
-    return sorted(fused.values(), key=lambda f: (-f.score, -len(f.sources), -f.message_id))
+    return _ranked(votes)
 
 
-def blend(keyword: list[tuple[int, float]], semantic: list[int], similarity: dict[int, float],
-          weight: float, keyword_scores: dict[int, float] | None = None) -> list[Fused]:
-    """``keyword``: the keyword engine's candidates, (message id, score) best
-    first; ``semantic``: the semantic engine's own best message ids;
-    ``similarity``: cosine of every candidate; ``keyword_scores``: the keyword
-    score of any other message the keyword engine matched (a semantic hit
-    that also holds some of the words)."""
-    scores = dict(keyword_scores or {})
-    scores.update(keyword)
-    fused: dict[int, Fused] = {}
-    for mid, score in keyword:
-        fused[mid] = Fused(mid, score, ["keyword"])
-    for mid in dict.fromkeys(semantic):
-        entry = fused.get(mid)
+def blend(keyword: list[Hit], semantic: list[Hit], similarity: dict[int, float], weight: float,
+          keyword_more: list[Hit] | None = None) -> list[Hit]:
+    """``keyword``: the keyword engine's candidates, best first; ``semantic``:
+    the semantic engine's own best hits; ``similarity``: cosine of every
+    candidate by message id; ``keyword_more``: any other message the keyword
+    engine matched, for its score (a semantic hit that also holds some of the
+    words)."""
+    scores = {h.message_id: h.score for h in keyword_more or []}
+    scores.update((h.message_id, h.score) for h in keyword)
+    votes: dict[int, _Votes] = {}
+    for hit in keyword:
+        votes[hit.message_id] = _Votes(hit, hit.score, [KEYWORD])
+    for hit in _unique(semantic):
+        mid = hit.message_id
+        entry = votes.get(mid)
         if entry is None:
-            entry = fused[mid] = Fused(mid, scores.get(mid, 0.0), ["keyword"] if mid in scores else [])
-        entry.sources.append("semantic")
-    for entry in fused.values():
-        entry.score += weight * similarity.get(entry.message_id, 0.0)
-    return sorted(fused.values(), key=lambda f: (-f.score, -len(f.sources), -f.message_id))
+            entry = votes[mid] = _Votes(hit, scores.get(mid, 0.0), [KEYWORD] if mid in scores else [])
+        entry.sources.append(SEMANTIC)
+    for entry in votes.values():
+        entry.score += weight * similarity.get(entry.hit.message_id, 0.0)
+    return _ranked(votes)
+
+
+def _unique(hits: list[Hit]) -> list[Hit]:
+    """Each message's first hit, in order."""
+    first: dict[int, Hit] = {}
+    for hit in hits:
+        first.setdefault(hit.message_id, hit)
+    return list(first.values())
 

@@ -128,7 +128,7 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
     keeper = textindex.keeper(home)
     updated = 0
     for key, name, sids in wanted:
-        # The key a search looks the scope up by (search._keyword_lookup).
+        # The key a search looks the scope up by (keyword.engine.own_index).
         updated += keeper.build(json.dumps(key), sids, on_progress=(
             (lambda done, total, name=name: on_progress("keyword", name, done, total, None))
             if on_progress else None))

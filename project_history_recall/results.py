@@ -1,15 +1,12 @@
-"""Hits turned into what a person or a model reads: snippet, window, link."""
+"""Hits turned into what a person or a model reads: snippet, context entries, link."""
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 import time
-from dataclasses import dataclass
 from typing import Callable
 
-from .hermes.statedb import Shape, read_content, seconds_sql
+from .hermes.messages import MessageRow
 from .keyword.querytext import ParsedQuery, is_cjk
 from .redaction import MARGIN
 
@@ -73,63 +70,6 @@ def snippet(text: str, pattern: re.Pattern | None, mask: Callable[[str], str], w
     start = max(0, min(start, end - width))
     marked = pattern.sub(lambda m: f"{MARK_OPEN}{m.group(0)}{MARK_CLOSE}", piece[start:end])
     return ("…" if low + start > 0 else "") + marked + ("…" if end < len(piece) or high < len(flat) else "")
-
-
-@dataclass
-class MessageRow:
-    id: int
-    session_id: str
-    role: str
-    text: str
-    timestamp: float
-    tool_name: str | None
-
-
-def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
-    return MessageRow(row["id"], row["session_id"], row["role"], read_content(conn, row["id"]),
-                      row["timestamp"] or 0.0, row["tool_name"])
-
-
-_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
-
-
-def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-        (f"[{','.join(str(int(i)) for i in ids)}]",),
-    )
-    return {r["id"]: _message(conn, r) for r in rows.fetchall()}
-
-
-def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(set(ids))),),
-    )
-    return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
-
-
-def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
-           roles: tuple[str, ...]) -> list[MessageRow]:
-    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
-    keeps them (by id, as session_search opens a hit): a message whose time an importer
-    garbled still has its real neighbours."""
-    if size <= 0:
-        return [anchor]
-    role_sql = ",".join("?" * len(roles))
-    base = (
-        f"SELECT {_MESSAGE_COLS} FROM messages m "
-        f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND m.role IN ({role_sql}) AND "
-    )
-    before = conn.execute(base + "m.id < ? ORDER BY m.id DESC LIMIT ?",
-                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
-    after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
-                         (anchor.session_id, *roles, anchor.id, size)).fetchall()
-    return [_message(conn, r) for r in reversed(before)] + [anchor] + [_message(conn, r) for r in after]
 
 
 def context_entry(row: MessageRow, anchor_id: int, mask: Callable[[str], str]) -> dict:

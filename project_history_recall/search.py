@@ -9,34 +9,30 @@ a message a person can act on.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import consenting, fusion, redaction, results, sessions
 from . import settings as config
+from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
-from .hermes import paths
+from .hermes import messages, paths
 from .hermes.host import Caller
+from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
+from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
-from .keyword import textindex
-from .keyword.querytext import ParsedQuery, clean_text, parse
-from .scope.resolve import HOME_REASON, Scope, resolve_scope
+from .keyword.querytext import clean_text, parse
+from .scope.resolve import HOME_REASON, resolve_scope
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
-
-if TYPE_CHECKING:
-    from .settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -177,48 +173,28 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     )
 
 
-@dataclass
-class _Ranked:
-    message_id: int
-    session_id: str
-    source: str
-    score: float  # the score it was ranked by (keyword, cosine or fused): sessions.by_session sums it
-
-
-def _live_ids(conn: sqlite3.Connection, shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
-    """Which of ``ids`` are still part of the record (not deleted, not rewound)."""
-    if not ids:
-        return set()
-    rows = conn.execute(
-        f"SELECT id FROM messages m WHERE id IN (SELECT value FROM json_each(?)) AND {shape.live_filter('m')} "
-        f"AND m.role IN ({','.join('?' * len(roles))})",
-        (f"[{','.join(str(int(i)) for i in ids)}]", *roles)).fetchall()
-    return {r[0] for r in rows}
-
-
-def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_Ranked], outcome: semantic.Outcome,
-             hashes_of: dict[int, str]) -> list[_Ranked]:
+def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> list[Hit]:
     """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
     A changed text marks its session for reconciliation, so the next search
     re-embeds it."""
-    semantic_only = [r.message_id for r in ranked if r.source == "semantic"]
-    live = _live_ids(conn, shape, semantic_only, req.roles)
-    rows = results.fetch_messages(conn, [m for m in semantic_only if m in live]) if semantic_only else {}
+    semantic_only = [h.message_id for h in hits if h.source == SEMANTIC]
+    live = messages.live_ids(ctx.conn, ctx.shape, semantic_only, ctx.filters.roles)
+    rows = messages.fetch_messages(ctx.conn, [m for m in semantic_only if m in live]) if semantic_only else {}
     kept = []
     stale: set[str] = set()
-    for r in ranked:
-        if r.source != "semantic":
-            kept.append(r)
+    for h in hits:
+        if h.source != SEMANTIC:
+            kept.append(h)
             continue
-        row = rows.get(r.message_id)
+        row = rows.get(h.message_id)
         if row is None:
             continue
-        expected = hashes_of.get(r.message_id)
+        expected = outcome.hashes.get(h.message_id)
         if expected and content_hash(prepare(row.text)) != expected:
-            stale.add(r.session_id)
+            stale.add(h.session_id)
             continue
-        kept.append(r)
+        kept.append(h)
     fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
     if stale and outcome.store is not None and fp is not None:
         try:
@@ -229,7 +205,7 @@ def _checked(conn: sqlite3.Connection, shape, req: SearchRequest, ranked: list[_
     return kept
 
 
-def _message_json(hit: _Ranked, row: results.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
+def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
     entry = {
         "message_id": hit.message_id,
         "role": row.role,
@@ -242,7 +218,7 @@ def _message_json(hit: _Ranked, row: results.MessageRow, windows: dict, pattern,
     return entry
 
 
-def _session_json(group: sessions.Group[_Ranked], rows: dict, meta: dict, windows: dict, profile: str,
+def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
                   pattern, shown: redaction.Masked) -> dict | None:
     """One session: its best message's fields, its further hits in ``more_hits``."""
     found = [h for h in group.hits if h.message_id in rows]
@@ -259,19 +235,21 @@ def _session_json(group: sessions.Group[_Ranked], rows: dict, meta: dict, window
     return entry
 
 
-def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, groups: list[sessions.Group[_Ranked]],
-             searched_with: str, outcome: semantic.Outcome, conn: sqlite3.Connection, shape, home: Path) -> dict:
+def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]], searched_with: str,
+             outcome: semantic.Outcome) -> dict:
+    home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
     hits = [h for group in groups for h in group.hits]
-    rows = results.fetch_messages(conn, [h.message_id for h in hits])
-    meta = results.fetch_sessions(conn, [g.session_id for g in groups])
+    rows = messages.fetch_messages(conn, [h.message_id for h in hits])
+    meta = messages.fetch_sessions(conn, [g.session_id for g in groups])
     windows = {}
     if req.context > 0:
         for hit in hits:
             if hit.message_id in rows:
-                windows[hit.message_id] = results.window(conn, shape, rows[hit.message_id], req.context, req.roles)
-    pattern = results.term_pattern(query)
+                windows[hit.message_id] = messages.window(conn, ctx.shape, rows[hit.message_id], req.context,
+                                                          ctx.filters.roles)
+    pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
     response = {
@@ -295,79 +273,42 @@ def _respond(req: SearchRequest, scope: Scope, query: ParsedQuery, groups: list[
     return response
 
 
-def _keyword_lookup(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope,
-                    filters: keyword.Filters) -> textindex.Lookup | None:
-    """The plugin's own keyword index for this scope, when it is current (brought
-    up to date here if only a little is missing); None: use Hermes's indexes."""
-    if not settings.keyword_index:
-        return None
-    try:
-        keeper = textindex.keeper(home)
-        states = keeper.ready(conn, json.dumps(scope.attribution.key), scope.members)
-    except (derived.StoreError, sqlite3.Error, OSError) as exc:
-        # A full disk, an unwritable folder: Hermes's indexes answer instead.
-        logger.warning("keyword index unavailable: %s", exc)
-        return None
-    if states is None:
-        return None
-    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
-                                filters.since, filters.until)
-
-
-def _search(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
-            home: Path) -> tuple[list[sessions.Group[_Ranked]], str, semantic.Outcome]:
+def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
-    ranked, searched_with, outcome = _ranked(req, scope, query, settings, conn, shape, home)
+    ranked, searched_with, outcome = _ranked(req, ctx)
     # Keyword scores (and fused ones, which hold them) already carry their session's evidence.
     support = sessions.SEMANTIC_SUPPORT if searched_with == "semantic" else 0.0
-    groups = sessions.by_session(ranked, lambda r: r.session_id, lambda r: r.score, req.limit, support=support)
+    groups = sessions.by_session(ranked, lambda h: h.session_id, lambda h: h.score, req.limit, support=support)
     return groups, searched_with, outcome
 
 
-def _ranked(req: SearchRequest, scope: Scope, query: ParsedQuery, settings: Settings, conn: sqlite3.Connection, shape,
-            home: Path) -> tuple[list[_Ranked], str, semantic.Outcome]:
-    """(messages best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
-    filters = keyword.Filters(roles=req.roles, since=req.since, until=req.until)
-    lookup = _keyword_lookup(home, settings, conn, scope, filters)
+def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
+    """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
+    settings = ctx.settings
+    lookup = keyword.own_index(ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
-        outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, 0, wait=False)
-        hits = keyword.search(conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate,
-                              lookup)
-        return _keyword_ranked(hits), "keyword", outcome
-    kw_all = [] if req.mode == "semantic" else keyword.search(
-        conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED, scope.message_estimate, lookup)
+        outcome = semantic.run(ctx, 0, wait=False)
+        return keyword.search(ctx, KEYWORD_SCORED, lookup), "keyword", outcome
+    kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
-    outcome = semantic.run(home, settings, conn, scope, req.query, req.since, req.until, wanted,
-                           candidates={h.message_id for h in kw_hits})
+    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_all = keyword.search(conn, shape, scope.session_ids, query, filters, KEYWORD_SCORED,
-                                    scope.message_estimate, lookup)
-        return _keyword_ranked(kw_all), "keyword", outcome
-    sem = outcome.hits
+            kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
+        return kw_all, "keyword", outcome
     if req.mode == "semantic":
-        ranked = [_Ranked(h.message_id, h.session_id, "semantic", h.score) for h in sem]
-        return _checked(conn, shape, req, ranked, outcome, outcome.hashes), "semantic", outcome
-    session_of = {h.message_id: h.session_id for h in kw_all}
-    session_of.update({h.message_id: h.session_id for h in sem[:SEMANTIC_CANDIDATES]})
-    sem_ids = [h.message_id for h in sem[:SEMANTIC_CANDIDATES]]
+        return _checked(ctx, outcome.hits, outcome), "semantic", outcome
+    sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
-        fused = fusion.rrf({"keyword": [h.message_id for h in kw_hits], "semantic": sem_ids},
-                           settings.rrf_k, {"semantic": settings.semantic_weight})
+        fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
-        fused = fusion.blend([(h.message_id, h.score) for h in kw_hits], sem_ids, outcome.similarity,
-                             settings.blend_weight, {h.message_id: h.score for h in kw_all})
-    ranked = [_Ranked(f.message_id, session_of[f.message_id], f.source, f.score) for f in fused]
+        fused = fusion.blend(kw_hits, sem, outcome.similarity, settings.blend_weight, kw_all)
     # The keyword engine's further matches find sessions the fused few did not reach.
-    fused_ids = {f.message_id for f in fused}
-    ranked += _keyword_ranked([h for h in kw_all if h.message_id not in fused_ids])
-    return _checked(conn, shape, req, ranked, outcome, outcome.hashes), "keyword+semantic", outcome
-
-
-def _keyword_ranked(hits: list[keyword.Hit]) -> list[_Ranked]:
-    return [_Ranked(h.message_id, h.session_id, "keyword", h.score) for h in hits]
+    fused_ids = {h.message_id for h in fused}
+    ranked = fused + [h for h in kw_all if h.message_id not in fused_ids]
+    return _checked(ctx, ranked, outcome), "keyword+semantic", outcome
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:
@@ -406,8 +347,9 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
                     **outcome.fields(), "reason": HOME_REASON,
                 }, note)
-            hits, searched_with, outcome = _search(req, scope, query, settings, conn, shape, home)
-            return consenting.annotate(_respond(req, scope, query, hits, searched_with, outcome, conn, shape, home),
-                                    note)
+            ctx = SearchContext(home, settings, conn, shape, scope,
+                                Filters(roles=req.roles, since=req.since, until=req.until), query)
+            groups, searched_with, outcome = _search(req, ctx)
+            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
     except PluginError as exc:
         return exc.envelope()

@@ -3,6 +3,7 @@
 - ``paths``: where a Hermes home keeps things (and the plugin's data folder);
 - ``readonly``: opening Hermes's SQLite files read-only, retries, errors a person can act on;
 - ``statedb``: ``state.db``'s layout, a message's text, short reads that never keep Hermes's writer waiting;
+- ``messages``: what a search reads of messages and sessions (term lookups, live checks, hits, windows);
 - ``catalog``: every session's attribution facts, kept in step cheaply;
 - ``changes``: which sessions changed since one of the plugin's indexes looked;
 - ``projects``: ``projects.db``, Hermes's explicit projects;

@@ -31,15 +31,20 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ..files import derived
-from ..hermes.statedb import Shape, seconds_sql
+from ..hermes import messages
+from ..hermes.messages import Filters, Row
+from ..hermes.statedb import Shape
+from ..hits import KEYWORD, Hit
 from . import textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..context import SearchContext
 
 logger = logging.getLogger(__name__)
 
@@ -74,39 +79,9 @@ RERANKED = 100
 FETCH_ROWS = 6000
 CANDIDATE_SESSIONS = 50
 
-
-@dataclass(frozen=True)
-class Filters:
-    roles: tuple[str, ...] = ("user", "assistant")
-    since: float | None = None
-    until: float | None = None
-
-
-@dataclass
-class Hit:
-    message_id: int
-    session_id: str
-    timestamp: float
-    score: float = 0.0  # the ranking score (message and session evidence)
-    share: float = 0.0  # the weighted share of the query's concepts this message holds, 0..1
-
-
-_SCOPE_ROWS = "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))"
 # Scopes up to this many messages answer substrings (symbols, CJK) by
 # scanning their own rows (~1.7 µs a row); bigger ones use an index.
 SCAN_LIMIT = 10_000
-
-
-def _filters_sql(shape: Shape, filters: Filters) -> tuple[str, list]:
-    clauses = [shape.live_filter("m"), "m.role IN (" + ",".join("?" * len(filters.roles)) + ")"]
-    params: list = list(filters.roles)
-    if filters.since is not None:
-        clauses.append(f"{seconds_sql('m.timestamp')} >= ?")
-        params.append(filters.since)
-    if filters.until is not None:
-        clauses.append(f"{seconds_sql('m.timestamp')} < ?")
-        params.append(filters.until)
-    return " AND ".join(clauses), params
 
 
 def _has_cjk(text: str) -> bool:
@@ -116,19 +91,6 @@ def _has_cjk(text: str) -> bool:
 def _idf(total: int, matching: int) -> float:
     total = max(total, matching)
     return math.log(1.0 + (total - matching + 0.5) / (matching + 0.5))
-
-
-def scope_size(conn: sqlite3.Connection, scope_json: str) -> int:
-    row = conn.execute(
-        "SELECT count(*) FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
-        (scope_json,),
-    ).fetchone()
-    return int(row[0] or 0)
-
-
-def _folded(text: str) -> str:
-    # SQLite's lower() folds ASCII only; fold needles the same way.
-    return "".join(c.lower() if c.isascii() else c for c in text)
 
 
 @dataclass
@@ -182,54 +144,6 @@ def glued(query: ParsedQuery) -> list[Term]:
             if t.kind == "word" and not t.partial and len(t.text) >= 3]
 
 
-class _Scoped:
-    """Runs FTS queries restricted to one scope, choosing how per query.
-
-    An FTS match must be checked for scope membership. Joining each match to
-    its message row costs ~2 µs per match in the whole database; testing the
-    match's rowid against the scope's own message ids costs ~0.4 µs per match
-    but first collects those ids (~0.4 µs per scope message). A bounded count
-    of the matches (doclist only) decides which is cheaper.
-    """
-
-    def __init__(self, conn: sqlite3.Connection, shape: Shape, scope_json: str, filters: Filters, total: int):
-        self.conn = conn
-        self.scope_json = scope_json
-        self.total = total
-        self.fsql, self.fparams = _filters_sql(shape, filters)
-
-    def _few_matches(self, table: str, match: str) -> bool:
-        cap = max(500, self.total // 4)
-        (count,) = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)", (match, cap)
-        ).fetchone()
-        return count < cap
-
-    def rows(self, table: str, match: str, select: str, tail: str = "", extra_where: str = "",
-             extra: tuple = ()) -> list:
-        if self._few_matches(table, match):
-            member, params = "m.session_id IN (SELECT value FROM json_each(?))", [self.scope_json]
-        else:
-            member, params = f"+{table}.rowid IN ({_SCOPE_ROWS})", [self.scope_json]
-        where = f"{table} MATCH ? AND {member} AND {self.fsql}{extra_where}"
-        return self.conn.execute(
-            f"SELECT {select} FROM {table} JOIN messages m ON m.id = {table}.rowid WHERE {where} {tail}",
-            [match, *params, *self.fparams, *extra],
-        ).fetchall()
-
-
-def _text_expr(filters: Filters) -> str:
-    # List content ("\x00json:[...]", non-ASCII escaped) is matched as the text it holds.
-    text = "CASE WHEN instr(m.content, 'json:') = 2 THEN phr_text(m.content) ELSE COALESCE(m.content, '') END"
-    if "tool" in filters.roles:
-        text = f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
-    return f"lower({text})"
-
-
-_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
-Row = tuple  # (message id, session id, timestamp, length)
-
-
 def _planned(value: str | None) -> str:
     """A table or phrase ``_plan`` checked exists before it planned a term that needs it."""
     if value is None:
@@ -237,35 +151,18 @@ def _planned(value: str | None) -> str:
     return value
 
 
-def _run(conn: sqlite3.Connection, shape: Shape, p: _Plan, scope_json: str, filters: Filters,
-         total: int) -> dict[Term, list[Row]]:
+def _run(fts: messages.ScopedMatches, shape: Shape, p: _Plan) -> dict[Term, list[Row]]:
     """Each planned term's rows in the scope (at most TERM_CANDIDATES + 1)."""
-    fts = _Scoped(conn, shape, scope_json, filters, total)
-    text = _text_expr(filters)
     found: dict[Term, list[Row]] = {}
     cap = TERM_CANDIDATES + 1
-
     for term, match in p.words:
-        found[term] = fts.rows(_planned(shape.words_fts), match, _COLS, "LIMIT ?", extra=(cap,))
-
+        found[term] = fts.rows(_planned(shape.words_fts), match, cap)
     for term in p.phrases:
-        found[term] = fts.rows(_planned(shape.words_fts), _planned(_symbol_phrase(term.text)), _COLS, "LIMIT ?",
-                               f" AND instr({text}, ?) > 0", (_folded(term.text), cap))
-
+        found[term] = fts.rows(_planned(shape.words_fts), _planned(_symbol_phrase(term.text)), cap, term.text)
     for term in p.trigram:
-        found[term] = fts.rows(_planned(shape.trigram_fts), fts_quote(term.text), _COLS, "LIMIT ?", extra=(cap,))
-
+        found[term] = fts.rows(_planned(shape.trigram_fts), fts_quote(term.text), cap)
     if p.scan:
-        probes = [f"instr({text}, ?) > 0" for _ in p.scan]
-        needles = [_folded(t.text) for t in p.scan]
-        rows = conn.execute(
-            f"SELECT {_COLS}, {', '.join(probes)} FROM messages m "
-            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {fts.fsql} "
-            f"AND ({' OR '.join(probes)}) LIMIT ?",
-            [*needles, scope_json, *fts.fparams, *needles, cap * len(p.scan)],
-        ).fetchall()
-        for i, term in enumerate(p.scan):
-            found[term] = [r[:4] for r in rows if r[4 + i]][:cap]
+        found.update(zip(p.scan, fts.scan([t.text for t in p.scan], cap), strict=True))
     return found
 
 
@@ -306,70 +203,150 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     return concepts
 
 
-def search(
-    conn: sqlite3.Connection,
-    shape: Shape,
-    scope_ids: list[str],
-    query: ParsedQuery,
-    filters: Filters,
-    limit: int,
-    scope_messages: int | None = None,
-    lookup: textindex.Lookup | None = None,
-) -> list[Hit]:
-    """The best ``limit`` messages; ``scope_messages`` (an estimate is fine)
-    saves counting the scope's rows. With ``lookup`` (the scope is current in
-    the plugin's own index) terms are looked up there, when it can answer
-    them all."""
-    if not scope_ids or query.empty:
+def own_index(ctx: SearchContext) -> textindex.Lookup | None:
+    """The plugin's own keyword index for this scope, when it is current (brought
+    up to date here if only a little is missing); None: use Hermes's indexes."""
+    if not ctx.settings.keyword_index:
+        return None
+    scope = ctx.scope
+    try:
+        keeper = textindex.keeper(ctx.home)
+        states = keeper.ready(ctx.conn, json.dumps(scope.attribution.key), scope.members)
+    except (derived.StoreError, sqlite3.Error, OSError) as exc:
+        # A full disk, an unwritable folder: Hermes's indexes answer instead.
+        logger.warning("keyword index unavailable: %s", exc)
+        return None
+    if states is None:
+        return None
+    filters = ctx.filters
+    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
+                                filters.since, filters.until)
+
+
+def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = None) -> list[Hit]:
+    """The best ``limit`` messages of the context's scope. With ``lookup`` (``own_index``:
+    the scope is current in the plugin's own index) terms are looked up there, when it
+    can answer them all."""
+    if not ctx.scope.session_ids or ctx.query.empty:
         return []
     if lookup is not None:
         try:
-            return _search(conn, shape, scope_ids, query, filters, limit, scope_messages, lookup)
+            matches = _index_matches(ctx.query, lookup)
+            if matches is not None:
+                return _search(ctx, limit, _OwnIndex(ctx, lookup, matches))
         except derived.StoreError as exc:
             # The plugin's index failed under this search (found damaged, and set aside for a
             # rebuild; or a full disk): Hermes's own indexes answer it.
             logger.warning("keyword index unavailable: %s", exc)
-    return _search(conn, shape, scope_ids, query, filters, limit, scope_messages, None)
+    return _search(ctx, limit, _HermesIndexes(ctx))
 
 
-def _search(conn: sqlite3.Connection, shape: Shape, scope_ids: list[str], query: ParsedQuery, filters: Filters,
-            limit: int, scope_messages: int | None, lookup: textindex.Lookup | None) -> list[Hit]:
+class _Backend(Protocol):
+    """Where a search's terms are looked up, and what the ranking then asks of its candidates.
+
+    A candidate is a *key*: the index's own number for a message, which ``facts``
+    turns into the message's id."""
+
+    @property
+    def names(self) -> dict[int, str] | list[str]:
+        """A session number (``sessions_of``) -> the session's id."""
+        ...
+
+    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+        """Each term's keys in the scope (sorted), other forms of a concept's word added to
+        ``groups``; and how many messages hold each term, where more hold it than were read."""
+        ...
+
+    def sessions_of(self, keys: "np.ndarray") -> "np.ndarray": ...
+
+    def facts(self, keys: "np.ndarray") -> _Facts: ...
+
+    def live(self, message_ids: list[int]) -> set[int]:
+        """Those of ``message_ids`` still live and of a searched role."""
+        ...
+
+
+def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
     import numpy as np
 
-    scope_json = json.dumps(scope_ids)
-    total = scope_messages if scope_messages else scope_size(conn, scope_json)
-    groups = query.concepts
-    indexed = _index_matches(query, lookup) if lookup is not None else None
-    counts: dict[Term, int] = {}
-    names: dict[int, str] | list[str]  # session number -> id
-    sessions_of: Callable[[np.ndarray], np.ndarray]  # message keys -> session numbers
-    if lookup is not None and indexed is not None:
-        for t in indexed:
-            if t.kind == "stem":
-                groups[t.concept].append(t)
-        counts = {t: lookup.count(match) for t, match in indexed.items()}
-        found = _from_index(lookup, indexed, counts, groups, total)
-        _confirm_symbols(conn, lookup, found)
-        names = lookup.session_of
-        sessions_of = lookup.sessions_of
-        facts = lambda keys: _index_facts(lookup, keys)  # noqa: E731
-        live = lambda keys: _index_live(conn, shape, lookup, keys, filters)  # noqa: E731
-    else:
-        rows = _from_hermes(conn, shape, query, groups, scope_json, filters, total)
-        rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
-        found = {t: np.unique(np.fromiter((r[0] for r in term_rows), dtype=np.int64, count=len(term_rows)))
-                 for t, term_rows in rows.items()}
-        names = sorted({r[1] for r in rows_of.values()})
-        number = {sid: i for i, sid in enumerate(names)}
-        sessions_of = lambda keys: np.array([number[rows_of[int(k)][1]] for k in keys], dtype=np.int64)  # noqa: E731
-        facts = lambda keys: _Facts(keys, np.array([rows_of[int(k)][3] or 0 for k in keys], dtype=np.float64),  # noqa: E731
-                                    np.array([rows_of[int(k)][2] or 0.0 for k in keys], dtype=np.float64))
-        live = lambda keys: set(keys)  # noqa: E731  (Hermes's rows were read live and of the searched roles)
+    scope = ctx.scope
+    total = scope.message_estimate or messages.scope_size(ctx.conn, json.dumps(scope.session_ids))
+    groups = ctx.query.concepts
+    found, counts = backend.find(groups, total)
     arrays = [v for v in found.values() if len(v)]
     keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    ranked = rank(_concepts(groups, found, keys, total, counts), keys, sessions_of(keys), len(scope_ids),
-                  facts(keys), live, max(limit, RERANKED))
-    return [Hit(mid, names[session], ts, score, share) for _key, mid, session, ts, score, share in ranked[:limit]]
+    ranked = rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend,
+                  max(limit, RERANKED))
+    return ranked[:limit]
+
+
+class _OwnIndex:
+    """The plugin's ``keywords.db``, current for the scope; state.db says which of its
+    candidates are still live (rewinds and roles are state.db's)."""
+
+    def __init__(self, ctx: SearchContext, lookup: textindex.Lookup, matches: dict[Term, str]):
+        self.ctx, self.lookup, self.matches = ctx, lookup, matches
+        self.names = lookup.session_of
+
+    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+        for t in self.matches:
+            if t.kind == "stem":
+                groups[t.concept].append(t)
+        counts = {t: self.lookup.count(match) for t, match in self.matches.items()}
+        found = _from_index(self.lookup, self.matches, counts, groups, total)
+        _confirm_symbols(self.ctx.conn, self.lookup, found)
+        return found, counts
+
+    def sessions_of(self, keys: "np.ndarray") -> "np.ndarray":
+        return self.lookup.sessions_of(keys)
+
+    def facts(self, keys: "np.ndarray") -> _Facts:
+        import numpy as np
+
+        docs = self.lookup.index.docs([int(k) for k in keys])
+        rows = [docs.get(int(k), (-1, 0, 0.0)) for k in keys]
+        return _Facts(np.array([r[0] for r in rows], dtype=np.int64),
+                      np.array([r[1] for r in rows], dtype=np.float64),
+                      np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
+
+    def live(self, message_ids: list[int]) -> set[int]:
+        return messages.live_ids(self.ctx.conn, self.ctx.shape, message_ids, self.ctx.filters.roles)
+
+
+class _HermesIndexes:
+    """Hermes's own FTS tables (and the scope's rows). A key is the message's id, and the
+    rows found hold all the ranking asks, read live and of the searched roles."""
+
+    def __init__(self, ctx: SearchContext):
+        self.ctx = ctx
+        self.rows_of: dict[int, Row] = {}
+        self.names: list[str] = []
+        self.number: dict[str, int] = {}
+
+    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+        import numpy as np
+
+        rows = _from_hermes(self.ctx, groups, total)
+        self.rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
+        self.names = sorted({r[1] for r in self.rows_of.values()})
+        self.number = {sid: i for i, sid in enumerate(self.names)}
+        found = {t: np.unique(np.fromiter((r[0] for r in term_rows), dtype=np.int64, count=len(term_rows)))
+                 for t, term_rows in rows.items()}
+        return found, {}
+
+    def sessions_of(self, keys: "np.ndarray") -> "np.ndarray":
+        import numpy as np
+
+        return np.array([self.number[self.rows_of[int(k)][1]] for k in keys], dtype=np.int64)
+
+    def facts(self, keys: "np.ndarray") -> _Facts:
+        import numpy as np
+
+        return _Facts(keys, np.array([self.rows_of[int(k)][3] or 0 for k in keys], dtype=np.float64),
+                      np.array([self.rows_of[int(k)][2] or 0.0 for k in keys], dtype=np.float64))
+
+    def live(self, message_ids: list[int]) -> set[int]:
+        return set(message_ids)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
@@ -402,17 +379,18 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
     return found
 
 
-def _from_hermes(conn: sqlite3.Connection, shape: Shape, query: ParsedQuery, groups: dict[int, list[Term]],
-                 scope_json: str, filters: Filters, total: int) -> dict[Term, list[Row]]:
+def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) -> dict[Term, list[Row]]:
     """Each term's rows from Hermes's own indexes (and the scope's rows)."""
+    shape, filters, query = ctx.shape, ctx.filters, ctx.query
+    fts = messages.ScopedMatches(ctx.conn, shape, json.dumps(ctx.scope.session_ids), filters, total)
     forms = stems(query) if shape.words_fts is not None else []
-    found = _run(conn, shape, plan(query.terms + forms, shape, filters, total), scope_json, filters, total)
+    found = _run(fts, shape, plan(query.terms + forms, shape, filters, total))
     # Glued words are looked for when the word found nothing, or when the
     # query itself mixes scripts (then the history likely does too).
     mixed = any(t.kind == "cjk" for t in query.terms)
     heads = {t.concept: t for t in query.terms if not t.partial}
     extra = [g for g in glued(query) if mixed or not found.get(heads[g.concept])]
-    found.update(_run(conn, shape, plan(extra, shape, filters, total), scope_json, filters, total))
+    found.update(_run(fts, shape, plan(extra, shape, filters, total)))
     for t in forms + extra:
         groups[t.concept].append(t)
     return found
@@ -441,9 +419,7 @@ def _confirm_symbols(conn: sqlite3.Connection, lookup: textindex.Lookup, found: 
         if term.kind != "symbol" or not len(keys):
             continue
         ids = lookup.index.docs([int(k) for k in keys])
-        exact = {r[0] for r in conn.execute(
-            "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND instr(lower(content), ?) > 0",
-            (json.dumps([v[0] for v in ids.values()]), _folded(term.text)))}
+        exact = messages.holding(conn, [v[0] for v in ids.values()], term.text)
         found[term] = keys[[ids.get(int(k), (None,))[0] in exact for k in keys]]
 
 
@@ -458,24 +434,6 @@ class _Facts:
     timestamps: "np.ndarray"
 
 
-def _index_facts(lookup: textindex.Lookup, keys: "np.ndarray") -> _Facts:
-    import numpy as np
-
-    docs = lookup.index.docs([int(k) for k in keys])
-    rows = [docs.get(int(k), (-1, 0, 0.0)) for k in keys]
-    return _Facts(np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float64),
-                  np.array([r[2] or 0.0 for r in rows], dtype=np.float64))
-
-
-def _index_live(conn: sqlite3.Connection, shape: Shape, lookup: textindex.Lookup, message_ids: list[int],
-                filters: Filters) -> set[int]:
-    """Those of ``message_ids`` still live and of a searched role (rewinds and roles are state.db's)."""
-    return {r[0] for r in conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND "
-        f"{shape.live_filter('m')} AND m.role IN ({','.join('?' * len(filters.roles))})",
-        (json.dumps(message_ids), *filters.roles))}
-
-
 def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     """Per candidate, the weighted share of the query's concepts it holds."""
     import numpy as np
@@ -484,19 +442,20 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
 
 
-def rank(concepts: list[_Concept], keys: "np.ndarray", sessions_of_keys: "np.ndarray", sessions: int,
-         facts: _Facts, live: Callable[[list[int]], set[int]], keep: int) -> list[tuple]:
-    """(key, message id, session index, timestamp, score, share), best first: each
-    message's share of the query, normalised by its length as BM25 does, lifted
-    by its session's evidence.
+def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int) -> list[Hit]:
+    """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
+    best first: each message's share of the query, normalised by its length as BM25
+    does, lifted by its session's evidence.
 
     Every candidate is scored before any is cut, and ties go to the newer
     message (then the higher id): the best ``keep`` are then checked with
-    ``live`` (message ids still live), and a message missing there is dropped."""
+    ``backend.live``, and a message missing there is dropped."""
     import numpy as np
 
     if not len(keys):
         return []
+    sessions_of_keys = backend.sessions_of(keys)
+    facts = backend.facts(keys)
     credit = np.stack([c.credit for c in concepts]) if concepts else np.zeros((0, len(keys)))
     share = _shares(concepts, len(keys))
     session_ids, session_at = np.unique(sessions_of_keys, return_inverse=True)
@@ -520,6 +479,6 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions_of_keys: "np.nda
     score = share * norm + evidence[session_at]
     # np.lexsort sorts by its last key first.
     pick = [i for i in np.lexsort((-facts.message_ids, -facts.timestamps, -score)) if known[i]][:keep]
-    alive = live([int(facts.message_ids[i]) for i in pick])
-    return [(int(keys[i]), int(facts.message_ids[i]), int(session_ids[session_at[i]]), float(facts.timestamps[i]),
-             float(score[i]), float(share[i])) for i in pick if int(facts.message_ids[i]) in alive]
+    alive = backend.live([int(facts.message_ids[i]) for i in pick])
+    return [Hit(int(facts.message_ids[i]), backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
+                float(facts.timestamps[i])) for i in pick if int(facts.message_ids[i]) in alive]

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 from ..files import derived
 from ..hermes import paths
 from ..hermes.statedb import reading
+from ..hits import SEMANTIC, Hit
 from ..scope.resolve import Scope
 from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
-from .matrix import SemanticHit
 from .store import VectorStore
 
 if TYPE_CHECKING:
+    from ..context import SearchContext
     from ..settings import Settings
 
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 class Outcome:
     status: str  # disabled | consent_required | indexing | partial | ready | unavailable
     reason: str = ""
-    hits: list[SemanticHit] = field(default_factory=list)
+    hits: list[Hit] = field(default_factory=list)
     index: dict | None = None  # {"sessions", "sessions_indexed", "sessions_pending"}
     embedder: Embedder | None = None
     store: VectorStore | None = None
@@ -93,25 +94,25 @@ def learn_size(embedder: Embedder, text: str | None, as_query: bool = False) -> 
     return embedder.dimension is not None
 
 
-def run(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope, query: str, since: float | None,
-        until: float | None, limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
-    """Top up the scope's index (waiting at most the budget) and search what is indexed.
+def run(ctx: SearchContext, limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
+    """Top up the scope's index (waiting at most the budget) and search what is indexed:
+    the ``limit`` best messages, and the similarity of those in ``candidates``.
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
     report the status; nothing is embedded in this call."""
     try:
         out, repaired = derived.after_repair(
-            lambda: _run(home, settings, conn, scope, query, since, until, limit, wait, candidates))
+            lambda: _run(ctx, limit, wait, candidates))
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     out.reason = "; ".join(part for part in (out.reason, repaired) if part)
     return out
 
 
-def _run(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope, query: str, since: float | None,
-         until: float | None, limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
+def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
     import time
 
+    home, settings, conn, scope, query = ctx.home, ctx.settings, ctx.conn, ctx.scope, ctx.query.raw
     deadline = time.monotonic() + (settings.index_budget_ms / 1000.0 if wait else 0.0)
     out = prepare(home, settings, wait=max(0.0, deadline - time.monotonic()))
     if out.status != "ready":
@@ -159,8 +160,9 @@ def _run(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope,
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        out.hits, out.similarity = matrix.search(store, q, set(scope.session_ids), since, until, limit,
-                                                 candidates, embedder.cosine_baseline)
+        found, out.similarity = matrix.search(store, q, set(scope.session_ids), ctx.filters.since,
+                                              ctx.filters.until, limit, candidates, embedder.cosine_baseline)
+    out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = store.hashes_of(fp, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason

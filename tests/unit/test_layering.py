@@ -20,12 +20,12 @@ ROOT = Path(project_history_recall.__file__).parent
 # Lowest first. A module belongs to the first entry naming it or a package above it;
 # "" is the package's own __init__ (register).
 LAYERS = (
-    ("base", ("errors", "version")),
+    ("base", ("errors", "version", "hits")),
     ("files", ("files",)),
     ("hermes", ("hermes",)),
     ("core", ("settings", "redaction", "home")),
     ("scope", ("scope",)),
-    ("engines", ("keyword", "semantic")),
+    ("engines", ("keyword", "semantic", "context")),
     ("pieces", ("fusion", "sessions", "results")),
     ("use cases", ("search", "indexing", "consenting", "overview", "move", "warmup")),
     ("edges", ("ui",)),

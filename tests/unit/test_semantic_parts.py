@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from project_history_recall.semantic import chunking, indexer, matrix, store as vectors
 from project_history_recall import settings as config, fusion
+from project_history_recall.hits import KEYWORD, SEMANTIC, Hit
 from project_history_recall.files import derived
 
 
@@ -51,8 +52,13 @@ def test_content_hash_changes_with_the_text():
 
 
 # -- fusion ---------------------------------------------------------------------------------
+def _hits(source: str, ids: list[int]) -> list[Hit]:
+    return [Hit(mid, "s", 1.0, source, 0.0) for mid in ids]
+
+
 def test_rrf_marks_both_and_orders_by_votes():
-    out = fusion.rrf({"keyword": [1, 2, 3], "semantic": [3, 4]}, k=3, weights={"semantic": 0.5})
+    out = fusion.rrf({KEYWORD: _hits(KEYWORD, [1, 2, 3]), SEMANTIC: _hits(SEMANTIC, [3, 4])}, k=3,
+                     weights={SEMANTIC: 0.5})
     # 3 is third for keyword but first for semantic: 1/6 + 0.5/4 beats 1's 1/4.
     assert [f.message_id for f in out] == [3, 1, 2, 4]
     assert {f.message_id: f.source for f in out} == {1: "keyword", 2: "keyword", 3: "both", 4: "semantic"}
@@ -60,7 +66,8 @@ def test_rrf_marks_both_and_orders_by_votes():
 
 
 def test_rrf_weight_zero_keeps_keyword_order():
-    out = fusion.rrf({"keyword": [5, 6], "semantic": [6, 7]}, k=3, weights={"semantic": 0.0})
+    out = fusion.rrf({KEYWORD: _hits(KEYWORD, [5, 6]), SEMANTIC: _hits(SEMANTIC, [6, 7])}, k=3,
+                     weights={SEMANTIC: 0.0})
     assert [f.message_id for f in out][:2] == [5, 6]
 
 

@@ -1,0 +1,24 @@
+"""One search's context: built once by ``search.run``, read by both engines."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from .hermes.messages import Filters
+from .hermes.statedb import Shape
+from .keyword.querytext import ParsedQuery
+from .scope.resolve import Scope
+from .settings import Settings
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    home: Path
+    settings: Settings
+    conn: sqlite3.Connection  # the request's read-only state.db connection (``statedb.reading``)
+    shape: Shape
+    scope: Scope
+    filters: Filters  # the request's roles, since and until
+    query: ParsedQuery  # ``query.raw``: the text as asked, which the semantic engine embeds

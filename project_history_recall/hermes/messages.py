@@ -1,0 +1,204 @@
+"""What a search reads of ``state.db``'s messages and sessions, as plain rows.
+
+The keyword engine's term lookups (Hermes's FTS tables, or a scan of the
+scope's own rows), which hits are still part of the record, the hits' text,
+their sessions and the windows around them. Every statement is bounded and
+fetched whole (see ``statedb.reading``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from .statedb import Shape, read_content, seconds_sql
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The messages a request searches: of these roles, and (by their time) in ``[since, until)``."""
+
+    roles: tuple[str, ...] = ("user", "assistant")
+    since: float | None = None
+    until: float | None = None
+
+
+def _ids_json(ids: list[int]) -> str:
+    return f"[{','.join(str(int(i)) for i in ids)}]"
+
+
+def _roles_sql(roles: tuple[str, ...], alias: str = "m") -> str:
+    return f"{alias}.role IN ({','.join('?' * len(roles))})"
+
+
+def filters_sql(shape: Shape, filters: Filters) -> tuple[str, list]:
+    """SQL (on messages ``m``) for the rows part of the record that ``filters`` lets through, and its parameters."""
+    clauses = [shape.live_filter("m"), _roles_sql(filters.roles)]
+    params: list = list(filters.roles)
+    if filters.since is not None:
+        clauses.append(f"{seconds_sql('m.timestamp')} >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        clauses.append(f"{seconds_sql('m.timestamp')} < ?")
+        params.append(filters.until)
+    return " AND ".join(clauses), params
+
+
+def live_ids(conn: sqlite3.Connection, shape: Shape, ids: list[int], roles: tuple[str, ...]) -> set[int]:
+    """Those of ``ids`` still part of the record (not deleted, not rewound) and of one of ``roles``."""
+    if not ids:
+        return set()
+    rows = conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {shape.live_filter('m')} "
+        f"AND {_roles_sql(roles)}", (_ids_json(ids), *roles)).fetchall()
+    return {r[0] for r in rows}
+
+
+def scope_size(conn: sqlite3.Connection, scope_json: str) -> int:
+    """How many messages the sessions of ``scope_json`` (a JSON list of ids) hold, of any kind."""
+    row = conn.execute(
+        "SELECT count(*) FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
+        (scope_json,),
+    ).fetchone()
+    return int(row[0] or 0)
+
+
+def folded(text: str) -> str:
+    """``text`` as SQLite's lower() has the text it is looked for in: it folds ASCII only."""
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+# -- the keyword engine's lookups ------------------------------------------------------------
+
+_SCOPE_ROWS = "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))"
+_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
+Row = tuple  # (message id, session id, timestamp or None, length of the content)
+
+
+def _text_expr(filters: Filters) -> str:
+    # List content ("\x00json:[...]", non-ASCII escaped) is matched as the text it holds.
+    text = "CASE WHEN instr(m.content, 'json:') = 2 THEN phr_text(m.content) ELSE COALESCE(m.content, '') END"
+    if "tool" in filters.roles:
+        text = f"({text} || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, ''))"
+    return f"lower({text})"
+
+
+class ScopedMatches:
+    """Runs FTS queries restricted to one scope, choosing how per query.
+
+    An FTS match must be checked for scope membership. Joining each match to
+    its message row costs ~2 µs per match in the whole database; testing the
+    match's rowid against the scope's own message ids costs ~0.4 µs per match
+    but first collects those ids (~0.4 µs per scope message). A bounded count
+    of the matches (doclist only) decides which is cheaper.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, shape: Shape, scope_json: str, filters: Filters, total: int):
+        self.conn = conn
+        self.scope_json = scope_json
+        self.total = total
+        self.filters = filters
+        self.fsql, self.fparams = filters_sql(shape, filters)
+
+    def _few_matches(self, table: str, match: str) -> bool:
+        cap = max(500, self.total // 4)
+        (count,) = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)", (match, cap)
+        ).fetchone()
+        return count < cap
+
+    def rows(self, table: str, match: str, cap: int, holding: str | None = None) -> list[Row]:
+        """The scope's first ``cap`` rows that ``match`` finds in the FTS ``table``; with
+        ``holding``, only those whose text holds it exactly (ASCII case aside)."""
+        if self._few_matches(table, match):
+            member = "m.session_id IN (SELECT value FROM json_each(?))"
+        else:
+            member = f"+{table}.rowid IN ({_SCOPE_ROWS})"
+        extra_where, extra = "", []
+        if holding is not None:
+            extra_where, extra = f" AND instr({_text_expr(self.filters)}, ?) > 0", [folded(holding)]
+        where = f"{table} MATCH ? AND {member} AND {self.fsql}{extra_where}"
+        return self.conn.execute(
+            f"SELECT {_COLS} FROM {table} JOIN messages m ON m.id = {table}.rowid WHERE {where} LIMIT ?",
+            [match, self.scope_json, *self.fparams, *extra, cap],
+        ).fetchall()
+
+    def scan(self, needles: list[str], cap: int) -> list[list[Row]]:
+        """Per needle, the scope's first ``cap`` rows whose text holds it (ASCII case aside),
+        found in one pass over the scope's rows."""
+        text = _text_expr(self.filters)
+        probes = [f"instr({text}, ?) > 0" for _ in needles]
+        low = [folded(n) for n in needles]
+        rows = self.conn.execute(
+            f"SELECT {_COLS}, {', '.join(probes)} FROM messages m "
+            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {self.fsql} "
+            f"AND ({' OR '.join(probes)}) LIMIT ?",
+            [*low, self.scope_json, *self.fparams, *low, cap * len(needles)],
+        ).fetchall()
+        return [[r[:4] for r in rows if r[4 + i]][:cap] for i in range(len(needles))]
+
+
+def holding(conn: sqlite3.Connection, ids: list[int], needle: str) -> set[int]:
+    """Those of ``ids`` whose stored content holds ``needle`` (ASCII case aside)."""
+    return {r[0] for r in conn.execute(
+        "SELECT id FROM messages WHERE id IN (SELECT value FROM json_each(?)) AND instr(lower(content), ?) > 0",
+        (json.dumps(ids), folded(needle))).fetchall()}
+
+
+# -- what the results show ------------------------------------------------------------------
+
+@dataclass
+class MessageRow:
+    id: int
+    session_id: str
+    role: str
+    text: str
+    timestamp: float
+    tool_name: str | None
+
+
+def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
+    return MessageRow(row["id"], row["session_id"], row["role"], read_content(conn, row["id"]),
+                      row["timestamp"] or 0.0, row["tool_name"])
+
+
+_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
+
+
+def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+        (_ids_json(ids),),
+    )
+    return {r["id"]: _message(conn, r) for r in rows.fetchall()}
+
+
+def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    )
+    return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
+
+
+def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
+           roles: tuple[str, ...]) -> list[MessageRow]:
+    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
+    keeps them (by id, as session_search opens a hit): a message whose time an importer
+    garbled still has its real neighbours."""
+    if size <= 0:
+        return [anchor]
+    base = (
+        f"SELECT {_MESSAGE_COLS} FROM messages m "
+        f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND {_roles_sql(roles)} AND "
+    )
+    before = conn.execute(base + "m.id < ? ORDER BY m.id DESC LIMIT ?",
+                          (anchor.session_id, *roles, anchor.id, size)).fetchall()
+    after = conn.execute(base + "m.id > ? ORDER BY m.id LIMIT ?",
+                         (anchor.session_id, *roles, anchor.id, size)).fetchall()
+    return [_message(conn, r) for r in reversed(before)] + [anchor] + [_message(conn, r) for r in after]
