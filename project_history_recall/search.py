@@ -245,10 +245,13 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     meta = messages.fetch_sessions(conn, [g.session_id for g in groups])
     windows = {}
     if req.context > 0:
-        for hit in hits:
-            if hit.message_id in rows:
-                windows[hit.message_id] = messages.window(conn, ctx.shape, rows[hit.message_id], req.context,
-                                                          ctx.filters.roles)
+        # Around each session's best message only: a further hit is read around with its
+        # message_id, so each result costs one window, as a message result did.
+        for group in groups:
+            best = next((h for h in group.hits if h.message_id in rows), None)
+            if best is not None:
+                windows[best.message_id] = messages.window(conn, ctx.shape, rows[best.message_id], req.context,
+                                                           ctx.filters.roles)
     pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]

@@ -27,7 +27,7 @@ SEARCH_SCHEMA = {
         "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
         "semantic for the same idea in other words or another language. Each result is one earlier "
         "session, best first: its best message (message_id, snippet, context) and, in more_hits, its "
-        "other messages among the best matches of the search. Each message_id can be read around with "
+        "other messages among the best matches of the search (message_id, snippet). Each message_id can be read around with "
         "session_search(session_id=..., around_message_id=..., profile=...); cite the session's link. "
         "project.kind 'home' means nothing "
         "was searched: offer project_session_move, or use session_search. semantic_status "
