@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="messages in the one-project home (~75%% are user/assistant, one chunk each)")
     sem.add_argument("--messages-10k", type=int, default=10_000, help="messages in the small one-project home")
     sem.add_argument("--delay", type=float, default=1.0, help="seconds from session start to the first search")
-    sem.add_argument("--runs", type=int, default=3, help="fresh processes per first-call measurement")
+    sem.add_argument("--runs", type=int, default=5, help="fresh processes (trials) per home for the first call")
     sem.add_argument("--repeats", type=int, default=50)
     sem.add_argument("--queries", type=int, default=100)
     sem.add_argument("--json", type=Path, help="also write the figures here")
@@ -91,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     first = sub.add_parser("_first")  # internal: one fresh process's first search
     first.add_argument("home", type=Path)
     first.add_argument("caller")
-    first.add_argument("warm", type=int)
     first.add_argument("delay", type=float)
 
     args = parser.parse_args(argv)
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "_first":
         from . import semantic as mod
 
-        print(json.dumps(mod.first_call(args.home, args.caller, bool(args.warm), args.delay)))
+        print(json.dumps(mod.first_call(args.home, args.caller, args.delay)))
         return 0
     if args.command == "load":
         from . import load as mod

@@ -59,7 +59,7 @@ def measure(home: Path, embedder_name: str, threads: int) -> dict:
     load_s = time.perf_counter() - t0
     scope, messages = _scope(home)
     t = time.perf_counter()
-    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(scope.attribution.key, scope.members)
     keyword_s = time.perf_counter() - t
     parts = kept.of(home)
     worker = parts.indexer(settings, embedder, parts.vector_store())

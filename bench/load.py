@@ -26,6 +26,7 @@ import tempfile
 import textwrap
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 from . import common
@@ -106,7 +107,7 @@ def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: 
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported, and the home every search reads
     asker = common.one_project_home(home, app, sessions, lambda n: f"超时 fix {n}")
 
-    from project_history_recall.hermes.readonly import journal_mode
+    from project_history_recall.hermes.readonly import connect_readonly, journal_mode
     from project_history_recall.ui import tools
 
     if searchers:
@@ -142,9 +143,11 @@ def _measure(root: Path, seconds: float, searchers: int, rate: float, sessions: 
     if writer.returncode != 0:
         raise RuntimeError(f"the writer failed (exit {writer.returncode})")
     report = json.loads(out.strip().splitlines()[-1])
+    with closing(connect_readonly(home / "state.db")) as conn:
+        mode = journal_mode(conn)
     return {
         "load": {"seconds": seconds, "searchers": searchers, "target_rate": rate, "sessions": sessions},
-        "journal_mode": journal_mode(home / "state.db"),
+        "journal_mode": mode,
         "writer": {"messages": report["messages"], "errors": report["errors"],
                    "messages_per_s": report["messages"] / report["seconds"], **_ms(report["latencies"]),
                    **({"open_error": report["open_error"]} if "open_error" in report else {})},

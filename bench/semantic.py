@@ -10,10 +10,13 @@
    sample of the same chunks, measured in the same run (before and after);
    then, in a fresh process, warm hybrid query latency and peak RSS.
 3. The first search of a fresh process (what every ``hermes chat -q`` is),
-   in that home and in a 10k-message one: made ``--delay`` seconds after the
-   session started, once with the plugin's ``on_session_start`` warm-up and
-   once without; its latency, what it searched with, and the process's RSS.
-   Each run is its own process: the model is loaded once per process.
+   in a 10k-message home and in that one: Hermes loads its plugins, fires
+   ``on_session_start`` through its plugin manager, and ``--delay`` seconds
+   later the first ``project_history_search`` goes through its dispatch.
+   Printed as its own block: whether semantic search was ``ready``, the
+   call's wall time, the warm-up's, and the process's peak RSS, beside the
+   hardware and the load average of each trial. Each trial is its own
+   process: the model is loaded once per process.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -33,27 +35,28 @@ from pathlib import Path
 from . import common, synth
 
 
-def _rss_mb() -> float:
+def _status_mb() -> dict:
+    """This process's memory figures from /proc/self/status, in MB, by name (``VmRSS``...)."""
     with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+        return {line.split(":")[0]: int(line.split()[1]) / 1024 for line in fh if line.split()[-1:] == ["kB"]}
+
+
+def _rss_mb() -> float:
+    return _status_mb().get("VmRSS", float("nan"))
 
 
 def _rss_parts_mb() -> dict:
     """RSS split into memory of its own (anonymous) and pages of mapped files (state.db is read
-    through mmap: its pages count once per connection that touched them, and the kernel can drop them)."""
-    parts = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(("RssAnon:", "RssFile:")):
-                parts[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
-    return parts
+    through mmap: its pages count once per connection that touched them, and the kernel can drop them;
+    so can the model's mapped arrays)."""
+    status = _status_mb()
+    return {"anon": status.get("RssAnon"), "file": status.get("RssFile")}
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS. Not ``ru_maxrss``: Linux carries that across exec, so a fresh
+    process started by a bigger one would report its parent's peak."""
+    return _status_mb().get("VmHWM", float("nan"))
 
 
 def _copy_home(src: Path, dst: Path) -> None:
@@ -210,7 +213,7 @@ def _build_keyword_index(home: Path, caller: str) -> float:
     with reading(home / "state.db") as (conn, _shape):
         scope = resolve_scope(home, conn, Caller.of(caller), include_current=True)
     t = time.perf_counter()
-    textindex.keeper(home).build(json.dumps(scope.attribution.key), scope.members)
+    textindex.keeper(home).build(scope.attribution.key, scope.members)
     return time.perf_counter() - t
 
 
@@ -241,73 +244,126 @@ def serve(home: Path, caller: str, queries: int) -> dict:
 
 
 FIRST_QUESTION = "how did we fix the timeout"
+PLUGIN_KEY = "project-history-recall"
+PLUGIN_TOOL = "project_history_search"
 
 
-def first_call(home: Path, caller: str, warm: bool, delay: float) -> dict:
-    """In a fresh process: the session starts (with Hermes's hook call, or none);
-    ``delay`` seconds later comes its first search."""
+def _enable_plugin(home: Path) -> None:
+    """Hermes loads a pip plugin only when config.yaml enables it."""
+    config = home / "config.yaml"
+    if not config.exists():
+        config.write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+
+
+def first_call(home: Path, caller: str, delay: float) -> dict:
+    """In a fresh process, as in a new ``hermes chat -q``: Hermes loads its plugins, fires
+    ``on_session_start`` through its plugin manager, and ``delay`` seconds later the model's
+    first ``project_history_search`` goes through Hermes's dispatch."""
     import threading
 
-    from project_history_recall import search, warmup
-    from project_history_recall.hermes.host import Caller
+    os.environ["HERMES_HOME"] = str(home)
+    from hermes_cli import plugins
+    import model_tools  # Hermes discovers and registers its plugins here, as when it starts
 
+    loaded = {p["key"]: p for p in plugins.get_plugin_manager().list_plugins()}.get(PLUGIN_KEY)
+    if not loaded or not loaded["enabled"] or loaded["error"]:
+        raise SystemExit(f"Hermes did not load the plugin: {loaded}")
+    load_at_start = os.getloadavg()[0]
     started, cpu = time.perf_counter(), time.process_time()
-    warmed: list[tuple[float, float]] = []  # (seconds, CPU seconds of the process) until the warm-up was done
-    if warm:
-        # What Hermes's agent loop passes on the first turn of a new session.
-        warmup.on_session_start(session_id=caller, model="bench/model", platform="cli")
-        thread = next(t for t in threading.enumerate() if t.name == "phr-warm-up")
-        threading.Thread(target=lambda: (thread.join(), warmed.append(
-            (time.perf_counter() - started, time.process_time() - cpu))), daemon=True).start()
+    returned = plugins.invoke_hook("on_session_start", session_id=caller, model="bench/model", platform="cli")
+    warm_thread = next((t for t in threading.enumerate() if t.name == "phr-warm-up"), None)
+    warmed: list[float] = []
+    if warm_thread is not None:
+        threading.Thread(target=lambda: (warm_thread.join(), warmed.append(time.perf_counter() - started)),
+                         daemon=True).start()
     time.sleep(max(0.0, started + delay - time.perf_counter()))
-    t, t_cpu = time.perf_counter(), time.process_time()
-    out = search.run(home, Caller.of(caller), {"query": FIRST_QUESTION, "context": 2})
-    latency = (time.perf_counter() - t) * 1000
-    # The whole process's CPU: alone only once the warm-up is done.
-    latency_cpu = (time.process_time() - t_cpu) * 1000
-    assert out["success"], out
+
+    def search(query: str) -> tuple[dict, float]:
+        t = time.perf_counter()
+        raw = model_tools.handle_function_call(PLUGIN_TOOL, {"query": query, "context": 2},
+                                               task_id=caller, session_id=caller)
+        return json.loads(raw), (time.perf_counter() - t) * 1000
+
+    made_at = time.perf_counter() - started
+    out, wall_ms = search(FIRST_QUESTION)
+    if not out.get("success"):
+        raise SystemExit(f"the first search failed: {out}")
     rss_first = _rss_mb()
-    if warm:
-        thread.join()
+    warm_done_before = bool(warmed) and warmed[0] <= made_at
+    if warm_thread is not None:
+        warm_thread.join()
     # A few more searches, as a session goes on: the memory the process keeps.
     for query in ("socket retry backoff", "cache memory leak", "deploy docker image"):
-        search.run(home, Caller.of(caller), {"query": query, "context": 2})
-    return {"warm_up": warm, "delay_s": delay, "first_call_ms": latency, "first_call_cpu_ms": latency_cpu,
-            "semantic_status": out["semantic_status"],
-            "searched_with": out["searched_with"], "warm_up_s": warmed[0][0] if warmed else None,
-            "warm_up_cpu_s": warmed[0][1] if warmed else None, "load_average": os.getloadavg()[0],
+        search(query)
+    return {"hook_returned": returned, "delay_s": delay, "call_made_at_s": made_at, "first_call_ms": wall_ms,
+            "semantic_status": out["semantic_status"], "searched_with": out["searched_with"],
+            "warm_up_s": warmed[0] if warmed else None, "warm_up_done_before_call": warm_done_before,
+            "process_cpu_s": time.process_time() - cpu, "load_average": [load_at_start, os.getloadavg()[0]],
             "rss_after_first_mb": rss_first, "rss_after_four_mb": _rss_mb(), "rss_parts_mb": _rss_parts_mb(),
             "peak_rss_mb": _peak_mb()}
 
 
-def _fresh(command: str, *args) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "bench", command, *map(str, args)], capture_output=True, text=True,
-                          env=dict(os.environ, HERMES_HOME=str(args[0])), cwd=Path(__file__).resolve().parents[1])
+def _fresh(command: str, home: Path, *args) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench", command, *map(str, (home, *args))], capture_output=True,
+                          text=True, env=dict(os.environ, HERMES_HOME=str(home)),
+                          cwd=Path(__file__).resolve().parents[1])
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def first_calls(home: Path, caller: str, delay: float, runs: int) -> dict:
-    out = {}
-    for warm in (False, True):
-        done = [_fresh("_first", home, caller, int(warm), delay) for _ in range(runs)]
-        out["warm" if warm else "cold"] = {
-            "first_call_ms": [round(d["first_call_ms"], 1) for d in done],
-            "first_call_cpu_ms": [round(d["first_call_cpu_ms"], 1) for d in done],
-            "searched_with": sorted({d["searched_with"] for d in done}),
-            "semantic_status": sorted({d["semantic_status"] for d in done}),
-            "warm_up_s": [round(d["warm_up_s"], 2) for d in done if d["warm_up_s"] is not None],
-            "warm_up_cpu_s": [round(d["warm_up_cpu_s"], 2) for d in done if d["warm_up_cpu_s"] is not None],
-            "load_average": [round(d["load_average"], 1) for d in done],
-            "rss_after_first_mb": max(d["rss_after_first_mb"] for d in done),
-            "rss_after_four_mb": max(d["rss_after_four_mb"] for d in done),
-            "rss_parts_mb": done[-1]["rss_parts_mb"],
-            "peak_rss_mb": max(d["peak_rss_mb"] for d in done),
-        }
-        print(f"  first call {delay:g} s after session start, {'with' if warm else 'without'} warm-up: "
-              f"{out['warm' if warm else 'cold']}", flush=True)
-    return out
+    """``runs`` fresh processes, one after another, each with its first search ``delay`` s after session start.
+
+    One more goes first, reported apart ("the process before them"): the first process after
+    indexing saves what the next ones read back (the model's arrays, the project's vectors in
+    one file), so it stands for a project's first search after its index was built."""
+    _enable_plugin(home)
+    prime = _fresh("_first", home, caller, delay)
+    done = [_fresh("_first", home, caller, delay) for _ in range(runs)]
+    walls = [d["first_call_ms"] for d in done]
+    return {
+        "trials": runs, "delay_s": delay,
+        "ready": sum(d["semantic_status"] == "ready" for d in done),
+        "semantic_status": [d["semantic_status"] for d in done],
+        "searched_with": [d["searched_with"] for d in done],
+        "first_call_ms": [round(w, 1) for w in walls],
+        "first_call_p50_ms": round(statistics.median(walls), 1), "first_call_max_ms": round(max(walls), 1),
+        "warm_up_s": [None if d["warm_up_s"] is None else round(d["warm_up_s"], 2) for d in done],
+        "process_cpu_s": [round(d["process_cpu_s"], 2) for d in done],
+        "load_average": [[round(x, 1) for x in d["load_average"]] for d in done],
+        "rss_after_first_mb": round(max(d["rss_after_first_mb"] for d in done), 1),
+        "rss_after_four_mb": round(max(d["rss_after_four_mb"] for d in done), 1),
+        "rss_parts_mb": done[-1]["rss_parts_mb"],
+        "peak_rss_mb": round(max(d["peak_rss_mb"] for d in done), 1),
+        "peak_rss_each_mb": [round(d["peak_rss_mb"], 1) for d in done],
+        "first_process": {key: prime[key] for key in ("semantic_status", "first_call_ms", "warm_up_s", "peak_rss_mb",
+                                                     "load_average")},
+    }
+
+
+def print_first_calls(info: dict, homes: list[tuple[str, int, dict]]) -> None:
+    """The first-call block: hardware and load beside each home's figures."""
+    print(f"\nFirst search of a fresh process, made {homes[0][2]['delay_s']:g} s after on_session_start "
+          f"(Hermes's plugin manager and dispatch)")
+    print(f"hardware: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM; "
+          f"software: Python {info['python']}, {info['hermes_agent']}")
+    rows = []
+    for name, chunks, f in homes:
+        loads = [a for pair in f["load_average"] for a in pair]
+        rows.append([name, f"{chunks:,}", f"{f['ready']}/{f['trials']}", f["first_call_p50_ms"],
+                     f["first_call_max_ms"], f"{max(w for w in f['warm_up_s'] if w is not None):.2f}"
+                     if any(w is not None for w in f["warm_up_s"]) else "-",
+                     f["peak_rss_mb"], f"{min(loads):.1f}-{max(loads):.1f}"])
+        first = f["first_process"]
+        rows.append([f"{name}: the process before them", f"{chunks:,}",
+                     "1/1" if first["semantic_status"] == "ready" else "0/1", round(first["first_call_ms"], 1),
+                     round(first["first_call_ms"], 1), "-" if first["warm_up_s"] is None else f"{first['warm_up_s']:.2f}",
+                     round(first["peak_rss_mb"], 1), f"{first['load_average'][0]:.1f}"])
+    print(common.table(["home", "chunks in scope", "ready", "wall p50 ms", "wall max ms", "warm-up max s",
+                        "peak RSS MB", "load average (1 min)"], rows))
+    for name, _chunks, f in homes:
+        print(f"  {name}: {json.dumps(f)}")
 
 
 def run(src_1m: Path | None, scratch: Path, messages_100k: int, messages_10k: int, repeats: int, queries: int,
@@ -329,8 +385,11 @@ def run(src_1m: Path | None, scratch: Path, messages_100k: int, messages_10k: in
     print(json.dumps(figures["serve"], indent=2))
     home10k = scratch / "home10k"
     figures["index_10k"] = index_one_project(home10k, messages_10k, 300)
-    for name, home, caller in (("10k", home10k, figures["index_10k"]["caller"]),
-                               ("100k", home100k, figures["index"]["caller"])):
-        print(f"{name} home ({figures['index_10k' if name == '10k' else 'index']['chunks_in_scope']:,} chunks):")
-        figures[f"first_call_{name}"] = first_calls(home, caller, delay, runs)
+    blocks = []
+    for name, home, index in (("10k messages", home10k, figures["index_10k"]),
+                              ("100k chunks", home100k, figures["index"])):
+        found = first_calls(home, index["caller"], delay, runs)
+        figures[f"first_call_{name.split()[0]}"] = found
+        blocks.append((name, index["chunks_in_scope"], found))
+    print_first_calls(info, blocks)
     return figures

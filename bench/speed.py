@@ -87,7 +87,7 @@ def _build_keyword_index(home: Path) -> dict:
         amap = attribution_map(home, conn)
     keeper = textindex.keeper(home)
     t0 = time.perf_counter()
-    sessions = sum(keeper.build(json.dumps(key), members) for key, members in amap.by_project.items()
+    sessions = sum(keeper.build(key, members) for key, members in amap.by_project.items()
                    if key[0] != "home")
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in paths.data_dir(home).glob(textindex.FILE_NAME + "*"))

@@ -18,7 +18,6 @@ of embedding the same messages twice over.
 
 from __future__ import annotations
 
-import json
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -128,8 +127,7 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
     keeper = textindex.keeper(home)
     updated = 0
     for key, name, sids in wanted:
-        # The key a search looks the scope up by (keyword.engine.own_index).
-        updated += keeper.build(json.dumps(key), sids, on_progress=(
+        updated += keeper.build(key, sids, on_progress=(
             (lambda done, total, name=name: on_progress("keyword", name, done, total, None))
             if on_progress else None))
     return {"index": str(keeper.index.path), "sessions": sum(len(s) for _, _, s in wanted),

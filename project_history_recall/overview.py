@@ -27,6 +27,7 @@ def status(home: Path, caller: Caller) -> dict:
             scope = resolve_scope(home, conn, caller, include_current=True)
             row = scope.caller_facts
             outcome = semantic.report(home, config.load(home), conn, scope)
+            mode = journal_mode(conn)
     except PluginError as exc:
         return exc.envelope()
     return {
@@ -40,7 +41,7 @@ def status(home: Path, caller: Caller) -> dict:
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
-        "journal_mode": journal_mode(paths.state_db_path(home)),
+        "journal_mode": mode,
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

@@ -266,7 +266,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
         **outcome.fields(),
-        "journal_mode": journal_mode(paths.state_db_path(home)),
+        "journal_mode": journal_mode(conn),
         "profile": profile,
     }
     if scope.excluded_lineage:

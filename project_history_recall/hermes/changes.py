@@ -22,13 +22,17 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Mapping
 
 
-class Seen(Protocol):
-    indexed_max_id: int
-    seen_count: int
-    seen_max_id: int
+@dataclass
+class SessionState:
+    """What an index remembers of one session; each index adds where it keeps the session."""
+
+    session_id: str
+    indexed_max_id: int = 0
+    seen_count: int = 0
+    seen_max_id: int = 0
 
 
 @dataclass
@@ -52,7 +56,7 @@ def session_counts(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str
     return {sid: counts.get(sid, (0, 0)) for sid in session_ids}
 
 
-def changes(conn: sqlite3.Connection, states: Mapping[str, Seen], members: list[str],
+def changes(conn: sqlite3.Connection, states: Mapping[str, SessionState], members: list[str],
             counts: dict[str, tuple[int, int]] | None = None) -> dict[str, Change]:
     """What must happen for ``members`` to be current in an index whose per-session
     progress is ``states``. Reads state.db only."""

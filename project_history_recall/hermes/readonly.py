@@ -112,22 +112,19 @@ def file_fingerprint(path: Path) -> tuple:
     return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")))
 
 
-def journal_mode(path: Path) -> str | None:
-    """``wal`` or ``rollback`` (a rollback journal: Hermes's ``DELETE`` mode),
-    None when the file has no SQLite header.
-
-    Taken from the header (bytes 18 and 19 are 2 in WAL mode), which needs no
-    lock: asking SQLite would take one. In rollback mode a reader's lock stops
+def journal_mode(conn: sqlite3.Connection) -> str:
+    """``wal`` or ``rollback`` (a rollback journal: Hermes's ``DELETE`` mode), as
+    ``conn`` found its file at its last read. In rollback mode a reader's lock stops
     Hermes's writer from committing; reads are kept short in both modes
-    (``statedb.reading``) and this is reported so a person can see which."""
-    try:
-        with open(path, "rb") as fh:
-            header = fh.read(20)
-    except OSError:
-        return None
-    if len(header) < 20 or not header.startswith(b"SQLite format 3\x00"):
-        return None
-    return "wal" if header[18] == 2 and header[19] == 2 else "rollback"
+    (``statedb.reading``) and this is reported so a person can see which.
+
+    Asked of SQLite, which answers from what the connection already knows and
+    takes no lock for it. Not read from the file's header with ``open()``: on
+    POSIX, closing any descriptor of a file drops every lock this process holds
+    on it, SQLite's included. An answer given while another thread is inside a
+    read would release that read's lock; in rollback mode Hermes's writer then
+    commits under the read, which fails with "database disk image is malformed"."""
+    return "wal" if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal" else "rollback"
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

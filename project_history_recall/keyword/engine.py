@@ -211,7 +211,7 @@ def own_index(ctx: SearchContext) -> textindex.Lookup | None:
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
-        states = keeper.ready(ctx.conn, json.dumps(scope.attribution.key), scope.members)
+        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)

@@ -39,21 +39,23 @@ and time, are checked against state.db when results are read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import sqlite3
-import threading
-import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import Change, changes
+from ..hermes.changes import Change, SessionState, changes
+from ..hermes.messages import index_rows
+from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
-from ..hermes.statedb import READ_BATCH, content_sql, decode_content, prefix_sql, reading, seconds_sql
+from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
 
 if TYPE_CHECKING:
@@ -179,17 +181,15 @@ def words_of(body: str) -> set[str]:
 # -- the store ---------------------------------------------------------------------------
 
 @dataclass
-class SessionState:
-    session_id: str
-    ordinal: int
-    slot: int
+class KeywordState(SessionState):
+    """A session's progress, and where its rows sit (see the rowid in the module's docstring)."""
+
+    ordinal: int = 0
+    slot: int = 0
     next_seq: int = 0
-    indexed_max_id: int = 0
-    seen_count: int = 0
-    seen_max_id: int = 0
 
 
-_STATE_COLUMNS = "session_id, ordinal, slot, next_seq, indexed_max_id, seen_count, seen_max_id"
+_STATE_COLUMNS = ", ".join(field.name for field in dataclasses.fields(KeywordState))
 
 
 class TextIndex(derived.DerivedFile):
@@ -217,12 +217,12 @@ class TextIndex(derived.DerivedFile):
         self.transaction(_do)
 
     # -- reads --------------------------------------------------------------------------
-    def states(self, session_ids: list[str]) -> dict[str, SessionState]:
+    def states(self, session_ids: list[str]) -> dict[str, KeywordState]:
         with self.using() as conn:
             rows = conn.execute(
                 f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))",
                 (json.dumps(session_ids),)).fetchall()
-        return {r[0]: SessionState(*r) for r in rows}
+        return {r[0]: KeywordState(*r) for r in rows}
 
     def rowids(self, match: str, ranges: list[tuple[int, int]], limit: int) -> list[int]:
         """Rowids holding ``match`` within ``ranges``, at most ``limit`` per range."""
@@ -267,7 +267,8 @@ class TextIndex(derived.DerivedFile):
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     # -- writes ---------------------------------------------------------------------------
-    def _slot(self, conn: sqlite3.Connection, key: str) -> int:
+    def _slot(self, conn: sqlite3.Connection, scope_key: tuple) -> int:
+        key = json.dumps(scope_key)  # the one name a scope's slot goes by
         row = conn.execute("SELECT slot FROM slots WHERE key = ?", (key,)).fetchone()
         if row:
             return row[0]
@@ -292,7 +293,7 @@ class TextIndex(derived.DerivedFile):
             row = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
         return int(row[0]) if row else 0
 
-    def write(self, work: Change, key: str, rows: list[tuple], *, first: bool, complete: bool) -> None:
+    def write(self, work: Change, key: tuple, rows: list[tuple], *, first: bool, complete: bool) -> None:
         """Add one batch of a session's messages ``(id, role, content, tool_name,
         tool_calls, timestamp)`` in id order, and the session's progress, in one transaction.
 
@@ -302,13 +303,13 @@ class TextIndex(derived.DerivedFile):
         def _do(conn: sqlite3.Connection):
             row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
                                (work.session_id,)).fetchone()
-            st = SessionState(*row) if row else None
+            st = KeywordState(*row) if row else None
             if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
                 return  # another thread or process did this already
             if st is None or (first and work.kind == "redo"):
                 if st is not None:
                     self._add_garbage(conn, st.next_seq)
-                st = SessionState(work.session_id, self._next_ordinal(conn), self._slot(conn, key))
+                st = KeywordState(work.session_id, ordinal=self._next_ordinal(conn), slot=self._slot(conn, key))
             base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
             texts, docs, words = [], [], set()
             for mid, role, content, tool_name, tool_calls, ts in rows:
@@ -328,28 +329,20 @@ class TextIndex(derived.DerivedFile):
                 st.seen_count, st.seen_max_id = work.seen
                 st.indexed_max_id = max(st.indexed_max_id, work.seen[1])
             conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-                         (st.session_id, st.ordinal, st.slot, st.next_seq, st.indexed_max_id,
-                          st.seen_count, st.seen_max_id))
+                         dataclasses.astuple(st))
 
         self.transaction(_do)
 
-    def index(self, conn: sqlite3.Connection, work: Change, key: str, batch: int = BATCH_ROWS) -> None:
+    def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS) -> None:
         """Do one session's work, reading state.db through ``conn``, batch by batch."""
         after, first = work.after_id, True
         while True:
-            rows = read_rows(conn, work.session_id, after, work.seen[1], batch)
+            rows = index_rows(conn, work.session_id, after, work.seen[1], batch)
             done = len(rows) < batch
             self.write(work, key, rows, first=first, complete=done)
             if done:
                 return
             after, first = rows[-1][0], False
-
-
-def read_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
-    return conn.execute(
-        f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
-        f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
-        (sid, after_id, upto, limit)).fetchall()
 
 
 # -- keeping up, and looking up ---------------------------------------------------------
@@ -409,120 +402,73 @@ class Lookup:
         return (rowids >> ORDINAL_SHIFT) & MAX_ORDINAL
 
 
-def lookup_for(index: TextIndex, states: dict[str, SessionState], searched: list[str], with_tools: bool,
+def lookup_for(index: TextIndex, states: dict[str, KeywordState], searched: list[str], with_tools: bool,
                since: float | None = None, until: float | None = None) -> Lookup:
     found = [states[sid] for sid in searched if sid in states]
     return Lookup(index, with_tools, {st.ordinal: st.slot for st in found}, {st.ordinal: st.session_id for st in found},
                   since, until)
 
 
-class Keeper:
+class Keeper(Worker[Change, dict[str, KeywordState]]):
     """Keeps one keywords.db in step with state.db: small updates in the
-    searching thread, first builds in a background thread."""
+    searching thread, first builds in the background."""
+
+    thread_name = "phr-keyword-index"
+    what = "keyword indexing"
 
     def __init__(self, home: Path, index: TextIndex):
-        self.home = home
+        super().__init__(home, index)
         self.index = index
-        self._cond = threading.Condition()
-        self._queue: dict[str, list[str]] = {}  # scope key -> members, most recently asked last
-        self._thread: threading.Thread | None = None
-        self._quiet: dict[str, tuple] = {}  # scope key -> (what it depended on, the members' states)
-        self.error: str | None = None
 
-    def ready(self, conn: sqlite3.Connection, key: str, members: list[str]) -> dict[str, SessionState] | None:
+    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str]) -> dict[str, KeywordState] | None:
         """The members' states when every one is current (indexing a few new
-        messages on the way), else None (the rest goes on in the background)."""
-        from ..hermes.readonly import file_fingerprint
-
-        quiet = (file_fingerprint(self.home / "state.db"), self.index.data_version(), self.index.writes,
-                 hash(frozenset(members)))
-        with self._cond:
-            known = self._quiet.get(key)
-            if known is not None and known[0] == quiet and key not in self._queue:
-                return known[1]
+        messages on the way), else None (the rest goes on in the background).
+        ``key``: the scope's attribution key."""
+        stamp, known = self._recall(key, members)
+        if known is not None:
+            return known
         states = self.index.states(members)
         work = changes(conn, states, members)
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())
             if todo > INLINE_ROWS:
-                self._enqueue(key, members)
+                self._submit(key, work)
                 return None
             for change in work.values():
                 self.index.index(conn, change, key)
+            stamp = self._restamp(stamp)
             states = self.index.states(members)
-        with self._cond:
-            # Nothing changed since this answer, nothing will change it: the next search reuses it.
-            self._quiet[key] = ((quiet[0], self.index.data_version(), self.index.writes, quiet[3]), states)
-        return states
+        return self._remember(key, stamp, states)
 
-    def _enqueue(self, key: str, members: list[str]) -> None:
-        with self._cond:
-            self._queue.pop(key, None)
-            self._queue[key] = members
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="phr-keyword-index", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
-
-    def build(self, key: str, members: list[str], on_progress=None) -> int:
+    def build(self, key: tuple, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
         State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
-        with reading(self.home / "state.db") as (conn, _shape):
+        with reading(state_db_path(self.home)) as (conn, _shape):
             work = changes(conn, self.index.states(members), members)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
-            with reading(self.home / "state.db") as (conn, _shape):
-                self.index.index(conn, work[sid], key)
+            self._index(key, work[sid])
             if on_progress:
                 on_progress(n, len(work))
         return len(work)
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue:
-                    if not self._cond.wait(30):
-                        self._thread = None
-                        return
-                key = next(reversed(self._queue))
-                members = self._queue[key]
-            try:
-                self.build(key, members)
-            except (StateDBError, derived.StoreError, sqlite3.Error, OSError) as exc:
-                if not self.index.healthy():
-                    # Set aside as damaged, or replaced: the next search's keeper builds the new file.
-                    logger.warning("keyword index stopped: %s", exc)
-                    with self._cond:
-                        self._queue.clear()
-                        self._thread = None
-                        self._cond.notify_all()
-                    return
-                # Transient (locked, a full disk) or the files are gone: the next search asks again.
-                logger.warning("keyword index paused: %s", exc)
-                time.sleep(0.5)
-            except Exception as exc:  # never kill the thread silently
-                logger.exception("keyword indexing failed")
-                with self._cond:
-                    self.error = f"{type(exc).__name__}: {exc}"
-                    self._queue.clear()
-                    self._thread = None
-                return
-            with self._cond:
-                if self._queue.get(key) is members:
-                    del self._queue[key]
-                self._cond.notify_all()
+    def _index(self, key: tuple, change: Change) -> None:
+        with reading(state_db_path(self.home)) as (conn, _shape):
+            self.index.index(conn, change, key)
 
-    def wait_idle(self, timeout: float) -> bool:
-        """True once nothing is queued (tests and benchmarks; searches never wait)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._queue:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return True
+    def _step(self, key: tuple, item: Change) -> Step:
+        try:
+            self._index(key, item)
+        except (StateDBError, derived.StoreError, sqlite3.Error, OSError) as exc:
+            if not self.index.healthy():
+                # Set aside as damaged, or replaced: the next search's keeper builds the new file.
+                logger.warning("keyword index stopped: %s", exc)
+                raise Stop(None) from exc
+            # Transient (locked, a full disk) or the files are gone: tried again.
+            logger.warning("keyword index paused: %s", exc)
+            return Step.PAUSE
+        return Step.DONE
 
 
 class _Kept:

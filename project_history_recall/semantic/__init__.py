@@ -7,8 +7,8 @@
 - ``consent``: the one gate before any text leaves the machine, and the consent records it checks;
 - ``consent_tokens``: the token that shows the user agreed in the conversation that asked, signed
   with ``consent_secret``'s key;
-- ``consent_request``: what a consent request tells the agent or a person (what would be sent, how
-  to agree);
+- ``consent_request``: a consent request as data (what would be sent, to where, the agent's token);
+  the words are ``ui/consent_words``'s;
 - ``matrix``: a scope's vectors in memory, searched exactly, pure numpy;
 - ``engine``: one search's semantic side and its status;
 - ``kept``: what the engine keeps per Hermes home (the store, its indexers and matrices).

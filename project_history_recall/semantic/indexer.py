@@ -18,19 +18,18 @@ command line, which always reconciles by hash.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes import changes, paths
-from ..hermes.readonly import StateDBError, file_fingerprint
-from ..hermes.statedb import READ_BATCH, Shape, content_sql, decode_content, reading, seconds_sql
+from ..hermes import changes, messages, paths
+from ..hermes.readonly import StateDBError
+from ..hermes.statedb import Shape, reading
 from . import chunking, consent
 from . import store as vectors
 from .embedders.base import EmbedderUnavailable, known_fingerprint
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ROLES = ("user", "assistant")
 GC_INTERVAL = 600.0  # seconds between sweeps for vectors of sessions Hermes deleted
 
 
@@ -68,7 +66,7 @@ class Progress:
     seconds: float = 0.0
 
 
-def plan(conn: sqlite3.Connection, states: dict[str, vectors.SessionState], members: list[str]) -> dict[str, Work]:
+def plan(conn: sqlite3.Connection, states: dict[str, vectors.VectorState], members: list[str]) -> dict[str, Work]:
     """What must happen for ``members`` to be fully indexed. Reads state.db only.
 
     (A session with only new tool rows is an append that embeds nothing; its
@@ -81,15 +79,8 @@ def pending_chunks(conn: sqlite3.Connection, work: dict[str, Work], chunk_chars:
     """About how many chunks ``work`` will embed, from the messages' lengths alone (no
     text is read): a reconcile counts as embedding the whole session again, at most."""
     step = max(1, chunk_chars - chunk_overlap)
-    total = 0
-    for item in work.values():
-        after = 0 if item.kind == "reconcile" else item.after_id
-        row = conn.execute(
-            "SELECT count(*), sum((max(0, length(content) - ?) + ? - 1) / ?) FROM messages "
-            "WHERE session_id = ? AND id > ? AND id <= ? AND role IN ('user', 'assistant')",
-            (chunk_chars, step, step, item.session_id, after, item.seen[1])).fetchone()
-        total += (row[0] or 0) + (row[1] or 0)
-    return total
+    return sum(messages.pieces(conn, item.session_id, 0 if item.kind == "reconcile" else item.after_id,
+                               item.seen[1], chunk_chars, step) for item in work.values())
 
 
 def estimate(chunks: int, embedder: Embedder, measured: float | None = None) -> dict:
@@ -105,54 +96,23 @@ def first_text(conn: sqlite3.Connection, shape: Shape, members: list[str], chunk
                chunk_overlap: int) -> str | None:
     """The first piece of the scope that indexing will embed anyway: what the
     ``index`` command asks a remote model first, to learn its dimension."""
-    rows = conn.execute(
-        f"SELECT {content_sql('content')} FROM messages m WHERE session_id IN (SELECT value FROM json_each(?)) "
-        f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY session_id DESC, id LIMIT 50",
-        (json.dumps(members),)).fetchall()
-    for (content,) in rows:
-        for _offset, piece in chunking.split(chunking.prepare(decode_content(content)), chunk_chars, chunk_overlap):
+    for text in messages.first_texts(conn, shape, members):
+        for _offset, piece in chunking.split(chunking.prepare(text), chunk_chars, chunk_overlap):
             return piece
     return None
 
 
-def _read_rows(conn: sqlite3.Connection, shape: Shape, sid: str, after_id: int,
-               upto: int) -> list[tuple[int, str, float | None]]:
-    """(id, prepared text, timestamp or None) of the session's user/assistant rows in (after_id, upto].
-
-    Rewound rows are embedded (a restore brings them back; searches filter them
-    out); scaffolding Hermes never shows is not: it can never be a result.
-    Read ``READ_BATCH`` rows per statement: a long session in one statement
-    would hold state.db's lock while all of it is read."""
-    out: list[tuple[int, str, float | None]] = []
-    while True:
-        rows = conn.execute(
-            f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
-            "WHERE session_id = ? AND id > ? AND id <= ? "
-            f"AND role IN ('user', 'assistant') AND {shape.shown_filter('m')} ORDER BY id LIMIT ?",
-            (sid, after_id, upto, READ_BATCH)).fetchall()
-        out.extend((r[0], chunking.prepare(decode_content(r[1])), r[2]) for r in rows)
-        if len(rows) < READ_BATCH:
-            return out
-        after_id = rows[-1][0]
-
-
-class Indexer:
+class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
     """The background indexer of one embeddings.db for one model."""
 
+    thread_name = "phr-indexer"
+
     def __init__(self, home: Path, settings: Settings, embedder: Embedder, store: vectors.VectorStore):
-        self.home = home
+        super().__init__(home, store)
         self.settings = settings
         self.embedder = embedder
         self.store = store
         self.fp = known_fingerprint(embedder)
-        self._cond = threading.Condition()
-        self._queues: dict[tuple, dict[str, Work]] = {}  # scope key -> pending work
-        self._order: list[tuple] = []  # scope keys, most recently asked first
-        self._busy: dict[tuple, str | None] = {}
-        self._thread: threading.Thread | None = None
-        self._quiet: dict[tuple, tuple] = {}
-        self._states: dict[tuple, tuple] = {}  # key -> (quiet tuple, states read then)
-        self.error: str | None = None
         self.chunks_per_second: float | None = None
         self._swept_at = float("-inf")
 
@@ -166,7 +126,7 @@ class Indexer:
         if not known:
             return 0
         with reading(paths.state_db_path(self.home)) as (conn, _shape):
-            existing = {r[0] for r in conn.execute("SELECT id FROM sessions")}
+            existing = messages.session_ids(conn)
         gone = sorted(known - existing)
         if gone:
             self.store.drop_sessions(None, gone)
@@ -180,59 +140,25 @@ class Indexer:
         Returns ``{"pending": sessions still to do, "indexed": sessions with
         vectors, "states": each member's row in embeddings.db}``.
         """
-        state_path = paths.state_db_path(self.home)
-        # Nothing changed in state.db, in embeddings.db (other processes' commits
-        # or ours) or in the scope since the last check found nothing to do.
-        quiet = (file_fingerprint(state_path), self.store.data_version(), self.store.writes, hash(frozenset(members)))
-        with self._cond:
-            if self._quiet.get(key) == quiet and not self._queues.get(key):
-                return self._summary(key, members, quiet)
+        stamp, known = self._recall(key, members)
+        if known is not None:
+            return self._summary(0, known)
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
         work = plan(conn, states, members)
         for item in work.values():
             item.project = key
-        with self._cond:
-            self._queues[key] = work
-            if work:
-                self._quiet.pop(key, None)
-                self._promote(key)
-                self._ensure_thread()
-                self._cond.notify_all()
-                deadline = time.monotonic() + max(0.0, budget_s)
-                while self._queues.get(key) and self.error is None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
-            if not self._queues.get(key):
-                quiet = self._quiet[key] = (quiet[0], self.store.data_version(), self.store.writes, quiet[3])
-        return self._summary(key, members, quiet)
-
-    def _summary(self, key: tuple, members: list[str], quiet: tuple) -> dict:
-        with self._cond:
-            pending = len(self._queues.get(key) or {})
-            seen = self._states.get(key)
-        # Reading every member's row costs ~8 ms at 1,300 sessions; when neither
-        # file nor the scope changed since the last read, the rows are the same.
-        if seen is not None and seen[0] == quiet and not pending:
-            states = seen[1]
-        else:
+        pending = self._submit(key, work, wait=budget_s)
+        if pending:
+            return self._summary(pending, self.store.states(self.fp, members))
+        if work:
+            stamp = self._restamp(stamp)
             states = self.store.states(self.fp, members)
-            with self._cond:
-                self._states[key] = (quiet, states)
-        indexed = sum(1 for st in states.values() if st.chunks > 0)
-        return {"pending": pending, "indexed": indexed, "states": states}
+        return self._summary(0, self._remember(key, stamp, states))
 
-    def _promote(self, key: tuple) -> None:
-        if key in self._order:
-            self._order.remove(key)
-        self._order.insert(0, key)
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="phr-indexer", daemon=True)
-            self._thread.start()
+    @staticmethod
+    def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:
+        return {"pending": pending, "indexed": sum(1 for st in states.values() if st.chunks > 0), "states": states}
 
     def index_now(self, key: tuple, members: list[str], on_progress=None) -> Progress:
         """Index ``members`` in this thread (the CLI's ``index``): every session is
@@ -255,104 +181,35 @@ class Indexer:
                 on_progress(progress, n, total)
         progress.sessions_removed = self.sweep()
         progress.seconds = time.perf_counter() - started
-        with self._cond:
-            self._quiet.pop(key, None)
         return progress
 
-    def wait_idle(self, timeout: float) -> bool:
-        """True once no work is queued (tests and the CLI use it; searches never do)."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while any(self._queues.values()) or any(self._busy.values()):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return True
-
     # -- the worker ----------------------------------------------------------------
-    def _next(self) -> tuple[tuple, Work] | None:
-        for key in self._order:
-            queue = self._queues.get(key)
-            if queue:
-                # Newest sessions first (Hermes ids start with the date): recent
-                # history becomes searchable soonest.
-                sid = max(queue)
-                return key, queue[sid]
-        return None
+    def _idle(self) -> None:
+        if time.monotonic() - self._swept_at <= GC_INTERVAL:
+            return
+        try:
+            self.sweep()
+        except (StateDBError, derived.StoreError, OSError) as exc:
+            logger.warning("sweeping deleted sessions failed: %s", exc)
+        except Exception:
+            logger.exception("sweeping deleted sessions failed")
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                item = self._next()
-                sweep = item is None and time.monotonic() - self._swept_at > GC_INTERVAL
-            if sweep:
-                try:
-                    self.sweep()
-                except (StateDBError, derived.StoreError, OSError) as exc:
-                    logger.warning("sweeping deleted sessions failed: %s", exc)
-                except Exception:
-                    logger.exception("sweeping deleted sessions failed")
-            with self._cond:
-                item = self._next()
-                while item is None:
-                    if not self._cond.wait(30):
-                        self._thread = None
-                        return
-                    item = self._next()
-                key, work = item
-                self._busy[key] = work.session_id
-            try:
-                resume_after = self.process(work)
-            except StateDBError as exc:
-                logger.warning("indexing %s paused: %s", work.session_id, exc)
-                time.sleep(0.5)
-                continue  # transient (locked) or the file is gone: the next search re-plans
-            except consent.ConsentRequired:
-                # The consent was removed from config.yaml while this scope was queued: drop its work.
-                with self._cond:
-                    self._queues.pop(key, None)
-                    self._cond.notify_all()
-                continue
-            except (EmbedderUnavailable, derived.StoreError) as exc:
-                # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
-                logger.warning("indexing stopped: %s", exc)
-                self._stop(str(exc))
-                return
-            except Exception as exc:  # never kill the thread silently
-                logger.exception("indexing failed")
-                self._stop(f"indexing failed: {type(exc).__name__}: {exc}")
-                return
-            finally:
-                with self._cond:
-                    self._busy[key] = None
-            with self._cond:
-                queue = self._queues.get(key)
-                if resume_after is not None:
-                    work.after_id = resume_after  # yielded to another scope; continue later
-                    continue
-                if queue and queue.get(work.session_id) is work:
-                    del queue[work.session_id]
-                for other in self._queues.values():  # the same session may be queued for two scopes
-                    if other.get(work.session_id) is not None and other[work.session_id].seen == work.seen:
-                        del other[work.session_id]
-                self._cond.notify_all()
-
-    def _stop(self, reason: str) -> None:
-        """Give up all queued work; searches report ``reason`` and the next one starts afresh."""
-        with self._cond:
-            self.error = reason
-            self._queues.clear()
-            self._busy.clear()
-            self._cond.notify_all()
-
-    def _stop_for(self, work: Work) -> bool:
-        """Yield to a scope asked for more recently than the one being worked on."""
-        with self._cond:
-            if not self._order:
-                return False
-            first = self._queues.get(self._order[0]) or {}
-            return bool(first) and work.session_id not in first
+    def _step(self, key: tuple, item: Work) -> Step:
+        try:
+            resume_after = self.process(item)
+        except StateDBError as exc:
+            logger.warning("indexing %s paused: %s", item.session_id, exc)
+            return Step.PAUSE  # transient (locked) or the file is gone: the next search re-plans
+        except consent.ConsentRequired:
+            return Step.DROP  # the consent was removed from config.yaml while this scope was queued
+        except (EmbedderUnavailable, derived.StoreError) as exc:
+            # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
+            logger.warning("indexing stopped: %s", exc)
+            raise Stop(str(exc)) from exc
+        if resume_after is not None:
+            item.after_id = resume_after  # yielded to another scope; continue later
+            return Step.AGAIN
+        return Step.DONE
 
     def process(self, work: Work, progress: Progress | None = None, *, on_batch=None) -> int | None:
         """Do one session's work, batch by batch, each batch committed.
@@ -364,7 +221,10 @@ class Indexer:
         batch = self.settings.batch_size
         reconcile = work.kind == "reconcile"
         with reading(state_path) as (conn, shape):
-            rows = _read_rows(conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])
+            # Rewound rows are embedded (a restore brings them back; searches filter them out);
+            # scaffolding Hermes never shows is not: it can never be a result.
+            rows = [(mid, chunking.prepare(text), ts) for mid, text, ts in messages.conversation_texts(
+                conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])]
         if reconcile:
             rows = self._reconcile(work, rows, progress)
         pending: list[tuple[int, int, str, str, float | None]] = []  # (message id, offset, text, hash, ts)
@@ -379,7 +239,7 @@ class Indexer:
                 pending = []
                 if on_batch:
                     on_batch()
-                if progress is None and not reconcile and self._stop_for(work):
+                if progress is None and not reconcile and self._newer_scope_waiting(work):
                     return mid
         self._embed_and_store(work, pending, work.seen[1], progress, seen=work.seen)
         if progress:

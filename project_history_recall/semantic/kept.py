@@ -3,11 +3,15 @@
 The vector store (``embeddings.db``), one background indexer per model and
 the last ``MAX_MATRICES`` scopes' vectors in memory. They belong together:
 a store opened afresh (the file was deleted or replaced) leaves its indexers
-and matrices behind with the old one.
+and matrices behind with the old one. Each scope's matrix is also saved in
+``matrices/`` in the data folder, one file per model and scope, for the
+next process to start from.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from .embedders.base import Embedder
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~52 MB per 100k chunks
+MATRICES = "matrices"  # the folder of the saved matrices, in the data folder
 
 
 class SemanticParts:
@@ -71,11 +76,19 @@ class SemanticParts:
         with self.home.lock:
             found = self._matrices.get(key)
             if found is None:
-                found = self._matrices[key] = ScopeMatrix(dimension, context_weight)
+                found = self._matrices[key] = ScopeMatrix(
+                    dimension, context_weight, self.saved_matrix(fingerprint, scope_key, context_weight),
+                    vectors.identity)
             self._matrices.move_to_end(key)
             while len(self._matrices) > MAX_MATRICES:
                 self._matrices.popitem(last=False)
             return found
+
+    def saved_matrix(self, fingerprint: str, scope_key: tuple, context_weight: float) -> Path:
+        """The file a scope's matrix is saved in: one per model and scope, whichever store it
+        came from (a rebuilt store's matrix is saved over the old one's)."""
+        name = json.dumps([fingerprint, scope_key, context_weight])
+        return self.home.data_dir / MATRICES / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.arrays"
 
 
 def of(home: Path) -> SemanticParts:

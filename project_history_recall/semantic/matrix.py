@@ -9,6 +9,16 @@ twice the margin, and the keyword candidates are scored again with their
 stored float vectors, so every score a search returns is the float one.
 At 100k chunks the int8 rows take 51 MB where float32 took 205 MB.
 
+A new process would read those rows from embeddings.db one by one (1-2 CPU
+seconds at 100k chunks), so a matrix that read many rows from the store is
+saved whole to one file (``files.arrays``) and the next process for that
+project starts from it: one read of the file, then the usual sync reads only
+what the store has gained since. The file records the store it was read from
+(its ``identity``) and, per session, the generation and last rowid it holds,
+so a rebuilt store or a changed session is read afresh, as in memory. A
+damaged file is only a slower start, and whatever it holds only *chooses*:
+every score comes from the store's float vectors.
+
 Each chunk is scored in its conversational context: the similarity of the
 chunk plus w times its neighbours' in the same session (the chunk before and
 after), divided by the norm of the vector v + w(prev + next), which is
@@ -22,7 +32,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
+from ..files import arrays
 from . import store as vectors
 
 NORM_SLICE = 2048
@@ -34,6 +46,11 @@ CANDIDATE_FACTOR = 4
 # re-score. int8 moves a cosine by at most about 0.002, so a row among the best
 # k in float is missed only if 2k rows score within 0.004 of it.
 RESCORE_FACTOR = 2
+# A matrix is saved once it has read this many rows from the store since it was last saved or
+# read back (or a tenth of its rows, if more): reading them costs the next process far more.
+SAVE_AFTER_ROWS = 4096
+# The arrays a saved matrix holds, in the file's order.
+SAVED = ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm")
 
 
 @dataclass
@@ -61,7 +78,9 @@ def _quantise(v):
 class ScopeMatrix:
     """One project's vectors in RAM, with per-row session, message, time and store rowid."""
 
-    def __init__(self, dim: int, context_weight: float = 1.0):
+    def __init__(self, dim: int, context_weight: float = 1.0, saved_at: Path | None = None, source: str = ""):
+        """``saved_at``: the file this matrix is kept in between processes (None: never saved);
+        ``source``: the identity of the store its rows come from."""
         import numpy as np
 
         self.dim = dim
@@ -82,6 +101,10 @@ class ScopeMatrix:
         self.loaded: dict[str, tuple[int, int]] = {}  # sid -> (generation, last rowid)
         self.rows: dict[str, list[int]] = {}  # sid -> row indices, in message order
         self.lock = threading.Lock()
+        self.saved_at = saved_at
+        self.source = source
+        self.unsaved = 0  # rows read from the store since the matrix was saved or read back
+        self._read_back = saved_at is None
 
     # -- growing and shrinking -------------------------------------------------------
     def _reserve(self, extra: int) -> None:
@@ -91,7 +114,8 @@ class ScopeMatrix:
         cap = len(self.mids)
         if need <= cap:
             return
-        new_cap = max(need, int(cap * 1.25) + 1024)
+        # Room to grow into without copying: the pages of rows never written take no memory.
+        new_cap = max(need, cap) * 5 // 4 + 1024
         vecs = np.empty((new_cap, self.dim), dtype=np.int8)
         vecs[: self.n] = self.vecs[: self.n]
         self.vecs = vecs
@@ -115,20 +139,23 @@ class ScopeMatrix:
         remap[keep] = np.arange(len(keep))
         for name in ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm"):
             arr = getattr(self, name)
-            setattr(self, name, arr[keep].copy())
+            setattr(self, name, arr[keep])
         # Neighbour links point at rows of the same session, which are alive together.
         self.prev = np.where(self.prev >= 0, remap[self.prev], -1)
         self.next = np.where(self.next >= 0, remap[self.next], -1)
         self.n = len(keep)
         self.rows = {sid: [int(remap[r]) for r in rows] for sid, rows in self.rows.items()}
 
-    def _append(self, batch: list, after: dict[str, int]) -> None:
-        """Rows ``(rowid, session_id, message_id, timestamp, f16 bytes)`` in session order."""
+    def _append(self, batch: list, after: dict[str, int], upto: dict[str, int]) -> None:
+        """Rows ``(rowid, session_id, message_id, timestamp, f16 bytes)`` in session order, those
+        of each session after ``after`` and up to ``upto`` (the last rowid its state names: a
+        row the indexer wrote since is read with the next sync, and only then)."""
         import numpy as np
 
-        batch = [r for r in batch if r[0] > after.get(r[1], 0)]
+        batch = [r for r in batch if after.get(r[1], 0) < r[0] <= upto[r[1]]]
         if not batch:
             return
+        self.unsaved += len(batch)
         self._reserve(len(batch))
         count = len(batch)
         start, end = self.n, self.n + count
@@ -194,7 +221,10 @@ class ScopeMatrix:
 
     # -- keeping in step with the store -----------------------------------------------
     def sync(self, store: vectors.VectorStore, fp: str, members: list[str],
-             states: dict[str, vectors.SessionState]) -> None:
+             states: dict[str, vectors.VectorState]) -> None:
+        if not self._read_back:
+            self._read_back = True
+            self._read_saved()
         member_set = set(members)
         for sid in [s for s in self.loaded if s not in member_set or s not in states]:
             self._kill(sid)
@@ -210,18 +240,75 @@ class ScopeMatrix:
                 full.append(sid)
             elif st.last_rowid > have[1]:
                 appends.append(sid)
+        upto = {sid: states[sid].last_rowid for sid in full + appends}
         if full:
             self._reserve(sum(states[s].chunks for s in full))
             for page in store.rows(fp, full, page=PAGE):
-                self._append(page, {})
+                self._append(page, {}, upto)
         for sid in appends:
             for page in store.rows(fp, [sid], after_rowid=self.loaded[sid][1], page=PAGE):
-                self._append(page, {sid: self.loaded[sid][1]})
+                self._append(page, {sid: self.loaded[sid][1]}, upto)
         for sid in full + appends:
             self.loaded[sid] = (states[sid].generation, states[sid].last_rowid)
         dead = self.n - int(self.alive[: self.n].sum())
         if dead > 1000 and dead > self.n // 4:
             self._compact()
+        if self.saved_at is not None and self.unsaved >= max(SAVE_AFTER_ROWS, self.n // 10):
+            self.save()
+
+    # -- kept between processes ---------------------------------------------------------
+    def _fields(self) -> dict:
+        """What a saved matrix must have been made with for this one to start from it."""
+        return {"source": self.source, "dim": self.dim, "w": self.w}
+
+    def save(self) -> None:
+        """Write the matrix to ``saved_at`` (the caller holds ``lock``); a failed write is logged
+        and leaves the matrix as it is."""
+        if self.saved_at is None:
+            raise AssertionError("this matrix has no file to be saved in")
+        fields = {**self._fields(), "rows": self.n, "sessions": self.sessions,
+                  "loaded": {sid: list(state) for sid, state in self.loaded.items()}}
+        if arrays.save(self.saved_at, fields, [getattr(self, name)[: self.n] for name in SAVED]):
+            self.unsaved = 0
+
+    def _read_saved(self) -> None:
+        """Start from the saved matrix, if there is one made from the same store and model."""
+        import numpy as np
+
+        if self.saved_at is None or self.n:
+            return
+        found = arrays.load(self.saved_at, spare=SAVE_AFTER_ROWS)
+        if found is None:
+            return
+        fields, parts = found
+        try:
+            if {k: fields[k] for k in self._fields()} != self._fields():
+                return
+            n = int(fields["rows"])
+            sessions = [str(s) for s in fields["sessions"]]
+            loaded = {str(sid): (int(g), int(r)) for sid, (g, r) in fields["loaded"].items()}
+            named = dict(zip(SAVED, parts, strict=True))
+        except (KeyError, TypeError, ValueError):
+            return
+        links = np.concatenate([named["prev"][:n], named["next"][:n]])
+        if (named["vecs"].shape[1:] != (self.dim,) or any(len(a) != n + SAVE_AFTER_ROWS for a in parts)
+                or (n and (links.min() < -1 or links.max() >= n
+                           or named["sidx"][:n].min() < 0 or named["sidx"][:n].max() >= len(sessions)))):
+            return
+        for name, part in named.items():
+            setattr(self, name, part)
+        self.n = n
+        self.sessions = sessions
+        self.session_index = {sid: i for i, sid in enumerate(sessions)}
+        # Each session's live rows, in row order (the order they were appended in).
+        live = np.flatnonzero(named["alive"][:n])
+        live = live[np.argsort(named["sidx"][live], kind="stable")]
+        cuts = np.flatnonzero(np.diff(named["sidx"][live])) + 1
+        self.rows = {sessions[int(named["sidx"][part[0]])]: part.tolist() for part in np.split(live, cuts)
+                     if len(part)}
+        self.loaded = {sid: state for sid, state in loaded.items() if sid in self.rows}
+        for sid in [sid for sid in self.rows if sid not in self.loaded]:
+            self._kill(sid)
 
     # -- searching ----------------------------------------------------------------------
     def search(self, store: vectors.VectorStore, q, allowed: set[str], since: float | None,

@@ -20,16 +20,22 @@ Every batch is one transaction (vectors and progress together), so a killed
 indexing run leaves a consistent index that resumes where it stopped. A file
 that is not a readable database, or turns out damaged in use, is moved aside
 and rebuilt (``derived``).
+
+Each file has an ``identity``, drawn when it is made: generations and rowids
+start again in a rebuilt file, so what was read from another file (a matrix
+saved between processes) is known by it not to be this one's.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import derived
+from ..hermes.changes import SessionState
 from ..hermes.statedb import seconds_sql
 
 FILE_NAME = "embeddings.db"
@@ -63,11 +69,10 @@ CREATE TABLE IF NOT EXISTS sessions (
 
 
 @dataclass
-class SessionState:
-    session_id: str
-    indexed_max_id: int = 0
-    seen_count: int = 0
-    seen_max_id: int = 0
+class VectorState(SessionState):
+    """A session's progress for one model, and its vectors: how many, their generation (a
+    reconcile that dropped some bumps it), the last one's rowid."""
+
     chunks: int = 0
     generation: int = 0
     last_rowid: int = 0
@@ -83,7 +88,7 @@ class ChunkRow:
     vector: object  # float32 (dimension,)
 
 
-# One row of ``sessions`` as a SessionState, for one model.
+# One row of ``sessions`` as a VectorState, for one model.
 _STATES = ("SELECT session_id, indexed_max_id, seen_count, seen_max_id, chunks, generation, last_rowid "
            "FROM sessions WHERE model_fingerprint = ?")
 
@@ -102,16 +107,30 @@ class VectorStore(derived.DerivedFile):
 
     def __init__(self, path: Path):
         super().__init__(path, _SCHEMA, SCHEMA_VERSION)
+        self.identity = self._identity()
+
+    def _identity(self) -> str:
+        with self.using() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
+        if row is not None:
+            return row[0]
+
+        def _draw(conn: sqlite3.Connection) -> str:
+            # Another process may have drawn it since the read above: the first one drawn stays.
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)", (uuid.uuid4().hex,))
+            return conn.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()[0]
+
+        return self.transaction(_draw)
 
     # -- reads -------------------------------------------------------------------
-    def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, SessionState]:
+    def states(self, fingerprint: str, session_ids: list[str] | None = None) -> dict[str, VectorState]:
         sql = _STATES
         params: list = [fingerprint]
         if session_ids is not None:
             sql += " AND session_id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(session_ids))
         with self.using() as conn:
-            return {r[0]: SessionState(*r) for r in conn.execute(sql, params)}
+            return {r[0]: VectorState(*r) for r in conn.execute(sql, params)}
 
     def hashes(self, fingerprint: str, session_id: str) -> dict[int, str]:
         with self.using() as conn:
@@ -157,18 +176,18 @@ class VectorStore(derived.DerivedFile):
             return dict(conn.execute("SELECT model_fingerprint, count(*) FROM chunks GROUP BY 1"))
 
     # -- writes (each one transaction) --------------------------------------------
-    def _state(self, conn: sqlite3.Connection, fingerprint: str, sid: str) -> SessionState:
+    def _state(self, conn: sqlite3.Connection, fingerprint: str, sid: str) -> VectorState:
         row = conn.execute(f"{_STATES} AND session_id = ?", (fingerprint, sid)).fetchone()
-        return SessionState(*row) if row else SessionState(sid)
+        return VectorState(*row) if row else VectorState(sid)
 
-    def _put_state(self, conn: sqlite3.Connection, fingerprint: str, st: SessionState) -> None:
+    def _put_state(self, conn: sqlite3.Connection, fingerprint: str, st: VectorState) -> None:
         conn.execute(
             "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?,?,?,?,?)",
             (fingerprint, st.session_id, st.indexed_max_id, st.seen_count, st.seen_max_id, st.chunks,
              st.generation, st.last_rowid))
 
     def add(self, fingerprint: str, session_id: str, chunks: list[ChunkRow], indexed_max_id: int | None,
-            seen: tuple[int, int] | None = None) -> SessionState:
+            seen: tuple[int, int] | None = None) -> VectorState:
         """Store one batch of a session's vectors and its progress, atomically.
 
         ``indexed_max_id``: every message up to this id is now done (None: unchanged);
@@ -197,7 +216,7 @@ class VectorStore(derived.DerivedFile):
         return self.transaction(_do)
 
     def remove_messages(self, fingerprint: str, session_id: str, message_ids: list[int], *,
-                        dirty: bool) -> SessionState:
+                        dirty: bool) -> VectorState:
         """Drop these messages' vectors; ``dirty`` marks the session for a full check
         (set while a reconciliation is under way, so a crash repeats it)."""
         def _do(conn: sqlite3.Connection):

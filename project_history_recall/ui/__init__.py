@@ -8,6 +8,8 @@
   one-line error everywhere, logged, the remote embedder's key scrubbed from both;
 - ``render``: every response as text, the same for the CLI and ``/recall``; the one place the
   CLI writes (the remote embedder's key is scrubbed there);
+- ``consent_words``: what a request for consent tells the agent (the token and how to use it) or
+  a person (the command that agrees), put on the data the engine refuses with;
 - ``terminal``: control and bidi characters from history escaped for every edge above, so
   history cannot drive a terminal;
 - ``demo``: the demo Hermes home the first run builds when there is none (kept in the cache

@@ -35,7 +35,7 @@ from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
-from . import demo, edge, render
+from . import consent_words, demo, edge, render
 from .arguments import DESCRIPTION, Parser, setup_parser
 
 # A person running one search waits for the model and index (the agent's tool
@@ -349,12 +349,12 @@ def cmd_consent(run: _Run) -> int:
             raise UsageError(f"nothing recorded: add --yes to agree without a prompt "
                              f"({described['would_send']['messages']:,} messages of "
                              f"'{described['project']['name']}' to {described['service']})")
-        question = described["ask_user"].replace("Hermes would send", "this would send")
+        question = consent_words.described(described)["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
     response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
                                            None if run.args.yes else confirm)
-    return run.emit(response, render.format_message)
+    return run.emit(consent_words.in_response(response, consent_words.described), render.format_message)
 
 
 COMMANDS = {

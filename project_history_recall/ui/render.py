@@ -20,8 +20,7 @@ from pathlib import Path
 from .. import results
 from .. import settings as config
 from ..files import envfile
-from ..semantic import consent_request
-from . import terminal
+from . import consent_words, terminal
 
 class Style:
     """Colours in a terminal (unless NO_COLOR), plain marks elsewhere. Colours are placed through
@@ -250,10 +249,7 @@ def format_config(response: dict) -> str:
 def for_person(response: dict, command: str) -> dict:
     """A search or status response as a person sees it: a consent request names the command
     that grants it, never the agent's token."""
-    asked = response.get("consent")
-    if isinstance(asked, dict) and asked.get("required"):
-        response = {**response, "consent": consent_request.for_person(asked, command)}
-    return response
+    return consent_words.in_response(response, lambda asked: consent_words.for_person(asked, command))
 
 
 def format_index(response: dict) -> str:

@@ -94,8 +94,11 @@ def _answer(tool: str, run, args: dict, kw: dict) -> str:
 # load the engines (numpy, the embedders, the modules that open SQLite files).
 def handle_search(args: dict, **kw) -> str:
     from .. import search
+    from . import consent_words
 
-    return _answer("project_history_search", search.run, args, kw)
+    return _answer("project_history_search",
+                   lambda home, caller, a: consent_words.in_response(search.run(home, caller, a), consent_words.for_agent),
+                   args, kw)
 
 
 MOVE_SCHEMA = {

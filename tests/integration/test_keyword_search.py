@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, found, only_on, plugin_module, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, found, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 
@@ -269,9 +269,6 @@ def test_plugin_connection_cannot_write(lookalike_pq, world):
         conn.close()
 
 
-# The same open defect as test_eight_searchers_and_a_writer's: on 0.22's rollback journal a search
-# beside Hermes's writer has once failed here (1 run in 4); until it is fixed, this runs on 0.19.0.
-@only_on((0, 19), "on 0.22's rollback journal a search beside the writer intermittently fails (an open defect)")
 def test_search_while_another_process_writes(lookalike_pq, world):
     world.close()
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""

@@ -19,7 +19,7 @@ import sys
 import textwrap
 import threading
 
-from hermes_world import call, enable_plugin, plugin_settings
+from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings
 
 SEARCH = "project_history_search"
 QUESTION = "the release crashed since the box had too little RAM"
@@ -74,6 +74,13 @@ def test_after_session_start_the_first_search_is_semantic_at_once(world, work):
     assert warm["search"]["semantic_status"] == "ready"
     assert warm["search"]["searched_with"] == "keyword+semantic"
     assert warm["search"]["results"][0]["snippet"].startswith("The deployment failed")
+    # What loading the model computed is saved in the data folder; the next process reads it back.
+    (saved,) = (world.home / PLUGIN_KEY / "models").iterdir()
+    stamp = saved.stat().st_mtime_ns
+    again = fresh_process(world.home, folder, new_session, hooked=True)
+    assert saved.stat().st_mtime_ns == stamp
+    assert again["search"]["semantic_status"] == "ready"
+    assert again["search"]["results"] == warm["search"]["results"]
 
 
 def test_without_the_hook_the_first_search_answers_by_keyword_while_the_model_loads(world, work):

@@ -173,6 +173,9 @@ def one_world(world):
         plugin_settings(home, semantic=SEMANTIC)
         if not _loaded:
             _loaded["entry"] = enable_plugin(home)
+            # Hermes imports the plugin from this home's plugins/ once per process, and the package
+            # imports some modules only when first used: a later test of this process still reads them.
+            _loaded["base"] = base
         sessions, projects, records = _build(world, home)
         ids = list(sessions)
         oracle = {sid: oracle_project(sid, sessions, projects, records, str(Path.home()), str(home)) for sid in ids}
@@ -213,7 +216,8 @@ def one_world(world):
         os.environ.pop("TERMINAL_CWD", None)
         if old_home is not None:
             os.environ["HERMES_HOME"] = old_home
-        shutil.rmtree(base, ignore_errors=True)
+        if base != _loaded.get("base"):
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def test_profiles_never_mix(tmp_path, monkeypatch):

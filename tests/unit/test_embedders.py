@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SRC
 from project_history_recall import settings as config
+from project_history_recall.files import arrays
 from project_history_recall.semantic import chunking, embedders, indexer
 from project_history_recall.semantic.embedders import e5
 from project_history_recall.semantic.embedders.base import EmbedderUnavailable
@@ -217,3 +218,20 @@ def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale(tmp_path):
     assert [h.message_id for h in mapped] == [100]  # the rest are far below the best on this scale
     assert abs(mapped[0].score - (0.95 - 0.8) / 0.2) < 1e-2 and abs(sims[103] - (0.83 - 0.8) / 0.2) < 1e-2
     assert embedders.OFFLINE["local"].cosine_baseline == 0.0 < embedders.OFFLINE["e5-small"].cosine_baseline
+
+
+def test_use_mapped_from_its_saved_arrays_embeds_exactly_as_from_its_wheel(tmp_path):
+    from project_history_recall.semantic.embedders.local import UniversalSentenceEncoder
+
+    texts = ["how did we fix the timeout", "昨天上线失败了，因为机器的内存不够用", "ERR_CONNECTION_REFUSED at /api/v2"]
+    stock = UniversalSentenceEncoder(1000, 100).embed_documents(texts)
+    saving = UniversalSentenceEncoder(1000, 100, saved_in=tmp_path)  # builds, saves, then maps
+    (saved,) = tmp_path.iterdir()
+    mapped = UniversalSentenceEncoder(1000, 100, saved_in=tmp_path)
+    assert saved.stat().st_mtime_ns == next(tmp_path.iterdir()).stat().st_mtime_ns  # read, not written again
+    for model in (saving, mapped):
+        assert isinstance(model._use._backend.table, np.ndarray) and not model._use._backend.table.flags.owndata
+        assert np.array_equal(model.embed_documents(texts), stock)
+    saved.write_bytes(saved.read_bytes()[:-100])  # damaged: built from the wheel again, and saved anew
+    assert np.array_equal(UniversalSentenceEncoder(1000, 100, saved_in=tmp_path).embed_documents(texts), stock)
+    assert arrays.load(saved) is not None

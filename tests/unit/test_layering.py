@@ -23,7 +23,7 @@ LAYERS = (
     ("base", ("errors", "version", "hits")),
     ("files", ("files",)),
     ("hermes", ("hermes",)),
-    ("core", ("settings", "redaction", "home")),
+    ("core", ("settings", "redaction", "home", "background")),
     ("scope", ("scope",)),
     ("engines", ("keyword", "semantic", "context")),
     ("pieces", ("fusion", "sessions", "results")),

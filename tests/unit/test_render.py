@@ -88,3 +88,29 @@ def test_a_session_result_shows_each_of_its_hits_and_every_message_id():
     assert lines[at + 1:] == ["    «deploy» failed", "      assistant: retry it",
                               "    also 2026-09-01 10:05 · assistant · keyword", "    the «deploy» passed",
                               "      user: thanks", "    @session:default/s1 · messages 7, 12"]
+
+
+ASKED = {"required": True, "service": "https://embed.example", "model": "m-1",
+         "project": {"kind": "explicit", "id": "p 1", "name": "App"},
+         "would_send": {"messages": 1, "sessions": 2, "characters": 1200, "piece_chars": 1500},
+         "nothing_sent_yet": True, "token": "phr1.abc", "token_result": {"status": "expired"}}
+
+
+def test_a_consent_request_is_put_in_words_for_the_agent_or_for_a_person():
+    from project_history_recall.ui import consent_words
+
+    agent = consent_words.in_response({"consent": ASKED}, consent_words.for_agent)["consent"]
+    assert agent["ask_user"].startswith("To search project 'App' by meaning, Hermes would send 1 user and "
+                                        "assistant message (about 1,200 characters) from 2 sessions")
+    assert "https://embed.example (model m-1)" in agent["ask_user"]
+    assert agent["would_send"] == {"what": consent_words.SENT_TEXT.format(chunk=1500), "messages": 1, "sessions": 2,
+                                   "characters": 1200, "not_sent": consent_words.NOT_SENT}
+    assert agent["token"] == "phr1.abc" and "consent set to this token" in agent["how_to_record"]
+    assert agent["token_result"] == {"status": "expired"}  # why the token passed did not do it stays
+    tokenless = consent_words.for_agent({k: v for k, v in ASKED.items() if k != "token"})
+    assert tokenless["how_to_record"].endswith("if they agree, they can run: hermes recall consent grant --project 'p 1'")
+    person = render.for_person({"consent": ASKED}, "recall")["consent"]
+    assert "token" not in person and person["how_to_record"] == "recall consent grant --project 'p 1'"
+    assert person["ask_user"] == agent["ask_user"]
+    assert consent_words.in_response({"consent": {"required": False, "status": "recorded"}},
+                                     consent_words.for_agent) == {"consent": {"required": False, "status": "recorded"}}

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from project_history_recall.semantic import chunking, indexer, matrix, store as vectors
 from project_history_recall import settings as config, fusion
 from project_history_recall.hits import KEYWORD, SEMANTIC, Hit
-from project_history_recall.files import derived
+from project_history_recall.files import arrays, derived
 
 
 # -- chunking -------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def msgs():
 
 
 def test_plan_new_unchanged_appended_deleted_and_dirty(msgs):
-    S = vectors.SessionState
+    S = vectors.VectorState
     work = indexer.plan(msgs, {}, ["a", "b", "empty"])
     assert {k: (w.kind, w.after_id) for k, w in work.items()} == {"a": ("append", 0), "b": ("append", 0)}
     done = {"a": S("a", indexed_max_id=3, seen_count=3, seen_max_id=3),
@@ -230,3 +230,107 @@ def test_weak_semantic_matches_are_dropped(tmp_path):
     assert all(h.score >= max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * best) for h in hits)
     assert 102 not in {h.message_id for h in hits}  # the opposite message is not a result…
     assert sims[102] < 0  # …though a keyword candidate still gets its similarity
+
+
+# -- a matrix saved between processes ------------------------------------------------------------
+def _saved_matrix(tmp_path, store, w=1.0):
+    return matrix.ScopeMatrix(8, context_weight=w, saved_at=tmp_path / "matrices" / "scope.arrays",
+                              source=store.identity)
+
+
+def _searched(m, store, members, q):
+    m.sync(store, "fp", members, store.states("fp", members))
+    hits, sims = m.search(store, q, set(members), None, None, 10, candidates={1, 10})
+    return [(h.message_id, h.session_id, h.score) for h in hits], sims
+
+
+def test_a_saved_matrix_starts_the_next_process_where_the_last_one_was(tmp_path):
+    rng = np.random.default_rng(7)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", [1, 2, 3], _unit(rng, 3))
+    _add(store, "s2", [10, 11], _unit(rng, 2))
+    _add(store, "s3", [20, 21], _unit(rng, 2))
+    members, q = ["s1", "s2", "s3"], _unit(rng, 1)[0]
+    first = _saved_matrix(tmp_path, store)
+    expected = _searched(first, store, members, q)
+    with first.lock:
+        first.save()
+    store.close()
+    store = vectors.VectorStore(tmp_path / "embeddings.db")  # the next process
+    again = _saved_matrix(tmp_path, store)
+    assert _searched(again, store, members, q) == expected
+    for name in matrix.SAVED:
+        assert np.array_equal(getattr(again, name)[: again.n], getattr(first, name)[: first.n]), name
+    assert again.loaded == first.loaded and again.unsaved == 0  # read from the file, not the store
+    # What the store gained or lost since the file was saved is followed as in memory.
+    _add(store, "s1", [4], _unit(rng, 1))
+    store.remove_messages("fp", "s2", [11], dirty=False)
+    members = ["s1", "s2"]  # s3 left the scope
+    fresh = matrix.ScopeMatrix(8)
+    assert _searched(_saved_matrix(tmp_path, store), store, members, q) == _searched(fresh, store, members, q)
+
+
+def test_a_saved_matrix_of_another_store_or_a_damaged_one_is_not_used(tmp_path):
+    rng = np.random.default_rng(8)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", [1, 2], _unit(rng, 2))
+    saved = _saved_matrix(tmp_path, store)
+    saved.sync(store, "fp", ["s1"], store.states("fp"))
+    with saved.lock:
+        saved.save()
+    store.close()
+    # The store rebuilt: the same sessions, generations and rowids, other vectors.
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"embeddings.db{suffix}").unlink(missing_ok=True)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    other = _unit(rng, 2)
+    _add(store, "s1", [1, 2], other)
+    rebuilt = _saved_matrix(tmp_path, store)
+    rebuilt.sync(store, "fp", ["s1"], store.states("fp"))
+    assert rebuilt.unsaved == 2  # read from the store
+    quantised, _ = matrix._quantise(other.astype(np.float16).astype(np.float32))
+    assert np.array_equal(rebuilt.vecs[:2], quantised)
+    # A file altered after it was written reads as none at all.
+    file = tmp_path / "matrices" / "scope.arrays"
+    with rebuilt.lock:
+        rebuilt.save()
+    data = bytearray(file.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    file.write_bytes(bytes(data))
+    damaged = _saved_matrix(tmp_path, store)
+    damaged.sync(store, "fp", ["s1"], store.states("fp"))
+    assert damaged.unsaved == 2 and np.array_equal(damaged.vecs[:2], quantised)
+
+
+def test_rows_the_indexer_adds_during_a_sync_are_read_once(tmp_path):
+    rng = np.random.default_rng(9)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", [1, 2], _unit(rng, 2))
+    before = store.states("fp")  # read, then the indexer writes before the rows are
+    _add(store, "s1", [3], _unit(rng, 1))
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s1"], before)
+    assert m.mids[: m.n].tolist() == [1, 2]
+    m.sync(store, "fp", ["s1"], store.states("fp"))
+    assert m.mids[: m.n].tolist() == [1, 2, 3]
+    assert m.prev[: m.n].tolist() == [-1, 0, 1] and m.next[: m.n].tolist() == [1, 2, -1]
+
+
+def test_arrays_file_reads_back_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "x.arrays"
+    parts = [np.arange(12, dtype=np.int8).reshape(3, 4), np.array([1.5, -2.0]), np.zeros(0, dtype=np.int64)]
+    assert arrays.save(path, {"a": [1, "b"]}, parts)
+    for mapped in (False, True):
+        fields, back = arrays.load(path, mapped=mapped)
+        assert fields == {"a": [1, "b"]}
+        assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(back, parts, strict=True))
+    _, grown = arrays.load(path, spare=5)
+    assert grown[0].shape == (8, 4) and np.array_equal(grown[0][:3], parts[0])
+    whole = path.read_bytes()
+    for broken in (whole[:-1], whole[:40], b"something else" + whole[14:], whole + b"\0"):
+        path.write_bytes(broken)
+        assert arrays.load(path) is None and arrays.load(path, mapped=True) is None
+    assert arrays.load(tmp_path / "missing.arrays") is None
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a folder")
+    assert not arrays.save(blocked / "x.arrays", {}, parts)  # the caller goes on without it

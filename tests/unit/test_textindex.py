@@ -51,7 +51,7 @@ def test_what_the_text_does_not_hold_is_not_found(query):
     assert not _fts_finds("支付回调超时，修改youer服务端 API café 🚀", query)
 
 
-def _write(index, sid, rows, seen, kind="append", key="k"):
+def _write(index, sid, rows, seen, kind="append", key=("auto", "/k")):
     index.write(Change(sid, kind, 0, seen), key, rows, first=True, complete=True)
 
 
@@ -59,7 +59,7 @@ def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_pat
     index = textindex.TextIndex(tmp_path / "keywords.db")
     _write(index, "s1", [(1, "user", "超时了", None, None, 10.0), (2, "tool", "websocket 超时", "terminal", None, 20.0)],
            (2, 2))
-    _write(index, "s2", [(3, "user", "超时", None, None, 30.0)], (1, 3), key="other")
+    _write(index, "s2", [(3, "user", "超时", None, None, 30.0)], (1, 3), key=("auto", "/other"))
     states = index.states(["s1", "s2"])
     assert states["s1"].slot != states["s2"].slot
     user_only = textindex.lookup_for(index, states, ["s1"], with_tools=False)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, overload
 
+from ...hermes import paths
 from .base import Embedder, EmbedderUnavailable
 from .e5 import MultilingualE5Small
 from .local import EmbeddedModel, UniversalSentenceEncoder
 
 # The offline models by their ``embedder`` setting; anything else is ``openai``.
 OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small}
+MODELS = "models"  # in the data folder: what loading a model computes, kept for the next process
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -49,7 +51,8 @@ def _key(settings: Settings) -> tuple:
 def _build(settings: Settings) -> Embedder:
     offline = OFFLINE.get(settings.embedder)
     if offline is not None:
-        return offline(settings.chunk_chars, settings.chunk_overlap)
+        return offline(settings.chunk_chars, settings.chunk_overlap,
+                       saved_in=None if settings.home is None else paths.data_dir(settings.home) / MODELS)
     from .openai import OpenAIEmbedder
 
     return OpenAIEmbedder.from_settings(settings)

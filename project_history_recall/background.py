@@ -1,0 +1,201 @@
+"""The background thread both derived indexes (``keywords.db``, ``embeddings.db``) keep
+themselves in step with state.db by.
+
+A search hands over the work it will not wait for: one item per session, queued per scope
+(the scope's attribution key). One thread per index works through it, the most recently
+asked scope first and within it the newest session first (Hermes's session ids start with
+the date, so recent history becomes searchable soonest), and ends after ``idle_exit``
+seconds with nothing to do: an idle Hermes keeps no thread of ours.
+
+A scope found current is remembered with what that answer depended on (state.db's file
+stamp, the index's commits, the scope's members), so the next search over an unchanged
+scope neither asks state.db nor reads the index's rows again.
+
+A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Generic, Protocol, TypeVar
+
+from .files.derived import DerivedFile
+from .hermes.paths import state_db_path
+from .hermes.readonly import file_fingerprint
+
+logger = logging.getLogger(__name__)
+
+PAUSE = 0.5  # seconds before an item that failed for a passing reason (a lock) is tried again
+
+
+class Item(Protocol):
+    session_id: str
+    seen: tuple[int, int]  # state.db's (count(*), max(id)) of the session when the item was planned
+
+
+W = TypeVar("W", bound=Item)
+A = TypeVar("A")  # what a current scope's answer is (its sessions' states in the index)
+
+
+class Step(enum.Enum):
+    DONE = "done"  # the item is finished
+    AGAIN = "again"  # it yielded to a more recently asked scope: it stays queued, to be picked again
+    PAUSE = "pause"  # it failed for a passing reason: it stays queued, tried again after PAUSE
+    DROP = "drop"  # its scope may no longer be worked on: all of the scope's queue goes
+
+
+class Stop(Exception):
+    """Raised by ``_step``: give up all queued work. ``reason`` becomes ``error`` (None: the
+    index went bad and is replaced by the next search, so there is nothing to report)."""
+
+    def __init__(self, reason: str | None):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Worker(Generic[W, A]):
+    """One index's background thread, its queues and its memo of current scopes."""
+
+    thread_name = "phr-worker"
+    what = "indexing"  # for the log and ``error``
+    idle_exit = 30.0  # seconds the thread waits for work before it ends
+
+    def __init__(self, home: Path, file: DerivedFile):
+        self.home = home
+        self._file = file
+        self._cond = threading.Condition()
+        # scope key -> session id -> its item; the most recently asked scope last
+        self._queues: dict[tuple, dict[str, W]] = {}
+        self._busy = False  # an item is being worked on (it is still in its queue, or was dropped)
+        self._thread: threading.Thread | None = None
+        self._memo: dict[tuple, tuple[tuple, A]] = {}  # scope key -> (what the answer depended on, the answer)
+        self.error: str | None = None
+
+    # -- what a subclass supplies ---------------------------------------------------------
+    def _step(self, key: tuple, item: W) -> Step:
+        raise NotImplementedError
+
+    def _idle(self) -> None:
+        """Called when the queues ran empty, before the thread waits for more."""
+
+    # -- the memo -------------------------------------------------------------------------
+    def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
+        """(what an answer for ``key`` depends on now, the answer remembered for exactly that,
+        else None). Nothing queued for the scope may change it either."""
+        stamp = (file_fingerprint(state_db_path(self.home)), self._file.data_version(), self._file.writes,
+                 hash(frozenset(members)))
+        with self._cond:
+            known = self._memo.get(key)
+            if known is not None and known[0] == stamp and not self._queues.get(key):
+                return stamp, known[1]
+        return stamp, None
+
+    def _restamp(self, stamp: tuple) -> tuple:
+        """``stamp`` with the index's commits as they are now, after work on the scope: take it
+        before reading the answer, so that a commit in between only makes the memo miss once."""
+        return stamp[0], self._file.data_version(), self._file.writes, stamp[3]
+
+    def _remember(self, key: tuple, stamp: tuple, answer: A) -> A:
+        """``answer`` for ``key``, read after ``stamp`` was taken, until anything in it changes."""
+        with self._cond:
+            self._memo[key] = (stamp, answer)
+        return answer
+
+    # -- the queues -----------------------------------------------------------------------
+    def _submit(self, key: tuple, work: dict[str, W], wait: float = 0.0) -> int:
+        """Make ``work`` the scope's queue and the scope the most recently asked; wait up to
+        ``wait`` seconds for it to be done. Returns how many items are still queued."""
+        with self._cond:
+            self._queues.pop(key, None)
+            if not work:
+                return 0
+            self._queues[key] = dict(work)  # the thread empties it; the caller's stays as planned
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+            deadline = time.monotonic() + max(0.0, wait)
+            while self._queues.get(key) and self.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return len(self._queues.get(key) or {})
+
+    def _newer_scope_waiting(self, item: W) -> bool:
+        """A scope asked for more recently than ``item``'s has work that does not include it."""
+        with self._cond:
+            newest: dict[str, W] = next(reversed(self._queues.values()), {})
+            return bool(newest) and item.session_id not in newest
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is queued or being worked on (tests, benchmarks and the CLI;
+        searches never wait)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while any(self._queues.values()) or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    # -- the thread -----------------------------------------------------------------------
+    def _next(self) -> tuple[tuple, W] | None:
+        for key in reversed(self._queues):
+            queue = self._queues[key]
+            if queue:
+                return key, queue[max(queue)]
+        return None
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                idle = self._next() is None
+            if idle:
+                self._idle()
+            with self._cond:
+                found = self._next()
+                while found is None:
+                    if not self._cond.wait(self.idle_exit):
+                        self._thread = None
+                        return
+                    found = self._next()
+                key, item = found
+                self._busy = True
+            try:
+                step = self._step(key, item)
+            except Stop as stop:
+                self._stop(stop.reason)
+                return
+            except Exception as exc:  # never end the thread silently
+                logger.exception("%s failed", self.what)
+                self._stop(f"{self.what} failed: {type(exc).__name__}: {exc}")
+                return
+            if step is Step.PAUSE:
+                time.sleep(PAUSE)
+            with self._cond:
+                self._busy = False
+                if step is Step.DROP:
+                    self._queues.pop(key, None)
+                elif step is Step.DONE:
+                    queue = self._queues.get(key)
+                    if queue and queue.get(item.session_id) is item:
+                        del queue[item.session_id]
+                    for other in self._queues.values():  # the same session may be queued for two scopes
+                        if other.get(item.session_id) is not None and other[item.session_id].seen == item.seen:
+                            del other[item.session_id]
+                self._cond.notify_all()
+
+    def _stop(self, reason: str | None) -> None:
+        """Give up all queued work; searches report ``reason`` and the next one starts afresh."""
+        with self._cond:
+            self.error = reason
+            self._queues.clear()
+            self._busy = False
+            self._thread = None
+            self._cond.notify_all()

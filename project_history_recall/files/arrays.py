@@ -1,0 +1,135 @@
+"""Arrays kept in one file between processes: read back whole and checked, or not at all.
+
+What a process rebuilds slowly from another source (a project's vectors from
+``embeddings.db`` row by row) is saved here as one contiguous file, so the next
+process reads it in one go. The file is only ever a copy: one that is
+missing, cut short, altered, or saved for something else reads as None, and
+the caller rebuilds from the source as if it had never been saved.
+
+Layout: a magic line, the header's length and its JSON (the caller's fields
+and each array's dtype and shape), the arrays' bytes each at a 64-byte
+boundary, then the CRC-32 of everything after the magic line. Written to a
+temporary file in the same folder and moved into place with one
+``os.replace``, so a reader sees the old file or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+import threading
+import zlib
+from contextlib import suppress
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+MAGIC = b"project-history-recall arrays 1\n"
+_ALIGN = 64
+_READ = 1 << 20  # bytes read at a time while checking a file whose arrays are mapped, not read
+
+
+class _Unusable(Exception):
+    """The file is not exactly what ``save`` wrote."""
+
+
+def _pad(at: int) -> int:
+    return -at % _ALIGN
+
+
+def save(path: Path, fields: dict, arrays: list) -> bool:
+    """Write ``arrays`` (numpy arrays) and ``fields`` (JSON values) to ``path``; False if the
+    file could not be written (a full disk, a read-only folder: the caller goes on without it)."""
+    import numpy as np
+
+    parts = [np.ascontiguousarray(a) for a in arrays]
+    header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(MAGIC)
+            head = struct.pack("<Q", len(header)) + header
+            head += b"\0" * _pad(len(MAGIC) + len(head))
+            fh.write(head)
+            crc = zlib.crc32(head)
+            for a in parts:
+                body = a.data.cast("B") if a.size else b""
+                fh.write(body)
+                crc = zlib.crc32(body, crc)
+                gap = b"\0" * _pad(len(body))
+                fh.write(gap)
+                crc = zlib.crc32(gap, crc)
+            fh.write(struct.pack("<I", crc))
+        os.replace(tmp, path)
+        return True
+    except OSError as exc:
+        logger.warning("could not save %s (it is rebuilt when needed): %s", path, exc)
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        return False
+
+
+def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] | None:
+    """(``fields``, arrays) as ``save`` wrote them, or None when the file is missing or is not
+    exactly such a file. ``mapped``: the arrays are read-only maps of the file (their pages
+    come from the disk cache as they are used) instead of copies in memory. ``spare``: each
+    array (not mapped) gets that many more rows, uninitialised, to grow into without a copy
+    (pages never written take no memory)."""
+    import numpy as np
+
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if fh.read(len(MAGIC)) != MAGIC:
+                raise _Unusable("not such a file")
+            (length,) = struct.unpack("<Q", fh.read(8))
+            if length > size:
+                raise _Unusable("cut short")
+            raw = fh.read(length)
+            described = json.loads(raw)
+            at = len(MAGIC) + 8 + length
+            head_pad = fh.read(_pad(at))
+            crc = zlib.crc32(head_pad, zlib.crc32(raw, zlib.crc32(struct.pack("<Q", length))))
+            at += len(head_pad)
+            arrays, offsets = [], []
+            for dtype, shape in described["arrays"]:
+                nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                if at + nbytes + _pad(nbytes) + 4 > size:
+                    raise _Unusable("cut short")
+                offsets.append(at)
+                if mapped:
+                    crc = _crc_of(fh, nbytes + _pad(nbytes), crc)
+                else:
+                    grown = np.empty((shape[0] + spare, *shape[1:]), dtype=dtype)
+                    body = grown[: shape[0]].data.cast("B") if nbytes else b""
+                    if nbytes and fh.readinto(body) != nbytes:
+                        raise _Unusable("cut short")
+                    crc = zlib.crc32(fh.read(_pad(nbytes)), zlib.crc32(body, crc))
+                    arrays.append(grown)
+                at += nbytes + _pad(nbytes)
+            trailer = fh.read(4)
+            if len(trailer) != 4 or struct.unpack("<I", trailer)[0] != crc or fh.read(1):
+                raise _Unusable("its checksum does not match")
+            if mapped:  # the file just checked, through its open handle (a newer one may replace it by now)
+                arrays = [np.memmap(fh, dtype=dtype, mode="r", offset=off, shape=tuple(shape)).view(np.ndarray)
+                          if int(np.prod(shape)) else np.empty(shape, dtype=dtype)
+                          for (dtype, shape), off in zip(described["arrays"], offsets, strict=True)]
+    except FileNotFoundError:
+        return None
+    except (_Unusable, OSError, ValueError, KeyError, TypeError, IndexError, struct.error) as exc:
+        logger.info("not using %s (%s); rebuilding what it held", path, exc)
+        return None
+    return described["fields"], arrays
+
+
+def _crc_of(fh, nbytes: int, crc: int) -> int:
+    while nbytes > 0:
+        block = fh.read(min(_READ, nbytes))
+        if not block:
+            raise _Unusable("cut short")
+        crc = zlib.crc32(block, crc)
+        nbytes -= len(block)
+    return crc

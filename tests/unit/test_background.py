@@ -1,0 +1,162 @@
+"""The background worker both indexes build on, with a real thread: the order it works in,
+``wait_idle``, the thread ending when idle and starting again for new work, what each kind
+of step does to the queues, and the memo of current scopes."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from project_history_recall import background
+from project_history_recall.background import Step, Stop
+from project_history_recall.files.derived import DerivedFile
+from project_history_recall.hermes.changes import Change
+
+A, B = ("auto", "/a"), ("auto", "/b")
+LONG = 60  # a bound for waits that end as soon as the thread has done its part
+
+
+class Scripted(background.Worker[Change, dict]):
+    """Works through items as scripted per session (the default: done), once ``gate`` opens."""
+
+    thread_name = "phr-test-worker"
+    idle_exit = 0.05  # any value works: the test only waits for the thread to end
+
+    def __init__(self, home, file, script=None):
+        super().__init__(home, file)
+        self.gate = threading.Event()
+        self.working = threading.Event()
+        self.script = {sid: list(steps) for sid, steps in (script or {}).items()}
+        self.done: list[tuple[tuple, str]] = []
+        self.threads: set[threading.Thread] = set()
+
+    def _step(self, key, item):
+        self.threads.add(threading.current_thread())
+        self.working.set()
+        assert self.gate.wait(LONG)
+        steps = self.script.get(item.session_id)
+        step = steps.pop(0) if steps else Step.DONE
+        if isinstance(step, Exception):
+            raise step
+        self.done.append((key, item.session_id))
+        return step
+
+
+def _work(*sids: str, seen=(1, 1)) -> dict[str, Change]:
+    return {sid: Change(sid, "append", 0, seen) for sid in sids}
+
+
+@pytest.fixture
+def home(tmp_path):
+    sqlite3.connect(tmp_path / "state.db").close()
+    return tmp_path
+
+
+@pytest.fixture
+def index(home):
+    file = DerivedFile(home / "derived.db", "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                       "CREATE TABLE IF NOT EXISTS t (x);", 1)
+    yield file
+    file.close()
+
+
+def test_newest_scope_then_newest_session_first_and_idle_once_all_is_done(home, index):
+    worker = Scripted(home, index)
+    worker._submit(A, _work("s1", "s2"))
+    assert worker.working.wait(LONG)  # the thread holds /a's newest session
+    worker._submit(B, _work("s3"))
+    assert not worker.wait_idle(0)  # nothing can finish while the gate is shut
+    worker.gate.set()
+    assert worker.wait_idle(LONG)
+    assert worker.done == [(A, "s2"), (B, "s3"), (A, "s1")]
+
+
+def test_the_thread_ends_when_idle_and_new_work_starts_another(home, index):
+    worker = Scripted(home, index)
+    worker.gate.set()
+    worker._submit(A, _work("s1"))
+    assert worker.wait_idle(LONG)
+    (first,) = worker.threads
+    first.join(LONG)
+    assert not first.is_alive()
+    worker._submit(A, _work("s2"))
+    assert worker.wait_idle(LONG)
+    assert worker.done == [(A, "s1"), (A, "s2")]
+    assert len(worker.threads) == 2
+
+
+def test_a_caller_may_wait_for_its_scope_to_be_done(home, index):
+    worker = Scripted(home, index)
+    worker.gate.set()
+    planned = _work("s1", "s2")
+    assert worker._submit(A, planned, wait=LONG) == 0
+    assert list(planned) == ["s1", "s2"]  # the queue is the worker's own: the caller's plan stays whole
+    assert worker._submit(B, {}) == 0  # nothing to do: no thread is asked for anything
+    assert worker.done == [(A, "s2"), (A, "s1")]
+
+
+def test_a_pause_tries_again_a_drop_forgets_the_scope(home, index, monkeypatch):
+    monkeypatch.setattr(background, "PAUSE", 0)
+    worker = Scripted(home, index, {"s2": [Step.PAUSE, Step.DONE], "s4": [Step.DROP]})
+    worker._submit(A, _work("s1", "s2"))
+    assert worker.working.wait(LONG)
+    worker._submit(B, _work("s3", "s4"))
+    worker.gate.set()
+    assert worker.wait_idle(LONG)
+    # s2 paused, then /b (asked since) dropped at s4 so s3 never ran, then s2 again and done.
+    assert worker.done == [(A, "s2"), (B, "s4"), (A, "s2"), (A, "s1")]
+    assert worker.error is None
+
+
+def test_the_same_session_planned_alike_for_two_scopes_is_done_once(home, index):
+    worker = Scripted(home, index)
+    worker._submit(A, _work("s1"))
+    assert worker.working.wait(LONG)
+    worker._submit(B, _work("s9"))
+    worker._submit(A, _work("s1", "s2", seen=(2, 2)))  # s1 grew since: planned again for /a
+    worker._submit(B, _work("s1", "s9", seen=(2, 2)))
+    worker.gate.set()
+    assert worker.wait_idle(LONG)
+    # /a's s1 as first planned, then /b (asked last); its s1 done makes /a's alike s1 done too.
+    assert worker.done == [(A, "s1"), (B, "s9"), (B, "s1"), (A, "s2")]
+
+
+@pytest.mark.parametrize("failure, error", [(Stop("the service is gone"), "the service is gone"),
+                                            (Stop(None), None),
+                                            (RuntimeError("boom"), "indexing failed: RuntimeError: boom")])
+def test_a_stop_gives_up_every_queue_and_says_why(home, index, failure, error):
+    worker = Scripted(home, index, {"s2": [failure]})
+    worker._submit(A, _work("s1", "s2"))
+    assert worker.working.wait(LONG)
+    worker._submit(B, _work("s3"))
+    worker.gate.set()
+    assert worker.wait_idle(LONG)
+    assert worker.done == [] and worker.error == error
+    (thread,) = worker.threads
+    thread.join(LONG)
+    assert not thread.is_alive()
+
+
+def test_a_current_scope_is_remembered_until_state_db_the_index_or_its_members_change(home, index):
+    worker = Scripted(home, index)
+    stamp, known = worker._recall(A, ["s1"])
+    assert known is None
+    assert worker._remember(A, stamp, {"s1": "state"}) == {"s1": "state"}
+    assert worker._recall(A, ["s1"])[1] == {"s1": "state"}
+    assert worker._recall(A, ["s1", "s2"])[1] is None  # other members
+    assert worker._recall(B, ["s1"])[1] is None  # another scope
+    index.transaction(lambda conn: conn.execute("INSERT INTO t VALUES (1)"))
+    assert worker._recall(A, ["s1"])[1] is None  # the index committed
+    stamp, _ = worker._recall(A, ["s1"])
+    worker._remember(A, stamp, {"s1": "later"})
+    with sqlite3.connect(home / "state.db") as hermes:
+        hermes.execute("CREATE TABLE sessions (id TEXT)")
+    assert worker._recall(A, ["s1"])[1] is None  # state.db changed
+    stamp, _ = worker._recall(A, ["s1"])
+    worker._remember(A, stamp, {"s1": "now"})
+    worker._submit(A, _work("s1"))  # work queued for the scope: its answer will change
+    assert worker._recall(A, ["s1"])[1] is None
+    worker.gate.set()
+    assert worker.wait_idle(LONG)
