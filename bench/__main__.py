@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -42,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
     zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
-    for p in (locomo, zh):
+    daily = sub.add_parser("zh-daily", help="zh-daily: short Chinese daily-life sessions, questions that paraphrase")
+    daily.add_argument("--data", type=Path, help="the set (default: bench/data/zh_daily.json in the checkout)")
+    daily.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
+    daily.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
+    daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
+                       help="which questions to ask (all: each split is printed too)")
+    daily.add_argument("--json", type=Path, help="also write the figures here")
+    for p in (locomo, zh, daily):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
                        help="the offline model of the semantic half (default: local, USE)")
         p.add_argument("--context-weights", default="",
@@ -145,6 +152,16 @@ def main(argv: list[str] | None = None) -> int:
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
                                    [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
                                    args.conversations)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "zh-daily":
+        from . import zh_daily as mod
+        from .zh_data import PATH
+
+        home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
+        figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
+                          args.split, args.embedder, weights)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -44,6 +44,7 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -71,45 +72,54 @@ def _session_time(text: str) -> float:
         return 0.0
 
 
-def build(data: list, home: Path) -> dict:
-    """Write every conversation into ``home``; returns the mapping needed to score."""
+@contextmanager
+def writing(home: Path):
+    """Hermes's own ``SessionDB`` and projects database of ``home``, closed after."""
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 
-    work = home.parent / "locomo-work"
     db = SessionDB(db_path=home / "state.db")
-    convs = {}
     try:
         with projects_db.connect_closing(home / "projects.db") as pconn:
-            for n, sample in enumerate(data):
-                conv = sample["sample_id"]
-                folder = work / conv
-                folder.mkdir(parents=True, exist_ok=True)
-                pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
-                c = sample["conversation"]
-                first = c["speaker_a"]
-                dia_to_msg, msg_to_session = {}, {}
-                k = 1
-                while f"session_{k}" in c:
-                    sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
-                    db.create_session(sid, "cli", model="locomo", cwd=str(folder))
-                    db.set_session_title(sid, f"{conv} session {k}")
-                    t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
-                    for i, turn in enumerate(c[f"session_{k}"]):
-                        text = f"{turn['speaker']}: {turn['text']}"
-                        if turn.get("blip_caption"):
-                            text += f" [shares a photo: {turn['blip_caption']}]"
-                        role = "user" if turn["speaker"] == first else "assistant"
-                        mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
-                        dia_to_msg[turn["dia_id"]] = mid
-                        msg_to_session[mid] = sid
-                    k += 1
-                asker = f"20990101_000000_{n:06x}"
-                db.create_session(asker, "cli", model="locomo", cwd=str(folder))
-                convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
-                               "dia": dia_to_msg, "session_of": msg_to_session}
+            yield db, pconn
     finally:
         db.close()
+
+
+def build(data: list, home: Path) -> dict:
+    """Write every conversation into ``home``; returns the mapping needed to score."""
+    from hermes_cli import projects_db
+
+    work = home.parent / "locomo-work"
+    convs = {}
+    with writing(home) as (db, pconn):
+        for n, sample in enumerate(data):
+            conv = sample["sample_id"]
+            folder = work / conv
+            folder.mkdir(parents=True, exist_ok=True)
+            pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
+            c = sample["conversation"]
+            first = c["speaker_a"]
+            dia_to_msg, msg_to_session = {}, {}
+            k = 1
+            while f"session_{k}" in c:
+                sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
+                db.create_session(sid, "cli", model="locomo", cwd=str(folder))
+                db.set_session_title(sid, f"{conv} session {k}")
+                t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
+                for i, turn in enumerate(c[f"session_{k}"]):
+                    text = f"{turn['speaker']}: {turn['text']}"
+                    if turn.get("blip_caption"):
+                        text += f" [shares a photo: {turn['blip_caption']}]"
+                    role = "user" if turn["speaker"] == first else "assistant"
+                    mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
+                    dia_to_msg[turn["dia_id"]] = mid
+                    msg_to_session[mid] = sid
+                k += 1
+            asker = f"20990101_000000_{n:06x}"
+            db.create_session(asker, "cli", model="locomo", cwd=str(folder))
+            convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
+                           "dia": dia_to_msg, "session_of": msg_to_session}
     return convs
 
 
@@ -214,6 +224,91 @@ class BigramBM25:
         return [(mid, sid) for _, mid, sid in scored[:limit]]
 
 
+class Systems:
+    """Every system of a run on one Hermes home, asked one question at a time, each answer timed.
+
+    ``context_weights``: the semantic modes again with each of these neighbour weights instead of
+    the model's own (systems ``plugin:<mode> w=<weight>``), from the same vectors."""
+
+    HEADERS = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "sessions@10", "zero",
+               "ms/q p50"]
+
+    def __init__(self, home: Path, modes: list[str], context_weights: list[float] | None = None):
+        import sqlite3
+
+        from hermes_state import SessionDB
+
+        self.runs = [(m, None, f"plugin:{m}") for m in modes]
+        self.runs += [(m, w, f"plugin:{m} w={w:g}") for w in context_weights or [] for m in modes if m != "keyword"]
+        self.plugin = [r[2] for r in self.runs]
+        self.names = self.plugin + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
+                                    SESSION_BM25]
+        self.embedder = None
+        if context_weights:
+            from project_history_recall import settings as config
+            from project_history_recall.semantic import embedders
+
+            self.embedder = embedders.load(config.load(home))
+            self.own_weight = self.embedder.context_weight
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.core_db = SessionDB(db_path=home / "state.db")
+        self.ro = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+
+    def enter(self, session_ids: list[str], folder: str) -> None:
+        """Ask from now on as a session in ``folder``, whose project holds ``session_ids``."""
+        self.sessions = session_ids
+        messages = [(r[0], r[1], r[2]) for r in self.ro.execute(
+            "SELECT id, session_id, content FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(session_ids),))]
+        self.bigrams, self.whole_sessions = BigramBM25(messages), BigramBM25.of_sessions(messages)
+        os.environ["TERMINAL_CWD"] = folder
+
+    def ask(self, question: str, asker: str):
+        """Yields (system, session ids, message ids) in result order, for every system."""
+        import model_tools
+        from tools.session_search_tool import session_search
+
+        for mode, weight, system in self.runs:
+            if self.embedder is not None:
+                self.embedder.context_weight = self.own_weight if weight is None else weight
+            t0 = time.perf_counter()
+            out = json.loads(model_tools.handle_function_call(
+                "project_history_search", {"query": question, "mode": mode, "limit": 10, "context": 0},
+                task_id=asker, session_id=asker))
+            self.latency[system].append((time.perf_counter() - t0) * 1000)
+            res = out.get("results") or []
+            # Each result is a session: its best message, then its more_hits.
+            yield system, [r["session_id"] for r in res], [h["message_id"] for r in res
+                                                           for h in [r, *r.get("more_hits", [])]]
+        t0 = time.perf_counter()
+        core = json.loads(session_search(query=question, limit=10, db=self.core_db, current_session_id=asker))
+        self.latency["core session_search"].append((time.perf_counter() - t0) * 1000)
+        res = core.get("results") or []
+        yield "core session_search", [r.get("session_id") for r in res], [r.get("match_message_id") for r in res]
+        for system, search in (("fts-or (scoped BM25)", lambda: _fts_or(self.ro, self.sessions, question)),
+                               ("bigram BM25 (scoped)", lambda: self.bigrams.search(question)),
+                               (SESSION_BM25, lambda: self.whole_sessions.search(question))):
+            t0 = time.perf_counter()
+            rows = search()
+            self.latency[system].append((time.perf_counter() - t0) * 1000)
+            # A session-document ranking names no message.
+            yield system, [r[1] for r in rows], [] if system == SESSION_BM25 else [r[0] for r in rows]
+
+    def summary(self, system: str, scores: Scores, categories) -> dict:
+        return {**scores.summary(categories), "p50_ms": common.percentile(self.latency[system], 50)}
+
+    @staticmethod
+    def row(system: str, summary: dict) -> list:
+        """The row of ``HEADERS`` for one system."""
+        return [system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"], summary["mrr"],
+                "n/a" if system == SESSION_BM25 else summary["turn_recall@10"], summary["sessions@10"],
+                f"{summary['zero']:.1%}", summary["p50_ms"]]
+
+    def close(self) -> None:
+        self.core_db.close()
+        self.ro.close()
+
+
 def _index_all(home: Path, convs: dict) -> dict:
     """Index every conversation ahead of the queries, timing it against the raw
     embedder on the same chunks in the same run (before and after)."""
@@ -273,117 +368,52 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
           f"written to {home} in {time.time() - t:.1f} s")
     _enable_plugin(home, embedder)
 
-    import sqlite3
-
-    import model_tools
-    from hermes_state import SessionDB
-    from tools.session_search_tool import session_search
-
     indexing = _index_all(home, convs) if any(m != "keyword" for m in modes) else None
-    runs = [(m, None, f"plugin:{m}") for m in modes]
-    runs += [(m, w, f"plugin:{m} w={w:g}") for w in context_weights or [] for m in modes if m != "keyword"]
-    embedder_now = None
-    if context_weights:
-        from project_history_recall import settings as config
-        from project_history_recall.semantic import embedders
-
-        embedder_now = embedders.load(config.load(home))
-        own_weight = embedder_now.context_weight
-
-    systems = [r[2] for r in runs] + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
-                                      SESSION_BM25]
-    scores = {s: Scores() for s in systems}
-    by_conv = {s: defaultdict(Scores) for s in systems}
-    latency = defaultdict(list)
-    core_db = SessionDB(db_path=home / "state.db")
-    ro = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    systems = Systems(home, modes, context_weights)
+    scores = {s: Scores() for s in systems.names}
+    by_conv = {s: defaultdict(Scores) for s in systems.names}
     try:
         for sample in data:
             conv = convs[sample["sample_id"]]
-            conv_sessions = sorted(set(conv["session_of"].values()))
-            messages = [(r[0], r[1], r[2]) for r in ro.execute(
-                "SELECT id, session_id, content FROM messages WHERE session_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(conv_sessions),))]
-            bigrams, whole_sessions = BigramBM25(messages), BigramBM25.of_sessions(messages)
-
-            def score(system: str, sessions: list, messages: list, gold: tuple, conv_id: str = sample["sample_id"]) -> None:
-                """Count one system's answer; gold is (category, gold sessions, gold messages) of the question."""
-                for table in (scores[system], by_conv[system][conv_id]):
-                    table.add(gold[0], sessions, messages, gold[1], gold[2])
-
-            os.environ["TERMINAL_CWD"] = conv["folder"]
+            systems.enter(sorted(set(conv["session_of"].values())), conv["folder"])
             for qa in sample["qa"]:
                 gold_dia = [d for d in evidence_ids(qa.get("evidence")) if d in conv["dia"]]
                 if not gold_dia:
                     continue
                 gold_msgs = {conv["dia"][d] for d in gold_dia}
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
-                question, cat = qa["question"], qa["category"]
-                gold = (cat, gold_sessions, gold_msgs)
-                for mode, weight, system in runs:
-                    if embedder_now is not None:
-                        embedder_now.context_weight = own_weight if weight is None else weight
-                    t0 = time.perf_counter()
-                    out = json.loads(model_tools.handle_function_call(
-                        "project_history_search", {"query": question, "mode": mode, "limit": 10, "context": 0},
-                        task_id=conv["asker"], session_id=conv["asker"]))
-                    latency[system].append((time.perf_counter() - t0) * 1000)
-                    res = out.get("results") or []
-                    score(system, [r["session_id"] for r in res],
-                          [h["message_id"] for r in res for h in [r, *r.get("more_hits", [])]], gold)
-                t0 = time.perf_counter()
-                core = json.loads(session_search(query=question, limit=10, db=core_db,
-                                                 current_session_id=conv["asker"]))
-                latency["core session_search"].append((time.perf_counter() - t0) * 1000)
-                res = core.get("results") or []
-                score("core session_search", [r.get("session_id") for r in res], [r.get("match_message_id") for r in res], gold)
-                t0 = time.perf_counter()
-                rows = _fts_or(ro, conv_sessions, question)
-                latency["fts-or (scoped BM25)"].append((time.perf_counter() - t0) * 1000)
-                score("fts-or (scoped BM25)", [r[1] for r in rows], [r[0] for r in rows], gold)
-                t0 = time.perf_counter()
-                rows = bigrams.search(question)
-                latency["bigram BM25 (scoped)"].append((time.perf_counter() - t0) * 1000)
-                score("bigram BM25 (scoped)", [r[1] for r in rows], [r[0] for r in rows], gold)
-                t0 = time.perf_counter()
-                rows = whole_sessions.search(question)
-                latency[SESSION_BM25].append((time.perf_counter() - t0) * 1000)
-                score(SESSION_BM25, [r[1] for r in rows], [], gold)
+                for system, sessions, messages in systems.ask(qa["question"], conv["asker"]):
+                    for table in (scores[system], by_conv[system][sample["sample_id"]]):
+                        table.add(qa["category"], sessions, messages, gold_sessions, gold_msgs)
     finally:
-        core_db.close()
-        ro.close()
+        systems.close()
 
     figures = {"machine": info, "embedder": embedder, "systems": {}, "indexing": indexing}
-    headers = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "sessions@10", "zero",
-               "ms/q p50"]
     rows = []
-    for system in systems:
-        summary = scores[system].summary((1, 2, 3, 4))
-        summary["p50_ms"] = common.percentile(latency[system], 50)
+    for system in systems.names:
+        summary = systems.summary(system, scores[system], (1, 2, 3, 4))
         summary["by_category"] = {CATEGORIES[c]: scores[system].summary((c,)) for c in CATEGORIES}
         summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
         # So a tuning half and the half kept aside can be read per category from one run.
         summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
                                                for conv, table in by_conv[system].items()}
         figures["systems"][system] = summary
-        rows.append([system, summary["questions"], summary["hit@1"], summary["hit@5"], summary["hit@10"],
-                     summary["mrr"], "n/a" if system == SESSION_BM25 else summary["turn_recall@10"],
-                     summary["sessions@10"], f"{summary['zero']:.1%}", summary["p50_ms"]])
+        rows.append(Systems.row(system, summary))
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
-    print(common.table(headers, rows))
+    print(common.table(Systems.HEADERS, rows))
     print("\nper category (hit@1 / hit@5 / hit@10 / MRR / turn R@10):")
     for c, name in CATEGORIES.items():
         parts = []
-        for system in systems:
+        for system in systems.names:
             s = figures["systems"][system]["by_category"][name]
             parts.append(f"{system} {s['hit@1']:.3f}/{s['hit@5']:.3f}/{s['hit@10']:.3f}/{s['mrr']:.3f}/"
                          f"{s['turn_recall@10']:.3f}")
-        print(f"  {c} {name} ({figures['systems'][systems[0]]['by_category'][name]['questions']}): " + " · ".join(parts))
+        print(f"  {c} {name} ({figures['systems'][systems.names[0]]['by_category'][name]['questions']}): " + " · ".join(parts))
     print("\nper conversation, categories 1-4 (hit@1 / MRR):")
-    for conv in sorted(by_conv[systems[0]]):
+    for conv in sorted(by_conv[systems.names[0]]):
         print(f"  {conv}: " + " · ".join(
             f"{system} {figures['systems'][system]['by_conversation'][conv]['hit@1']:.3f}/"
-            f"{figures['systems'][system]['by_conversation'][conv]['mrr']:.3f}" for system in systems[:len(runs)]))
+            f"{figures['systems'][system]['by_conversation'][conv]['mrr']:.3f}" for system in systems.plugin))
     return figures
 
 

@@ -1,0 +1,108 @@
+"""Retrieval quality on zh-daily: short daily-life sessions in colloquial Chinese, questions that paraphrase.
+
+The set (``bench/data/zh_daily.json``, see ``zh_data``) is written for this project: five people,
+260 sessions of 1-6 messages (chats with an assistant, messages between people), 126 questions the
+person asks later, mostly in other words, half "tune" and half "held-out". It stands in for the
+kind of data an independent check found our hybrid mode weak on and LoCoMo-zh did not predict.
+
+Each person is one explicit project (folder) in one Hermes home, written with Hermes's own
+``SessionDB``, a session at its date with its messages a minute apart. Each question is asked by a
+fresh, empty session in the person's folder, through the same systems as ``bench locomo``
+(``locomo.Systems``): the plugin through Hermes's plugin manager and dispatch, core
+``session_search``, fts-or, the message bigram BM25 and the session BM25 over CJK bigrams.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime
+from pathlib import Path
+
+from . import common, locomo, zh_data
+
+
+def build(data: dict, home: Path) -> dict:
+    """Write every person into ``home``; per person: project, folder, asker, and position -> message id."""
+    from hermes_cli import projects_db
+
+    work = home.parent / "zh-daily-work"
+    people = {}
+    with locomo.writing(home) as (db, pconn):
+        for n, person in enumerate(data["people"]):
+            folder = work / person["id"]
+            folder.mkdir(parents=True, exist_ok=True)
+            pid = projects_db.create_project(pconn, name=person["name"], folders=[str(folder)])
+            ids: dict[tuple[str, int], int] = {}
+            session_of: dict[str, str] = {}
+            for k, s in enumerate(person["sessions"]):
+                t0 = datetime.strptime(s["date"], zh_data.DATE)
+                sid = f"{t0:%Y%m%d_%H%M%S}_{n:02x}{k:04x}"
+                db.create_session(sid, "cli", model="zh-daily", cwd=str(folder))
+                for i, (speaker, text) in enumerate(s["messages"]):
+                    role, body = zh_data.content(speaker, text)
+                    ids[s["id"], i] = db.append_message(sid, role, body, timestamp=t0.timestamp() + 60 * i)
+                session_of[s["id"]] = sid
+            asker = f"20990101_000000_{n:06x}"
+            db.create_session(asker, "cli", model="zh-daily", cwd=str(folder))
+            people[person["id"]] = {"project": pid, "folder": str(folder), "asker": asker, "ids": ids,
+                                    "session_of": session_of}
+    return people
+
+
+def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
+        context_weights: list[float] | None = None) -> dict:
+    """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
+    ``context_weights``: as in ``locomo.Systems``."""
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
+    info = common.machine()
+    common.print_machine(info)
+    data = zh_data.load(data_path)
+    questions = [q for q in data["questions"] if split in ("all", q["split"])]
+    t = time.time()
+    people = build(data, home)
+    print(f"data: {data_path.name} ({len(data['people'])} people, "
+          f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}) "
+          f"written to {home} in {time.time() - t:.1f} s")
+    locomo._enable_plugin(home, embedder)
+
+    indexing = locomo._index_all(home, people) if any(m != "keyword" for m in modes) else None
+    systems = locomo.Systems(home, modes, context_weights)
+    scores = {s: locomo.Scores() for s in systems.names}
+    try:
+        for pid, person in people.items():
+            systems.enter(sorted(person["session_of"].values()), person["folder"])
+            for q in questions:
+                if q["person"] != pid:
+                    continue
+                gold_messages = {person["ids"][g["session"], i] for g in q["gold"] for i in g["messages"]}
+                gold_sessions = {person["session_of"][g["session"]] for g in q["gold"]}
+                for system, sessions, messages in systems.ask(q["question"], person["asker"]):
+                    # Keyed by split and person, so each split and each person can be read from one run.
+                    scores[system].add((q["split"], pid), sessions, messages, gold_sessions, gold_messages)
+    finally:
+        systems.close()
+
+    splits = [s for s in zh_data.SPLITS if split in ("all", s)]
+    keys = {s: [(s, p) for p in people] for s in splits}
+    figures: dict = {"machine": info, "embedder": embedder, "split": split, "indexing": indexing, "systems": {}}
+    for system in systems.names:
+        summary = systems.summary(system, scores[system], [k for ks in keys.values() for k in ks])
+        summary["by_split"] = {s: scores[system].summary(ks) for s, ks in keys.items()}
+        summary["by_person"] = {p: scores[system].summary([(s, p) for s in splits]) for p in people}
+        figures["systems"][system] = summary
+    tables = [(split, figures["systems"])]
+    if split == "all":
+        tables += [(s, {n: f["by_split"][s] for n, f in figures["systems"].items()}) for s in splits]
+    for name, summaries in tables:
+        print(f"\nzh-daily, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
+        print(common.table(locomo.Systems.HEADERS, [
+            locomo.Systems.row(n, {**summaries[n], "p50_ms": figures["systems"][n]["p50_ms"]}) for n in systems.names]))
+    print("\nper person (hit@1 / hit@5 / MRR):")
+    for p in people:
+        print(f"  {p}: " + " · ".join(
+            f"{system} {figures['systems'][system]['by_person'][p]['hit@1']:.3f}/"
+            f"{figures['systems'][system]['by_person'][p]['hit@5']:.3f}/"
+            f"{figures['systems'][system]['by_person'][p]['mrr']:.3f}" for system in systems.names))
+    return figures

@@ -1,0 +1,82 @@
+"""The zh-daily set (``bench/data/zh_daily.json``): reading it and checking it is whole.
+
+Standard library only, so the unit tests load this file on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+PATH = Path(__file__).resolve().parent / "data" / "zh_daily.json"
+SPLITS = ("tune", "held-out")
+DATE = "%Y-%m-%d %H:%M"
+USER, ASSISTANT = "我", "助手"  # any other speaker is someone messaging the person
+
+
+def load(path: Path = PATH) -> dict:
+    """The set, or ValueError naming every fault: a bench on a broken set measures nothing."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    found = problems(data)
+    if found:
+        raise ValueError(f"{path} is not a well-formed zh-daily set:\n  " + "\n  ".join(found))
+    return data
+
+
+def problems(data: dict) -> list[str]:
+    """Every fault in the set: ids unique, sessions of 1-6 [speaker, text] messages with a date,
+    each gold session in the asking person's project and each gold position in that session,
+    the two splits the same size (one apart at most)."""
+    if not isinstance(data, dict):
+        return ["the file holds no JSON object"]
+    out = []
+    people = data.get("people") or []
+    sessions: dict[str, tuple[str, int]] = {}  # session id -> (person, messages)
+    for person in people:
+        for s in person.get("sessions") or []:
+            if s.get("id") in sessions:
+                out.append(f"session {s.get('id')}: id used twice")
+            messages = s.get("messages") or []
+            sessions[s.get("id")] = (person.get("id"), len(messages))
+            if not 1 <= len(messages) <= 6:
+                out.append(f"session {s.get('id')}: {len(messages)} messages, not 1-6")
+            if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) and x.strip() for x in m)
+                       for m in messages):
+                out.append(f"session {s.get('id')}: a message is not [speaker, text]")
+            try:
+                datetime.strptime(s.get("date") or "", DATE)
+            except ValueError:
+                out.append(f"session {s.get('id')}: date {s.get('date')!r} is not {DATE}")
+    if len({p.get("id") for p in people}) != len(people):
+        out.append("a person id is used twice")
+    questions = data.get("questions") or []
+    if len({q.get("id") for q in questions}) != len(questions):
+        out.append("a question id is used twice")
+    for q in questions:
+        if q.get("split") not in SPLITS:
+            out.append(f"question {q.get('id')}: split {q.get('split')!r} is not one of {SPLITS}")
+        if not (q.get("question") or "").strip():
+            out.append(f"question {q.get('id')}: empty")
+        if not q.get("gold"):
+            out.append(f"question {q.get('id')}: no gold")
+        for g in q.get("gold") or []:
+            person, count = sessions.get(g.get("session"), (None, 0))
+            if person != q.get("person"):
+                out.append(f"question {q.get('id')}: gold session {g.get('session')} is not in {q.get('person')}'s")
+            elif not g.get("messages") or not all(isinstance(i, int) and 0 <= i < count for i in g["messages"]):
+                out.append(f"question {q.get('id')}: gold messages {g.get('messages')} not in {g.get('session')}")
+    split_sizes = Counter(q.get("split") for q in questions)
+    if abs(split_sizes["tune"] - split_sizes["held-out"]) > 1:
+        out.append(f"splits unbalanced: {dict(split_sizes)}")
+    return out
+
+
+def content(speaker: str, text: str) -> tuple[str, str]:
+    """(role, content) of one message as Hermes stores it."""
+    if speaker == USER:
+        return "user", text
+    if speaker == ASSISTANT:
+        return "assistant", text
+    return "assistant", f"{speaker}：{text}"
