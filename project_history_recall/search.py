@@ -279,10 +279,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
     ranked, searched_with, outcome = _ranked(req, ctx)
-    # Keyword scores (and fused ones, which hold them) already carry their session's evidence.
-    support = sessions.SEMANTIC_SUPPORT if searched_with == "semantic" else 0.0
-    groups = sessions.by_session(ranked, lambda h: h.session_id, lambda h: h.score, req.limit, support=support)
-    return groups, searched_with, outcome
+    return sessions.by_session(ranked, lambda h: h.session_id, req.limit), searched_with, outcome
 
 
 def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
