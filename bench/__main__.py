@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="the offline model of the semantic half (default: local, USE)")
         p.add_argument("--context-weights", default="",
                        help="also score the semantic modes with these neighbour weights, comma-separated")
+    for p in (locomo, zh):
+        p.add_argument("--time-weights", default="",
+                       help="also score the plugin modes with these time_weight settings, comma-separated (0: off)")
 
     first = sub.add_parser("firstrun", help="first-run indexing cost of one project, per offline model and threads")
     first.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-firstrun")
@@ -102,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     weights = [float(w) for w in getattr(args, "context_weights", "").split(",") if w.strip()]
+    time_weights = [float(w) for w in getattr(args, "time_weights", "").split(",") if w.strip()]
     if args.command in ("firstrun", "_firstrun"):
         from . import firstrun as mod
 
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
                                    [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
-                                   args.conversations)
+                                   args.conversations, time_weights)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -176,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
-                          weights, picked)
+                          weights, picked, time_weights)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

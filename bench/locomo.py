@@ -5,7 +5,13 @@ All ten conversations go into one Hermes home, written with Hermes's own
 session per LoCoMo session, each turn a message ("Speaker: text", the first
 speaker as ``user``, the other as ``assistant``, 10 s apart from the
 session's date). Questions are passed exactly as asked. For each question
-the asker is a fresh, empty session in that conversation's folder.
+the asker is a fresh, empty session in that conversation's folder, begun an
+hour after the conversation's last message: LoCoMo's questions are asked at
+the end of the conversation, and "in October" or "last year" are read from
+the asking session's start. Hermes's ``SessionDB`` stamps a new session with
+the current time and has no way to set another, so the bench sets it with a
+direct UPDATE of ``started_at`` in its own throwaway home (bench data, never
+a user's state.db).
 
 Scored, per system, on categories 1-4 (questions with evidence):
 session hit@1/@5/@10 and MRR over the distinct sessions in result order, and
@@ -27,7 +33,10 @@ Systems, in the same run on the same database:
   sessions (so it has no turn recall): what "which session was it?" asks.
 
 Beside the metrics, ``sessions@10`` is how many distinct sessions the ten
-results hold.
+results hold. Every figure is also given for the questions that name a time
+("in October 2023", "last year", "2023年10月13日"), as the plugin reads them
+(``timewords``); ``--time-weights`` scores the plugin modes again with other
+``time_weight`` settings (rows ``plugin:<mode> t=<weight>``).
 
 ``side_by_side`` runs two files of the same conversations (LoCoMo-zh's
 Chinese translation and its English originals), each in its own home, and
@@ -54,6 +63,8 @@ SESSION_BM25 = "session BM25 (scoped)"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 RAW_SAMPLE = 200  # chunks the raw embedder is timed on, before and after indexing
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
+TIMED = 100  # a question naming a time is counted again under this plus its category
+ASKED_AFTER = 3600.0  # seconds from a conversation's last message to the asking session's start
 
 
 def evidence_ids(raw: list) -> list[str]:
@@ -92,6 +103,7 @@ def build(data: list, home: Path) -> dict:
 
     work = home.parent / "locomo-work"
     convs = {}
+    asked_at = {}
     with writing(home) as (db, pconn):
         for n, sample in enumerate(data):
             conv = sample["sample_id"]
@@ -115,11 +127,18 @@ def build(data: list, home: Path) -> dict:
                     mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
                     dia_to_msg[turn["dia_id"]] = mid
                     msg_to_session[mid] = sid
+                last = t0 + 10 * (len(c[f"session_{k}"]) - 1)
                 k += 1
             asker = f"20990101_000000_{n:06x}"
             db.create_session(asker, "cli", model="locomo", cwd=str(folder))
-            convs[conv] = {"project": pid, "folder": str(folder), "asker": asker,
+            asked_at[asker] = last + ASKED_AFTER
+            convs[conv] = {"project": pid, "folder": str(folder), "asker": asker, "asked_at": asked_at[asker],
                            "dia": dia_to_msg, "session_of": msg_to_session}
+    import sqlite3
+
+    with sqlite3.connect(home / "state.db") as conn:
+        conn.executemany("UPDATE sessions SET started_at = ? WHERE id = ?", [(t, sid) for sid, t in asked_at.items()])
+    conn.close()
     return convs
 
 
@@ -224,28 +243,65 @@ class BigramBM25:
         return [(mid, sid) for _, mid, sid in scored[:limit]]
 
 
+def _use_time_weight(home: Path, weight: float) -> None:
+    """The plugin's own settings file says ``time_weight: weight`` and the plugin reads it so.
+    Written again until the file's stamp shows the change (two writes within one tick of the
+    file clock, at the same size, look unchanged)."""
+    from project_history_recall import settings as config
+
+    path = config.plugin_config_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while config.load(home).time_weight != weight:
+        path.write_text(f"time_weight: {weight!r}\n", encoding="utf-8")
+        if config.load(home).time_weight != weight:
+            time.sleep(0.005)
+
+
+def _keyword_index_all(home: Path, convs: dict) -> None:
+    """Build the plugin's keyword index of every conversation before the first question. Left to
+    the first searches, it is built in the background while Hermes's own indexes answer: the two
+    agree on the first ten hits but not always below them, where a named time can reach, so the
+    figures would depend on how fast the build ran."""
+    from project_history_recall.hermes.host import Caller
+    from project_history_recall.hermes.statedb import reading
+    from project_history_recall.keyword import textindex
+    from project_history_recall.scope.resolve import resolve_scope
+
+    with reading(home / "state.db") as (conn, _shape):
+        scopes = [resolve_scope(home, conn, Caller.of(conv["asker"]), include_current=True) for conv in convs.values()]
+    for scope in scopes:
+        textindex.keeper(home).build(scope.attribution.key, scope.members)
+
+
 class Systems:
     """Every system of a run on one Hermes home, asked one question at a time, each answer timed.
 
     ``context_weights``: the semantic modes again with each of these neighbour weights instead of
-    the model's own (systems ``plugin:<mode> w=<weight>``), from the same vectors."""
+    the model's own (systems ``plugin:<mode> w=<weight>``), from the same vectors. ``time_weights``:
+    the plugin modes again with each of these ``time_weight`` settings (``plugin:<mode> t=<weight>``)."""
 
     HEADERS = ["system", "questions", "hit@1", "hit@5", "hit@10", "MRR", "turn R@10", "sessions@10", "zero",
                "ms/q p50"]
 
-    def __init__(self, home: Path, modes: list[str], context_weights: list[float] | None = None):
+    def __init__(self, home: Path, modes: list[str], context_weights: list[float] | None = None,
+                 time_weights: list[float] | None = None):
         import sqlite3
 
         from hermes_state import SessionDB
 
-        self.runs = [(m, None, f"plugin:{m}") for m in modes]
-        self.runs += [(m, w, f"plugin:{m} w={w:g}") for w in context_weights or [] for m in modes if m != "keyword"]
+        from project_history_recall import settings as config
+
+        self.home = home
+        default_time = config.DEFAULTS["time_weight"]
+        self.runs = [(m, None, f"plugin:{m}", default_time) for m in modes]
+        self.runs += [(m, None, f"plugin:{m} t={t:g}", t) for t in time_weights or [] for m in modes]
+        self.runs += [(m, w, f"plugin:{m} w={w:g}", default_time) for w in context_weights or [] for m in modes
+                      if m != "keyword"]
         self.plugin = [r[2] for r in self.runs]
         self.names = self.plugin + ["core session_search", "fts-or (scoped BM25)", "bigram BM25 (scoped)",
                                     SESSION_BM25]
         self.embedder = None
         if context_weights:
-            from project_history_recall import settings as config
             from project_history_recall.semantic import embedders
 
             self.embedder = embedders.load(config.load(home))
@@ -268,7 +324,8 @@ class Systems:
         import model_tools
         from tools.session_search_tool import session_search
 
-        for mode, weight, system in self.runs:
+        for mode, weight, system, time_weight in self.runs:
+            _use_time_weight(self.home, time_weight)
             if self.embedder is not None:
                 self.embedder.context_weight = self.own_weight if weight is None else weight
             t0 = time.perf_counter()
@@ -350,11 +407,13 @@ def _index_all(home: Path, convs: dict) -> dict:
 
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
-        context_weights: list[float] | None = None, conversations: list[int] | None = None) -> dict:
+        context_weights: list[float] | None = None, conversations: list[int] | None = None,
+        time_weights: list[float] | None = None) -> dict:
     """``context_weights``: score the semantic modes again with each of these neighbour weights
     instead of the model's own (rows ``plugin:<mode> w=<weight>``), from the same vectors.
     ``conversations``: the positions in the file to use (all when None), so a tuning half and
-    the half kept aside can be run on their own."""
+    the half kept aside can be run on their own. ``time_weights``: score the plugin modes again
+    with each of these ``time_weight`` settings (rows ``plugin:<mode> t=<weight>``)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -368,8 +427,11 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
           f"written to {home} in {time.time() - t:.1f} s")
     _enable_plugin(home, embedder)
 
+    from project_history_recall import timewords
+
+    _keyword_index_all(home, convs)
     indexing = _index_all(home, convs) if any(m != "keyword" for m in modes) else None
-    systems = Systems(home, modes, context_weights)
+    systems = Systems(home, modes, context_weights, time_weights)
     scores = {s: Scores() for s in systems.names}
     by_conv = {s: defaultdict(Scores) for s in systems.names}
     try:
@@ -382,9 +444,12 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                     continue
                 gold_msgs = {conv["dia"][d] for d in gold_dia}
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
+                timed = bool(timewords.find(qa["question"], conv["asked_at"]))
                 for system, sessions, messages in systems.ask(qa["question"], conv["asker"]):
                     for table in (scores[system], by_conv[system][sample["sample_id"]]):
                         table.add(qa["category"], sessions, messages, gold_sessions, gold_msgs)
+                    if timed:
+                        scores[system].add(TIMED + qa["category"], sessions, messages, gold_sessions, gold_msgs)
     finally:
         systems.close()
 
@@ -393,6 +458,9 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     for system in systems.names:
         summary = systems.summary(system, scores[system], (1, 2, 3, 4))
         summary["by_category"] = {CATEGORIES[c]: scores[system].summary((c,)) for c in CATEGORIES}
+        summary["time_questions"] = scores[system].summary(tuple(TIMED + c for c in (1, 2, 3, 4)))
+        summary["time_questions"]["by_category"] = {CATEGORIES[c]: scores[system].summary((TIMED + c,))
+                                                    for c in CATEGORIES}
         summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
         # So a tuning half and the half kept aside can be read per category from one run.
         summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
@@ -401,6 +469,10 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         rows.append(Systems.row(system, summary))
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
     print(common.table(Systems.HEADERS, rows))
+    print("\nthe questions among them that name a time\n")
+    print(common.table(Systems.HEADERS[:-1], [
+        Systems.row(system, {**figures["systems"][system]["time_questions"], "p50_ms": None})[:-1]
+        for system in systems.names]))
     print("\nper category (hit@1 / hit@5 / hit@10 / MRR / turn R@10):")
     for c, name in CATEGORIES.items():
         parts = []
@@ -418,7 +490,8 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
 
 
 def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str = "local",
-                 context_weights: list[float] | None = None, conversations: str | None = None) -> dict:
+                 context_weights: list[float] | None = None, conversations: str | None = None,
+                 time_weights: list[float] | None = None) -> dict:
     """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
     table: every system and category, the files' figures next to each other."""
     import subprocess
@@ -430,6 +503,7 @@ def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str 
         subprocess.run([sys.executable, "-m", "bench", "locomo", "--data", str(path), "--home",
                         str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out),
                         "--embedder", embedder, "--context-weights", ",".join(f"{w:g}" for w in context_weights or []),
+                        "--time-weights", ",".join(f"{w:g}" for w in time_weights or []),
                         *(["--conversations", conversations] if conversations else [])],
                        check=True, cwd=Path(__file__).resolve().parents[1])
         results[path.stem] = json.loads(out.read_text())
@@ -441,6 +515,11 @@ def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str 
     print("\nside by side, categories 1-4 (" + " | ".join(names) + ")\n")
     headers = ["system"] + [f"{n} {label}" for n in names for label, _ in metrics]
     rows = [[system] + [results[n]["systems"][system][key] for n in names for _, key in metrics] for system in first]
+    print(common.table(headers, rows))
+    print("\nthe questions among them that name a time (" + " | ".join(
+        f"{n}: {results[n]['systems'][next(iter(first))]['time_questions']['questions']}" for n in names) + ")\n")
+    rows = [[system] + [results[n]["systems"][system]["time_questions"][key] for n in names for _, key in metrics]
+            for system in first]
     print(common.table(headers, rows))
     for c, name in CATEGORIES.items():
         print(f"\n{c} {name} (hit@1 / MRR): " + "; ".join(

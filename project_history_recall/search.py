@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import consenting, fusion, redaction, results, sessions
+from . import consenting, fusion, redaction, results, sessions, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
@@ -276,6 +276,16 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     return response
 
 
+def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
+    """The times the question names ("last week", "in May 2023"), read from when the asking
+    session began (from now when the caller has no session)."""
+    if not ctx.settings.time_weight:
+        return []
+    caller = ctx.scope.caller_session
+    started = messages.session_started(ctx.conn, caller) if caller else None
+    return timewords.find(req.query, started or time.time())
+
+
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
     ranked, searched_with, outcome = _ranked(req, ctx)
@@ -286,10 +296,12 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
     settings = ctx.settings
     lookup = keyword.own_index(ctx)
+    windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        return keyword.search(ctx, KEYWORD_SCORED, lookup), "keyword", outcome
+        hits = keyword.search(ctx, KEYWORD_SCORED, lookup)
+        return timewords.reweigh(hits, windows, settings.time_weight), "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
@@ -297,7 +309,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     if not outcome.usable:
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
-        return kw_all, "keyword", outcome
+        return timewords.reweigh(kw_all, windows, settings.time_weight), "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome), "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
@@ -307,7 +319,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
         fused = fusion.blend(kw_hits, sem, outcome.similarity, settings.blend_weight, kw_all)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = fused + [h for h in kw_all if h.message_id not in fused_ids]
+    ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]
     return _checked(ctx, ranked, outcome), "keyword+semantic", outcome
 
 

@@ -76,6 +76,9 @@ class Settings:
     semantic_weight: float = 0.5  # in rrf fusion, the semantic list's vote, the keyword list's being 1
     context: int = 2  # messages shown around each hit by default
     index_budget_ms: int = 1500  # indexing a search may wait for; the rest continues in the background
+    # How much a hit in the time a question names ("last week", "in May 2023", 上周) gains, as a share of
+    # its own score at most; 0: dates in a question do not shape the ranking
+    time_weight: float = 0.5
     keyword_index: bool = True  # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
     # Where they came from (not settings themselves).
     home: Path | None = field(default=None, compare=False)  # the Hermes home (its .env holds the key)
@@ -106,6 +109,7 @@ _RANGES = {
     "rrf_k": (1, 10000),
     "semantic_weight": (0.0, 10.0),
     "blend_weight": (0.0, 10.0),
+    "time_weight": (0.0, 10.0),
     "context": (0, MAX_CONTEXT),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),

@@ -178,6 +178,15 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, Messag
     return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 
 
+def session_started(conn: sqlite3.Connection, session_id: str) -> float | None:
+    """When the session ``session_id`` began (None: no such row, or no usable time)."""
+    try:
+        row = conn.execute(f"SELECT {seconds_sql('started_at')} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
+        return None
+    return float(row[0]) if row and row[0] is not None else None
+
+
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     if not ids:
         return {}

@@ -1,0 +1,109 @@
+"""A time named in a question shapes the ranking, through Hermes's real dispatch.
+
+The same words were said in sessions at different dates; a question that names one of the
+dates ("on March 10, 2026", "in June 2026", "last week", "上周") finds that session first,
+read from when the asking session began. Without a date, the order is exactly as with the
+time weighting off.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+
+from hermes_world import call, enable_plugin, plugin_settings
+
+SEARCH = "project_history_search"
+SAID = (("user", "what did we decide about the cache eviction policy? 缓存淘汰策略定了吗"),
+        ("assistant", "we decided the cache eviction policy: least recently used. 缓存淘汰策略：最近最少使用"))
+DAY = 86400.0
+
+
+def _at(world, when: float, cwd) -> str:
+    world._clock = when  # World stamps each message 30 s after the last
+    return world.session(*SAID, cwd=cwd)
+
+
+@pytest.fixture
+def history(world, work):
+    world.project("App", work)
+    now = time.time()
+    sessions = {
+        "march": _at(world, datetime(2026, 3, 10, 11).timestamp(), work),
+        "june": _at(world, datetime(2026, 6, 20, 15).timestamp(), work),
+        "week": _at(world, now - 8 * DAY, work),  # last week, or the week before when asked on a Monday
+        "yesterday": _at(world, now - DAY, work),  # the newest: first wherever the words alone decide
+    }
+    asker = world.session(cwd=work)  # Hermes stamps it as begun now
+    enable_plugin(world.home)
+    return sessions, asker
+
+
+def _sessions(asker: str, query: str, mode: str) -> list[str]:
+    res = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
+    assert res["success"] and res["results"], res
+    return list(dict.fromkeys(r["session_id"] for r in res["results"]))
+
+
+def _with_weight(home, weight: float) -> None:
+    plugin_settings(home, time_weight=weight)
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_named_date_finds_its_session_first(history, world, mode):
+    sessions, asker = history
+    asked = [
+        ("march", "what did we decide about the cache eviction policy on March 10, 2026?"),
+        ("june", "what did we decide about the cache eviction policy in June 2026?"),
+        ("march", "2026年3月10日缓存淘汰策略定了什么？"),
+        ("june", "2026年6月缓存淘汰策略定了什么？"),
+    ]
+    _with_weight(world.home, 0.0)
+    untimed = {_sessions(asker, q, mode)[0] for _, q in asked}
+    _with_weight(world.home, 0.5)
+    assert [_sessions(asker, q, mode)[0] for _, q in asked] == [sessions[name] for name, _ in asked]
+    # Off, every question finds the same session first: the words alone cannot tell them apart.
+    assert len(untimed) == 1
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("query", ["what did we decide last week about the cache eviction policy?",
+                                   "上周缓存淘汰策略定了什么？"])
+def test_last_week_is_read_from_when_the_asking_session_began(history, world, mode, query):
+    sessions, asker = history
+    _with_weight(world.home, 0.0)
+    assert _sessions(asker, query, mode)[0] != sessions["week"]
+    _with_weight(world.home, 0.5)
+    assert _sessions(asker, query, mode)[0] == sessions["week"]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_without_a_date_the_order_is_as_before(history, world, mode):
+    _sessions_, asker = history
+    query = "what did we decide about the cache eviction policy?"
+    _with_weight(world.home, 0.0)
+    before = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)["results"]
+    _with_weight(world.home, 0.5)
+    after = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)["results"]
+    assert [r["message_id"] for r in after] == [r["message_id"] for r in before]
+    assert len(before) == 8
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_relative_times_are_read_from_the_asking_sessions_start_not_from_now(history, world, work, monkeypatch,
+                                                                             mode):
+    """A session begun on Wednesday 24 June 2026 (Hermes stamps its start with the clock, set
+    back for that one write): its "last week" is 15-21 June, holding the "june" session,
+    whatever today is."""
+    import hermes_state
+
+    sessions, _asker = history
+    begun = datetime(2026, 6, 24, 12).timestamp()
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: begun)
+        asker = world.session(cwd=work)
+    _with_weight(world.home, 0.5)
+    for query in ("what did we decide last week about the cache eviction policy?", "上周缓存淘汰策略定了什么？"):
+        assert _sessions(asker, query, mode)[0] == sessions["june"]

@@ -1,0 +1,236 @@
+"""The times a question names, read against a fixed asking time, and hits re-weighted by them."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from project_history_recall import timewords
+from project_history_recall.hits import KEYWORD, Hit
+from project_history_recall.timewords import Window
+
+UTC = timezone.utc
+# Asked on Wednesday 25 October 2023 at noon.
+ASKED = datetime(2023, 10, 25, 12, 0, tzinfo=UTC).timestamp()
+
+
+def days_of(question: str, asked: float = ASKED) -> list[tuple[date, date]]:
+    """Each window as (first day, day after the last)."""
+    return [(datetime.fromtimestamp(w.start, UTC).date(), datetime.fromtimestamp(w.end, UTC).date())
+            for w in timewords.find(question, asked, UTC)]
+
+
+def one_day(y: int, m: int, d: int) -> list[tuple[date, date]]:
+    return [(date(y, m, d), date(y, m, d) + timedelta(days=1))]
+
+
+def month(y: int, m: int) -> list[tuple[date, date]]:
+    return [(date(y, m, 1), date(y + m // 12, m % 12 + 1, 1))]
+
+
+def year(y: int) -> list[tuple[date, date]]:
+    return [(date(y, 1, 1), date(y + 1, 1, 1))]
+
+
+@pytest.mark.parametrize("question, expected", [
+    # Days, English, as LoCoMo and people write them.
+    ("What did Jolene gain after her mini retreat on 9 February, 2023?", one_day(2023, 2, 9)),
+    ("What exciting news did Maria share on 16 June, 2023?", one_day(2023, 6, 16)),
+    ("What did Audrey set up in the backyard for their dogs on June 26, 2023?", one_day(2023, 6, 26)),
+    ("what happened on september 8, 2023", one_day(2023, 9, 8)),
+    ("What did Calvin book a flight ticket for on 1st September 2023?", one_day(2023, 9, 1)),
+    ("the deploy on Sept. 3rd 2023", one_day(2023, 9, 3)),
+    ("Where was the forest picture shared by John on December 1,2023 taken?", one_day(2023, 12, 1)),
+    ("the outage of 2023-10-13", one_day(2023, 10, 13)),
+    ("the outage of 2023/10/13", one_day(2023, 10, 13)),
+    ("the 9th of February", one_day(2023, 2, 9)),
+    ("what did we say on 3 November", one_day(2022, 11, 3)),  # no year: the last 3 November before asking
+    ("the call on October 20th", one_day(2023, 10, 20)),
+    ("What did Joanna just finish last Friday on 23 January, 2022?", one_day(2022, 1, 23)),  # the date says when
+    ("What milestone did Jolene achieve recently on 4 February, 2023?", one_day(2023, 2, 4)),
+    # Days, Chinese.
+    ("Melanie在2023年10月13日给Caroline看了哪幅画？", one_day(2023, 10, 13)),
+    ("Gina在2023年2月1日为她的服装店找到了什么？", one_day(2023, 2, 1)),
+    ("10月13号那次讨论", one_day(2023, 10, 13)),
+    ("１２月３日的会议", one_day(2022, 12, 3)),  # full-width digits, read as the query is (NFKC)
+    # Months and years.
+    ("What did Melanie do in October 2023?", month(2023, 10)),
+    ("Who was the new addition to Nate's family in May 2022?", month(2022, 5)),
+    ("Which classes did Evan join in mid-August 2023?", month(2023, 8)),
+    ("the plan for Dec 2022", month(2022, 12)),
+    ("Mel和她的孩子们在2023年7月最新的项目中画了什么？", month(2023, 7)),
+    ("2023年10月份的预算", month(2023, 10)),
+    ("What painting did Evan share with Sam in October?", month(2023, 10)),
+    ("When did Caroline attend a pride parade in August?", month(2023, 8)),
+    ("what did we change in November", month(2022, 11)),  # the last November before asking
+    ("What did Dave open in May?", month(2023, 5)),
+    ("Melanie在6月什么时候去露营的？", month(2023, 6)),
+    ("三月的发布", month(2023, 3)),
+    ("3月中旬的讨论", month(2023, 3)),
+    ("十二月那次", month(2022, 12)),
+    ("6月份的旅行", month(2023, 6)),
+    ("Which country did James visit in 2021?", year(2021)),
+    ("How many times has Melanie gone to the beach in 2023?", year(2023)),
+    ("Melanie在2023年去过海滩几次？", year(2023)),
+    ("What state did Joanna visit in summer 2021?", [(date(2021, 6, 1), date(2021, 9, 1))]),
+    ("Caroline这个夏天有什么计划？", [(date(2023, 6, 1), date(2023, 9, 1))]),
+    ("去年冬天的问题", [(date(2022, 12, 1), date(2023, 3, 1))]),
+    # Relative to the asking time.
+    ("What did Joanna write yesterday?", one_day(2023, 10, 24)),
+    ("what broke last night", one_day(2023, 10, 24)),
+    ("the day before yesterday", one_day(2023, 10, 23)),
+    ("what did we do today", one_day(2023, 10, 25)),
+    ("昨天的报错", one_day(2023, 10, 24)),
+    ("前天说的方案", one_day(2023, 10, 23)),
+    ("大前天", one_day(2023, 10, 22)),
+    ("今天早上", one_day(2023, 10, 25)),
+    ("What did we decide last week about X", [(date(2023, 10, 16), date(2023, 10, 23))]),
+    ("上周的决定", [(date(2023, 10, 16), date(2023, 10, 23))]),
+    ("上个星期", [(date(2023, 10, 16), date(2023, 10, 23))]),
+    ("earlier this week", [(date(2023, 10, 23), date(2023, 10, 26))]),
+    ("这周", [(date(2023, 10, 23), date(2023, 10, 26))]),
+    ("last weekend", [(date(2023, 10, 21), date(2023, 10, 23))]),
+    ("上周末去哪了", [(date(2023, 10, 21), date(2023, 10, 23))]),
+    ("last Friday", one_day(2023, 10, 20)),
+    ("last Wednesday", one_day(2023, 10, 18)),  # asked on a Wednesday: a week back
+    ("last month", month(2023, 9)),
+    ("上个月", month(2023, 9)),
+    ("上月的账单", month(2023, 9)),
+    ("this month", month(2023, 10)),
+    ("本月", month(2023, 10)),
+    ("last year", year(2022)),
+    ("去年", year(2022)),
+    ("前年", year(2021)),
+    ("this year", [(date(2023, 1, 1), date(2023, 10, 26))]),
+    ("今年", [(date(2023, 1, 1), date(2023, 10, 26))]),
+    ("two weeks ago", [(date(2023, 10, 8), date(2023, 10, 15))]),
+    ("2 days ago", one_day(2023, 10, 23)),
+    ("a week ago", [(date(2023, 10, 15), date(2023, 10, 22))]),
+    ("three months ago", month(2023, 7)),
+    ("a year ago", year(2022)),
+    ("5天前", one_day(2023, 10, 20)),
+    ("两周前", [(date(2023, 10, 8), date(2023, 10, 15))]),
+    ("3个月前", month(2023, 7)),
+    ("三个月之前", month(2023, 7)),
+    ("in the past two weeks", [(date(2023, 10, 11), date(2023, 10, 26))]),
+    ("over the last few days", [(date(2023, 10, 22), date(2023, 10, 26))]),
+    ("in the past month", [(date(2023, 9, 1), date(2023, 10, 26))]),
+])
+def test_reads_the_time_a_question_names(question, expected):
+    assert days_of(question) == expected
+
+
+@pytest.mark.parametrize("question", ["the other day", "前几天", "前些日子"])
+def test_the_other_day_is_a_few_days_ago(question):
+    assert days_of(question) == days_of("a few days ago") == one_day(2023, 10, 22)
+    assert [w.strength for w in timewords.find(question, ASKED, UTC)] == [timewords.VAGUE]
+
+
+def test_a_vague_or_broad_time_counts_less_than_a_named_day():
+    vague = {w.phrase: w.strength for q in ("a few days ago", "几年前", "in 2021", "summer 2021", "two years ago")
+             for w in timewords.find(q, ASKED, UTC)}
+    assert vague and all(s < timewords.EXACT for s in vague.values()), vague
+    assert [w.strength for w in timewords.find("on 9 February, 2023", ASKED, UTC)] == [timewords.EXACT]
+
+
+@pytest.mark.parametrize("question", [
+    "May I ask what we decided about the cache?",
+    "you may want to retry",
+    "things may change in may",
+    "we march on the API",
+    "The soldiers march in formation",
+    "the second time it failed",
+    "the first time we met",
+    "a month of work on the parser",
+    "it takes two weeks to build",
+    "the last time we spoke",
+    "the last day of the sprint",
+    "each week we deploy",
+    "a 2023 byte buffer",
+    "timeout in 2048 ms",
+    "error 2023 in the log",
+    "port 2021",
+    "Which book did Jolene recommend?",
+    "What workshop did Caroline attend recently?",  # recent to the event, not to the asking (measured)
+    "what have we changed lately",
+    "Melanie最近画了什么？",
+    "近期的改动",
+    "三个月的工作",
+    "一个月",
+    "以前年轻时的爱好",
+    "月亮很圆",
+    "五月天的演唱会",
+    "一月一次的例会",
+    "每月的报告",
+    "第三个月",
+    "两周年纪念",
+    "1990年代的音乐",
+    "",
+])
+def test_words_that_only_look_like_times_name_none(question):
+    assert timewords.find(question, ASKED, UTC) == []
+
+
+def test_an_impossible_date_names_nothing_and_raises_nothing():
+    assert timewords.find("on 31 February, 2023", ASKED, UTC) == []
+    assert timewords.find("2023年13月5日", ASKED, UTC) == []
+    assert timewords.find("on 29 February", ASKED, UTC) == []  # 2023 has none
+    assert timewords.find("yesterday", float("nan"), UTC) == []
+    assert timewords.find("yesterday", 1e300, UTC) == []
+
+
+def test_several_times_in_one_question_all_count():
+    assert days_of("between August 11 and August 15 2023") == one_day(2023, 8, 11) + one_day(2023, 8, 15)
+
+
+def test_read_in_the_given_zone():
+    tokyo = timezone(timedelta(hours=9))
+    (window,) = timewords.find("yesterday", ASKED, tokyo)
+    assert window.start == datetime(2023, 10, 24, tzinfo=tokyo).timestamp()
+
+
+def hit(name: int, score: float, when: float) -> Hit:
+    return Hit(name, f"session {name}", score, KEYWORD, when)
+
+
+def _order(hits, windows, weight=0.5):
+    return [h.message_id for h in timewords.reweigh(hits, windows, weight)]
+
+
+DAY = timewords.DAY
+OCT_13 = datetime(2023, 10, 13, tzinfo=UTC).timestamp()
+WINDOW = [Window(OCT_13, OCT_13 + DAY, 1.0, "13 October")]
+
+
+def test_a_hit_inside_the_window_rises_within_the_bound():
+    far, close, weak = hit(1, 1.0, OCT_13 - 200 * DAY), hit(2, 0.8, OCT_13 + 3600), hit(3, 0.5, OCT_13 + 60)
+    assert _order([far, close, weak], WINDOW) == [2, 1, 3]  # 0.8 × 1.5 > 1.0, but 0.5 × 1.5 < 1.0
+    assert _order([far, close, weak], WINDOW, weight=1.0) == [2, 1, 3]
+    assert _order([far, close, weak], WINDOW, weight=2.0) == [2, 3, 1]
+
+
+def test_nearness_fades_faster_before_a_window_than_after_it():
+    before = timewords.closeness(OCT_13 - 2 * DAY, WINDOW)
+    after = timewords.closeness(OCT_13 + 3 * DAY, WINDOW)
+    inside = timewords.closeness(OCT_13 + DAY / 2, WINDOW)
+    assert inside == 1.0 and 0 < before < after < inside
+    assert timewords.closeness(OCT_13 + 90 * DAY, WINDOW) < 1e-6
+    assert timewords.closeness(0.0, WINDOW) == 0.0  # a message without a usable time
+
+
+def test_the_best_window_counts_scaled_by_its_strength():
+    weak = [Window(OCT_13, OCT_13 + DAY, 0.3, "in 2023")]
+    assert timewords.closeness(OCT_13 + 10, weak) == pytest.approx(0.3)
+    assert timewords.closeness(OCT_13 + 10, weak + WINDOW) == 1.0
+
+
+def test_no_window_or_no_weight_leaves_the_order_exactly():
+    hits = [hit(1, 0.2, OCT_13), hit(2, 0.9, 0.0), hit(3, 0.5, OCT_13)]  # not sorted by score on purpose
+    assert timewords.reweigh(hits, [], 0.5) is hits
+    assert timewords.reweigh(hits, WINDOW, 0.0) is hits
+
+
+def test_ties_and_untimed_hits_keep_their_order():
+    hits = [hit(1, 0.5, 0.0), hit(2, 0.5, OCT_13 - 300 * DAY), hit(3, 0.5, 0.0)]
+    assert _order(hits, WINDOW) == [1, 2, 3]
