@@ -15,7 +15,10 @@ a user's state.db).
 
 Scored, per system, on categories 1-4 (questions with evidence):
 session hit@1/@5/@10 and MRR over the distinct sessions in result order, and
-turn recall@10 (share of evidence messages among the returned message ids).
+turn recall@10: the share of evidence messages among the first ten message
+ids in result order. The plugin's results are sessions, so its ids are read
+session by session, each session's best message then its ``more_hits``; the
+baselines that return messages give one id a result.
 
 Systems, in the same run on the same database:
 - the plugin, through Hermes's real plugin manager and tool dispatch;
@@ -331,7 +334,9 @@ class Systems:
                 task_id=asker, session_id=asker))
             self.latency[system].append((time.perf_counter() - t0) * 1000)
             res = out.get("results") or []
-            yield system, [r["session_id"] for r in res], [r["message_id"] for r in res]
+            # Each result is a session: its best message, then its more_hits.
+            yield system, [r["session_id"] for r in res], [h["message_id"] for r in res
+                                                           for h in [r, *r.get("more_hits", [])]]
         t0 = time.perf_counter()
         core = json.loads(session_search(query=question, limit=10, db=self.core_db, current_session_id=asker))
         self.latency["core session_search"].append((time.perf_counter() - t0) * 1000)
@@ -457,6 +462,9 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         summary["time_questions"]["by_category"] = {CATEGORIES[c]: scores[system].summary((TIMED + c,))
                                                     for c in CATEGORIES}
         summary["by_conversation"] = {conv: table.summary((1, 2, 3, 4)) for conv, table in by_conv[system].items()}
+        # So a tuning half and the half kept aside can be read per category from one run.
+        summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
+                                               for conv, table in by_conv[system].items()}
         figures["systems"][system] = summary
         rows.append(Systems.row(system, summary))
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
@@ -465,12 +473,13 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     print(common.table(Systems.HEADERS[:-1], [
         Systems.row(system, {**figures["systems"][system]["time_questions"], "p50_ms": None})[:-1]
         for system in systems.names]))
-    print("\nper category (hit@1 / hit@5 / MRR / turn R@10):")
+    print("\nper category (hit@1 / hit@5 / hit@10 / MRR / turn R@10):")
     for c, name in CATEGORIES.items():
         parts = []
         for system in systems.names:
             s = figures["systems"][system]["by_category"][name]
-            parts.append(f"{system} {s['hit@1']:.3f}/{s['hit@5']:.3f}/{s['mrr']:.3f}/{s['turn_recall@10']:.3f}")
+            parts.append(f"{system} {s['hit@1']:.3f}/{s['hit@5']:.3f}/{s['hit@10']:.3f}/{s['mrr']:.3f}/"
+                         f"{s['turn_recall@10']:.3f}")
         print(f"  {c} {name} ({figures['systems'][systems.names[0]]['by_category'][name]['questions']}): " + " · ".join(parts))
     print("\nper conversation, categories 1-4 (hit@1 / MRR):")
     for conv in sorted(by_conv[systems.names[0]]):
@@ -500,7 +509,8 @@ def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str 
         results[path.stem] = json.loads(out.read_text())
     names = list(results)
     first = results[names[0]]["systems"]
-    metrics = [("hit@1", "hit@1"), ("hit@5", "hit@5"), ("MRR", "mrr"), ("turn R@10", "turn_recall@10"),
+    metrics = [("hit@1", "hit@1"), ("hit@5", "hit@5"), ("hit@10", "hit@10"), ("MRR", "mrr"),
+               ("turn R@10", "turn_recall@10"),
                ("sessions@10", "sessions@10")]
     print("\nside by side, categories 1-4 (" + " | ".join(names) + ")\n")
     headers = ["system"] + [f"{n} {label}" for n in names for label, _ in metrics]

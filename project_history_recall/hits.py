@@ -1,7 +1,7 @@
 """One search hit, as both engines, the fusion and the response see it.
 
-Every hit keeps its session, whichever engine found it: results are shown per
-message, but the first of them are spread across sessions (``fusion.diversify``).
+Every hit keeps its session, whichever engine found it: results are sessions,
+each ranked by all its hits (``sessions.by_session``).
 """
 
 from __future__ import annotations

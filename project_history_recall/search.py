@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import consenting, fusion, redaction, results, timewords
+from . import consenting, fusion, redaction, results, sessions, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
@@ -43,7 +43,9 @@ KEYWORD_CANDIDATES = 50
 # some of the words is credited for them).
 KEYWORD_SCORED = 200
 SEMANTIC_CANDIDATES = 20
-DIVERSE_FIRST = 4  # hybrid results 1-4 come from distinct sessions (fusion.diversify)
+# Semantic mode alone brings this many messages a session asked for, so that
+# ``limit`` distinct sessions are found among them.
+SEMANTIC_PER_SESSION = 3
 
 # In every search response, ahead of the results: a past message can read like an order to the
 # model ("SYSTEM: call project_session_move(…)", a closing tag). It sits inside a JSON string of
@@ -203,16 +205,8 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> 
     return kept
 
 
-def _hit_json(hit: Hit, rows: dict, sessions: dict, windows: dict, profile: str,
-              pattern, shown: redaction.Masked) -> dict | None:
-    row = rows.get(hit.message_id)
-    if row is None:
-        return None
-    meta = sessions.get(hit.session_id, {})
+def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
     entry = {
-        "session_id": hit.session_id,
-        "link": results.link(profile, hit.session_id),
-        "title": shown.text(meta.get("title", "")),
         "message_id": hit.message_id,
         "role": row.role,
         "snippet": results.snippet(row.text, pattern, shown.text),
@@ -224,22 +218,43 @@ def _hit_json(hit: Hit, rows: dict, sessions: dict, windows: dict, profile: str,
     return entry
 
 
-def _respond(req: SearchRequest, ctx: SearchContext, hits: list[Hit], searched_with: str,
+def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
+                  pattern, shown: redaction.Masked) -> dict | None:
+    """One session: its best message's fields, its further hits in ``more_hits``."""
+    found = [h for h in group.hits if h.message_id in rows]
+    if not found:
+        return None
+    entry = {
+        "session_id": group.session_id,
+        "link": results.link(profile, group.session_id),
+        "title": shown.text(meta.get(group.session_id, {}).get("title", "")),
+        **_message_json(found[0], rows[found[0].message_id], windows, pattern, shown),
+    }
+    if len(found) > 1:
+        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, pattern, shown) for h in found[1:]]
+    return entry
+
+
+def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]], searched_with: str,
              outcome: semantic.Outcome) -> dict:
     home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
+    hits = [h for group in groups for h in group.hits]
     rows = messages.fetch_messages(conn, [h.message_id for h in hits])
-    sessions = messages.fetch_sessions(conn, [h.session_id for h in hits])
+    meta = messages.fetch_sessions(conn, [g.session_id for g in groups])
     windows = {}
     if req.context > 0:
-        for hit in hits:
-            if hit.message_id in rows:
-                windows[hit.message_id] = messages.window(conn, ctx.shape, rows[hit.message_id], req.context,
-                                                          ctx.filters.roles)
+        # Around each session's best message only: a further hit is read around with its
+        # message_id, so each result costs one window, as a message result did.
+        for group in groups:
+            best = next((h for h in group.hits if h.message_id in rows), None)
+            if best is not None:
+                windows[best.message_id] = messages.window(conn, ctx.shape, rows[best.message_id], req.context,
+                                                           ctx.filters.roles)
     pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
-    out = [e for e in (_hit_json(h, rows, sessions, windows, profile, pattern, shown) for h in hits) if e]
+    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
     response = {
         "success": True,
         "outcome": FOUND if out else NOTHING,
@@ -271,35 +286,41 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
     return timewords.find(req.query, started or time.time())
 
 
-def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
-    """(hits best first, engines used, the semantic outcome)."""
+def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
+    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
+    ranked, searched_with, outcome = _ranked(req, ctx)
+    return sessions.by_session(ranked, lambda h: h.session_id, req.limit), searched_with, outcome
+
+
+def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
+    """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
     settings = ctx.settings
     lookup = keyword.own_index(ctx)
     windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        # A named time can lift a hit from below the first ``limit``.
-        hits = keyword.search(ctx, max(req.limit, KEYWORD_CANDIDATES) if windows else req.limit, lookup)
-        return timewords.reweigh(hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
+        hits = keyword.search(ctx, KEYWORD_SCORED, lookup)
+        return timewords.reweigh(hits, windows, settings.time_weight), "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
-    outcome = semantic.run(ctx, max(req.limit, SEMANTIC_CANDIDATES), candidates={h.message_id for h in kw_hits})
+    wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
+    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits})
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_hits = keyword.search(ctx, req.limit, lookup)
-        return timewords.reweigh(kw_hits, windows, settings.time_weight)[: req.limit], "keyword", outcome
+            kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
+        return timewords.reweigh(kw_all, windows, settings.time_weight), "keyword", outcome
     if req.mode == "semantic":
-        return _checked(ctx, outcome.hits, outcome)[: req.limit], "semantic", outcome
+        return _checked(ctx, outcome.hits, outcome), "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
         fused = fusion.blend(kw_hits, sem, outcome.similarity, settings.blend_weight, kw_all)
-    ranked = fusion.diversify(timewords.reweigh(fused, windows, settings.time_weight), DIVERSE_FIRST)
-    # Checking costs a lookup per semantic-only hit: check a few more than needed.
-    ranked = _checked(ctx, ranked[: req.limit * 2], outcome)
-    return ranked[: req.limit], "keyword+semantic", outcome
+    # The keyword engine's further matches find sessions the fused few did not reach.
+    fused_ids = {h.message_id for h in fused}
+    ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]
+    return _checked(ctx, ranked, outcome), "keyword+semantic", outcome
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:
@@ -340,7 +361,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 }, note)
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query)
-            hits, searched_with, outcome = _search(req, ctx)
-            return consenting.annotate(_respond(req, ctx, hits, searched_with, outcome), note)
+            groups, searched_with, outcome = _search(req, ctx)
+            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
     except PluginError as exc:
         return exc.envelope()

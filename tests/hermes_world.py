@@ -197,9 +197,14 @@ ZH_DOCS = {
 }
 
 
-def ids(res: dict) -> list[int]:
+def hits(res: dict) -> list[dict]:
+    """Every message a successful search returned, in order: each session's best message, then its more_hits."""
     assert res["success"], res
-    return [r["message_id"] for r in res["results"]]
+    return [h for r in res["results"] for h in [r, *r.get("more_hits", [])]]
+
+
+def ids(res: dict) -> list[int]:
+    return [h["message_id"] for h in hits(res)]
 
 
 def semantic_docs(world, work: Path) -> dict:

@@ -107,13 +107,23 @@ def format_search(response: dict, style: Style, one_shot: OneShot | None = None)
         lines.append("")
         title = hit.get("title") or "(untitled session)"
         lines.append(f"{n:>2}. {style.bold(title)} · {hit.get('when', '')} · {hit.get('role')} · {hit.get('score_source')}")
-        lines.append(f"    {style.mark(hit.get('snippet', ''))}")
-        for ctx in hit.get("context", []):
-            if ctx.get("hit"):
-                continue
-            lines.append(style.dim(f"      {ctx['role']}: {ctx['text'][:160]}"))
-        lines.append(style.dim(f"    {hit['link']} · message {hit['message_id']}"))
+        _hit_lines(lines, hit, style)
+        more = hit.get("more_hits", [])
+        for other in more:
+            lines.append(f"    also {other.get('when', '')} · {other.get('role')} · {other.get('score_source')}")
+            _hit_lines(lines, other, style)
+        ids = ", ".join(str(h["message_id"]) for h in [hit, *more])
+        lines.append(style.dim(f"    {hit['link']} · message{'s' if more else ''} {ids}"))
     return "\n".join(lines)
+
+
+def _hit_lines(lines: list[str], hit: dict, style: Style) -> None:
+    """One message of a result: its snippet, then the messages around it."""
+    lines.append(f"    {style.mark(hit.get('snippet', ''))}")
+    for ctx in hit.get("context", []):
+        if ctx.get("hit"):
+            continue
+        lines.append(style.dim(f"      {ctx['role']}: {ctx['text'][:160]}"))
 
 
 def duration(seconds: float) -> str:

@@ -25,9 +25,11 @@ SEARCH_SCHEMA = {
         "folder or repo), by keyword and by meaning. Use it instead of session_search when the user "
         "refers to past work here: 'what did we decide about X', 'how did we fix this error'. "
         "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
-        "semantic for the same idea in other words or another language. Each hit has session_id, "
-        "message_id and a link: read around it with session_search(session_id=..., "
-        "around_message_id=..., profile=...) and cite the link. project.kind 'home' means nothing "
+        "semantic for the same idea in other words or another language. Each result is one earlier "
+        "session, best first: its best message (message_id, snippet, context) and, in more_hits, its "
+        "other messages among the best matches of the search (message_id, snippet). Each message_id can be read around with "
+        "session_search(session_id=..., around_message_id=..., profile=...); cite the session's link. "
+        "project.kind 'home' means nothing "
         "was searched: offer project_session_move, or use session_search. semantic_status "
         "'consent_required': keyword results are there and nothing was sent; tell the user what "
         "'consent' says would be sent, and ask."
@@ -46,7 +48,7 @@ SEARCH_SCHEMA = {
                                "symbols; semantic: same question in other words.",
             },
             "limit": {"type": "integer", "minimum": 1, "maximum": config.MAX_LIMIT,
-                      "description": "Number of hits (default 10)."},
+                      "description": "Number of sessions (default 10)."},
             "context": {"type": "integer", "minimum": 0, "maximum": config.MAX_CONTEXT,
                         "description": "Messages shown before and after each hit (default 2)."},
             "include_tool_output": {"type": "boolean",

@@ -11,7 +11,8 @@ import sqlite3
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, hits, plugin_settings
+from hermes_world import ids as ids_of
 
 SEARCH = "project_history_search"
 MODES = ("keyword", "hybrid", "semantic")
@@ -120,14 +121,14 @@ def test_garbled_times_are_no_times(garbled_times, world, own_index):
     ids, asker = garbled_times["ids"], garbled_times["asker"]
     for mode in MODES:
         res = _search(asker, "capybara", mode)
-        shown = {r["message_id"]: r for r in res["results"]}
+        shown = {h["message_id"]: h for h in hits(res)}
         if mode != "semantic":  # the semantic side may leave weak matches out
             assert set(ids.values()) | {garbled_times["fine"]} <= set(shown), (mode, res["results"])
         for name in ("yesterday", "blob", "far-future", "infinite"):
             if ids[name] in shown:
                 assert shown[ids[name]]["when"] == "", (mode, name)
-        since = {r["message_id"] for r in _search(asker, "capybara", mode, since=Y2000)["results"]}
-        until = {r["message_id"] for r in _search(asker, "capybara", mode, until=Y2000)["results"]}
+        since = set(ids_of(_search(asker, "capybara", mode, since=Y2000)))
+        until = set(ids_of(_search(asker, "capybara", mode, until=Y2000)))
         for name, (_value, since_keeps, until_keeps) in TIMES.items():
             assert (ids[name] in since) <= since_keeps and (ids[name] in until) <= until_keeps, (mode, name)
             if mode != "semantic":
@@ -178,7 +179,7 @@ def test_a_huge_message_costs_what_is_shown(world, work, monkeypatch):
 
     for mode in MODES:
         res = _search(asker, "capybara", mode)
-        shown = {r["message_id"]: r for r in res["results"]}
+        shown = {h["message_id"]: h for h in hits(res)}
         if mode != "semantic":
             assert {huge, after} <= set(shown), mode
             snippet = shown[huge]["snippet"]

@@ -186,7 +186,8 @@ def test_include_current_session_and_roles(lookalike_pq, world):
     assert lookalike_pq["asker_p"] not in default
     both = call(SEARCH, {"mode": "keyword", "query": "websocket", "include_current_session": True, "include_tool_output": True},
                 session_id=lookalike_pq["asker_p"])
-    roles = {r["role"] for r in both["results"] if r["session_id"] == lookalike_pq["asker_p"]}
+    roles = {h["role"] for r in both["results"] if r["session_id"] == lookalike_pq["asker_p"]
+             for h in [r, *r.get("more_hits", [])]}
     assert roles == {"user", "tool"}
 
 

@@ -9,7 +9,9 @@ def _project(world, work):
     app = work / "app"
     app.mkdir()
     world.project("App", app)
-    world.session(*[("user", f"line {n} about the websocket reconnect") for n in range(7)], cwd=app)
+    # The websocket in the middle message only: its window is whole on both sides.
+    world.session(*[("user", f"line {n} about the {'websocket' if n == 3 else 'weather'} reconnect") for n in range(7)],
+                  cwd=app)
     asker = world.session(cwd=app)
     enable_plugin(world.home)
     return asker
@@ -21,11 +23,11 @@ def test_context_setting_sets_the_default_window(world, work):
     hit = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"][0]
     assert "context" not in hit
     plugin_settings(world.home, context=3)
-    hits = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"]
-    assert max(len(h["context"]) for h in hits) == 7  # three before, the hit, three after
+    hit = call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"][0]
+    assert len(hit["context"]) == 7  # three before, the hit, three after
     explicit = call("project_history_search", {"query": "websocket", "mode": "keyword", "context": 1},
-                    session_id=asker)["results"]
-    assert max(len(h["context"]) for h in explicit) == 3
+                    session_id=asker)["results"][0]
+    assert len(explicit["context"]) == 3
 
 
 def test_semantic_off_and_fusion_choice(world, work):

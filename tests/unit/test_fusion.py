@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from project_history_recall.fusion import blend, diversify, rrf
+from project_history_recall.fusion import blend, rrf
 from project_history_recall.hits import KEYWORD, SEMANTIC, Hit
 
 
@@ -52,9 +52,3 @@ def test_fused_hits_keep_their_session_and_time():
                   blend(kw([(1, 0.9)]), sem([1, 2]), {1: 0.3, 2: 0.4}, weight=0.7)):
         assert {(f.message_id, f.session_id, f.timestamp) for f in fused} == {(1, "s1", 101.0), (2, "s2", 102.0)}
 
-
-def test_diversify_puts_distinct_sessions_first_and_keeps_everything():
-    items = [Hit(mid, sid, 1.0 / mid, KEYWORD, 0.0) for sid, mid in [("a", 1), ("a", 2), ("b", 3), ("a", 4), ("c", 5)]]
-    out = diversify(items, 2)
-    assert [(h.session_id, h.message_id) for h in out] == [("a", 1), ("b", 3), ("a", 2), ("a", 4), ("c", 5)]
-    assert diversify(items, 0) == items

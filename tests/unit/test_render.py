@@ -75,6 +75,21 @@ def test_colours_come_only_from_the_screen_that_places_them():
     assert text.startswith("\x1b[1;33mhit\x1b[0m \\u001b[8m") and "\x1b[1m" not in text
 
 
+def test_a_session_result_shows_each_of_its_hits_and_every_message_id():
+    hit = {"title": "deploy", "when": "2026-09-01 10:00", "role": "user", "score_source": "both",
+           "snippet": ">>>deploy<<< failed", "link": "@session:default/s1", "message_id": 7,
+           "context": [{"role": "assistant", "text": "retry it", "message_id": 8}],
+           "more_hits": [{"when": "2026-09-01 10:05", "role": "assistant", "score_source": "keyword",
+                          "snippet": "the >>>deploy<<< passed", "message_id": 12,
+                          "context": [{"role": "user", "text": "thanks", "message_id": 13}]}]}
+    text = render.format_search({**SEARCH, "results": [hit]}, render.Style())
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(" 1. deploy"))
+    assert lines[at + 1:] == ["    «deploy» failed", "      assistant: retry it",
+                              "    also 2026-09-01 10:05 · assistant · keyword", "    the «deploy» passed",
+                              "      user: thanks", "    @session:default/s1 · messages 7, 12"]
+
+
 ASKED = {"required": True, "service": "https://embed.example", "model": "m-1",
          "project": {"kind": "explicit", "id": "p 1", "name": "App"},
          "would_send": {"messages": 1, "sessions": 2, "characters": 1200, "piece_chars": 1500},
