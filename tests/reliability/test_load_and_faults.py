@@ -98,6 +98,19 @@ def test_eight_searchers_and_a_writer(loaded, seconds):
     assert final["results"], "rows the writer committed are found"
 
 
+def _in_rollback_journal(world, asker: str):
+    """The world closed, the plugin loaded, and state.db in rollback-journal mode: (asker, state.db path)."""
+    world.close()
+    enable_plugin(world.home)
+    # The first tool call imports the rest of Hermes, which sets WAL on 0.19.0
+    # (this query has nothing to search, so the plugin opens no state.db).
+    assert call("project_history_search", {"query": ""}, session_id=asker)["error_code"] == "bad_argument"
+    path = world.home / "state.db"
+    with closing(sqlite3.connect(path)) as conn:  # 0.22 here (SQLite < 3.51.3) is in this mode already
+        conn.execute("PRAGMA journal_mode=DELETE")
+    return asker, path
+
+
 def test_no_lock_on_state_db_while_embedding_ranking_or_formatting(world, work, monkeypatch):
     """In rollback-journal mode (Hermes 0.22 on an SQLite older than 3.51.3) a
     reader's lock stops Hermes's writer from committing. At each point where
@@ -110,15 +123,7 @@ def test_no_lock_on_state_db_while_embedding_ranking_or_formatting(world, work, 
     world.project("App", app)
     for n in range(5):
         world.session(("user", f"websocket reconnect {n}"), ("assistant", f"backoff and retry {n}"), cwd=app)
-    asker = world.session(cwd=app)
-    world.close()
-    enable_plugin(world.home)
-    # The first tool call imports the rest of Hermes, which sets WAL on 0.19.0
-    # (this query has nothing to search, so the plugin opens no state.db).
-    assert call("project_history_search", {"query": ""}, session_id=asker)["error_code"] == "bad_argument"
-    path = world.home / "state.db"
-    with closing(sqlite3.connect(path)) as conn:  # 0.22 here (SQLite < 3.51.3) is in this mode already
-        conn.execute("PRAGMA journal_mode=DELETE")
+    asker, path = _in_rollback_journal(world, world.session(cwd=app))
     fusion, results = plugin_module("fusion"), plugin_module("results")
     local = plugin_module("semantic.embedders.local")
     writer = sqlite3.connect(path, timeout=1.0, isolation_level=None, check_same_thread=False)
@@ -182,14 +187,7 @@ def test_an_answer_leaves_the_locks_of_other_reads_in_place(world, work, monkeyp
     app = work / "app"
     app.mkdir()
     world.session(("user", "websocket reconnect"), ("assistant", "backoff"), cwd=app)
-    asker = world.session(cwd=app)
-    world.close()
-    enable_plugin(world.home)
-    # The first tool call imports the rest of Hermes, which sets WAL on 0.19.0.
-    assert call("project_history_search", {"query": ""}, session_id=asker)["error_code"] == "bad_argument"
-    path = world.home / "state.db"
-    with closing(sqlite3.connect(path)) as conn:  # 0.22 here (SQLite < 3.51.3) is in this mode already
-        conn.execute("PRAGMA journal_mode=DELETE")
+    asker, path = _in_rollback_journal(world, world.session(cwd=app))
     assert _writer_could_commit(path)
     reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
