@@ -218,10 +218,15 @@ def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, sh
     return entry
 
 
+def _still_there(group: sessions.Group[Hit], rows: dict) -> list[Hit]:
+    """The group's hits whose message could still be read, best first: the first is the one shown."""
+    return [h for h in group.hits if h.message_id in rows]
+
+
 def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
                   pattern, shown: redaction.Masked) -> dict | None:
     """One session: its best message's fields, its further hits in ``more_hits``."""
-    found = [h for h in group.hits if h.message_id in rows]
+    found = _still_there(group, rows)
     if not found:
         return None
     entry = {
@@ -248,10 +253,10 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         # Around each session's best message only: a further hit is read around with its
         # message_id, so each result costs one window, as a message result did.
         for group in groups:
-            best = next((h for h in group.hits if h.message_id in rows), None)
-            if best is not None:
-                windows[best.message_id] = messages.window(conn, ctx.shape, rows[best.message_id], req.context,
-                                                           ctx.filters.roles)
+            found = _still_there(group, rows)
+            if found:
+                windows[found[0].message_id] = messages.window(conn, ctx.shape, rows[found[0].message_id],
+                                                               req.context, ctx.filters.roles)
     pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
