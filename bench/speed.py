@@ -163,6 +163,7 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int 
     try:
         for cls in CLASSES:
             ours, hermes_only, theirs, found_ours, found_core, scope_sizes = [], [], [], 0, 0, []
+            load = []
             for q, sid in zip(queries[cls], callers, strict=True):
                 out = plugin(q, sid, ours)
                 found_ours += bool(out["results"])
@@ -176,6 +177,7 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int 
                 res = core.search_messages(q, role_filter=["user", "assistant"], limit=10)
                 theirs.append((time.perf_counter() - t) * 1000)
                 found_core += bool(res)
+                load.append(os.getloadavg()[0])
             stats = {
                 "plugin_p50": common.percentile(ours, 50), "plugin_p95": common.percentile(ours, 95),
                 "hermes_indexes_p50": common.percentile(hermes_only, 50),
@@ -183,19 +185,22 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int 
                 "core_p50": common.percentile(theirs, 50), "core_p95": common.percentile(theirs, 95),
                 "plugin_found": found_ours / len(ours), "core_found": found_core / len(theirs),
                 "median_scope_sessions": sorted(scope_sizes)[len(scope_sizes) // 2],
+                "load_1min": [round(min(load), 2), round(max(load), 2)],
             }
             figures["classes"][cls] = stats
             rows.append([cls, len(ours), stats["plugin_p50"], stats["plugin_p95"], stats["hermes_indexes_p50"],
                          stats["hermes_indexes_p95"], stats["core_p50"], stats["core_p95"],
-                         f"{stats['plugin_found']:.0%}", f"{stats['core_found']:.0%}", stats["median_scope_sessions"]])
+                         f"{stats['plugin_found']:.0%}", f"{stats['core_found']:.0%}", stats["median_scope_sessions"],
+                         f"{min(load):.1f}-{max(load):.1f}"])
     finally:
         core.close()
     print(f"\nfirst call (reads every session's folder, builds attribution): {cold_ms:.0f} ms")
     print("latency in ms; plugin = project_history_search handler, mode=keyword, limit 10, context 2 "
           "(scoped to the caller's project), with its keyword index and with Hermes's indexes only; "
-          "core = SessionDB.search_messages, unscoped, limit 10\n")
+          "core = SessionDB.search_messages, unscoped, limit 10; load = 1-min load average while the class ran\n")
     print(common.table(["class", "queries", "plugin p50", "plugin p95", "Hermes idx p50", "Hermes idx p95",
-                        "core p50", "core p95", "plugin hits", "core hits", "scope (sessions, median)"], rows))
+                        "core p50", "core p95", "plugin hits", "core hits", "scope (sessions, median)",
+                        "load (1 min)"], rows))
     if hybrid_projects:
         figures["hybrid"] = hybrid(home, queries, callers, hybrid_projects, plugin_config)
     return figures
