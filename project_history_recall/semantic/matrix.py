@@ -395,23 +395,22 @@ class ScopeMatrix:
         needed = np.unique(np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]]))
         wanted = self.rowids[needed].tolist()
         stored = store.vectors(wanted)
-        # One float row per needed matrix row, then a zero row: what a missing
-        # neighbour (-1) or a vector no longer stored adds to the sum.
-        floats = np.zeros((len(needed) + 1, self.dim), dtype=np.float32)
         found = [i for i, rowid in enumerate(wanted) if stored.get(rowid)]
-        if found:
-            floats[found] = np.frombuffer(b"".join(stored[wanted[i]] for i in found),
-                                          dtype=np.float16).reshape(len(found), self.dim)
-        gone = np.ones(len(needed) + 1, dtype=bool)
-        gone[found] = False
+        # The found vectors, then a zero row: what a missing neighbour (-1) or a
+        # vector no longer stored adds to the sum. ``slot`` maps each needed row to its row here.
+        floats = np.zeros((len(found) + 1, self.dim), dtype=np.float32)
+        floats[:-1] = np.frombuffer(b"".join(stored[wanted[i]] for i in found),
+                                    dtype=np.float16).reshape(len(found), self.dim)
+        slot = np.full(len(needed) + 1, len(found), dtype=np.int64)
+        slot[found] = np.arange(len(found))
 
         def at(r):
-            return np.where(r >= 0, np.searchsorted(needed, r), len(needed))
+            return slot[np.where(r >= 0, np.searchsorted(needed, r), len(needed))]
 
         own = at(rows)
         acc = floats[own] + self.w * (floats[at(prev)] + floats[at(nxt)])
         norms = np.linalg.norm(acc, axis=1)
         norms[norms == 0] = 1.0
         scores = (acc @ np.asarray(q, dtype=np.float32)) / norms
-        return {r: float(x) for r, x, lost in zip(rows.tolist(), scores.tolist(), gone[own].tolist(), strict=True)
-                if not lost}
+        return {r: float(x) for r, x, at_slot in zip(rows.tolist(), scores.tolist(), own.tolist(), strict=True)
+                if at_slot < len(found)}
