@@ -247,10 +247,13 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
         if not out.get("success") or out.get("semantic_status") != "ready":
             raise RuntimeError(f"indexing {project} failed: {out}")
         chunks += out["totals"]["chunks_embedded"]
-    print(f"embedded {chunks:,} chunks in {seconds:.0f} s (0 when the index was current); "
+    rate = f" ({chunks / seconds:.0f} chunks/s)" if chunks and seconds else ""
+    print(f"embedded {chunks:,} chunks in {seconds:.0f} s{rate} (0 when the index was current); "
           f"load average {[round(x, 2) for x in os.getloadavg()]}", flush=True)
 
     times: dict[str, dict[str, list[float]]] = {cls: {"keyword": [], "hybrid": []} for cls in CLASSES}
+    # Sessions each response shows: a mode that finds more has more snippets and windows to read.
+    shown: dict[str, dict[str, list[int]]] = {cls: {"keyword": [], "hybrid": []} for cls in CLASSES}
     loads: dict[str, list[float]] = {cls: [] for cls in CLASSES}
     not_hybrid = []
     n = 0
@@ -262,6 +265,7 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
             for mode in (("keyword", "hybrid") if n % 2 == 0 else ("hybrid", "keyword")):
                 out, took = _timed_search(query, mode, caller)
                 times[cls][mode].append(took)
+                shown[cls][mode].append(len(out["results"]))
                 if mode == "hybrid" and (out["semantic_status"] != "ready" or out["searched_with"] != "keyword+semantic"):
                     not_hybrid.append((query, out["semantic_status"], out["searched_with"]))
             loads[cls].append(os.getloadavg()[0])
@@ -279,22 +283,25 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
             kw = [t for c in CLASSES for t in times[c]["keyword"]]
             hy = [t for c in CLASSES for t in times[c]["hybrid"]]
             load = [x for c in CLASSES for x in loads[c]]
+            results = {m: [x for c in CLASSES for x in shown[c][m]] for m in ("keyword", "hybrid")}
         else:
-            kw, hy, load = times[cls]["keyword"], times[cls]["hybrid"], loads[cls]
+            kw, hy, load, results = times[cls]["keyword"], times[cls]["hybrid"], loads[cls], shown[cls]
         if not kw:
             continue
         stats = {"queries": len(kw), "keyword_p50": common.percentile(kw, 50), "keyword_p95": common.percentile(kw, 95),
                  "hybrid_p50": common.percentile(hy, 50), "hybrid_p95": common.percentile(hy, 95),
-                 "load_1min": [round(min(load), 2), round(max(load), 2)]}
+                 "load_1min": [round(min(load), 2), round(max(load), 2)],
+                 "sessions_shown_mean": {m: sum(v) / len(v) for m, v in results.items()}}
         stats["p50_ratio"] = stats["hybrid_p50"] / stats["keyword_p50"]
         figures["classes"][cls] = stats
         rows.append([cls, len(kw), stats["keyword_p50"], stats["keyword_p95"], stats["hybrid_p50"],
                      stats["hybrid_p95"], f"{stats['p50_ratio']:.2f}",
+                     "{keyword:.1f} / {hybrid:.1f}".format(**stats["sessions_shown_mean"]),
                      f"{stats['load_1min'][0]:.1f}-{stats['load_1min'][1]:.1f}"])
     print(f"\nlatency in ms, warm (one untimed search per project first); the same queries of the "
           f"{figures['askers']} askers in these {len(projects)} projects, each asked in keyword and in hybrid mode "
           f"one after the other (project_history_search handler, limit 10, context 2, semantic search on, "
           f"embedder local); load = 1-min load average while the class ran\n")
     print(common.table(["class", "queries", "keyword p50", "keyword p95", "hybrid p50", "hybrid p95",
-                        "hybrid/keyword p50", "load (1 min)"], rows))
+                        "hybrid/keyword p50", "sessions shown (keyword / hybrid)", "load (1 min)"], rows))
     return figures
