@@ -247,8 +247,8 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
         if not out.get("success") or out.get("semantic_status") != "ready":
             raise RuntimeError(f"indexing {project} failed: {out}")
         chunks += out["totals"]["chunks_embedded"]
-    rate = f" ({chunks / seconds:.0f} chunks/s)" if chunks and seconds else ""
-    print(f"embedded {chunks:,} chunks in {seconds:.0f} s{rate} (0 when the index was current); "
+    rate = f", {chunks / seconds:.0f} chunks/s" if chunks and seconds else ""
+    print(f"embedded {chunks:,} chunks in {seconds:.0f} s{rate} (0 chunks when the index was current); "
           f"load average {[round(x, 2) for x in os.getloadavg()]}", flush=True)
 
     times: dict[str, dict[str, list[float]]] = {cls: {"keyword": [], "hybrid": []} for cls in CLASSES}
