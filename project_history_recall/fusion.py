@@ -17,7 +17,7 @@ Two methods (setting ``fusion``):
   say: its ranking is the better one (alone it beats USE's by 0.06-0.18
   session hit@1 on every bench set, and the keywords' by 0.19 on zh-daily),
   so with USE's weight hybrid fell below e5's own semantic mode on zh-daily.
-  Each model's weight was chosen on the tune halves of all the benches at
+  Each model's weight was chosen on the tune halves of several benches at
   once, never one per bench. Measuring each cosine instead in standard
   deviations above the question's mean similarity to the whole scope, with a
   weight per model, ranked as the right plain weight did on zh-daily and
