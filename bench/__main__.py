@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     daily.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                        help="which questions to ask (all: each split is printed too)")
+    daily.add_argument("--one-project", action="store_true",
+                       help="everyone's sessions in one project: each question searches five times the sessions")
     daily.add_argument("--json", type=Path, help="also write the figures here")
     for p in (locomo, zh, daily):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
         figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
-                          args.split, args.embedder, weights)
+                          args.split, args.embedder, weights, args.one_project)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

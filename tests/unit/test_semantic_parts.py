@@ -80,6 +80,19 @@ def test_new_settings_are_validated(tmp_path):
     assert any("semantic_weight" in w for w in s.warnings)
 
 
+def test_blend_weight_is_the_embedders_own_unless_set(tmp_path):
+    home = tmp_path / "h"
+    (home / "project-history-recall").mkdir(parents=True)
+    path = home / "project-history-recall" / "config.yaml"
+    assert config.load(home).blend_weight is None and config.DEFAULTS["blend_weight"] is None
+    path.write_text("blend_weight: 0.7\n")  # the one weight every model had
+    assert config.load(home).blend_weight == 0.7
+    for bad in ("blend_weight: 11\n", "blend_weight: -0.1\n", "blend_weight: lots\n"):
+        path.write_text(bad)
+        s = config.load(home)
+        assert s.blend_weight is None and any("blend_weight" in w for w in s.warnings), bad
+
+
 # -- planning against a state.db-shaped table ----------------------------------------------------
 @pytest.fixture
 def msgs():
