@@ -4,6 +4,7 @@ in-memory matrix and the store's own file handling (no Hermes, no model)."""
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
 
 import numpy as np
@@ -228,6 +229,18 @@ def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path,
         assert asked[0] < asked[1]  # fewer rows (and their neighbours) read and scored
 
 
+@pytest.mark.parametrize("d", [8, 512, matrix.EXACT_FLOAT32_DIM, matrix.EXACT_FLOAT32_DIM + 1, 1536])
+def test_int8_dot_products_are_exact_at_every_size(d):
+    rng = np.random.default_rng(d)
+    rows = rng.integers(-127, 128, size=(matrix.DOT_SLICE + 5, d), dtype=np.int8)  # a slice and a part
+    q8 = rng.choice(np.array([-127, 127], dtype=np.int8), size=d)
+    rows[0] = q8
+    rows[1] = -q8  # the largest sums there are, of either sign: past 2**24 an odd one has no float32
+    exact = rows.astype(np.int64) @ q8.astype(np.int64)
+    got = matrix._dots(rows, q8)
+    assert got.dtype == np.int32 and (got == exact).all()
+
+
 def _stored(store, sid, d):
     """A session's stored vectors, in message order, as float32."""
     rows = [r for page in store.rows("fp", [sid]) for r in page]
@@ -284,6 +297,28 @@ def test_unreadable_file_is_moved_aside_and_rebuilt(tmp_path):
     store = vectors.VectorStore(path)
     assert "rebuilt" in store.rebuilt_reason and store.states("fp") == {}
     assert list(tmp_path.glob("embeddings.db.broken-*"))
+
+
+def test_a_file_overwritten_after_a_quiet_while_is_still_noticed(tmp_path, monkeypatch):
+    path = tmp_path / "embeddings.db"
+    store = vectors.VectorStore(path)
+    _add(store, "s", [1], _unit(np.random.default_rng(7), 1))
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the header is in the file, as in use
+    conn.close()
+    old = path.stat().st_mtime - 3600
+    os.utime(path, (old, old))  # last written an hour ago
+    opened = []
+    full_check = derived._not_a_database
+    monkeypatch.setattr(derived, "_not_a_database", lambda p: opened.append(p) or full_check(p))
+    assert store.healthy() and store.healthy()
+    assert len(opened) == 1  # the second search trusts the first check: nothing has changed since
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:  # overwritten in place from its start: the same size, the same inode
+        fh.write(b"\0" * 100)
+    assert path.stat().st_size == size
+    assert not store.healthy()
+    assert len(opened) == 2
 
 
 def test_candidate_similarities_cover_keyword_hits_outside_the_top(tmp_path):
