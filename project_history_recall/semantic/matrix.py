@@ -50,11 +50,6 @@ INT8_ERROR = 0.002
 # …and at most this many times the rows a search needs: a row among the best k
 # in float is missed only if 2k rows score within 2 * INT8_ERROR of it.
 RESCORE_FACTOR = 2
-# Up to this many dimensions an int8 row times the int8 query sums exactly in float32 (every
-# partial sum is an integer below 2**24), which BLAS does about twice as fast as numpy's integer
-# einsum; beyond it (a remote model's 1536), einsum.
-EXACT_FLOAT32_DIM = 2**24 // (127 * 127)
-DOT_SLICE = 2048  # rows made float32 at a time: 4 MB at USE's size, however many rows a project has
 # A matrix is saved once it has read this many rows from the store since it was last saved or
 # read back (or a tenth of its rows, if more): reading them costs the next process far more.
 SAVE_AFTER_ROWS = 4096
@@ -82,19 +77,6 @@ def _quantise(v):
     np.rint(rows, out=rows)
     ints = rows.astype(np.int8)
     return (ints, scale) if v.ndim == 2 else (ints[0], scale[0])
-
-
-def _dots(rows, q8):
-    """Each int8 row's dot product with the int8 query ``q8``, exactly, as int32."""
-    import numpy as np
-
-    if rows.shape[1] > EXACT_FLOAT32_DIM:
-        return np.einsum("ij,j->i", rows, q8, dtype=np.int32)
-    qf = q8.astype(np.float32)
-    out = np.empty(len(rows), dtype=np.float32)
-    for at in range(0, len(rows), DOT_SLICE):
-        np.matmul(rows[at: at + DOT_SLICE].astype(np.float32), qf, out=out[at: at + DOT_SLICE])
-    return out.astype(np.int32)
 
 
 class ScopeMatrix:
@@ -348,7 +330,7 @@ class ScopeMatrix:
         if n == 0:
             return [], {}
         q8, q_scale = _quantise(np.array(q, dtype=np.float32))
-        dots = _dots(self.vecs[:n], q8)
+        dots = np.einsum("ij,j->i", self.vecs[:n], q8, dtype=np.int32)
         # A missing neighbour is -1, which indexes the 0 appended at the end.
         sims = np.append(dots * (self.scale[:n] * q_scale), np.float32(0.0))
         ctx = sims[:n] + self.w * (sims[self.prev[:n]] + sims[self.next[:n]])

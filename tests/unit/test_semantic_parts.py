@@ -229,18 +229,6 @@ def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path,
         assert asked[0] < asked[1]  # fewer rows (and their neighbours) read and scored
 
 
-@pytest.mark.parametrize("d", [8, 512, matrix.EXACT_FLOAT32_DIM, matrix.EXACT_FLOAT32_DIM + 1, 1536])
-def test_int8_dot_products_are_exact_at_every_size(d):
-    rng = np.random.default_rng(d)
-    rows = rng.integers(-127, 128, size=(matrix.DOT_SLICE + 5, d), dtype=np.int8)  # a slice and a part
-    q8 = rng.choice(np.array([-127, 127], dtype=np.int8), size=d)
-    rows[0] = q8
-    rows[1] = -q8  # the largest sums there are, of either sign: past 2**24 an odd one has no float32
-    exact = rows.astype(np.int64) @ q8.astype(np.int64)
-    got = matrix._dots(rows, q8)
-    assert got.dtype == np.int32 and (got == exact).all()
-
-
 def _stored(store, sid, d):
     """A session's stored vectors, in message order, as float32."""
     rows = [r for page in store.rows("fp", [sid]) for r in page]
