@@ -73,10 +73,13 @@ LENGTH_B = 0.5
 # holds; a full count cost short messages, where a repeat is mostly chance:
 # tuned on LoCoMo's even conversations, whole and 5 and 10 turns a message).
 # The index keeps no counts, so the best TF_CANDIDATES messages by presence
-# are read again and counted (one over TF_MAX_CHARS counts once).
+# are read again and counted, best first, within TF_READ_CHARS in all (~5 ms
+# of reading and counting); one over TF_MAX_CHARS, or past the budget,
+# counts once.
 REPEAT_CREDIT = 0.25
 TF_CANDIDATES = 100
 TF_MAX_CHARS = 20_000
+TF_READ_CHARS = 400_000
 # Session evidence added to each message's share (tuned on LoCoMo English and
 # Chinese, conversations kept aside to check): the mean share of the
 # session's best three messages, and the weighted share of the query's
@@ -469,6 +472,15 @@ def occurrences(text: str, needle: str, whole_word: bool) -> int:
     return count
 
 
+def to_read(lengths: "np.ndarray") -> "np.ndarray":
+    """Which of the candidates of these ``lengths`` (best first) are read to be counted:
+    those up to TF_MAX_CHARS, best first while TF_READ_CHARS lasts."""
+    import numpy as np
+
+    fits = lengths <= TF_MAX_CHARS
+    return fits & (np.cumsum(np.where(fits, lengths, 0)) <= TF_READ_CHARS)
+
+
 def term_counts(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
     """Per concept and text, how often the text says the concept, at least once (the index
     found it, perhaps in another form), each time after the first counting REPEAT_CREDIT;
@@ -549,7 +561,7 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     # The best by presence, counted: a count only adds, so none left uncounted can pass them.
     counted = order[known[order]][:TF_CANDIDATES]
-    readable = [int(facts.message_ids[i]) for i in counted if lengths[i] <= TF_MAX_CHARS]
+    readable = [int(m) for m in facts.message_ids[counted[to_read(lengths[counted])]]]
     texts = backend.texts(readable) if readable else {}
     counts[:, counted] = term_counts(concepts, [texts.get(int(facts.message_ids[i])) for i in counted])
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, REPEAT_CREDIT, _Concept, bm25_scores,
-                                                   occurrences, term_counts)
+from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, REPEAT_CREDIT, TF_MAX_CHARS,
+                                                   TF_READ_CHARS, _Concept, bm25_scores, occurrences, term_counts,
+                                                   to_read)
 
 
 @pytest.mark.parametrize("text, needle, whole_word, count", [
@@ -66,3 +67,11 @@ def test_a_count_adds_nothing_where_the_message_holds_none_of_the_concept():
 
 def test_no_concepts_score_nothing():
     assert bm25_scores([], np.ones((0, 3)), np.full(3, 5.0), 5.0).tolist() == [0, 0, 0]
+
+
+def test_the_best_candidates_are_read_while_the_budget_lasts_and_a_huge_one_never():
+    lengths = np.array([100.0, TF_MAX_CHARS + 1.0, 50.0, 200.0])
+    assert to_read(lengths).tolist() == [True, False, True, True]  # the huge one is skipped, not the budget spent
+    many = np.full(TF_READ_CHARS // TF_MAX_CHARS + 2, float(TF_MAX_CHARS))
+    read = to_read(many)
+    assert read[:TF_READ_CHARS // TF_MAX_CHARS].all() and not read[TF_READ_CHARS // TF_MAX_CHARS:].any()
