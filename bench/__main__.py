@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     speed.add_argument("--sessions", type=int, default=20_000)
     speed.add_argument("--projects", type=int, default=200)
     speed.add_argument("--queries", type=int, default=200, help="queries per class")
+    speed.add_argument("--hybrid", type=int, default=0, metavar="P",
+                       help="also embed the projects of the first P askers (the embedded model does ~200 chunks/s "
+                            "on one core: 10-20 projects take minutes) and time hybrid against keyword search over "
+                            "their queries, warm")
     speed.add_argument("--json", type=Path, help="also write the figures here")
 
     data = Path(os.environ.get("PHR_BENCH_DATA") or Path(__file__).resolve().parents[1] / "bench-data")
@@ -48,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     daily.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                        help="which questions to ask (all: each split is printed too)")
+    daily.add_argument("--one-project", action="store_true",
+                       help="everyone's sessions in one project: each question searches five times the sessions")
     daily.add_argument("--json", type=Path, help="also write the figures here")
     for p in (locomo, zh, daily):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
         figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
-                          args.split, args.embedder, weights)
+                          args.split, args.embedder, weights, args.one_project)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -175,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import speed as mod
         from .synth import SynthSpec
 
-        figures = mod.run(args.home, SynthSpec(args.messages, args.sessions, args.projects), args.queries)
+        figures = mod.run(args.home, SynthSpec(args.messages, args.sessions, args.projects), args.queries,
+                          args.hybrid)
     else:
         from . import locomo as mod
 

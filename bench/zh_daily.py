@@ -10,6 +10,11 @@ Each person is one explicit project (folder) in one Hermes home, written with He
 fresh, empty session in the person's folder, through the same systems as ``bench locomo``
 (``locomo.Systems``): the plugin through Hermes's plugin manager and dispatch, core
 ``session_search``, fts-or, the message bigram BM25 and the session BM25 over CJK bigrams.
+
+``one_project`` puts all five people into one project (one folder), so each question is asked
+over five times the sessions, most of them someone else's daily life in the same words: a
+harder stand-in for a person's own ~2k short chats than one person's ~50 sessions. The questions
+and their gold sessions are the same.
 """
 
 from __future__ import annotations
@@ -22,17 +27,23 @@ from pathlib import Path
 from . import common, locomo, zh_data
 
 
-def build(data: dict, home: Path) -> dict:
-    """Write every person into ``home``; per person: project, folder, asker, and position -> message id."""
+def build(data: dict, home: Path, one_project: bool = False) -> dict:
+    """Write every person into ``home``; per person: project, folder, asker, position -> message id,
+    and the sessions of the project the person's questions are asked in (``scope``).
+    ``one_project``: everyone in one project, in one folder."""
     from hermes_cli import projects_db
 
     work = home.parent / "zh-daily-work"
     people = {}
+    shared = None
     with locomo.writing(home) as (db, pconn):
         for n, person in enumerate(data["people"]):
-            folder = work / person["id"]
-            folder.mkdir(parents=True, exist_ok=True)
-            pid = projects_db.create_project(pconn, name=person["name"], folders=[str(folder)])
+            folder = work / ("everyone" if one_project else person["id"])
+            if shared is None or not one_project:
+                folder.mkdir(parents=True, exist_ok=True)
+                shared = projects_db.create_project(pconn, name="everyone" if one_project else person["name"],
+                                                    folders=[str(folder)])
+            pid = shared
             ids: dict[tuple[str, int], int] = {}
             session_of: dict[str, str] = {}
             for k, s in enumerate(person["sessions"]):
@@ -47,13 +58,16 @@ def build(data: dict, home: Path) -> dict:
             db.create_session(asker, "cli", model="zh-daily", cwd=str(folder))
             people[person["id"]] = {"project": pid, "folder": str(folder), "asker": asker, "ids": ids,
                                     "session_of": session_of}
+    for person in people.values():
+        person["scope"] = sorted(sid for other in people.values() if other["project"] == person["project"]
+                                 for sid in other["session_of"].values())
     return people
 
 
 def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
-        context_weights: list[float] | None = None) -> dict:
+        context_weights: list[float] | None = None, one_project: bool = False) -> dict:
     """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
-    ``context_weights``: as in ``locomo.Systems``."""
+    ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -61,10 +75,10 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     data = zh_data.load(data_path)
     questions = [q for q in data["questions"] if split in ("all", q["split"])]
     t = time.time()
-    people = build(data, home)
+    people = build(data, home, one_project)
     print(f"data: {data_path.name} ({len(data['people'])} people, "
-          f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}) "
-          f"written to {home} in {time.time() - t:.1f} s")
+          f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}"
+          f"{', all in one project' if one_project else ''}) written to {home} in {time.time() - t:.1f} s")
     locomo._enable_plugin(home, embedder)
 
     indexing = locomo._index_all(home, people) if any(m != "keyword" for m in modes) else None
@@ -72,7 +86,7 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     scores = {s: locomo.Scores() for s in systems.names}
     try:
         for pid, person in people.items():
-            systems.enter(sorted(person["session_of"].values()), person["folder"])
+            systems.enter(person["scope"], person["folder"])
             for q in questions:
                 if q["person"] != pid:
                     continue
@@ -86,7 +100,8 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
 
     splits = [s for s in zh_data.SPLITS if split in ("all", s)]
     keys = {s: [(s, p) for p in people] for s in splits}
-    figures: dict = {"machine": info, "embedder": embedder, "split": split, "indexing": indexing, "systems": {}}
+    figures: dict = {"machine": info, "embedder": embedder, "split": split, "one_project": one_project,
+                     "indexing": indexing, "systems": {}}
     for system in systems.names:
         summary = systems.summary(system, scores[system], [k for ks in keys.values() for k in ks])
         summary["by_split"] = {s: scores[system].summary(ks) for s, ks in keys.items()}
@@ -96,7 +111,7 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     if split == "all":
         tables += [(s, {n: f["by_split"][s] for n, f in figures["systems"].items()}) for s in splits]
     for name, summaries in tables:
-        print(f"\nzh-daily, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
+        print(f"\nzh-daily{' (one project)' if one_project else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
         print(common.table(locomo.Systems.HEADERS, [
             locomo.Systems.row(n, {**summaries[n], "p50_ms": figures["systems"][n]["p50_ms"]}) for n in systems.names]))
     print("\nper person (hit@1 / hit@5 / MRR):")

@@ -11,6 +11,18 @@ Two methods (setting ``fusion``):
   hit outranks it, while a hit that holds the whole question keeps the lead
   it deserves. Rank fusion throws that away (on LoCoMo it lifted session
   hit@1 over keyword alone by 0.005 where the blend gains more).
+
+  The weight is the embedder's own (``fusion_weight``), unless the setting
+  ``blend_weight`` names one. One weight for every model gave e5 too little
+  say: its ranking is the better one (alone it beats USE's by 0.06-0.18
+  session hit@1 on every bench set, and the keywords' by 0.19 on zh-daily),
+  so with USE's weight hybrid fell below e5's own semantic mode on zh-daily.
+  Each model's weight was chosen on the tune halves of several benches at
+  once, never one per bench. Measuring each cosine instead in standard
+  deviations above the question's mean similarity to the whole scope, with a
+  weight per model, ranked as the right plain weight did on zh-daily and
+  LoCoMo-zh and cost LoCoMo about 0.01 hit@1, so cosines are blended as they
+  are (e5's mapped by its ``cosine_baseline``).
 - ``rrf``: Reciprocal Rank Fusion as the spec first described it. Each list
   votes ``weight / (k + rank)``; ranks, not scores, are fused.
 

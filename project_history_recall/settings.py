@@ -71,7 +71,9 @@ class Settings:
     chunk_chars: int = 800  # long messages are split into chunks of about this size
     chunk_overlap: int = 100  # characters shared by neighbouring chunks
     fusion: str = "blend"  # blend: keyword score + weight x cosine; rrf: Reciprocal Rank Fusion
-    blend_weight: float = 0.7  # the cosine's weight in blend fusion (keyword scores are shares of the query)
+    # The cosine's weight in blend fusion (keyword scores are shares of the query); unset: the
+    # embedder's own (USE 1.0, e5-small 3.0: see fusion.py)
+    blend_weight: float | None = None
     rrf_k: int = 3  # Reciprocal Rank Fusion constant (small: trust the top ranks; LoCoMo-tuned)
     semantic_weight: float = 0.5  # in rrf fusion, the semantic list's vote, the keyword list's being 1
     context: int = 2  # messages shown around each hit by default

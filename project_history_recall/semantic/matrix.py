@@ -382,26 +382,35 @@ class ScopeMatrix:
         """Each row's score in context from its and its neighbours' stored float vectors.
 
         A row whose vector left the store since the last sync (the indexer
-        replaced its message) is left out; a neighbour's, left out of the sum."""
+        replaced its message) is left out; a neighbour's, left out of the sum.
+        All rows at once: a search rescores ~200 rows with their neighbours, and
+        decoding and summing them one by one in Python took longer than the
+        whole int8 pass over a 15k-chunk project."""
         import numpy as np
 
         if len(rows) == 0:
             return {}
         rows = np.asarray(rows, dtype=np.int64)
         prev, nxt = self.prev[rows], self.next[rows]
-        needed = np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]])
-        stored = store.vectors(self.rowids[needed].tolist())
-        dim = self.dim
+        needed = np.unique(np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]]))
+        wanted = self.rowids[needed].tolist()
+        stored = store.vectors(wanted)
+        found = [i for i, rowid in enumerate(wanted) if stored.get(rowid)]
+        # The found vectors, then a zero row: what a missing neighbour (-1) or a
+        # vector no longer stored adds to the sum. ``slot`` maps each needed row to its row here.
+        floats = np.zeros((len(found) + 1, self.dim), dtype=np.float32)
+        floats[:-1] = np.frombuffer(b"".join(stored[wanted[i]] for i in found),
+                                    dtype=np.float16).reshape(len(found), self.dim)
+        slot = np.full(len(needed) + 1, len(found), dtype=np.int64)
+        slot[found] = np.arange(len(found))
 
-        def vec(r: int):
-            blob = stored.get(int(self.rowids[r])) if r >= 0 else None
-            return np.frombuffer(blob, dtype=np.float16).astype(np.float32) if blob else np.zeros(dim, np.float32)
+        def at(r):
+            return slot[np.where(r >= 0, np.searchsorted(needed, r), len(needed))]
 
-        out = {}
-        for r, p, nx in zip(rows.tolist(), prev.tolist(), nxt.tolist(), strict=True):
-            if int(self.rowids[r]) not in stored:
-                continue
-            acc = vec(r) + self.w * (vec(p) + vec(nx))
-            norm = float(np.linalg.norm(acc)) or 1.0
-            out[r] = float(acc @ q) / norm
-        return out
+        own = at(rows)
+        acc = floats[own] + self.w * (floats[at(prev)] + floats[at(nxt)])
+        norms = np.linalg.norm(acc, axis=1)
+        norms[norms == 0] = 1.0
+        scores = (acc @ np.asarray(q, dtype=np.float32)) / norms
+        return {r: float(x) for r, x, at_slot in zip(rows.tolist(), scores.tolist(), own.tolist(), strict=True)
+                if at_slot < len(found)}

@@ -55,12 +55,17 @@ def test_a_session_that_holds_several_matches_brings_them_in_more_hits(heater, w
     assert more, first
     texts = dict(world.db._conn.execute("SELECT id, content FROM messages WHERE session_id = ?", (heater["main"],)))
     shown = [first["message_id"]] + [m["message_id"] for m in more]
-    assert all("boiler" in texts[i] for i in shown)
+    assert {i for i, text in texts.items() if "boiler" in text} <= set(shown)
     assert any(c.get("hit") and c["message_id"] == first["message_id"] for c in first["context"])
     for m in more:
         # A further hit is read around with its message_id: it brings no window of its own.
         assert set(m) >= {"message_id", "role", "snippet", "score_source", "when"} and "context" not in m
-        assert ">>>boiler<<<" in m["snippet"].lower()
+        # Hybrid may add one by meaning alone: USE scores "Nice weather today." with the two boiler
+        # messages around it. Whatever the words found is marked in its snippet.
+        if m["score_source"] == "semantic":
+            assert mode == "hybrid", m
+        else:
+            assert ">>>boiler<<<" in m["snippet"].lower()
     # The other sessions mention it once: one message each.
     assert all("more_hits" not in r for r in res["results"][1:])
 

@@ -40,3 +40,25 @@ def test_semantic_off_and_fusion_choice(world, work):
         res = call("project_history_search", {"query": "websocket reconnect"}, session_id=asker)
         assert res["semantic_status"] == "ready" and res["searched_with"] == "keyword+semantic", (fusion, res)
         assert {r["score_source"] for r in res["results"]} <= {"keyword", "semantic", "both"}
+
+
+def test_blend_weight_decides_between_the_words_and_the_meaning(world, work):
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    words = world.session(("user", "The garden reconnect schedule: water the tomatoes every morning."), cwd=app)
+    meaning = world.session(("user", "My browser's live socket connection keeps dropping and has to be opened again."),
+                            cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+
+    def order(**values) -> list[str]:
+        plugin_settings(world.home, **values)
+        res = call("project_history_search", {"query": "websocket reconnect"}, session_id=asker)
+        assert res["searched_with"] == "keyword+semantic", res
+        return [r["session_id"] for r in res["results"]]
+
+    # Only the garden holds a word of the question; the other says it in other words.
+    assert order(blend_weight=0)[0] == words
+    assert order(blend_weight=10)[0] == meaning
+    assert set(order()) == {words, meaning}  # unset: the model's own weight

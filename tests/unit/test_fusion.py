@@ -42,6 +42,18 @@ def test_blend_with_no_keyword_hits_ranks_by_similarity():
     assert [f.message_id for f in fused] == [6, 5] and all(f.source == "semantic" for f in fused)
 
 
+def test_each_model_weighs_its_cosine_by_how_far_its_ranking_is_trusted():
+    from project_history_recall.semantic.embedders import OFFLINE
+
+    # zh-daily in one project: half the question's words are in someone else's session (1),
+    # the asked-about one says it in other words (2). e5's cosines (mapped from its crowded
+    # scale) part them by 0.17; USE's ranking is trusted less, so the words keep the lead.
+    candidates = (kw([(1, 0.45)]), sem([2, 1]), {1: 0.45, 2: 0.62})
+    e5, use = OFFLINE["e5-small"].fusion_weight, OFFLINE["local"].fusion_weight
+    assert [f.message_id for f in blend(*candidates, weight=e5)] == [2, 1]
+    assert [f.message_id for f in blend(*candidates, weight=use)] == [1, 2]
+
+
 def test_rrf_votes_by_rank():
     fused = rrf({KEYWORD: kw([(1, 0.9), (2, 0.8)]), SEMANTIC: sem([2, 3])}, k=3, weights={SEMANTIC: 0.5})
     assert [f.message_id for f in fused] == [2, 1, 3] and fused[0].source == "both"

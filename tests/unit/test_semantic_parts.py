@@ -80,6 +80,19 @@ def test_new_settings_are_validated(tmp_path):
     assert any("semantic_weight" in w for w in s.warnings)
 
 
+def test_blend_weight_is_the_embedders_own_unless_set(tmp_path):
+    home = tmp_path / "h"
+    (home / "project-history-recall").mkdir(parents=True)
+    path = home / "project-history-recall" / "config.yaml"
+    assert config.load(home).blend_weight is None and config.DEFAULTS["blend_weight"] is None
+    path.write_text("blend_weight: 0.7\n")  # the one weight every model had
+    assert config.load(home).blend_weight == 0.7
+    for bad in ("blend_weight: 11\n", "blend_weight: -0.1\n", "blend_weight: lots\n"):
+        path.write_text(bad)
+        s = config.load(home)
+        assert s.blend_weight is None and any("blend_weight" in w for w in s.warnings), bad
+
+
 # -- planning against a state.db-shaped table ----------------------------------------------------
 @pytest.fixture
 def msgs():
@@ -164,6 +177,23 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     check(["s2"])  # a session leaves the scope (a move)
     _, late = m.search(store, q, {"s2"}, 10.5, None, 10, candidates={10, 11})
     assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
+
+
+def test_a_vector_gone_from_the_store_before_the_next_sync_is_not_scored_nor_summed(tmp_path):
+    rng = np.random.default_rng(4)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    vecs = _unit(rng, 4)
+    _add(store, "s1", [1, 2, 3, 4], vecs)
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s1"], store.states("fp"))
+    store.remove_messages("fp", "s1", [2], dirty=False)  # the indexer's doing, between two syncs
+    q = _unit(rng, 1)[0]
+    _, sims = m.search(store, q, {"s1"}, None, None, 10, candidates={1, 2, 3, 4})
+    # 1 and 3 lose their neighbour 2 from the sum; 3 keeps its other one, 4.
+    expected = {1: ([1], vecs[[0]]), 3: ([3, 4], vecs[[2, 3]])}
+    assert 2 not in sims
+    assert sims[1] == pytest.approx(_brute({"a": expected[1]}, q)[1], abs=1e-6)
+    assert sims[3] == pytest.approx(_brute({"b": expected[3]}, q)[3], abs=1e-6)
 
 
 def test_matrix_compacts_after_many_removals(tmp_path):

@@ -61,6 +61,10 @@ class Embedder(Protocol):
     def cosine_baseline(self) -> float:
         """The cosine of unrelated texts, mapped to 0 in scores (matrix.py)."""
 
+    @property
+    def fusion_weight(self) -> float:
+        """The weight of a (baseline-mapped) cosine against the keyword shares in hybrid search (fusion.py)."""
+
     def embed_documents(self, texts: Sequence[str]) -> numpy.ndarray:
         """(len(texts), dimension) float32, rows L2-normalised."""
 

@@ -49,8 +49,10 @@ class EmbeddedModel:
     # measured its own rate. A busy machine is slower.
     reference_chunks_per_second: float
     # The cosine unrelated texts have, which scores map to 0 (matrix.py): the similarity
-    # floors and the hybrid blend weight were set on USE, whose unrelated texts score near 0.
+    # floors were set on USE, whose unrelated texts score near 0.
     cosine_baseline = 0.0
+    # How far hybrid search trusts the model's ranking against the keyword shares (fusion.py).
+    fusion_weight: float
     # One thread: on a machine busy with other work, a second one mostly spins waiting for
     # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
     # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
@@ -147,6 +149,9 @@ class UniversalSentenceEncoder(EmbeddedModel):
     # in English and from 0.28 to 0.41 in Chinese, at no extra embedding cost.
     context_weight = 1.0
     reference_chunks_per_second = 396.0
+    # Chosen on the tune halves of zh-daily (as it is and all in one project), LoCoMo and both
+    # LoCoMo-zh files at once, 0.7-1.2 (fusion.py): within 0.016 of the best hit@1 on each.
+    fusion_weight = 1.0
 
     def _load(self, lib, threads: int) -> None:
         # USE's `threads` caps numpy's BLAS pool through threadpoolctl (the package's

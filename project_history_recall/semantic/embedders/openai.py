@@ -136,6 +136,7 @@ class OpenAIEmbedder:
     context_weight = 1.0  # not measured for remote models: the default model's
     reference_chunks_per_second = None  # the service's speed, unknown until it answers
     cosine_baseline = 0.0
+    fusion_weight = 1.0  # not measured for remote models: USE's, the more cautious one
 
     def __init__(self, home: Path | None, base_url: str, model: str, *, dimensions: int | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY", timeout: float = 10.0, query_timeout: float = 4.0,
