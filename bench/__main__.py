@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--context-weights", default="",
                        help="also score the semantic modes with these neighbour weights, comma-separated")
     for p in (locomo, zh):
+        p.add_argument("--merge", type=int, default=1,
+                       help="write each run of this many consecutive turns of a session as one message (long messages)")
         p.add_argument("--time-weights", default="",
                        help="also score the plugin modes with these time_weight settings, comma-separated (0: off)")
 
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
                                    [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
-                                   args.conversations, time_weights)
+                                   args.conversations, time_weights, args.merge)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
-                          weights, picked, time_weights)
+                          weights, picked, time_weights, args.merge)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

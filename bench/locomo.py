@@ -13,6 +13,15 @@ the current time and has no way to set another, so the bench sets it with a
 direct UPDATE of ``started_at`` in its own throwaway home (bench data, never
 a user's state.db).
 
+``--merge N`` is a stand-in for long messages (assistant-style answers of
+many paragraphs, where a word comes back several times and a session is a
+few long messages): each run of N consecutive turns of a session is written
+as ONE message, its turns' "Speaker: text" lines joined by newlines, its role
+that of the block's first speaker, its time the first turn's. Every turn of
+the block maps to that message, so the evidence, and the sessions it is in,
+stay exact; a message hit is then a block hit. ``--merge 1`` (the default)
+is LoCoMo as it is.
+
 Scored, per system, on categories 1-4 (questions with evidence):
 session hit@1/@5/@10 and MRR over the distinct sessions in result order, and
 turn recall@10: the share of evidence messages among the first ten message
@@ -97,8 +106,20 @@ def writing(home: Path):
         db.close()
 
 
-def build(data: list, home: Path) -> dict:
-    """Write every conversation into ``home``; returns the mapping needed to score."""
+def _turn_text(turn: dict) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def build(data: list, home: Path, merge: int = 1) -> dict:
+    """Write every conversation into ``home``; returns the mapping needed to score.
+
+    ``merge``: each run of this many consecutive turns of a session is one message (see the
+    module's docstring)."""
+    if merge < 1:
+        raise ValueError(f"merge must be 1 or more turns a message, not {merge}")
     from hermes_cli import projects_db
 
     work = home.parent / "locomo-work"
@@ -119,13 +140,14 @@ def build(data: list, home: Path) -> dict:
                 db.create_session(sid, "cli", model="locomo", cwd=str(folder))
                 db.set_session_title(sid, f"{conv} session {k}")
                 t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
-                for i, turn in enumerate(c[f"session_{k}"]):
-                    text = f"{turn['speaker']}: {turn['text']}"
-                    if turn.get("blip_caption"):
-                        text += f" [shares a photo: {turn['blip_caption']}]"
-                    role = "user" if turn["speaker"] == first else "assistant"
+                turns = c[f"session_{k}"]
+                for i in range(0, len(turns), merge):
+                    block = turns[i: i + merge]
+                    text = "\n".join(_turn_text(turn) for turn in block)
+                    role = "user" if block[0]["speaker"] == first else "assistant"
                     mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
-                    dia_to_msg[turn["dia_id"]] = mid
+                    for turn in block:
+                        dia_to_msg[turn["dia_id"]] = mid
                     msg_to_session[mid] = sid
                 last = t0 + 10 * (len(c[f"session_{k}"]) - 1)
                 k += 1
@@ -408,12 +430,13 @@ def _index_all(home: Path, convs: dict) -> dict:
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         context_weights: list[float] | None = None, conversations: list[int] | None = None,
-        time_weights: list[float] | None = None) -> dict:
+        time_weights: list[float] | None = None, merge: int = 1) -> dict:
     """``context_weights``: score the semantic modes again with each of these neighbour weights
     instead of the model's own (rows ``plugin:<mode> w=<weight>``), from the same vectors.
     ``conversations``: the positions in the file to use (all when None), so a tuning half and
     the half kept aside can be run on their own. ``time_weights``: score the plugin modes again
-    with each of these ``time_weight`` settings (rows ``plugin:<mode> t=<weight>``)."""
+    with each of these ``time_weight`` settings (rows ``plugin:<mode> t=<weight>``). ``merge``:
+    turns a message (see the module's docstring)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -422,9 +445,9 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     if conversations is not None:
         data = [data[i] for i in conversations if 0 <= i < len(data)]
     t = time.time()
-    convs = build(data, home)
-    print(f"data: {data_path.name} ({len(data)} conversations: {', '.join(s['sample_id'] for s in data)}) "
-          f"written to {home} in {time.time() - t:.1f} s")
+    convs = build(data, home, merge)
+    print(f"data: {data_path.name} ({len(data)} conversations: {', '.join(s['sample_id'] for s in data)}"
+          f"{f', {merge} turns a message' if merge > 1 else ''}) written to {home} in {time.time() - t:.1f} s")
     _enable_plugin(home, embedder)
 
     from project_history_recall import timewords
@@ -453,7 +476,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     finally:
         systems.close()
 
-    figures = {"machine": info, "embedder": embedder, "systems": {}, "indexing": indexing}
+    figures = {"machine": info, "embedder": embedder, "merge": merge, "systems": {}, "indexing": indexing}
     rows = []
     for system in systems.names:
         summary = systems.summary(system, scores[system], (1, 2, 3, 4))
@@ -491,7 +514,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
 
 def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str = "local",
                  context_weights: list[float] | None = None, conversations: str | None = None,
-                 time_weights: list[float] | None = None) -> dict:
+                 time_weights: list[float] | None = None, merge: int = 1) -> dict:
     """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
     table: every system and category, the files' figures next to each other."""
     import subprocess
@@ -504,7 +527,7 @@ def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str 
                         str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out),
                         "--embedder", embedder, "--context-weights", ",".join(f"{w:g}" for w in context_weights or []),
                         "--time-weights", ",".join(f"{w:g}" for w in time_weights or []),
-                        *(["--conversations", conversations] if conversations else [])],
+                        "--merge", str(merge), *(["--conversations", conversations] if conversations else [])],
                        check=True, cwd=Path(__file__).resolve().parents[1])
         results[path.stem] = json.loads(out.read_text())
     names = list(results)

@@ -11,6 +11,11 @@ and each array's dtype and shape), the arrays' bytes each at a 64-byte
 boundary, then the CRC-32 of everything after the magic line. Written to a
 temporary file in the same folder and moved into place with one
 ``os.replace``, so a reader sees the old file or the new one, never half.
+
+A file nobody will read again (``prune``) is deleted, never truncated: a
+process still reading or mapping it keeps the old contents (on Linux a
+removed file lives on while it is open or mapped; where it cannot be removed
+while open, it stays until a later prune).
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import struct
 import threading
+import time
 import zlib
+from collections.abc import Container
 from contextlib import suppress
 from pathlib import Path
 
@@ -29,6 +37,9 @@ logger = logging.getLogger(__name__)
 MAGIC = b"project-history-recall arrays 1\n"
 _ALIGN = 64
 _READ = 1 << 20  # bytes read at a time while checking a file whose arrays are mapped, not read
+# A temporary file (``save``'s, below) this old was left by a writer that died mid-save: a save takes seconds.
+ABANDONED = 3600.0
+_TEMPORARY = re.compile(r"\.(.+)\.\d+\.\d+\.tmp")
 
 
 class _Unusable(Exception):
@@ -46,7 +57,7 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
 
     parts = [np.ascontiguousarray(a) for a in arrays]
     header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer (_TEMPORARY)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
@@ -70,6 +81,38 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         return False
+
+
+def prune(folder: Path, ours: re.Pattern[str], keep: Container[str], unused_for: float = 0.0) -> list[str]:
+    """Delete the files ``save`` wrote in ``folder`` that will not be read again: those whose
+    whole name ``ours`` matches, except the names in ``keep`` and those read or written within
+    ``unused_for`` seconds, and the temporary files of such names that a writer left behind
+    (untouched for ``ABANDONED``). Anything else is left alone. The names deleted; one that
+    cannot be deleted is skipped."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:  # no folder: nothing was saved
+        return []
+    now, gone = time.time(), []
+    for entry in entries:
+        left = _TEMPORARY.fullmatch(entry.name)
+        if not ours.fullmatch(left.group(1) if left else entry.name) or (left is None and entry.name in keep):
+            continue
+        idle = ABANDONED if left else unused_for
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            if idle and now - max(st.st_atime, st.st_mtime) < idle:
+                continue  # a save under way, or a file another process may still read
+            os.unlink(entry.path)
+        except OSError as exc:
+            logger.info("could not delete %s (it is tried again later): %s", entry.path, exc)
+            continue
+        gone.append(entry.name)
+    if gone:
+        logger.info("deleted %d saved file(s) no longer used from %s: %s", len(gone), folder, ", ".join(gone))
+    return gone
 
 
 def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] | None:

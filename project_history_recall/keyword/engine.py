@@ -19,8 +19,11 @@ rarity among the scope's messages (IDF), every concept counts (no term can
 stop the others from being searched), and a piece earns part of its
 concept. A message's *share* is the weighted part of the query it holds,
 0..1: how much of the question the keyword side really matched, which is
-what fusion with semantic search weighs. Sessions that hold more of the
-query, and hold it in several messages, lift their messages.
+what fusion with semantic search weighs. The best candidates are then read
+again and a concept they say more than once earns more (term frequency,
+saturated as BM25's is), so a long answer about the question's words beats
+one that names them in passing. Sessions that hold more of the query, and
+hold it in several messages, lift their messages.
 """
 
 from __future__ import annotations
@@ -64,6 +67,19 @@ _ALTERNATIVES = {"stem": STEM_CREDIT, "glued": GLUED_CREDIT}
 # more often than a short one.
 LENGTH_K1 = 1.2
 LENGTH_B = 0.5
+# Term frequency, saturated as BM25 does (k1 above): a long answer that is
+# about a word says it again, one that names it in passing does not. Each
+# further time counts REPEAT_CREDIT of the first (the first is what the share
+# holds; a full count cost short messages, where a repeat is mostly chance:
+# tuned on LoCoMo's even conversations, whole and 5 and 10 turns a message).
+# The index keeps no counts, so the best TF_CANDIDATES messages by presence
+# are read again and counted, best first, within TF_READ_CHARS in all (~5 ms
+# of reading and counting); one over TF_MAX_CHARS, or past the budget,
+# counts once.
+REPEAT_CREDIT = 0.25
+TF_CANDIDATES = 100
+TF_MAX_CHARS = 20_000
+TF_READ_CHARS = 400_000
 # Session evidence added to each message's share (tuned on LoCoMo English and
 # Chinese, conversations kept aside to check): the mean share of the
 # session's best three messages, and the weighted share of the query's
@@ -171,6 +187,10 @@ def _run(fts: messages.ScopedMatches, shape: Shape, p: _Plan) -> dict[Term, list
 class _Concept:
     weight: float
     credit: "np.ndarray"  # per candidate key: how much of the concept the message holds, 0..1
+    # What a message's text says the concept as, to count how often (None: it is not counted),
+    # and whether only whole words count (a CJK word is found inside longer runs).
+    needle: str | None = None
+    whole_word: bool = True
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -200,7 +220,10 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
             if share and len(found.get(t, ())):
                 at = np.searchsorted(keys, found[t])
                 credit[at] = np.maximum(credit[at], share)
-        concepts.append(_Concept(weight, credit))
+        if head is not None and head.kind in ("word", "phrase", "cjk"):
+            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text)))
+        else:
+            concepts.append(_Concept(weight, credit))
     return concepts
 
 
@@ -266,6 +289,10 @@ class _Backend(Protocol):
         """Those of ``message_ids`` still live and of a searched role."""
         ...
 
+    def texts(self, message_ids: list[int]) -> dict[int, str]:
+        """The text of each of ``message_ids`` (of ordinary size) that state.db still holds."""
+        ...
+
 
 def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
     import numpy as np
@@ -305,6 +332,9 @@ class _OwnIndex:
     def live(self, message_ids: list[int]) -> set[int]:
         return messages.live_ids(self.ctx.conn, self.ctx.shape, message_ids, self.ctx.filters.roles)
 
+    def texts(self, message_ids: list[int]) -> dict[int, str]:
+        return messages.texts(self.ctx.conn, message_ids)
+
 
 class _HermesIndexes:
     """Hermes's own FTS tables (and the scope's rows). A key is the message's id, and the
@@ -340,6 +370,9 @@ class _HermesIndexes:
 
     def live(self, message_ids: list[int]) -> set[int]:
         return set(message_ids)
+
+    def texts(self, message_ids: list[int]) -> dict[int, str]:
+        return messages.texts(self.ctx.conn, message_ids)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
@@ -427,6 +460,59 @@ class _Facts:
     timestamps: "np.ndarray"
 
 
+def occurrences(text: str, needle: str, whole_word: bool) -> int:
+    """How often ``needle`` is in ``text`` (both normalised); with ``whole_word``, only where
+    no letter or digit touches it on either side."""
+    count, at = 0, text.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        if not whole_word or ((at == 0 or not text[at - 1].isalnum()) and (end == len(text) or not text[end].isalnum())):
+            count += 1
+        at = text.find(needle, end)
+    return count
+
+
+def to_read(lengths: "np.ndarray") -> "np.ndarray":
+    """Which of the candidates of these ``lengths`` (best first) are read to be counted:
+    those up to TF_MAX_CHARS, best first while TF_READ_CHARS lasts."""
+    import numpy as np
+
+    fits = lengths <= TF_MAX_CHARS
+    return fits & (np.cumsum(np.where(fits, lengths, 0)) <= TF_READ_CHARS)
+
+
+def term_counts(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
+    """Per concept and text, how often the text says the concept, at least once (the index
+    found it, perhaps in another form), each time after the first counting REPEAT_CREDIT;
+    a text not read (None) or a concept not counted: 1."""
+    import numpy as np
+
+    counts = np.ones((len(concepts), len(texts)))
+    for j, text in enumerate(texts):
+        if text is None:
+            continue
+        folded = textindex.normalise(text)
+        for i, c in enumerate(concepts):
+            if c.needle:
+                counts[i, j] = 1 + REPEAT_CREDIT * max(0, occurrences(folded, c.needle, c.whole_word) - 1)
+    return counts
+
+
+def bm25_scores(concepts: list[_Concept], counts: "np.ndarray", lengths: "np.ndarray", average: float) -> "np.ndarray":
+    """Per candidate, each concept's weighted share times BM25's saturated term frequency,
+    normalised by the message's length: ``share × (k1 + 1) / (1 + k1 × norm)`` when every
+    count is 1, more for a message that says the query's words again."""
+    import numpy as np
+
+    if not concepts:
+        return np.zeros(len(lengths))
+    total_weight = sum(c.weight for c in concepts) or 1.0
+    weights = np.array([c.weight / total_weight for c in concepts])[:, None]
+    credit = np.stack([c.credit for c in concepts])
+    norm = 1 - LENGTH_B + LENGTH_B * lengths / (average or 1.0)
+    return (weights * credit * counts * (LENGTH_K1 + 1) / (counts + LENGTH_K1 * norm)).sum(axis=0)
+
+
 def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     """Per candidate, the weighted share of the query's concepts it holds."""
     import numpy as np
@@ -469,9 +555,16 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     known = facts.message_ids >= 0  # a row the index lost its record of cannot be shown
     lengths = facts.lengths
     avg = float(lengths[known].mean()) if known.any() else 1.0
-    norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * lengths / (avg or 1.0)))
-    score = share * norm + evidence[session_at]
+    counts = np.ones((len(concepts), len(keys)))
+    score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     # np.lexsort sorts by its last key first.
+    order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
+    # The best by presence, counted: a count only adds, so none left uncounted can pass them.
+    counted = order[known[order]][:TF_CANDIDATES]
+    readable = [int(m) for m in facts.message_ids[counted[to_read(lengths[counted])]]]
+    texts = backend.texts(readable) if readable else {}
+    counts[:, counted] = term_counts(concepts, [texts.get(int(facts.message_ids[i])) for i in counted])
+    score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)].tolist()
     ids = [int(facts.message_ids[i]) for i in pick]

@@ -190,6 +190,16 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     return built
 
 
+def known_scopes(home: Path) -> list[tuple] | None:
+    """The keys of the scopes that have sessions a search may look at, as this process's last
+    attribution map saw them (None before one was built): no reading, for what a search has
+    just resolved its scope with."""
+    kept, mine = _kept(home)
+    with kept.lock:
+        built = mine.map
+    return None if built is None else [key for key, sids in built.by_project.items() if sids]
+
+
 def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,
                            caller: Caller) -> tuple[Attribution, SessionFacts | None]:
     """(attribution, the caller's own row when it exists in state.db).

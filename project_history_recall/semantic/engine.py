@@ -19,7 +19,7 @@ from ..files import derived
 from ..hermes import paths
 from ..hermes.statedb import reading
 from ..hits import SEMANTIC, Hit
-from ..scope.resolve import Scope
+from ..scope.resolve import Scope, known_scopes
 from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
 from .store import VectorStore
@@ -166,7 +166,16 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
     out.hashes = store.hashes_of(fp, [(h.session_id, h.message_id) for h in out.hits])
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
+    _tidy(home, fp, embedder.context_weight, key)
     return out
+
+
+def _tidy(home: Path, fingerprint: str, context_weight: float, scope_key: tuple) -> None:
+    """Delete the saved matrices no search will read (``kept.keep_matrices``): only those of
+    this model for the projects there are, ``scope_key``'s among them, are kept."""
+    live = known_scopes(home)
+    if live is not None:  # the projects unknown here: nothing can be told stale
+        kept.of(home).keep_matrices(fingerprint, context_weight, [scope_key, *live])
 
 
 def measured_rate(home: Path, fingerprint: str | None) -> float | None:
@@ -194,6 +203,7 @@ def warm(home: Path, settings: Settings, scope: Scope) -> None:
     matrix = kept.of(home).matrix(store, fp, key, model.dimension, model.context_weight)
     with matrix.lock:
         matrix.sync(store, fp, members, store.states(fp, members))
+    _tidy(home, fp, model.context_weight, key)
     out = prepare(home, settings, wait=None)
     if not out.usable:
         return

@@ -5,18 +5,21 @@ the last ``MAX_MATRICES`` scopes' vectors in memory. They belong together:
 a store opened afresh (the file was deleted or replaced) leaves its indexers
 and matrices behind with the old one. Each scope's matrix is also saved in
 ``matrices/`` in the data folder, one file per model and scope, for the
-next process to start from.
+next process to start from; those of a project that is gone, or of another
+model or chunk size, are deleted (``keep_matrices``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import derived
+from ..files import arrays, derived
 from ..home import Home
 from .indexer import Indexer
 from .matrix import ScopeMatrix
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 
 MAX_MATRICES = 2  # projects whose vectors stay in memory (LRU): ~52 MB per 100k chunks
 MATRICES = "matrices"  # the folder of the saved matrices, in the data folder
+_MATRIX_NAME = re.compile(r"[0-9a-f]{32}\.arrays")  # saved_matrix's names: nothing else there is deleted
 
 
 class SemanticParts:
@@ -39,6 +43,7 @@ class SemanticParts:
         self._store: VectorStore | None = None
         self._indexers: dict[str, Indexer] = {}  # model fingerprint -> its indexer
         self._matrices: OrderedDict = OrderedDict()
+        self._last_kept: tuple | None = None  # what keep_matrices was last asked to keep
 
     def vector_store(self) -> VectorStore:
         """This home's ``embeddings.db`` (reopened if the file was deleted or replaced)."""
@@ -89,6 +94,22 @@ class SemanticParts:
         came from (a rebuilt store's matrix is saved over the old one's)."""
         name = json.dumps([fingerprint, scope_key, context_weight])
         return self.home.data_dir / MATRICES / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.arrays"
+
+    def keep_matrices(self, fingerprint: str, context_weight: float, scope_keys: Iterable[tuple]) -> list[str]:
+        """Delete the saved matrices but those of ``scope_keys`` for this model: one of a project
+        that is gone, or of another model or chunk size (another fingerprint), is never read
+        again. Only when the scopes or the model differ from this process's last call, so a
+        search pays for no more than a comparison. The names deleted.
+
+        A process that read the file keeps what it read (on Linux a deleted file lives on while
+        it is open or mapped); one that still wants it saves it again."""
+        asked = (fingerprint, context_weight, frozenset(scope_keys))
+        with self.home.lock:
+            if asked == self._last_kept:
+                return []
+            self._last_kept = asked
+        keep = {self.saved_matrix(fingerprint, key, context_weight).name for key in asked[2]}
+        return arrays.prune(self.home.data_dir / MATRICES, _MATRIX_NAME, keep)
 
 
 def of(home: Path) -> SemanticParts:

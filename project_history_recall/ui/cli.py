@@ -328,6 +328,8 @@ def config_report(home: Path) -> dict:
         "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env)},
         "embedder": {"remote": remote, "service": service, "model": model,
                      "consent_needed": remote},
+        # ``values`` holds blend_weight as set (null: the model's own); this is the weight hybrid uses.
+        "blend_weight_in_effect": embedders.blend_weight(settings),
         "consents": len(records),
         "warnings": [*settings.warnings, *consent_warnings],
         "plugin_config": str(config.plugin_config_path(home)),

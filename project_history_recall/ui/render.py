@@ -228,6 +228,8 @@ def format_config(response: dict) -> str:
     width = max(len(k) for k in response["values"])
     for key, value in response["values"].items():
         shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        if key == "blend_weight" and value is None:
+            shown = f"the model's own ({response['blend_weight_in_effect']})"
         lines.append(f"  {key:<{width}}  {shown:<28}  {response['origins'][key]}")
     key = response["secrets"]["openai.api_key"]
     where = f"set, in {key['from']} (not shown)" if key["set"] else "not set"

@@ -164,8 +164,20 @@ def test_config_shows_each_setting_and_where_it_came_from(people, world, work):
     budget = [line for line in done.stdout.splitlines() if line.strip().startswith("index_budget_ms")]
     assert budget and str(place["home"] / PROG / "config.yaml") in budget[0], done.stdout
     assert re.search(r"^\s+fusion\s+blend\s+defaults$", done.stdout, re.M), done.stdout
-    origins = json.loads(people["run"]("config", "--json", "--home", str(place["home"])).stdout)["origins"]
+    # Unset, blend_weight is the model's own: the text says which weight that is, --json keeps null.
+    assert re.search(r"^\s+blend_weight\s+the model's own \(1\.0\)\s+defaults$", done.stdout, re.M), done.stdout
+    shown = json.loads(people["run"]("config", "--json", "--home", str(place["home"])).stdout)
+    origins = shown["origins"]
     assert origins["fusion"] == "defaults" and origins["index_budget_ms"].endswith("config.yaml")
+    assert shown["values"]["blend_weight"] is None and shown["blend_weight_in_effect"] == 1.0
+    plugin_settings(place["home"], embedder="e5-small")
+    e5 = people["run"]("config", "--home", str(place["home"])).stdout
+    assert re.search(r"^\s+blend_weight\s+the model's own \(3\.0\)\s+defaults$", e5, re.M), e5
+    plugin_settings(place["home"], embedder="e5-small", blend_weight=0.7)
+    text = people["run"]("config", "--home", str(place["home"])).stdout
+    assert re.search(r"^\s+blend_weight\s+0\.7\s+\S*config\.yaml$", text, re.M), text
+    shown = json.loads(people["run"]("config", "--json", "--home", str(place["home"])).stdout)
+    assert shown["values"]["blend_weight"] == 0.7 and shown["blend_weight_in_effect"] == 0.7
 
 
 def test_the_readmes_first_query_finds_something_in_the_demo_and_says_where(people):

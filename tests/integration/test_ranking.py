@@ -77,3 +77,27 @@ def test_best_message_first_on_the_index_built_by_index_all(world, work, where):
     cli = plugin_module("ui.cli")
     assert cli.main(["--home", str(world.home), "index", "--all"]) == 0
     assert _first(asker) == best
+
+
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-index", "hermes-indexes"])
+def test_a_long_answer_about_the_words_ranks_above_one_that_names_them_once(world, work, keyword_index):
+    """Two answers of the same length hold both words of the query; the older one is about them
+    (says them four times), the newer names them once. Counted by presence alone they tie, and a
+    tie goes to the newer message."""
+    folder = work / "ops"
+    folder.mkdir()
+    world.project("Ops", folder)
+    rnd = random.Random(5)
+    for _ in range(6):
+        world.session(*(" ".join(rnd.choice(WORDS) for _ in range(12)) for _ in range(4)), cwd=folder)
+    filler = [rnd.choice(WORDS) for _ in range(40)]
+    about = world.say(world.session(cwd=folder, title="about"), "assistant",
+                      " ".join(["kubernetes ingress"] * 4 + filler))
+    # The same length: the words it does not say are spelt with one letter changed.
+    world.say(world.session(cwd=folder, title="in passing"), "assistant",
+              " ".join(["kubernetes ingress"] + ["xubernetes ingrezs"] * 3 + filler))
+    asker = world.session(cwd=folder)
+    plugin_settings(world.home, keyword_index=keyword_index, semantic=False)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "kubernetes ingress", "mode": "keyword", "context": 0}, session_id=asker)
+    assert res["success"] and [r["message_id"] for r in res["results"]][:1] == [about], res

@@ -237,3 +237,28 @@ def test_use_mapped_from_its_saved_arrays_embeds_exactly_as_from_its_wheel(tmp_p
     saved.write_bytes(saved.read_bytes()[:-100])  # damaged: built from the wheel again, and saved anew
     assert np.array_equal(UniversalSentenceEncoder(1000, 100, saved_in=tmp_path).embed_documents(texts), stock)
     assert arrays.load(saved) is not None
+
+
+def test_the_saved_state_of_another_use_version_is_deleted_once_unread_for_a_week(tmp_path):
+    import time
+
+    from project_history_recall.semantic.embedders import local
+
+    package = local.UniversalSentenceEncoder.package
+    week_ago = time.time() - local.UNUSED_VERSION - 60
+    for name in (f"{package}-0.0.1.arrays", f"{package}-0.0.2.arrays", f"{package}-large-0.0.1.arrays", "notes.txt"):
+        (tmp_path / name).write_bytes(b"an older install's")
+    os.utime(tmp_path / f"{package}-0.0.1.arrays", (week_ago, week_ago))
+    os.utime(tmp_path / f"{package}-large-0.0.1.arrays", (week_ago, week_ago))
+    local.UniversalSentenceEncoder(1000, 100, saved_in=tmp_path)  # saves its own version's
+    left = {p.name for p in tmp_path.iterdir()}
+    others = {f"{package}-0.0.2.arrays", f"{package}-large-0.0.1.arrays", "notes.txt"}  # read lately; not ours
+    assert others <= left and f"{package}-0.0.1.arrays" not in left
+    (current,) = left - others
+    # Its own stays however long unread, and is read, not saved again.
+    saved = tmp_path / current
+    os.utime(saved, (week_ago, week_ago))
+    written = saved.stat().st_mtime_ns
+    local.UniversalSentenceEncoder(1000, 100, saved_in=tmp_path)
+    assert saved.stat().st_mtime_ns == written and arrays.load(saved, mapped=True) is not None
+    assert (tmp_path / "notes.txt").read_bytes() == b"an older install's"

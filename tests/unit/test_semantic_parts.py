@@ -442,3 +442,32 @@ def test_arrays_file_reads_back_whole_or_not_at_all(tmp_path):
     blocked = tmp_path / "a file"
     blocked.write_text("not a folder")
     assert not arrays.save(blocked / "x.arrays", {}, parts)  # the caller goes on without it
+
+
+def test_prune_deletes_only_the_saved_files_it_is_told_are_unwanted(tmp_path):
+    import os
+    import re
+    import time
+
+    ours = re.compile(r"[0-9a-f]{4}\.arrays")
+    parts = [np.arange(3, dtype=np.int8)]
+    for name in ("aaaa.arrays", "bbbb.arrays", "cccc.arrays"):
+        assert arrays.save(tmp_path / name, {}, parts)
+    foreign = ["notes.txt", "AAAA.arrays", "aaaa.arrays.bak", ".aaaa.arrays.tmp"]
+    for name in foreign:
+        (tmp_path / name).write_text("not the plugin's")
+    (tmp_path / "dddd.arrays").mkdir()
+    hour_ago = time.time() - arrays.ABANDONED - 60
+    (tmp_path / ".aaaa.arrays.12.34.tmp").write_bytes(b"a writer that died")
+    os.utime(tmp_path / ".aaaa.arrays.12.34.tmp", (hour_ago, hour_ago))
+    (tmp_path / ".bbbb.arrays.56.78.tmp").write_bytes(b"a save under way")
+    os.utime(tmp_path / "cccc.arrays", (hour_ago, hour_ago))
+
+    # Not kept: cccc, unread for longer than asked, and the temporary file of a writer that died.
+    gone = arrays.prune(tmp_path, ours, {"aaaa.arrays"}, unused_for=arrays.ABANDONED)
+    assert sorted(gone) == [".aaaa.arrays.12.34.tmp", "cccc.arrays"]
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {"aaaa.arrays", "bbbb.arrays", ".bbbb.arrays.56.78.tmp", "dddd.arrays", *foreign}
+    assert arrays.load(tmp_path / "aaaa.arrays") is not None
+    assert arrays.prune(tmp_path, ours, {"aaaa.arrays"}) == ["bbbb.arrays"]  # just written, but not kept
+    assert arrays.prune(tmp_path / "missing", ours, set()) == []

@@ -40,6 +40,19 @@ def identity(settings: Settings) -> tuple[bool, str, str]:
     return True, settings.openai.base_url, settings.openai.model
 
 
+def blend_weight(settings: Settings) -> float:
+    """The weight hybrid search blends the cosine with: the ``blend_weight`` setting, or when it
+    is unset the configured model's own (``fusion_weight``), known without loading the model."""
+    if settings.blend_weight is not None:
+        return settings.blend_weight
+    offline = OFFLINE.get(settings.embedder)
+    if offline is not None:
+        return offline.fusion_weight
+    from .openai import OpenAIEmbedder
+
+    return OpenAIEmbedder.fusion_weight
+
+
 def _key(settings: Settings) -> tuple:
     if settings.embedder in OFFLINE:
         return (settings.embedder, settings.chunk_chars, settings.chunk_overlap)

@@ -18,11 +18,13 @@ package built, whole and checked (``files.arrays``), in the data folder's
 and the backend's arrays, which the next processes map from the file: the
 token table's pages are read as texts use them, and the disk cache can drop
 them again. The file is only ever replaced, never written in place (a map of
-a file cut short in place would fault).
+a file cut short in place would fault). The file of another version of the
+package is deleted once no process has read it for ``UNUSED_VERSION``.
 """
 
 from __future__ import annotations
 
+import re
 from array import array
 from pathlib import Path
 from typing import Sequence
@@ -30,6 +32,11 @@ from typing import Sequence
 from ...files import arrays
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
+
+# Another version's saved state is deleted after this long unread (its last access time: Linux's
+# default relatime records a read at least daily): a process of another install sharing the Hermes
+# home (another virtualenv) may still read its own, and would only save it again.
+UNUSED_VERSION = 7 * 86400.0
 
 
 class EmbeddedModel:
@@ -163,6 +170,8 @@ class UniversalSentenceEncoder(EmbeddedModel):
         if not _read_model(saved, self._use, threads):
             _save_model(saved, self._use)
             _read_model(saved, self._use, threads)  # frees the copies the package made
+        arrays.prune(self.saved_in, re.compile(rf"{re.escape(self.package)}-[0-9][0-9A-Za-z.!+_]*\.arrays"),
+                     {saved.name}, UNUSED_VERSION)
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.

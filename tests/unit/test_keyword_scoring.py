@@ -1,0 +1,77 @@
+"""The keyword engine's term counts and BM25 scores, pure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, REPEAT_CREDIT, TF_MAX_CHARS,
+                                                   TF_READ_CHARS, _Concept, bm25_scores, occurrences, term_counts,
+                                                   to_read)
+
+
+@pytest.mark.parametrize("text, needle, whole_word, count", [
+    ("art, start art; party (art)", "art", True, 3),  # not inside "start" or "party"
+    ("art, start art; party (art)", "art", False, 5),
+    ("art", "art", True, 1),
+    ("new york, new-york and new york", "new york", True, 2),
+    ("我喜欢画画，画画很好", "画画", False, 2),
+    ("画画画画", "画画", False, 2),  # counted without overlap
+    ("nothing here", "art", True, 0),
+])
+def test_occurrences_count_whole_words_or_substrings(text, needle, whole_word, count):
+    assert occurrences(text, needle, whole_word) == count
+
+
+def _concept(weight: float, credit: list[float], needle: str | None = None, whole_word: bool = True) -> _Concept:
+    return _Concept(weight, np.array(credit), needle, whole_word)
+
+
+def test_term_counts_read_normalised_text_and_count_a_repeat_as_part_of_the_first():
+    concepts = [_concept(1.0, [1, 1, 1], "api"), _concept(1.0, [1, 1, 1], "画画", whole_word=False),
+                _concept(1.0, [1, 1, 1])]
+    counts = term_counts(concepts, ["ＡＰＩ, API and api: 画画画画", "painted it", None])
+    assert counts == pytest.approx(np.array([
+        [1 + 2 * REPEAT_CREDIT, 1, 1],  # compatibility forms and case folded; none found still counts once
+        [1 + REPEAT_CREDIT, 1, 1],
+        [1, 1, 1]]))  # a concept without a needle, a text not read: once
+
+
+def test_with_every_count_one_the_score_is_the_share_normalised_by_length():
+    concepts = [_concept(3.0, [1, 0, 0.5]), _concept(1.0, [1, 1, 0])]
+    lengths = np.array([10.0, 20.0, 40.0])
+    share = np.array([1.0, 0.25, 0.375])
+    norm = (LENGTH_K1 + 1) / (1 + LENGTH_K1 * (1 - LENGTH_B + LENGTH_B * lengths / 20.0))
+    assert bm25_scores(concepts, np.ones((2, 3)), lengths, 20.0) == pytest.approx(share * norm)
+
+
+def test_saying_a_word_again_scores_more_but_saturates_below_k1_plus_one():
+    concepts = [_concept(1.0, [1, 1, 1, 1])]
+    counts = np.array([[1.0, 2.0, 3.0, 1000.0]])
+    scores = bm25_scores(concepts, counts, np.full(4, 30.0), 30.0)
+    assert scores[0] < scores[1] < scores[2] < scores[3] < LENGTH_K1 + 1
+    assert scores[2] - scores[1] < scores[1] - scores[0]  # each further time adds less
+
+
+def test_a_longer_message_with_the_same_counts_scores_less():
+    concepts = [_concept(1.0, [1, 1])]
+    scores = bm25_scores(concepts, np.array([[3.0, 3.0]]), np.array([20.0, 80.0]), 50.0)
+    assert scores[0] > scores[1]
+
+
+def test_a_count_adds_nothing_where_the_message_holds_none_of_the_concept():
+    concepts = [_concept(1.0, [0, 1])]
+    scores = bm25_scores(concepts, np.array([[7.0, 1.0]]), np.full(2, 10.0), 10.0)
+    assert scores[0] == 0 and scores[1] > 0
+
+
+def test_no_concepts_score_nothing():
+    assert bm25_scores([], np.ones((0, 3)), np.full(3, 5.0), 5.0).tolist() == [0, 0, 0]
+
+
+def test_the_best_candidates_are_read_while_the_budget_lasts_and_a_huge_one_never():
+    lengths = np.array([100.0, TF_MAX_CHARS + 1.0, 50.0, 200.0])
+    assert to_read(lengths).tolist() == [True, False, True, True]  # the huge one is skipped, not the budget spent
+    many = np.full(TF_READ_CHARS // TF_MAX_CHARS + 2, float(TF_MAX_CHARS))
+    read = to_read(many)
+    assert read[:TF_READ_CHARS // TF_MAX_CHARS].all() and not read[TF_READ_CHARS // TF_MAX_CHARS:].any()
