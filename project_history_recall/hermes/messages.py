@@ -204,35 +204,24 @@ def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
 
 
-def windows(conn: sqlite3.Connection, shape: Shape, anchors: list[MessageRow], size: int,
-            roles: tuple[str, ...]) -> dict[int, list[MessageRow]]:
-    """Per anchor's id: up to ``size`` messages before and after it in its session, in the
-    order Hermes keeps them (by id, as session_search opens a hit): a message whose time an
-    importer garbled still has its real neighbours."""
+def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
+           roles: tuple[str, ...]) -> list[MessageRow]:
+    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
+    keeps them (by id, as session_search opens a hit): a message whose time an importer
+    garbled still has its real neighbours."""
     if size <= 0:
-        return {a.id: [a] for a in anchors}
+        return [anchor]
     base = (
-        f"SELECT ? AS anchor, {_MESSAGE_COLS} FROM messages m "
+        f"SELECT {_MESSAGE_COLS} FROM messages m "
         f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND {_roles_sql(roles)} AND "
     )
-    # All sides of all windows in one statement: a search opens one window per result, and
-    # each statement costs more than the few rows it reads. Each side stays a bounded look-up
-    # by (session, id); at most MAX_LIMIT anchors make 100 parts, well within SQLite's 500.
-    side = (f"SELECT * FROM ({base}m.id < ? ORDER BY m.id DESC LIMIT ?) "
-            f"UNION ALL SELECT * FROM ({base}m.id > ? ORDER BY m.id LIMIT ?)")
-    params: list = []
-    for a in anchors:
-        params += [a.id, a.session_id, *roles, a.id, size] * 2
-    around: dict[int, list[sqlite3.Row]] = {a.id: [] for a in anchors}
-    if anchors:
-        for r in conn.execute(" UNION ALL ".join([side] * len(anchors)), params).fetchall():
-            around[r["anchor"]].append(r)
-    out = {}
-    for a in anchors:
-        rows = sorted(around[a.id], key=lambda r: r["id"])
-        out[a.id] = ([_message(conn, r) for r in rows if r["id"] < a.id] + [a]
-                     + [_message(conn, r) for r in rows if r["id"] > a.id])
-    return out
+    # Both sides in one statement: a search opens ten windows.
+    params = (anchor.session_id, *roles, anchor.id, size)
+    rows = conn.execute(f"SELECT * FROM ({base}m.id < ? ORDER BY m.id DESC LIMIT ?) "
+                        f"UNION ALL SELECT * FROM ({base}m.id > ? ORDER BY m.id LIMIT ?)", params * 2).fetchall()
+    before = sorted((r for r in rows if r["id"] < anchor.id), key=lambda r: r["id"])
+    after = sorted((r for r in rows if r["id"] > anchor.id), key=lambda r: r["id"])
+    return [_message(conn, r) for r in before] + [anchor] + [_message(conn, r) for r in after]
 
 
 # -- what the indexes and a request for consent read ---------------------------------------
