@@ -4,6 +4,7 @@ in-memory matrix and the store's own file handling (no Hermes, no model)."""
 from __future__ import annotations
 
 import itertools
+import os
 import sqlite3
 
 import numpy as np
@@ -179,6 +180,61 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
 
 
+def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path, monkeypatch):
+    # USE's size: the bound was measured for 512 dimensions, and with 8 int8 errs far more.
+    rng = np.random.default_rng(6)
+    d = 512
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    topic = _unit(rng, 1, d)[0]
+    sids = [f"s{i:02d}" for i in range(40)]
+    for n, sid in enumerate(sids):
+        # Each session's turns lean a little towards one topic: scores crowd near the top.
+        vecs = _unit(rng, 50, d) + 0.15 * topic
+        _add(store, sid, list(range(n * 100, n * 100 + 50)), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
+    m = matrix.ScopeMatrix(d)
+    m.sync(store, "fp", sids, store.states("fp", sids))
+    # The hits are the best rows themselves: any row lost at the edge of the best k shows.
+    monkeypatch.setattr(matrix, "CANDIDATE_FACTOR", 1)
+    asked = []
+    read = store.vectors
+    monkeypatch.setattr(store, "vectors", lambda rowids: asked.append(len(rowids)) or read(rowids))
+    rows8 = m.vecs[: m.n].astype(np.int32)
+    stored = {s: _stored(store, s, d) for s in sids}
+    for _ in range(12):
+        q = _unit(rng, 1, d)[0] + 0.3 * topic
+        q /= np.linalg.norm(q)
+        # The bound holds on this data: every int8 score in context (rows and query in int8,
+        # as the choosing pass has them) is within it of the float one.
+        q8, q_scale = matrix._quantise(q.copy())
+        sims = np.append(rows8 @ q8.astype(np.int32) * m.scale[: m.n] * q_scale, 0.0)
+        int8 = (sims[: m.n] + sims[m.prev[: m.n]] + sims[m.next[: m.n]]) / m.norm[: m.n]
+        floats = {}
+        for n, sid in enumerate(sids):
+            v = stored[sid]
+            acc = v.copy()
+            acc[1:] += v[:-1]
+            acc[:-1] += v[1:]
+            floats.update(zip(range(n * 100, n * 100 + 50), (acc @ q / np.linalg.norm(acc, axis=1)).tolist()))
+        assert np.abs(int8 - np.array([floats[int(mid)] for mid in m.mids[: m.n]])).max() <= matrix.INT8_ERROR
+        asked.clear()
+        pruned = m.search(store, q, set(sids), None, None, 20, candidates={5, 105})
+        with monkeypatch.context() as unpruned:
+            unpruned.setattr(matrix, "INT8_ERROR", 10.0)  # nothing pruned: the whole pool of 2k rows
+            full = m.search(store, q, set(sids), None, None, 20, candidates={5, 105})
+        # The same hits in the same order; a score may differ in its last bit (BLAS sums a
+        # row's products in another order depending on where in the batch the row falls).
+        assert [h.message_id for h in pruned[0]] == [h.message_id for h in full[0]]
+        assert [h.score for h in pruned[0]] == pytest.approx([h.score for h in full[0]], abs=1e-6)
+        assert pruned[1] == pytest.approx(full[1], abs=1e-6)
+        assert asked[0] < asked[1]  # fewer rows (and their neighbours) read and scored
+
+
+def _stored(store, sid, d):
+    """A session's stored vectors, in message order, as float32."""
+    rows = [r for page in store.rows("fp", [sid]) for r in page]
+    return np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float16).reshape(len(rows), d).astype(np.float32)
+
+
 def test_a_vector_gone_from_the_store_before_the_next_sync_is_not_scored_nor_summed(tmp_path):
     rng = np.random.default_rng(4)
     store = vectors.VectorStore(tmp_path / "embeddings.db")
@@ -229,6 +285,28 @@ def test_unreadable_file_is_moved_aside_and_rebuilt(tmp_path):
     store = vectors.VectorStore(path)
     assert "rebuilt" in store.rebuilt_reason and store.states("fp") == {}
     assert list(tmp_path.glob("embeddings.db.broken-*"))
+
+
+def test_a_file_overwritten_after_a_quiet_while_is_still_noticed(tmp_path, monkeypatch):
+    path = tmp_path / "embeddings.db"
+    store = vectors.VectorStore(path)
+    _add(store, "s", [1], _unit(np.random.default_rng(7), 1))
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the header is in the file, as in use
+    conn.close()
+    old = path.stat().st_mtime - 3600
+    os.utime(path, (old, old))  # last written an hour ago
+    opened = []
+    full_check = derived._not_a_database
+    monkeypatch.setattr(derived, "_not_a_database", lambda p: opened.append(p) or full_check(p))
+    assert store.healthy() and store.healthy()
+    assert len(opened) == 1  # the second search trusts the first check: nothing has changed since
+    size = path.stat().st_size
+    with open(path, "r+b") as fh:  # overwritten in place from its start: the same size, the same inode
+        fh.write(b"\0" * 100)
+    assert path.stat().st_size == size
+    assert not store.healthy()
+    assert len(opened) == 2
 
 
 def test_candidate_similarities_cover_keyword_hits_outside_the_top(tmp_path):
