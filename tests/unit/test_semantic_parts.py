@@ -214,7 +214,7 @@ def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path,
             acc = v.copy()
             acc[1:] += v[:-1]
             acc[:-1] += v[1:]
-            floats.update(zip(range(n * 100, n * 100 + 50), (acc @ q / np.linalg.norm(acc, axis=1)).tolist()))
+            floats.update(zip(range(n * 100, n * 100 + 50), (acc @ q / np.linalg.norm(acc, axis=1)).tolist(), strict=True))
         assert np.abs(int8 - np.array([floats[int(mid)] for mid in m.mids[: m.n]])).max() <= matrix.INT8_ERROR
         asked.clear()
         pruned = m.search(store, q, set(sids), None, None, 20, candidates={5, 105})
