@@ -30,6 +30,7 @@ from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import clean_text, parse
 from .scope.resolve import HOME_REASON, resolve_scope
+from .semantic import embedders
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
@@ -321,8 +322,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
-        weight = settings.blend_weight if settings.blend_weight is not None else outcome.parts()[0].fusion_weight
-        fused = fusion.blend(kw_hits, sem, outcome.similarity, weight, kw_all)
+        fused = fusion.blend(kw_hits, sem, outcome.similarity, embedders.blend_weight(settings), kw_all)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
     ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]
