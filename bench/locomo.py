@@ -94,7 +94,11 @@ def _session_time(text: str) -> float:
 
 @contextmanager
 def writing(home: Path):
-    """Hermes's own ``SessionDB`` and projects database of ``home``, closed after."""
+    """Hermes's own ``SessionDB`` and projects database of ``home``, closed after. ``home`` must
+    not hold a state.db yet: the benches write their data as new sessions, and a second run into
+    the same home would hold every conversation twice and score against the copies."""
+    if (home / "state.db").exists():
+        raise SystemExit(f"{home} already holds a Hermes state.db: give an empty folder (or none, for a temp dir)")
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 

@@ -230,6 +230,8 @@ def format_config(response: dict) -> str:
         shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
         if key == "blend_weight" and value is None:
             shown = f"the model's own ({response['blend_weight_in_effect']})"
+        elif key == "openai.dimensions" and value is None:
+            shown = "the model's own"  # nothing is asked for; the endpoint answers with its full size
         lines.append(f"  {key:<{width}}  {shown:<28}  {response['origins'][key]}")
     key = response["secrets"]["openai.api_key"]
     where = f"set, in {key['from']} (not shown)" if key["set"] else "not set"

@@ -166,6 +166,8 @@ def test_config_shows_each_setting_and_where_it_came_from(people, world, work):
     assert re.search(r"^\s+fusion\s+blend\s+defaults$", done.stdout, re.M), done.stdout
     # Unset, blend_weight is the model's own: the text says which weight that is, --json keeps null.
     assert re.search(r"^\s+blend_weight\s+the model's own \(1\.0\)\s+defaults$", done.stdout, re.M), done.stdout
+    # Unset, openai.dimensions asks for nothing: the text says so rather than printing null.
+    assert re.search(r"^\s+openai\.dimensions\s+the model's own\s+defaults$", done.stdout, re.M), done.stdout
     shown = json.loads(people["run"]("config", "--json", "--home", str(place["home"])).stdout)
     origins = shown["origins"]
     assert origins["fusion"] == "defaults" and origins["index_budget_ms"].endswith("config.yaml")
