@@ -7,7 +7,9 @@ each message by its session's evidence (the best few matches and how much
 of the question the session holds, see ``keyword.engine``), and a fused
 score holds the keyword one. Adding a decaying sum of a session's other
 cosines to the semantic ranking gained ~0.02 hit@1 on LoCoMo and lost as
-much on zh-daily's short sessions, so it is not done.
+much on zh-daily's short sessions, so it is not done. Nor is adding 0.2 of
+the blend weight times a session's second-best cosine to its hybrid score:
+within 0.004 hit@1 on LoCoMo's halves, -0.012 on held-out English LoCoMo-zh.
 
 Each session keeps its best hit, and as further hits its other hits among
 the best ``limit`` overall: the few sessions that hold most of the evidence

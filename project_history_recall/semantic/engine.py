@@ -155,6 +155,9 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         raise AssertionError("the embedder's vector size is still unknown after it answered")
     matrix = kept.of(home).matrix(store, fp, key, dimension, embedder.context_weight)
     try:
+        # The question as asked: mixing in its vector without the words that make it one
+        # ("when did", "什么时候", "吗"), 0.3 of the sum, lifted hybrid hit@1 on every tune
+        # half (+0.005 to +0.03) and on no held-out half (LoCoMo's lost 0.011).
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)
