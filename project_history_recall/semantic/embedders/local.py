@@ -64,7 +64,9 @@ class EmbeddedModel:
     # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
     # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
     # chunk; e5 with two OpenMP threads had used 122 CPU-s after 582 s, unfinished, on what
-    # one thread did in 355 s and 68 CPU-s. It also leaves Hermes a core while indexing.
+    # one thread did in 355 s and 68 CPU-s. At load 5-6, e5 on a 10,000-message project (7,035
+    # chunks) took 578 s and 531 CPU-s with two threads, 530 s and 396 CPU-s with one. It also
+    # leaves Hermes a core while indexing.
     threads = 1
 
     @classmethod
