@@ -64,7 +64,11 @@ class EmbeddedModel:
     # a core (`python -m bench firstrun --threads 1,2`, 2-core machine at load ~22): USE
     # embedded 86 chunks/s with one BLAS thread and 11 with two, at 8.5 times the CPU per
     # chunk; e5 with two OpenMP threads had used 122 CPU-s after 582 s, unfinished, on what
-    # one thread did in 355 s and 68 CPU-s. It also leaves Hermes a core while indexing.
+    # one thread did in 355 s and 68 CPU-s. e5 on a 10,000-message project (7,035 chunks): at
+    # load 5-6, 578 s and 531 CPU-s with two threads against 530 s and 396 CPU-s with one; on a
+    # quiet machine (load 0.7 before) two threads did halve the wait (202 s and 383 CPU-s against
+    # 360 s and 356), so a second thread pays only where the cores are free. One also leaves
+    # Hermes a core while indexing.
     threads = 1
 
     @classmethod
