@@ -40,6 +40,8 @@ class Outcome:
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
+    # The hits' messages as the search read them from state.db to check them, kept for its response.
+    rows: dict = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
