@@ -178,10 +178,11 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> 
     """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
     A changed text marks its session for reconciliation, so the next search
-    re-embeds it."""
+    re-embeds it. The messages read stay in ``outcome.rows`` for the response."""
     semantic_only = [h.message_id for h in hits if h.source == SEMANTIC]
     live = messages.live_ids(ctx.conn, ctx.shape, semantic_only, ctx.filters.roles)
     rows = messages.fetch_messages(ctx.conn, [m for m in semantic_only if m in live]) if semantic_only else {}
+    outcome.rows = rows
     kept = []
     stale: set[str] = set()
     for h in hits:
@@ -247,7 +248,10 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
     hits = [h for group in groups for h in group.hits]
-    rows = messages.fetch_messages(conn, [h.message_id for h in hits])
+    # A semantic hit's message is shown as it was read to check it, not read again: the text shown is
+    # the text checked against what was embedded.
+    rows = {h.message_id: outcome.rows[h.message_id] for h in hits if h.message_id in outcome.rows}
+    rows.update(messages.fetch_messages(conn, [h.message_id for h in hits if h.message_id not in rows]))
     meta = messages.fetch_sessions(conn, [g.session_id for g in groups])
     windows = {}
     if req.context > 0:

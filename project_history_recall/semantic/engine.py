@@ -40,6 +40,8 @@ class Outcome:
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
+    # The hits' messages as the search read them from state.db to check them, kept for its response.
+    rows: dict = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
@@ -157,7 +159,10 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
     try:
         # The question as asked: mixing in its vector without the words that make it one
         # ("when did", "什么时候", "吗"), 0.3 of the sum, lifted hybrid hit@1 on every tune
-        # half (+0.005 to +0.03) and on no held-out half (LoCoMo's lost 0.011).
+        # half (+0.005 to +0.03) and on no held-out half (LoCoMo's lost 0.011). Embedded here,
+        # after the keyword search: in a thread started before it, hybrid's p50 at 1M was 1.1-1.3
+        # ms slower on 2 cores at load 2-6 (the 165 queries of bench speed --hybrid 15, both ways
+        # interleaved in one process): on busy cores the two contend rather than overlap.
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)

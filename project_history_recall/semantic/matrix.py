@@ -51,7 +51,9 @@ CANDIDATE_FACTOR = 4
 # How far int8 moves a score in context at most (measured: 0.0014 with USE's
 # 512 dimensions). A row whose int8 score is more than twice this below the
 # k-th best int8 score is below the k-th best float score too, so only the rows
-# within it are scored again: ~90 of the 160 a search of 20 took before.
+# within it are scored again: ~90 of the 160 a search of 20 took before. The
+# same holds of the best row of the ``limit``-th message (``_message_bar``),
+# usually far above the k-th row.
 INT8_ERROR = 0.002
 # …and at most this many times the rows a search needs: a row among the best k
 # in float is missed only if 2k rows score within 2 * INT8_ERROR of it.
@@ -363,7 +365,7 @@ class ScopeMatrix:
             pool = np.argpartition(-ctx, wide - 1)[:wide]
             near = ctx[pool]
             kth = -np.partition(-near, k - 1)[k - 1]
-            pool = pool[near >= kth - 2 * INT8_ERROR]
+            pool = pool[near >= max(kth, self._message_bar(pool, near, limit)) - 2 * INT8_ERROR]
         exact = self._rescore(store, np.union1d(pool, wanted), q)
         if baseline:
             # A model whose cosines crowd near 1 is put on the scale the floors below and
@@ -390,6 +392,25 @@ class ScopeMatrix:
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity
+
+    def _message_bar(self, rows, scores, limit: int) -> float:
+        """The int8 score of the ``limit``-th best message among ``rows`` (its best row's), or
+        -inf when they hold fewer messages.
+
+        Rescoring only the rows within 2 * INT8_ERROR of it finds the same hits: each of
+        the ``limit`` messages at or above it has a row whose float score is at least
+        ``bar - INT8_ERROR``, and a row further below scores less than that in float. So
+        it is neither the best row of a message among the ``limit`` best nor ahead of
+        their best rows, wherever the best ``k`` rows are cut; and every row that scores
+        at least ``bar - INT8_ERROR`` in float is within the bar in int8, so kept. A
+        message of several chunks counts once, by its best row, as the hits do."""
+        import numpy as np
+
+        order = np.argsort(-scores, kind="stable")
+        _, first = np.unique(self.mids[rows[order]], return_index=True)
+        if len(first) < limit:
+            return float("-inf")
+        return float(scores[order][np.sort(first)[limit - 1]])
 
     def _rescore(self, store: vectors.VectorStore, rows, q) -> dict[int, float]:
         """Each row's score in context from its and its neighbours' stored float vectors.

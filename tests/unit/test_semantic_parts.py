@@ -180,19 +180,30 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
 
 
+def _leaning(tmp_path, rng, d, sessions, chunks_of):
+    """(store, its matrix, the session ids, the topic): each session's turns lean a little
+    towards one topic, so scores crowd near the top. ``chunks_of(n)``: the message id of each
+    of session n's chunks, in order (a message id repeated: its next chunk)."""
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    topic = _unit(rng, 1, d)[0]
+    sids = [f"s{i:02d}" for i in range(sessions)]
+    for n, sid in enumerate(sids):
+        mids = chunks_of(n)
+        vecs = _unit(rng, len(mids), d) + 0.15 * topic
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        offsets = [mids[:i].count(m) for i, m in enumerate(mids)]
+        store.add("fp", sid, [vectors.ChunkRow(sid, m, o, f"h{m}", float(m), v)
+                              for m, o, v in zip(mids, offsets, vecs, strict=True)], max(mids), None)
+    m = matrix.ScopeMatrix(d)
+    m.sync(store, "fp", sids, store.states("fp", sids))
+    return store, m, sids, topic
+
+
 def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path, monkeypatch):
     # USE's size: the bound was measured for 512 dimensions, and with 8 int8 errs far more.
     rng = np.random.default_rng(6)
     d = 512
-    store = vectors.VectorStore(tmp_path / "embeddings.db")
-    topic = _unit(rng, 1, d)[0]
-    sids = [f"s{i:02d}" for i in range(40)]
-    for n, sid in enumerate(sids):
-        # Each session's turns lean a little towards one topic: scores crowd near the top.
-        vecs = _unit(rng, 50, d) + 0.15 * topic
-        _add(store, sid, list(range(n * 100, n * 100 + 50)), vecs / np.linalg.norm(vecs, axis=1, keepdims=True))
-    m = matrix.ScopeMatrix(d)
-    m.sync(store, "fp", sids, store.states("fp", sids))
+    store, m, sids, topic = _leaning(tmp_path, rng, d, 40, lambda n: list(range(n * 100, n * 100 + 50)))
     # The hits are the best rows themselves: any row lost at the edge of the best k shows.
     monkeypatch.setattr(matrix, "CANDIDATE_FACTOR", 1)
     asked = []
@@ -227,6 +238,32 @@ def test_rescoring_only_rows_within_the_int8_bound_finds_the_same_hits(tmp_path,
         assert [h.score for h in pruned[0]] == pytest.approx([h.score for h in full[0]], abs=1e-6)
         assert pruned[1] == pytest.approx(full[1], abs=1e-6)
         assert asked[0] < asked[1]  # fewer rows (and their neighbours) read and scored
+
+
+def test_rescoring_against_the_limit_th_message_finds_the_same_hits_as_against_the_k_th_row(tmp_path, monkeypatch):
+    # Messages of one to four chunks: a message's rows count once, by its best, so the bar of
+    # the limit-th message must hold however its chunks fall among the best rows.
+    rng = np.random.default_rng(7)
+    d = 512
+    store, m, sids, topic = _leaning(tmp_path, rng, d, 30,
+                                     lambda n: [n * 100 + i for i in range(20) for _ in range(1 + (i * 7 + n) % 4)])
+    assert m.n > 2 * len(set(m.mids[: m.n].tolist()))  # most messages have several chunks
+    asked = []
+    read = store.vectors
+    monkeypatch.setattr(store, "vectors", lambda rowids: asked.append(len(rowids)) or read(rowids))
+    for limit in (1, 5, 20):
+        for _ in range(8):
+            q = _unit(rng, 1, d)[0] + 0.3 * topic
+            q /= np.linalg.norm(q)
+            asked.clear()
+            barred = m.search(store, q, set(sids), None, None, limit, candidates={5, 105})
+            with monkeypatch.context() as kth_only:
+                kth_only.setattr(matrix.ScopeMatrix, "_message_bar", lambda self, rows, scores, n: float("-inf"))
+                by_kth = m.search(store, q, set(sids), None, None, limit, candidates={5, 105})
+            assert [h.message_id for h in barred[0]] == [h.message_id for h in by_kth[0]]
+            assert [h.score for h in barred[0]] == pytest.approx([h.score for h in by_kth[0]], abs=1e-6)
+            assert barred[1] == pytest.approx(by_kth[1], abs=1e-6)
+            assert len(barred[0]) == limit and asked[0] < asked[1]  # fewer rows read and scored
 
 
 def _stored(store, sid, d):
