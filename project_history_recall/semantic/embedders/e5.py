@@ -102,18 +102,16 @@ class MultilingualE5Small(EmbeddedModel):
     # Unmapped, 0.7 x cosine in the hybrid blend is nearly a constant, and no weak match
     # falls under the similarity floors; at 0.8, cross-language answers fell under them.
     cosine_baseline = 0.75
-    # Chosen like USE's (embedders/local.py), on the tune halves of zh-daily (both ways) and both
-    # LoCoMo-zh files, 2-3.5: within 0.03 of the best hit@1 on each, where 0.7 (the one weight
-    # both models had) left hybrid below e5's own semantic mode on zh-daily. English LoCoMo,
-    # where the words decide, would rather have 1.5 or less: 3.0 costs it 0.016 hit@1 against 0.7.
-    # Chosen again after the term counts, on the tune halves of LoCoMo (conversations 0,2,4,6,8),
-    # LoCoMo-zh (conv-26, in Chinese and in English) and zh-daily (as it is and in one project)
-    # at once, weights 0.5-20 by the mean of hit@1 and MRR: 3.0 again. A weight by the question's script instead (the same
-    # way: 1.5 for questions in words, 20 for CJK ones) lifted zh-daily in one project held out
-    # (hit@1 0.556 -> 0.603) but cost LoCoMo-zh's held-out conversation more (0.667 -> 0.630).
-    # Held out, hybrid stays below USE's on English LoCoMo (0.717 against 0.747 hit@1; 0.745 at
-    # best, at 0.5) and below e5's own semantic mode on zh-daily in one project (0.556 against
-    # 0.619; 0.603 at best, at 10-20) at every weight tried: so e5 stays an option, not the default.
+    # Chosen like USE's (embedders/local.py): on the tune halves of LoCoMo (conversations
+    # 0,2,4,6,8), LoCoMo-zh (conv-26, in Chinese and in English) and zh-daily (as it is and in
+    # one project) at once, weights 0.5-20 by the mean of hit@1 and MRR. USE's 0.7, the one
+    # weight both models once had, left hybrid below e5's own semantic mode on zh-daily. A weight
+    # by the question's script instead (1.5 for questions in words, 20 for CJK ones) lifted
+    # zh-daily in one project held out (hit@1 0.556 -> 0.603) but cost LoCoMo-zh's held-out
+    # conversation more (0.667 -> 0.630). Held out, hybrid stays below USE's on English LoCoMo
+    # (0.717 against 0.747 hit@1; 0.745 at best, at 0.5) and below e5's own semantic mode on
+    # zh-daily in one project (0.556 against 0.619; 0.603 at best, at 10-20) at every weight
+    # tried: so e5 stays an option, not the default.
     fusion_weight = 3.0
 
     @classmethod
