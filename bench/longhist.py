@@ -53,7 +53,8 @@ from pathlib import Path
 from . import locomo
 
 HALVES = {"tune": [0, 2, 4, 6, 8], "held-out": [1, 3, 5, 7, 9]}
-COMMON = 150  # LoCoMo's most frequent words (by turns holding them) are never a message's key words
+# A word in more than this share of the file's turns is never a key word: LoCoMo's 150 most frequent.
+COMMON = 0.0252
 KEYS = 6  # key words an answer restates
 CARRY = 0.5  # share of an answer's later paragraphs that name a key word of an earlier message of the session
 TOPICAL = 0.5  # share of an answer's sentences drawn from those holding a word it restates
@@ -89,11 +90,13 @@ class Corpus:
 
     def __init__(self, data: list):
         df: Counter = Counter()
+        turns = 0
         for sample in data:
             for turn in _turns(sample):
                 df.update(set(_words(turn["text"])))
+                turns += 1
         self.df = df
-        self.common = {w for w, _ in df.most_common(COMMON)}
+        self.common = {w for w, n in df.items() if n > COMMON * turns}
         self.names = {n.casefold() for sample in data for n in _names(sample)}
         self.sentences = [self._impersonal(sample) for sample in data]
 
@@ -178,6 +181,19 @@ def _renamed(sample: dict, to: tuple[str, str]) -> dict:
     return {**sample, "conversation": c}
 
 
+def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpus, words: int, pool: Pool,
+          rng: random.Random) -> dict:
+    """``session``'s blocks of turns as user messages, each answered; its dia ids kept only when
+    ``keep_dias`` (a distractor holds no evidence)."""
+    messages, earlier = [], []
+    for _role, text, dias, offset in session["messages"]:
+        keys = corpus.keys(text)
+        messages.append(("user", text, dias if keep_dias else [], offset))
+        messages.append(("assistant", answer(keys, words, pool, rng, earlier), [], offset + 5))
+        earlier += keys
+    return {**session, "source": source, "messages": messages}
+
+
 def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = 4,
             names: str = "shared", seed: str = "longhist") -> list[list[dict]]:
     """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
@@ -192,16 +208,7 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
         rng = random.Random(f"{seed}:{sample['sample_id']}")
         pool = Pool([s for m, sentences in enumerate(corpus.sentences) if m != n for s in sentences])
 
-        def talk(session: dict, source: tuple[str, int], keep_dias: bool) -> dict:
-            messages, earlier = [], []
-            for _role, text, dias, offset in session["messages"]:
-                keys = corpus.keys(text)
-                messages.append(("user", text, dias if keep_dias else [], offset))
-                messages.append(("assistant", answer(keys, words, pool, rng, earlier), [], offset + 5))
-                earlier += keys
-            return {**session, "source": source, "messages": messages}
-
-        own = [talk(s, (sample["sample_id"], k), True)
+        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng)
                for k, s in enumerate(locomo.sessions_as_written(sample, turns), 1)]
         mine = {x.casefold() for x in _names(sample)}
         sources = [(m, k, s) for m, other in enumerate(data) if m != n
@@ -217,7 +224,7 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
             t0 = rng.uniform(min(first, last), last)
             kept = {"t0": t0, "end": t0 + window[-1][3] - base,
                     "messages": [(role, text, dias, offset - base) for role, text, dias, offset in window]}
-            distractors.append(talk(kept, (data[m]["sample_id"], k), False))
+            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng))
         out.append(sorted(own + distractors, key=lambda s: s["t0"]))
     return out
 
