@@ -68,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     longhist.add_argument("--names", choices=("shared", "distinct"), default="shared",
                           help="shared: distractors' speakers renamed to the asked conversation's (the default); "
                                "distinct: distractors only from conversations with other names, kept")
+    longhist.add_argument("--focus", action="store_true",
+                          help="every session's answers carry the key words of its evidence turns (sessions "
+                               "written around their facts)")
     longhist.add_argument("--json", type=Path, help="also write the figures here")
     for p in (locomo, zh, daily, longhist):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-longhist-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
-                          args.words, args.turns, args.sessions, args.names, picked, weights)
+                          args.words, args.turns, args.sessions, args.names, picked, weights, args.focus)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

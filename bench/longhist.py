@@ -19,7 +19,8 @@ that set did. What each part here imitates, and why:
 - Long assistant messages: after each user message an assistant answer of about ``words`` words in
   paragraphs that (a) restates the user message's key words, as chat assistants do: the first
   paragraph names its up to six rarest words (rarest in LoCoMo as a whole), each later paragraph
-  one or two of them again, the last line two of them; and (b) fills each paragraph with general
+  one or two of them again (or, half the time, one of an earlier message of the session: an
+  assistant keeps to the conversation's topic), the last line two of them; and (b) fills each paragraph with general
   everyday text in which a question's words occur by chance: sentences of OTHER conversations'
   turns that say nothing of a person (no first person, no one's name, no numbers), e.g. "That
   sounds like a great way to relax." So the topic words come back two to three times a message
@@ -33,6 +34,11 @@ that set did. What each part here imitates, and why:
   measure. ``names="distinct"`` keeps the names and takes distractors only from conversations whose
   speakers share no name with the asked one's (three conversations have a John): the names then
   tell the asked sessions apart, as in plain LoCoMo, for comparison.
+- Sessions written around their facts (``focus``, off by default): the set's evidence sessions
+  are written around the fact they hold, so its words recur through the session. With ``focus``
+  every session's answers, from the first on, may name the key words of its evidence turns (the
+  turns its own conversation's questions point to), distractors' as well as the asked
+  conversation's: the asked session is no more about its fact than a distractor about its own.
 - Dates: a distractor starts at a time drawn between the asked conversation's first and last
   session (at least an hour before the last), so the questions are still asked after everything
   and "last year" reads as in ``bench locomo``.
@@ -181,11 +187,21 @@ def _renamed(sample: dict, to: tuple[str, str]) -> dict:
     return {**sample, "conversation": c}
 
 
+def _evidence_turns(sample: dict) -> dict[str, str]:
+    """dia id -> text of the turns ``sample``'s questions point to."""
+    pointed = {d for qa in sample.get("qa", []) for d in locomo.evidence_ids(qa.get("evidence"))}
+    return {t["dia_id"]: t["text"] for t in _turns(sample) if t["dia_id"] in pointed}
+
+
 def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpus, words: int, pool: Pool,
-          rng: random.Random) -> dict:
+          rng: random.Random, evidence: dict[str, str] | None = None) -> dict:
     """``session``'s blocks of turns as user messages, each answered; its dia ids kept only when
-    ``keep_dias`` (a distractor holds no evidence)."""
-    messages, earlier = [], []
+    ``keep_dias`` (a distractor holds no evidence). ``evidence`` (dia id -> text of the turns its
+    conversation's questions point to): every answer may name the key words of the session's
+    evidence turns, from the first answer on, as a session written around its facts does."""
+    focus = [k for _r, _t, dias, _o in session["messages"] for d in dias if d in (evidence or {})
+             for k in corpus.keys((evidence or {})[d])]
+    messages, earlier = [], list(dict.fromkeys(focus))
     for _role, text, dias, offset in session["messages"]:
         keys = corpus.keys(text)
         messages.append(("user", text, dias if keep_dias else [], offset))
@@ -195,20 +211,24 @@ def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpu
 
 
 def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = 4,
-            names: str = "shared", seed: str = "longhist") -> list[list[dict]]:
+            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
     """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
-    in time order), each with its ``source`` (sample id, session number) besides."""
+    in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
+    answers of every session carry the key words of its evidence turns (see the module's note)."""
     if names not in ("shared", "distinct"):
         raise ValueError(f"names must be 'shared' or 'distinct', not {names!r}")
     if min(words, turns, sessions, exchanges) < 1:
         raise ValueError("words, turns, sessions and exchanges must each be 1 or more")
     corpus = Corpus(data)
+    evidence: list[dict[str, str] | None] = [None] * len(data)
+    if focus:
+        evidence = [_evidence_turns(sample) for sample in data]
     out = []
     for n, sample in enumerate(data):
         rng = random.Random(f"{seed}:{sample['sample_id']}")
         pool = Pool([s for m, sentences in enumerate(corpus.sentences) if m != n for s in sentences])
 
-        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng)
+        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng, evidence[n])
                for k, s in enumerate(locomo.sessions_as_written(sample, turns), 1)]
         mine = {x.casefold() for x in _names(sample)}
         sources = [(m, k, s) for m, other in enumerate(data) if m != n
@@ -224,19 +244,19 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
             t0 = rng.uniform(min(first, last), last)
             kept = {"t0": t0, "end": t0 + window[-1][3] - base,
                     "messages": [(role, text, dias, offset - base) for role, text, dias, offset in window]}
-            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng))
+            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng, evidence[m]))
         out.append(sorted(own + distractors, key=lambda s: s["t0"]))
     return out
 
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
-        context_weights: list[float] | None = None) -> dict:
+        context_weights: list[float] | None = None, focus: bool = False) -> dict:
     """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too."""
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
-            f"~{words}-word answers, names {names}")
+            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
-                         layout=lambda data: layouts(data, words, turns, sessions, names=names), layout_note=note,
-                         halves=HALVES)
-    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names}
+                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus),
+                         layout_note=note, halves=HALVES)
+    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus}
     return figures

@@ -51,7 +51,9 @@ def _data(sessions: int = 3, turns: int = 8) -> list:
                     "text": f"Hey {(b, a)[t % 2]}, I found a {_word(i)} near the {_word(i + 1)} today. "
                             f"Such a {_word(i + 2)} can really brighten a {_word(i + 3)} morning."})
                 i += 4
-        data.append({"sample_id": f"conv-{n}", "conversation": c, "qa": []})
+        data.append({"sample_id": f"conv-{n}", "conversation": c,
+                     "qa": [{"question": "?", "evidence": [f"D{k}:{turns - 1}"], "category": 4}
+                            for k in range(1, sessions + 1)]})
     return data
 
 
@@ -152,3 +154,23 @@ def test_written_through_hermes_every_evidence_turn_maps_to_its_session_and_the_
                                 sorted(sids)).fetchone()[0]
             assert conv["asked_at"] > latest
     db.close()
+
+
+def test_with_focus_a_session_is_answered_about_its_evidence_turn_from_the_first_answer_on():
+    data = _data()
+    corpus = longhist.Corpus(data)
+    pointed = {(sample["sample_id"], k): corpus.keys(sample["conversation"][f"session_{k}"][-2]["text"])
+               for sample in data for k in range(1, 4)}
+
+    def foreign_in_first_answers(focus: bool) -> int:
+        found = 0
+        for sample, sessions in zip(data, longhist.layouts(data, words=400, sessions=8, exchanges=4, focus=focus),
+                                    strict=True):
+            # Its own sessions: the sentences answers are filled from are other conversations'.
+            for s in (s for s in sessions if s["source"][0] == sample["sample_id"]):
+                (_, question, _, _), (_, reply, _, _) = _user_and_answers(s)[0]
+                # The evidence turn is in the last block: the first answer names its words only if carried.
+                found += sum(1 for k in pointed[s["source"]] if k not in question and re.search(rf"\b{k}\b", reply))
+        return found
+
+    assert foreign_in_first_answers(False) == 0 and foreign_in_first_answers(True) > 0
