@@ -523,7 +523,8 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         # So a tuning half and the half kept aside can be read per category from one run.
         summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
                                                for conv, table in by_conv[system].items()}
-        summary["by_half"] = {name: table.summary((1, 2, 3, 4)) for name, table in by_half[system].items()}
+        if halves:
+            summary["by_half"] = {name: table.summary((1, 2, 3, 4)) for name, table in by_half[system].items()}
         figures["systems"][system] = summary
         rows.append(Systems.row(system, summary))
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
