@@ -14,19 +14,22 @@ that set did. What each part here imitates, and why:
   window of at most ``exchanges`` exchanges of a source session, so a project holds about 400-500
   messages, as the set does (its ~10 messages a session).
 - Short user messages: every ``turns`` consecutive turns of a session, as ``bench locomo --merge``
-  writes them ("Speaker: text" lines), are one user message (about 90 words at 4 turns): every turn
-  is kept, so the evidence and its sessions stay exact (the turns' dia ids map to that message).
+  writes them ("Speaker: text" lines), are one user message (about 100 words at 4 turns, against
+  320 in an answer at the default ``words``): every turn is kept, so the evidence and its sessions
+  stay exact (the turns' dia ids map to that message). Shorter user messages would need more of
+  them than the set's ~250 a project, or turns left out.
 - Long assistant messages: after each user message an assistant answer of about ``words`` words in
   paragraphs that (a) restates the user message's key words, as chat assistants do: the first
-  paragraph names its up to six rarest words (rarest in LoCoMo as a whole), each later paragraph
-  one or two of them again (or, half the time, one of an earlier message of the session: an
-  assistant keeps to the conversation's topic), the last line two of them; and (b) fills each paragraph with general
+  paragraph names its up to six rarest words (rarest in the file), each later paragraph one or two
+  of them again (or, half the time, one of an earlier message of the session: an assistant keeps to
+  the conversation's topic), the last line two of them; and (b) fills each paragraph with general
   everyday text in which a question's words occur by chance: sentences of OTHER conversations'
   turns that say nothing of a person (no first person, no one's name, no numbers), e.g. "That
-  sounds like a great way to relax." So the topic words come back two to three times a message
-  and most of a session's words are the assistant's, as in the set.
+  sounds like a great way to relax.", half of them holding a word the paragraph restates (advice
+  on the user's topic). So the topic words come back two to three times a message and most of a
+  session's words are the assistant's (76% at 300 words), as in the set.
 - Questions in the user's own voice: the set's questions say "I" and no name tells its sessions
-  apart. LoCoMo's questions name the speakers, so with ``names="shared"`` (the default) a
+  apart. LoCoMo's questions name the speakers (they are asked as written), so with ``names="shared"`` (the default) a
   distractor's speakers are renamed to the asked conversation's (speaker A to A, B to B, in the
   speaker lines and wherever a name is a word of the text): the name then marks every session, as
   "I" does. A distractor cannot truly answer a question: it is another person's life (other events,

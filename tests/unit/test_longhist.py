@@ -18,7 +18,8 @@ import pytest
 # By file, as a package (its modules import each other relatively): the checkout is kept off
 # sys.path in the tests (see conftest).
 _BENCH = Path(__file__).resolve().parents[2] / "bench"
-_spec = importlib.util.spec_from_file_location("bench", _BENCH / "__init__.py", submodule_search_locations=[str(_BENCH)])
+_spec = importlib.util.spec_from_file_location("bench", _BENCH / "__init__.py",
+                                               submodule_search_locations=[str(_BENCH)])
 assert _spec and _spec.loader
 sys.modules.setdefault("bench", importlib.util.module_from_spec(_spec))
 _spec.loader.exec_module(sys.modules["bench"])
