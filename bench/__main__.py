@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "longhist":
         from . import longhist as mod
 
+        try:
+            mod.check(args.words, args.turns, args.sessions, mod.EXCHANGES, args.names)
+        except ValueError as e:
+            parser.error(str(e))
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-longhist-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,

@@ -65,6 +65,7 @@ HALVES = {"tune": [0, 2, 4, 6, 8], "held-out": [1, 3, 5, 7, 9]}
 # A word in more than this share of the file's turns is never a key word: LoCoMo's 150 most frequent.
 COMMON = 0.0252
 KEYS = 6  # key words an answer restates
+EXCHANGES = 4  # a distractor's user messages, at most (each answered)
 CARRY = 0.5  # share of an answer's later paragraphs that name a key word of an earlier message of the session
 TOPICAL = 0.5  # share of an answer's sentences drawn from those holding a word it restates
 _FIRST_PERSON = frozenset("i i'm i've i'd i'll im ive my me mine myself we we're we've our ours us".split())
@@ -213,15 +214,20 @@ def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpu
     return {**session, "source": source, "messages": messages}
 
 
-def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = 4,
-            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
-    """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
-    in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
-    answers of every session carry the key words of its evidence turns (see the module's note)."""
+def check(words: int, turns: int, sessions: int, exchanges: int, names: str) -> None:
+    """Refuse settings no history can be built with, before anything is written."""
     if names not in ("shared", "distinct"):
         raise ValueError(f"names must be 'shared' or 'distinct', not {names!r}")
     if min(words, turns, sessions, exchanges) < 1:
         raise ValueError("words, turns, sessions and exchanges must each be 1 or more")
+
+
+def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = EXCHANGES,
+            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
+    """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
+    in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
+    answers of every session carry the key words of its evidence turns (see the module's note)."""
+    check(words, turns, sessions, exchanges, names)
     corpus = Corpus(data)
     evidence: list[dict[str, str] | None] = [None] * len(data)
     if focus:
@@ -256,6 +262,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", 
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
         context_weights: list[float] | None = None, focus: bool = False) -> dict:
     """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too."""
+    check(words, turns, sessions, EXCHANGES, names)
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
             f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
