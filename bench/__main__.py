@@ -1,4 +1,5 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily``, ``semantic``, ``firstrun``, ``load`` and ``huge``.
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily``, ``longhist``, ``semantic``,
+``firstrun``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -55,7 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     daily.add_argument("--one-project", action="store_true",
                        help="everyone's sessions in one project: each question searches five times the sessions")
     daily.add_argument("--json", type=Path, help="also write the figures here")
-    for p in (locomo, zh, daily):
+    longhist = sub.add_parser("longhist", help="long histories built from LoCoMo: 50 sessions a project, long "
+                                               "assistant answers, distractor sessions of other conversations")
+    longhist.add_argument("--data", type=Path, default=data / "locomo10.json", help="a LoCoMo file")
+    longhist.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
+    longhist.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
+    longhist.add_argument("--conversations", help="comma-separated positions in the file (0-based), e.g. 0,2,4,6,8")
+    longhist.add_argument("--words", type=int, default=300, help="words in each assistant answer, about")
+    longhist.add_argument("--turns", type=int, default=4, help="LoCoMo turns in each user message")
+    longhist.add_argument("--sessions", type=int, default=50, help="sessions a project, distractors included")
+    longhist.add_argument("--names", choices=("shared", "distinct"), default="shared",
+                          help="shared: distractors' speakers renamed to the asked conversation's (the default); "
+                               "distinct: distractors only from conversations with other names, kept")
+    longhist.add_argument("--focus", action="store_true",
+                          help="every session's answers carry the key words of its evidence turns (sessions "
+                               "written around their facts)")
+    longhist.add_argument("--json", type=Path, help="also write the figures here")
+    for p in (locomo, zh, daily, longhist):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
                        help="the offline model of the semantic half (default: local, USE)")
         p.add_argument("--context-weights", default="",
@@ -174,6 +191,20 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
         figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
                           args.split, args.embedder, weights, args.one_project)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    if args.command == "longhist":
+        from . import longhist as mod
+
+        try:
+            mod.check(args.words, args.turns, args.sessions, mod.EXCHANGES, args.names)
+        except ValueError as e:
+            parser.error(str(e))
+        home = args.home or Path(tempfile.mkdtemp(prefix="phr-longhist-")) / "home"
+        picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
+        figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
+                          args.words, args.turns, args.sessions, args.names, picked, weights, args.focus)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -65,6 +65,7 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
 from . import common
 
@@ -117,47 +118,63 @@ def _turn_text(turn: dict) -> str:
     return text
 
 
-def build(data: list, home: Path, merge: int = 1) -> dict:
-    """Write every conversation into ``home``; returns the mapping needed to score.
-
-    ``merge``: each run of this many consecutive turns of a session is one message (see the
+def sessions_as_written(sample: dict, merge: int = 1) -> list[dict]:
+    """One conversation's sessions as ``build`` writes them: per session its start ``t0``, the time
+    of its last turn ``end``, and its ``messages`` as (role, text, LoCoMo dia ids it holds, seconds
+    from the start). ``merge``: each run of this many consecutive turns is one message (see the
     module's docstring)."""
     if merge < 1:
         raise ValueError(f"merge must be 1 or more turns a message, not {merge}")
+    c = sample["conversation"]
+    first = c["speaker_a"]
+    out = []
+    k = 1
+    while f"session_{k}" in c:
+        t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
+        turns = c[f"session_{k}"]
+        messages = []
+        for i in range(0, len(turns), merge):
+            block = turns[i: i + merge]
+            messages.append(("user" if block[0]["speaker"] == first else "assistant",
+                             "\n".join(_turn_text(turn) for turn in block), [turn["dia_id"] for turn in block], 10 * i))
+        out.append({"t0": t0, "end": t0 + 10 * (len(turns) - 1), "messages": messages})
+        k += 1
+    return out
+
+
+def build(data: list, home: Path, merge: int = 1, layouts: list[list[dict]] | None = None) -> dict:
+    """Write every conversation into ``home``; returns the mapping needed to score.
+
+    ``merge``: each run of this many consecutive turns of a session is one message (see the
+    module's docstring). ``layouts``: per conversation, its sessions in the shape of
+    ``sessions_as_written`` (that function's, when None); the last session's ``end`` is when
+    the conversation ends."""
     from hermes_cli import projects_db
 
+    if layouts is None:
+        layouts = [sessions_as_written(sample, merge) for sample in data]
     work = home.parent / "locomo-work"
     convs = {}
     asked_at = {}
     with writing(home) as (db, pconn):
-        for n, sample in enumerate(data):
+        for n, (sample, sessions) in enumerate(zip(data, layouts, strict=True)):
             conv = sample["sample_id"]
             folder = work / conv
             folder.mkdir(parents=True, exist_ok=True)
             pid = projects_db.create_project(pconn, name=f"LoCoMo {conv}", folders=[str(folder)])
-            c = sample["conversation"]
-            first = c["speaker_a"]
             dia_to_msg, msg_to_session = {}, {}
-            k = 1
-            while f"session_{k}" in c:
+            for k, session in enumerate(sessions, 1):
                 sid = f"2023{n:02d}{k:02d}_000000_{n:02x}{k:04x}"
                 db.create_session(sid, "cli", model="locomo", cwd=str(folder))
                 db.set_session_title(sid, f"{conv} session {k}")
-                t0 = _session_time(c.get(f"session_{k}_date_time", "")) or 1.6e9 + k * 86400
-                turns = c[f"session_{k}"]
-                for i in range(0, len(turns), merge):
-                    block = turns[i: i + merge]
-                    text = "\n".join(_turn_text(turn) for turn in block)
-                    role = "user" if block[0]["speaker"] == first else "assistant"
-                    mid = db.append_message(sid, role, text, timestamp=t0 + 10 * i)
-                    for turn in block:
-                        dia_to_msg[turn["dia_id"]] = mid
+                for role, text, dias, offset in session["messages"]:
+                    mid = db.append_message(sid, role, text, timestamp=session["t0"] + offset)
+                    for dia in dias:
+                        dia_to_msg[dia] = mid
                     msg_to_session[mid] = sid
-                last = t0 + 10 * (len(c[f"session_{k}"]) - 1)
-                k += 1
             asker = f"20990101_000000_{n:06x}"
             db.create_session(asker, "cli", model="locomo", cwd=str(folder))
-            asked_at[asker] = last + ASKED_AFTER
+            asked_at[asker] = sessions[-1]["end"] + ASKED_AFTER
             convs[conv] = {"project": pid, "folder": str(folder), "asker": asker, "asked_at": asked_at[asker],
                            "dia": dia_to_msg, "session_of": msg_to_session}
     import sqlite3
@@ -434,24 +451,34 @@ def _index_all(home: Path, convs: dict) -> dict:
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         context_weights: list[float] | None = None, conversations: list[int] | None = None,
-        time_weights: list[float] | None = None, merge: int = 1) -> dict:
+        time_weights: list[float] | None = None, merge: int = 1,
+        layout: Callable[[list], list[list[dict]]] | None = None, layout_note: str = "",
+        halves: dict[str, list[int]] | None = None) -> dict:
     """``context_weights``: score the semantic modes again with each of these neighbour weights
     instead of the model's own (rows ``plugin:<mode> w=<weight>``), from the same vectors.
     ``conversations``: the positions in the file to use (all when None), so a tuning half and
     the half kept aside can be run on their own. ``time_weights``: score the plugin modes again
     with each of these ``time_weight`` settings (rows ``plugin:<mode> t=<weight>``). ``merge``:
-    turns a message (see the module's docstring)."""
+    turns a message (see the module's docstring). ``layout``: from the whole file, every
+    conversation's sessions as ``build`` takes them (``sessions_as_written`` when None), said in
+    the data line as ``layout_note``. ``halves``: name -> positions in the file, each printed as a
+    table of its own too."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
     common.print_machine(info)
     data = json.loads(data_path.read_text(encoding="utf-8"))
+    layouts = layout(data) if layout else [sessions_as_written(sample, merge) for sample in data]
+    half_of = {data[i]["sample_id"]: name for name, positions in (halves or {}).items() for i in positions
+               if 0 <= i < len(data)}
     if conversations is not None:
-        data = [data[i] for i in conversations if 0 <= i < len(data)]
+        picked = [i for i in conversations if 0 <= i < len(data)]
+        data, layouts = [data[i] for i in picked], [layouts[i] for i in picked]
     t = time.time()
-    convs = build(data, home, merge)
+    convs = build(data, home, layouts=layouts)
     print(f"data: {data_path.name} ({len(data)} conversations: {', '.join(s['sample_id'] for s in data)}"
-          f"{f', {merge} turns a message' if merge > 1 else ''}) written to {home} in {time.time() - t:.1f} s")
+          f"{f', {merge} turns a message' if merge > 1 else ''}{layout_note}) written to {home} in "
+          f"{time.time() - t:.1f} s")
     _enable_plugin(home, embedder)
 
     from project_history_recall import timewords
@@ -461,6 +488,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     systems = Systems(home, modes, context_weights, time_weights)
     scores = {s: Scores() for s in systems.names}
     by_conv = {s: defaultdict(Scores) for s in systems.names}
+    by_half = {s: defaultdict(Scores) for s in systems.names}
     try:
         for sample in data:
             conv = convs[sample["sample_id"]]
@@ -473,7 +501,10 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
                 timed = bool(timewords.find(qa["question"], conv["asked_at"]))
                 for system, sessions, messages in systems.ask(qa["question"], conv["asker"]):
-                    for table in (scores[system], by_conv[system][sample["sample_id"]]):
+                    tables = [scores[system], by_conv[system][sample["sample_id"]]]
+                    if sample["sample_id"] in half_of:
+                        tables.append(by_half[system][half_of[sample["sample_id"]]])
+                    for table in tables:
                         table.add(qa["category"], sessions, messages, gold_sessions, gold_msgs)
                     if timed:
                         scores[system].add(TIMED + qa["category"], sessions, messages, gold_sessions, gold_msgs)
@@ -492,10 +523,19 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         # So a tuning half and the half kept aside can be read per category from one run.
         summary["by_conversation_category"] = {conv: {CATEGORIES[c]: table.summary((c,)) for c in CATEGORIES}
                                                for conv, table in by_conv[system].items()}
+        if halves:
+            summary["by_half"] = {name: table.summary((1, 2, 3, 4)) for name, table in by_half[system].items()}
         figures["systems"][system] = summary
         rows.append(Systems.row(system, summary))
     print("\nLoCoMo categories 1-4, questions as asked, 10 results\n")
     print(common.table(Systems.HEADERS, rows))
+    for name in halves or {}:
+        convs_of_half = [conv for conv, half in half_of.items() if half == name and conv in convs]
+        if convs_of_half:
+            print(f"\n{name} half ({', '.join(convs_of_half)}), categories 1-4 (ms/q over all questions)\n")
+            print(common.table(Systems.HEADERS, [
+                Systems.row(system, {**figures["systems"][system]["by_half"][name],
+                                     "p50_ms": figures["systems"][system]["p50_ms"]}) for system in systems.names]))
     print("\nthe questions among them that name a time\n")
     print(common.table(Systems.HEADERS[:-1], [
         Systems.row(system, {**figures["systems"][system]["time_questions"], "p50_ms": None})[:-1]

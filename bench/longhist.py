@@ -1,0 +1,272 @@
+"""Long histories: a stand-in, built from LoCoMo alone, for a LongMemEval-S-like set.
+
+The set it imitates has one project a question: about 50 sessions and 490 messages of a user
+chatting with an assistant; the user states facts in short messages, the assistant answers each in
+several paragraphs that restate the user's topic and add general advice; most sessions are
+distractors of the same everyday domain; the question asks which session held the fact. We do
+not have it, and LoCoMo as it is (two people, short turns, one conversation a project), or with
+turns merged (``bench locomo --merge``), never put a session-level BM25 ahead of keyword mode as
+that set did. What each part here imitates, and why:
+
+- Sessions and size: each LoCoMo conversation is one project holding its own 19-32 sessions and,
+  to ``sessions`` (50) in all, distractor sessions of other LoCoMo conversations: the same
+  everyday domain (family, hobbies, work, trips), in the same chatty voice. A distractor is a
+  window of at most ``exchanges`` exchanges of a source session, so a project holds about 400-500
+  messages, as the set does (its ~10 messages a session).
+- Short user messages: every ``turns`` consecutive turns of a session, as ``bench locomo --merge``
+  writes them ("Speaker: text" lines), are one user message (about 100 words at 4 turns, against
+  320 in an answer at the default ``words``): every turn is kept, so the evidence and its sessions
+  stay exact (the turns' dia ids map to that message). Shorter user messages would need more of
+  them than the set's ~250 a project, or turns left out.
+- Long assistant messages: after each user message an assistant answer of about ``words`` words in
+  paragraphs that (a) restates the user message's key words, as chat assistants do: the first
+  paragraph names its up to six rarest words (rarest in the file), each later paragraph one or two
+  of them again (or, half the time, one of an earlier message of the session: an assistant keeps to
+  the conversation's topic), the last line two of them; and (b) fills each paragraph with general
+  everyday text in which a question's words occur by chance: sentences of OTHER conversations'
+  turns that say nothing of a person (no first person, no one's name, no numbers), e.g. "That
+  sounds like a great way to relax.", half of them holding a word the paragraph restates (advice
+  on the user's topic). So the topic words come back two to three times a message and most of a
+  session's words are the assistant's (76% at 300 words), as in the set.
+- Questions in the user's own voice: the set's questions say "I" and no name tells its sessions
+  apart. LoCoMo's questions name the speakers (they are asked as written), so with ``names="shared"`` (the default) a
+  distractor's speakers are renamed to the asked conversation's (speaker A to A, B to B, in the
+  speaker lines and wherever a name is a word of the text): the name then marks every session, as
+  "I" does. A distractor cannot truly answer a question: it is another person's life (other events,
+  places and dates), renamed; what it shares with a question is chance wording, the case to
+  measure. ``names="distinct"`` keeps the names and takes distractors only from conversations whose
+  speakers share no name with the asked one's (three conversations have a John): the names then
+  tell the asked sessions apart, as in plain LoCoMo, for comparison.
+- Sessions written around their facts (``focus``, off by default): the set's evidence sessions
+  are written around the fact they hold, so its words recur through the session. With ``focus``
+  every session's answers, from the first on, may name the key words of its evidence turns (the
+  turns its own conversation's questions point to), distractors' as well as the asked
+  conversation's: the asked session is no more about its fact than a distractor about its own.
+- Dates: a distractor starts at a time drawn between the asked conversation's first and last
+  session (at least an hour before the last), so the questions are still asked after everything
+  and "last year" reads as in ``bench locomo``.
+
+Everything is drawn from ``random.Random`` seeded with text, so the same file gives the same
+homes on every run and machine. Scored like ``bench locomo`` (``locomo.run``, the same systems and
+``Scores``), with the tune half (conversations 0,2,4,6,8) and the held-out half (1,3,5,7,9) printed
+as tables of their own.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from . import locomo
+
+HALVES = {"tune": [0, 2, 4, 6, 8], "held-out": [1, 3, 5, 7, 9]}
+# A word in more than this share of the file's turns is never a key word: LoCoMo's 150 most frequent.
+COMMON = 0.0252
+KEYS = 6  # key words an answer restates
+EXCHANGES = 4  # a distractor's user messages, at most (each answered)
+CARRY = 0.5  # share of an answer's later paragraphs that name a key word of an earlier message of the session
+TOPICAL = 0.5  # share of an answer's sentences drawn from those holding a word it restates
+_FIRST_PERSON = frozenset("i i'm i've i'd i'll im ive my me mine myself we we're we've our ours us".split())
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+OPENERS = ("You mentioned {}.", "Thanks for sharing this about {}.", "So this is about {}.")
+FRAMES = ("When it comes to {}, a few things can help.", "A word on {}.", "Thinking a bit more about {}.",
+          "Here is one more thought on {}.")
+CLOSERS = ("I hope this helps with {}.", "Let me know how {} goes.")
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _TOKEN.findall(text)]
+
+
+def _turns(sample: dict) -> list[dict]:
+    c = sample["conversation"]
+    out, k = [], 1
+    while f"session_{k}" in c:
+        out += c[f"session_{k}"]
+        k += 1
+    return out
+
+
+def _names(sample: dict) -> tuple[str, str]:
+    return sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]
+
+
+class Corpus:
+    """What every answer is drawn from: LoCoMo's word frequencies and each conversation's
+    impersonal sentences."""
+
+    def __init__(self, data: list):
+        df: Counter = Counter()
+        turns = 0
+        for sample in data:
+            for turn in _turns(sample):
+                df.update(set(_words(turn["text"])))
+                turns += 1
+        self.df = df
+        self.common = {w for w, n in df.items() if n > COMMON * turns}
+        self.names = {n.casefold() for sample in data for n in _names(sample)}
+        self.sentences = [self._impersonal(sample) for sample in data]
+
+    def _impersonal(self, sample: dict) -> list[str]:
+        out = []
+        for turn in _turns(sample):
+            for sentence in _SENTENCE.split(turn["text"].strip()):
+                words = _words(sentence)
+                if (6 <= len(sentence.split()) <= 30 and not re.search(r"\d", sentence)
+                        and not _FIRST_PERSON & set(words) and not self.names & set(words)):
+                    out.append(sentence)
+        return sorted(set(out))
+
+    def keys(self, text: str) -> list[str]:
+        """The words of ``text`` an answer restates: its up to ``KEYS`` rarest in LoCoMo, not common
+        ones nor names, in the order the text has them."""
+        seen = list(dict.fromkeys(w for w in _words(text) if len(w) >= 3 and w not in self.common
+                                  and w not in self.names))
+        rarest = set(sorted(seen, key=lambda w: (self.df[w], seen.index(w)))[:KEYS])
+        return [w for w in seen if w in rarest]
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+class Pool:
+    """The sentences answers are filled from, and which of them hold a given word."""
+
+    def __init__(self, sentences: list[str]):
+        self.sentences = sentences
+        self.holding: dict[str, list[str]] = {}
+        for sentence in sentences:
+            for w in set(_words(sentence)):
+                self.holding.setdefault(w, []).append(sentence)
+
+    def on(self, keys: list[str], used: set[str], rng: random.Random) -> str:
+        """A sentence not in ``used``, half the time one holding one of ``keys`` when there is
+        one: the general advice of an answer is about the user's topic."""
+        topical = [s for k in keys for s in self.holding.get(k, ()) if s not in used]
+        if topical and rng.random() < TOPICAL:
+            return rng.choice(topical)
+        while (sentence := rng.choice(self.sentences)) in used and len(used) < len(self.sentences):
+            pass
+        return sentence
+
+
+def answer(keys: list[str], words: int, pool: Pool, rng: random.Random, earlier: list[str] = ()) -> str:
+    """An assistant answer of about ``words`` words restating ``keys``, filled from ``pool``; each
+    later paragraph may name one of the session's ``earlier`` key words instead of its own."""
+    keys = keys or ["that"]
+    paragraphs = max(2, round(words / 90))
+    out: list[str] = []
+    used: set[str] = set()
+    for p in range(paragraphs):
+        named = keys if p == 0 else rng.sample(keys, min(len(keys), rng.randint(1, 2)))
+        if p and earlier and rng.random() < CARRY:
+            named = [*named[:-1], rng.choice(earlier)]
+        sentences = [rng.choice(OPENERS if p == 0 else FRAMES).format(_listed(named))]
+        count = len(sentences[0].split())
+        while count < words / paragraphs:
+            sentences.append(pool.on(named, used, rng))
+            used.add(sentences[-1])
+            count += len(sentences[-1].split())
+        out.append(" ".join(sentences))
+    out[-1] += " " + rng.choice(CLOSERS).format(_listed(keys[:2]))
+    return "\n\n".join(out)
+
+
+def _renamed(sample: dict, to: tuple[str, str]) -> dict:
+    """``sample``'s conversation with its speakers called ``to`` (A to A, B to B), in the speaker
+    fields and wherever a name is a word of a turn."""
+    names = dict(zip(_names(sample), to, strict=True))
+    word = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
+    c = dict(sample["conversation"], speaker_a=to[0], speaker_b=to[1])
+    k = 1
+    while f"session_{k}" in c:
+        c[f"session_{k}"] = [dict(t, speaker=names.get(t["speaker"], t["speaker"]),
+                                  text=word.sub(lambda m: names[m.group(1)], t["text"]))
+                             for t in c[f"session_{k}"]]
+        k += 1
+    return {**sample, "conversation": c}
+
+
+def _evidence_turns(sample: dict) -> dict[str, str]:
+    """dia id -> text of the turns ``sample``'s questions point to."""
+    pointed = {d for qa in sample.get("qa", []) for d in locomo.evidence_ids(qa.get("evidence"))}
+    return {t["dia_id"]: t["text"] for t in _turns(sample) if t["dia_id"] in pointed}
+
+
+def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpus, words: int, pool: Pool,
+          rng: random.Random, evidence: dict[str, str] | None = None) -> dict:
+    """``session``'s blocks of turns as user messages, each answered; its dia ids kept only when
+    ``keep_dias`` (a distractor holds no evidence). ``evidence`` (dia id -> text of the turns its
+    conversation's questions point to): every answer may name the key words of the session's
+    evidence turns, from the first answer on, as a session written around its facts does."""
+    focus = [k for _r, _t, dias, _o in session["messages"] for d in dias if d in (evidence or {})
+             for k in corpus.keys((evidence or {})[d])]
+    messages, earlier = [], list(dict.fromkeys(focus))
+    for _role, text, dias, offset in session["messages"]:
+        keys = corpus.keys(text)
+        messages.append(("user", text, dias if keep_dias else [], offset))
+        messages.append(("assistant", answer(keys, words, pool, rng, earlier), [], offset + 5))
+        earlier += keys
+    return {**session, "source": source, "messages": messages}
+
+
+def check(words: int, turns: int, sessions: int, exchanges: int, names: str) -> None:
+    """Refuse settings no history can be built with, before anything is written."""
+    if names not in ("shared", "distinct"):
+        raise ValueError(f"names must be 'shared' or 'distinct', not {names!r}")
+    if min(words, turns, sessions, exchanges) < 1:
+        raise ValueError("words, turns, sessions and exchanges must each be 1 or more")
+
+
+def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = EXCHANGES,
+            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
+    """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
+    in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
+    answers of every session carry the key words of its evidence turns (see the module's note)."""
+    check(words, turns, sessions, exchanges, names)
+    corpus = Corpus(data)
+    evidence: list[dict[str, str] | None] = [None] * len(data)
+    if focus:
+        evidence = [_evidence_turns(sample) for sample in data]
+    out = []
+    for n, sample in enumerate(data):
+        rng = random.Random(f"{seed}:{sample['sample_id']}")
+        pool = Pool([s for m, sentences in enumerate(corpus.sentences) if m != n for s in sentences])
+
+        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng, evidence[n])
+               for k, s in enumerate(locomo.sessions_as_written(sample, turns), 1)]
+        mine = {x.casefold() for x in _names(sample)}
+        sources = [(m, k, s) for m, other in enumerate(data) if m != n
+                   and (names == "shared" or not mine & {x.casefold() for x in _names(other)})
+                   for k, s in enumerate(locomo.sessions_as_written(
+                       _renamed(other, _names(sample)) if names == "shared" else other, turns), 1)]
+        first, last = own[0]["t0"], own[-1]["t0"] - 3600
+        distractors = []
+        for m, k, s in rng.sample(sources, min(len(sources), max(0, sessions - len(own)))):
+            start = rng.randrange(max(1, len(s["messages"]) - exchanges + 1))
+            window = s["messages"][start: start + exchanges]
+            base = window[0][3]
+            t0 = rng.uniform(min(first, last), last)
+            kept = {"t0": t0, "end": t0 + window[-1][3] - base,
+                    "messages": [(role, text, dias, offset - base) for role, text, dias, offset in window]}
+            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng, evidence[m]))
+        out.append(sorted(own + distractors, key=lambda s: s["t0"]))
+    return out
+
+
+def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
+        sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
+        context_weights: list[float] | None = None, focus: bool = False) -> dict:
+    """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too."""
+    check(words, turns, sessions, EXCHANGES, names)
+    note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
+            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
+    figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
+                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus),
+                         layout_note=note, halves=HALVES)
+    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus}
+    return figures
