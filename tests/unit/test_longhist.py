@@ -114,7 +114,7 @@ def test_a_project_holds_its_sessions_and_distractors_of_other_conversations_bef
 
 def test_answers_are_long_and_restate_the_key_words_of_the_user_message_they_answer():
     data = _data()
-    corpus = longhist.Corpus(data)
+    corpus = longhist.corpus_of(data)
     for words in (120, 400):
         for sessions in longhist.layouts(data, words=words, sessions=8):
             for s in sessions:
@@ -159,7 +159,7 @@ def test_written_through_hermes_every_evidence_turn_maps_to_its_session_and_the_
 
 def test_with_focus_a_session_is_answered_about_its_evidence_turn_from_the_first_answer_on():
     data = _data()
-    corpus = longhist.Corpus(data)
+    corpus = longhist.corpus_of(data)
     pointed = {(sample["sample_id"], k): corpus.keys(sample["conversation"][f"session_{k}"][-2]["text"])
                for sample in data for k in range(1, 4)}
 
