@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                        help="which questions to ask (all: each split is printed too)")
     daily.add_argument("--one-project", action="store_true",
-                       help="everyone's sessions in one project: each question searches five times the sessions")
+                       help="everyone's sessions in one project: each question searches every person's sessions")
     daily.add_argument("--json", type=Path, help="also write the figures here")
     longhist = sub.add_parser("longhist", help="long histories built from LoCoMo: 50 sessions a project, long "
                                                "assistant answers, distractor sessions of other conversations")

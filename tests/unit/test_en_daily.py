@@ -7,26 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
-import importlib
-import importlib.util
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from bench_modules import bench
 
-# By file, as a package (its modules import each other relatively): the checkout is kept off
-# sys.path in the tests (see conftest).
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
-_spec = importlib.util.spec_from_file_location("bench", _BENCH / "__init__.py",
-                                               submodule_search_locations=[str(_BENCH)])
-assert _spec and _spec.loader
-sys.modules.setdefault("bench", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(sys.modules["bench"])
-zh_data = importlib.import_module("bench.zh_data")
-zh_daily = importlib.import_module("bench.zh_daily")
-longhist = importlib.import_module("bench.longhist")
+zh_data = bench("zh_data")
+zh_daily = bench("zh_daily")
+longhist = bench("longhist")
 
 DATA = zh_data.load(zh_data.EN_PATH)
 SPEAKERS = DATA["speakers"]

@@ -6,25 +6,14 @@ of other conversations renamed or kept apart, all before the question)."""
 from __future__ import annotations
 
 import copy
-import importlib
-import importlib.util
 import re
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
+from bench_modules import bench
 
-# By file, as a package (its modules import each other relatively): the checkout is kept off
-# sys.path in the tests (see conftest).
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
-_spec = importlib.util.spec_from_file_location("bench", _BENCH / "__init__.py",
-                                               submodule_search_locations=[str(_BENCH)])
-assert _spec and _spec.loader
-sys.modules.setdefault("bench", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(sys.modules["bench"])
-longhist = importlib.import_module("bench.longhist")
-locomo = importlib.import_module("bench.locomo")
+longhist = bench("longhist")
+locomo = bench("locomo")
 
 PEOPLE = [("Alice", "Bruno"), ("Chen", "Dana"), ("Emil", "Faye"), ("Gus", "Alice")]  # the last shares a name
 
