@@ -33,7 +33,8 @@ def load(path: Path = PATH) -> dict:
 def problems(data: dict) -> list[str]:
     """Every fault in the set: ids unique, sessions of 1-8 [speaker, text] messages with a date,
     each gold session in the asking person's project and each gold position in that session,
-    the two splits the same size (one apart at most)."""
+    the two splits the same size (one apart at most), the set's own ``speakers`` (if any) naming
+    the user, the assistant and how others are quoted, ``answer_words`` (if any) a count."""
     if not isinstance(data, dict):
         return ["the file holds no JSON object"]
     out = []
