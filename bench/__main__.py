@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily``, ``longhist``, ``semantic``,
+"""Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily`` (``en-daily``), ``longhist``, ``semantic``,
 ``firstrun``, ``load`` and ``huge``.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
@@ -47,14 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     zh.add_argument("--modes", default="keyword,semantic,hybrid")
     zh.add_argument("--json", type=Path, help="also write the figures here")
     zh.add_argument("--conversations", help="comma-separated positions in each file (0-based), e.g. 0")
-    daily = sub.add_parser("zh-daily", help="zh-daily: short Chinese daily-life sessions, questions that paraphrase")
-    daily.add_argument("--data", type=Path, help="the set (default: bench/data/zh_daily.json in the checkout)")
+    daily = sub.add_parser("zh-daily", aliases=["en-daily"],
+                           help="zh-daily: short Chinese daily-life sessions, questions that paraphrase; en-daily: "
+                                "one English user's focused chats with long answers")
+    daily.add_argument("--data", type=Path,
+                       help="the set (default: bench/data/zh_daily.json, or en_daily.json as en-daily, in the checkout)")
+    daily.add_argument("--answer-words", type=int, metavar="N",
+                       help="words of filler after each assistant reply (0: as written; default: as the set says)")
     daily.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
     daily.add_argument("--modes", default="keyword,semantic,hybrid", help="comma-separated plugin modes to score")
     daily.add_argument("--split", choices=("tune", "held-out", "all"), default="all",
                        help="which questions to ask (all: each split is printed too)")
     daily.add_argument("--one-project", action="store_true",
-                       help="everyone's sessions in one project: each question searches five times the sessions")
+                       help="everyone's sessions in one project: each question searches every person's sessions")
     daily.add_argument("--json", type=Path, help="also write the figures here")
     longhist = sub.add_parser("longhist", help="long histories built from LoCoMo: 50 sessions a project, long "
                                                "assistant answers, distractor sessions of other conversations")
@@ -184,13 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
-    if args.command == "zh-daily":
+    if args.command in ("zh-daily", "en-daily"):
         from . import zh_daily as mod
-        from .zh_data import PATH
+        from .zh_data import EN_PATH, PATH
 
-        home = args.home or Path(tempfile.mkdtemp(prefix="phr-zh-daily-")) / "home"
-        figures = mod.run(args.data or PATH, home, [m.strip() for m in args.modes.split(",") if m.strip()],
-                          args.split, args.embedder, weights, args.one_project)
+        if args.answer_words is not None and args.answer_words < 0:
+            parser.error("--answer-words must be 0 or more")
+        home = args.home or Path(tempfile.mkdtemp(prefix=f"phr-{args.command}-")) / "home"
+        figures = mod.run(args.data or (PATH if args.command == "zh-daily" else EN_PATH), home,
+                          [m.strip() for m in args.modes.split(",") if m.strip()],
+                          args.split, args.embedder, weights, args.one_project, args.answer_words)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

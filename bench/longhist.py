@@ -57,6 +57,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from . import locomo
@@ -95,25 +96,25 @@ def _names(sample: dict) -> tuple[str, str]:
 
 
 class Corpus:
-    """What every answer is drawn from: LoCoMo's word frequencies and each conversation's
-    impersonal sentences."""
+    """What answers restate and are filled from: the word frequencies of a set of texts, and
+    their impersonal sentences."""
 
-    def __init__(self, data: list):
+    def __init__(self, texts: Iterable[str], names: Iterable[str] = ()):
         df: Counter = Counter()
-        turns = 0
-        for sample in data:
-            for turn in _turns(sample):
-                df.update(set(_words(turn["text"])))
-                turns += 1
+        count = 0
+        for text in texts:
+            df.update(set(_words(text)))
+            count += 1
         self.df = df
-        self.common = {w for w, n in df.items() if n > COMMON * turns}
-        self.names = {n.casefold() for sample in data for n in _names(sample)}
-        self.sentences = [self._impersonal(sample) for sample in data]
+        self.common = {w for w, n in df.items() if n > COMMON * count}
+        self.names = {n.casefold() for n in names}
 
-    def _impersonal(self, sample: dict) -> list[str]:
+    def impersonal(self, texts: Iterable[str]) -> list[str]:
+        """The sentences of ``texts`` that say nothing of a person (no first person, no name, no
+        number), 6-30 words long: general text any answer may hold."""
         out = []
-        for turn in _turns(sample):
-            for sentence in _SENTENCE.split(turn["text"].strip()):
+        for text in texts:
+            for sentence in _SENTENCE.split(text.strip()):
                 words = _words(sentence)
                 if (6 <= len(sentence.split()) <= 30 and not re.search(r"\d", sentence)
                         and not _FIRST_PERSON & set(words) and not self.names & set(words)):
@@ -127,6 +128,11 @@ class Corpus:
                                   and w not in self.names))
         rarest = set(sorted(seen, key=lambda w: (self.df[w], seen.index(w)))[:KEYS])
         return [w for w in seen if w in rarest]
+
+
+def corpus_of(data: list) -> Corpus:
+    """The corpus of a LoCoMo file: its turns, its speakers' names."""
+    return Corpus((t["text"] for sample in data for t in _turns(sample)), (n for sample in data for n in _names(sample)))
 
 
 def _listed(words: list[str]) -> str:
@@ -228,14 +234,15 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
     in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
     answers of every session carry the key words of its evidence turns (see the module's note)."""
     check(words, turns, sessions, exchanges, names)
-    corpus = Corpus(data)
+    corpus = corpus_of(data)
+    impersonal = [corpus.impersonal(t["text"] for t in _turns(sample)) for sample in data]
     evidence: list[dict[str, str] | None] = [None] * len(data)
     if focus:
         evidence = [_evidence_turns(sample) for sample in data]
     out = []
     for n, sample in enumerate(data):
         rng = random.Random(f"{seed}:{sample['sample_id']}")
-        pool = Pool([s for m, sentences in enumerate(corpus.sentences) if m != n for s in sentences])
+        pool = Pool([s for m, sentences in enumerate(impersonal) if m != n for s in sentences])
 
         own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng, evidence[n])
                for k, s in enumerate(locomo.sessions_as_written(sample, turns), 1)]

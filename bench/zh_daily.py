@@ -1,4 +1,5 @@
-"""Retrieval quality on zh-daily: short daily-life sessions in colloquial Chinese, questions that paraphrase.
+"""Retrieval quality on the daily sets: zh-daily (short daily-life sessions in colloquial Chinese) and
+en-daily (one English user's focused chats with an assistant, long answers); questions that paraphrase.
 
 The set (``bench/data/zh_daily.json``, see ``zh_data``) is written for this project: five people,
 260 sessions of 1-6 messages (chats with an assistant, messages between people), 126 questions the
@@ -15,6 +16,13 @@ fresh, empty session in the person's folder, through the same systems as ``bench
 over five times the sessions, most of them someone else's daily life in the same words: a
 harder stand-in for a person's own ~2k short chats than one person's ~50 sessions. The questions
 and their gold sessions are the same.
+
+en-daily (``bench/data/en_daily.json``, written for this project) stands in for a LongMemEval-S-like
+set: per person ~50 sessions, each around one topic (several near-duplicates: two dentist visits,
+two trips), the user's facts in short messages, questions in the user's own voice. Its assistant
+replies are written short; at build time (``answer_words`` in the set, or ``--answer-words``; 0 keeps
+them as written) each gets ``bench longhist``'s filler appended (see ``lengthen``), so a session
+reads like a chat assistant's: long answers restating the user's words around general advice.
 """
 
 from __future__ import annotations
@@ -24,7 +32,37 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from . import common, locomo, zh_data
+import random
+
+from . import common, locomo, longhist, zh_data
+
+
+def lengthen(data: dict, words: int, seed: str = "daily") -> dict:
+    """``data`` with each assistant reply followed by a ``longhist.answer`` of about ``words`` words:
+    restating the key words of the user message it answers (rarest in the set) and of the session's
+    earlier ones, filled with the impersonal sentences of the OTHER people's assistant replies (general
+    advice on everyday topics, no fact of this person). The same set and seed give the same text."""
+    speakers = data.get("speakers", zh_data.SPEAKERS)
+    said = [(p["id"], speaker, text) for p in data["people"] for s in p["sessions"] for speaker, text in s["messages"]]
+    corpus = longhist.Corpus(text for _p, _s, text in said)
+    people = []
+    for person in data["people"]:
+        pool = longhist.Pool(corpus.impersonal(text for pid, speaker, text in said
+                                               if pid != person["id"] and speaker == speakers["assistant"]))
+        rng = random.Random(f"{seed}:{person['id']}")
+        sessions = []
+        for s in person["sessions"]:
+            messages, keys, earlier = [], [], []
+            for speaker, text in s["messages"]:
+                if speaker == speakers["user"]:
+                    earlier += keys
+                    keys = corpus.keys(text)
+                elif speaker == speakers["assistant"]:
+                    text = f"{text}\n\n{longhist.answer(keys, words, pool, rng, earlier)}"
+                messages.append([speaker, text])
+            sessions.append({**s, "messages": messages})
+        people.append({**person, "sessions": sessions})
+    return {**data, "people": people}
 
 
 def build(data: dict, home: Path, one_project: bool = False) -> dict:
@@ -51,7 +89,7 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
                 sid = f"{t0:%Y%m%d_%H%M%S}_{n:02x}{k:04x}"
                 db.create_session(sid, "cli", model="zh-daily", cwd=str(folder))
                 for i, (speaker, text) in enumerate(s["messages"]):
-                    role, body = zh_data.content(speaker, text)
+                    role, body = zh_data.content(speaker, text, data.get("speakers", zh_data.SPEAKERS))
                     ids[s["id"], i] = db.append_message(sid, role, body, timestamp=t0.timestamp() + 60 * i)
                 session_of[s["id"]] = sid
             asker = f"20990101_000000_{n:06x}"
@@ -65,20 +103,25 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
 
 
 def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
-        context_weights: list[float] | None = None, one_project: bool = False) -> dict:
+        context_weights: list[float] | None = None, one_project: bool = False, answer_words: int | None = None) -> dict:
     """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
-    ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note."""
+    ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note.
+    ``answer_words``: words of filler after each assistant reply (0: as written; None: as the set says)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
     common.print_machine(info)
     data = zh_data.load(data_path)
+    words = data.get("answer_words", 0) if answer_words is None else answer_words
+    if words:
+        data = lengthen(data, words)
     questions = [q for q in data["questions"] if split in ("all", q["split"])]
     t = time.time()
     people = build(data, home, one_project)
     print(f"data: {data_path.name} ({len(data['people'])} people, "
           f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}"
-          f"{', all in one project' if one_project else ''}) written to {home} in {time.time() - t:.1f} s")
+          f"{', all in one project' if one_project else ''}{f', ~{words} words added to each answer' if words else ''})"
+          f" written to {home} in {time.time() - t:.1f} s")
     locomo._enable_plugin(home, embedder)
 
     indexing = locomo._index_all(home, people) if any(m != "keyword" for m in modes) else None
@@ -100,7 +143,8 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
 
     splits = [s for s in zh_data.SPLITS if split in ("all", s)]
     keys = {s: [(s, p) for p in people] for s in splits}
-    figures: dict = {"machine": info, "embedder": embedder, "split": split, "one_project": one_project,
+    figures: dict = {"set": data["name"], "machine": info, "embedder": embedder, "split": split,
+                     "one_project": one_project, "answer_words": words,
                      "indexing": indexing, "systems": {}}
     for system in systems.names:
         summary = systems.summary(system, scores[system], [k for ks in keys.values() for k in ks])
@@ -111,7 +155,7 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     if split == "all":
         tables += [(s, {n: f["by_split"][s] for n, f in figures["systems"].items()}) for s in splits]
     for name, summaries in tables:
-        print(f"\nzh-daily{' (one project)' if one_project else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
+        print(f"\n{data['name']}{' (one project)' if one_project else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
         print(common.table(locomo.Systems.HEADERS, [
             locomo.Systems.row(n, {**summaries[n], "p50_ms": figures["systems"][n]["p50_ms"]}) for n in systems.names]))
     print("\nper person (hit@1 / hit@5 / MRR):")

@@ -1,4 +1,5 @@
-"""The zh-daily set (``bench/data/zh_daily.json``): reading it and checking it is whole.
+"""The daily sets (``bench/data/zh_daily.json``, ``bench/data/en_daily.json``): reading one and
+checking it is whole.
 
 Standard library only, so the unit tests load this file on its own.
 """
@@ -11,9 +12,12 @@ from datetime import datetime
 from pathlib import Path
 
 PATH = Path(__file__).resolve().parent / "data" / "zh_daily.json"
+EN_PATH = PATH.with_name("en_daily.json")
 SPLITS = ("tune", "held-out")
 DATE = "%Y-%m-%d %H:%M"
-USER, ASSISTANT = "我", "助手"  # any other speaker is someone messaging the person
+# Who the person and the assistant are in a set with no "speakers": any other speaker is someone
+# messaging the person, quoted as the format shows.
+SPEAKERS = {"user": "我", "assistant": "助手", "quoted": "{}：{}"}
 
 
 def load(path: Path = PATH) -> dict:
@@ -21,14 +25,16 @@ def load(path: Path = PATH) -> dict:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     found = problems(data)
     if found:
-        raise ValueError(f"{path} is not a well-formed zh-daily set:\n  " + "\n  ".join(found))
+        name = (data.get("name") if isinstance(data, dict) else None) or "daily"
+        raise ValueError(f"{path} is not a well-formed {name} set:\n  " + "\n  ".join(found))
     return data
 
 
 def problems(data: dict) -> list[str]:
-    """Every fault in the set: ids unique, sessions of 1-6 [speaker, text] messages with a date,
+    """Every fault in the set: ids unique, sessions of 1-8 [speaker, text] messages with a date,
     each gold session in the asking person's project and each gold position in that session,
-    the two splits the same size (one apart at most)."""
+    the two splits the same size (one apart at most), the set's own ``speakers`` (if any) naming
+    the user, the assistant and how others are quoted, ``answer_words`` (if any) a count."""
     if not isinstance(data, dict):
         return ["the file holds no JSON object"]
     out = []
@@ -40,8 +46,8 @@ def problems(data: dict) -> list[str]:
                 out.append(f"session {s.get('id')}: id used twice")
             messages = s.get("messages") or []
             sessions[s.get("id")] = (person.get("id"), len(messages))
-            if not 1 <= len(messages) <= 6:
-                out.append(f"session {s.get('id')}: {len(messages)} messages, not 1-6")
+            if not 1 <= len(messages) <= 8:
+                out.append(f"session {s.get('id')}: {len(messages)} messages, not 1-8")
             if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) and x.strip() for x in m)
                        for m in messages):
                 out.append(f"session {s.get('id')}: a message is not [speaker, text]")
@@ -67,16 +73,23 @@ def problems(data: dict) -> list[str]:
                 out.append(f"question {q.get('id')}: gold session {g.get('session')} is not in {q.get('person')}'s")
             elif not g.get("messages") or not all(isinstance(i, int) and 0 <= i < count for i in g["messages"]):
                 out.append(f"question {q.get('id')}: gold messages {g.get('messages')} not in {g.get('session')}")
+    speakers = data.get("speakers", SPEAKERS)
+    if not (isinstance(speakers, dict) and set(speakers) == set(SPEAKERS) and "{}" in str(speakers.get("quoted"))
+            and all(isinstance(v, str) and v.strip() for v in speakers.values())):
+        out.append(f"speakers {speakers!r} do not name the user, the assistant and how others are quoted")
+    lengthen = data.get("answer_words", 0)
+    if not isinstance(lengthen, int) or isinstance(lengthen, bool) or lengthen < 0:
+        out.append(f"answer_words {lengthen!r} is not a count of words")
     split_sizes = Counter(q.get("split") for q in questions)
     if abs(split_sizes["tune"] - split_sizes["held-out"]) > 1:
         out.append(f"splits unbalanced: {dict(split_sizes)}")
     return out
 
 
-def content(speaker: str, text: str) -> tuple[str, str]:
-    """(role, content) of one message as Hermes stores it."""
-    if speaker == USER:
+def content(speaker: str, text: str, speakers: dict = SPEAKERS) -> tuple[str, str]:
+    """(role, content) of one message as Hermes stores it, ``speakers`` as the set's."""
+    if speaker == speakers["user"]:
         return "user", text
-    if speaker == ASSISTANT:
+    if speaker == speakers["assistant"]:
         return "assistant", text
-    return "assistant", f"{speaker}：{text}"
+    return "assistant", speakers["quoted"].format(speaker, text)

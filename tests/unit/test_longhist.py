@@ -6,25 +6,14 @@ of other conversations renamed or kept apart, all before the question)."""
 from __future__ import annotations
 
 import copy
-import importlib
-import importlib.util
 import re
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
+from bench_modules import bench
 
-# By file, as a package (its modules import each other relatively): the checkout is kept off
-# sys.path in the tests (see conftest).
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
-_spec = importlib.util.spec_from_file_location("bench", _BENCH / "__init__.py",
-                                               submodule_search_locations=[str(_BENCH)])
-assert _spec and _spec.loader
-sys.modules.setdefault("bench", importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(sys.modules["bench"])
-longhist = importlib.import_module("bench.longhist")
-locomo = importlib.import_module("bench.locomo")
+longhist = bench("longhist")
+locomo = bench("locomo")
 
 PEOPLE = [("Alice", "Bruno"), ("Chen", "Dana"), ("Emil", "Faye"), ("Gus", "Alice")]  # the last shares a name
 
@@ -114,7 +103,7 @@ def test_a_project_holds_its_sessions_and_distractors_of_other_conversations_bef
 
 def test_answers_are_long_and_restate_the_key_words_of_the_user_message_they_answer():
     data = _data()
-    corpus = longhist.Corpus(data)
+    corpus = longhist.corpus_of(data)
     for words in (120, 400):
         for sessions in longhist.layouts(data, words=words, sessions=8):
             for s in sessions:
@@ -159,7 +148,7 @@ def test_written_through_hermes_every_evidence_turn_maps_to_its_session_and_the_
 
 def test_with_focus_a_session_is_answered_about_its_evidence_turn_from_the_first_answer_on():
     data = _data()
-    corpus = longhist.Corpus(data)
+    corpus = longhist.corpus_of(data)
     pointed = {(sample["sample_id"], k): corpus.keys(sample["conversation"][f"session_{k}"][-2]["text"])
                for sample in data for k in range(1, 4)}
 
