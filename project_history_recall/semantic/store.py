@@ -139,15 +139,21 @@ class VectorStore(derived.DerivedFile):
                 "GROUP BY message_id", (fingerprint, session_id)))
 
     def hashes_of(self, fingerprint: str, keys: list[tuple[str, int]]) -> dict[int, str]:
-        """Content hash per message, for (session id, message id) pairs."""
-        out = {}
+        """Content hash per message, for (session id, message id) pairs.
+
+        One statement for all of them (a search asks for its twenty hits: a statement each took
+        ~0.2 ms of a hybrid search at 1M messages). Every chunk of a message holds the message's
+        hash; the first, by the unique index, is taken."""
+        if not keys:
+            return {}
+        out: dict[int, str] = {}
         with self.using() as conn:
-            for sid, mid in keys:
-                row = conn.execute(
-                    "SELECT content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id = ? "
-                    "LIMIT 1", (fingerprint, sid, mid)).fetchone()
-                if row:
-                    out[mid] = row[0]
+            for mid, digest in conn.execute(
+                    "SELECT c.message_id, c.content_hash FROM json_each(?) AS k CROSS JOIN chunks AS c "
+                    "ON c.model_fingerprint = ? AND c.session_id = json_extract(k.value, '$[0]') "
+                    "AND c.message_id = json_extract(k.value, '$[1]')",
+                    (json.dumps(keys), fingerprint)):
+                out.setdefault(mid, digest)
         return out
 
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
