@@ -183,7 +183,7 @@ def _tidy(home: Path, fingerprint: str, context_weight: float, scope_key: tuple)
     this model for the projects there are, ``scope_key``'s among them, are kept."""
     live = known_scopes(home)
     if live is not None:  # the projects unknown here: nothing can be told stale
-        kept.of(home).keep_matrices(fingerprint, context_weight, [scope_key, *live])
+        kept.of(home).keep_matrices(fingerprint, context_weight, live if scope_key in live else live | {scope_key})
 
 
 def measured_rate(home: Path, fingerprint: str | None) -> float | None:
