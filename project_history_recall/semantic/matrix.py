@@ -131,7 +131,7 @@ class ScopeMatrix:
         self.source = source
         self.unsaved = 0  # rows read from the store since the matrix was saved or read back
         self._read_back = saved_at is None
-        self._synced: tuple | None = None  # the (states, members) of the last sync that finished
+        self._synced: tuple | None = None  # the states and the members (a set) of the last sync that finished
 
     # -- growing and shrinking -------------------------------------------------------
     def _reserve(self, extra: int) -> None:
@@ -251,7 +251,8 @@ class ScopeMatrix:
              states: dict[str, vectors.VectorState]) -> None:
         # A search of an index nothing has changed hands in the very states it synced with last
         # (the indexer's memo, ``top_up``), and walking the members again finds nothing to do.
-        if self._synced is not None and self._synced[0] is states and self._synced[1] == members:
+        # (A search's members come in the caller's order, its own session last: compared as a set.)
+        if self._synced is not None and self._synced[0] is states and self._synced[1] == frozenset(members):
             return
         if not self._read_back:
             self._read_back = True
@@ -286,7 +287,7 @@ class ScopeMatrix:
             self._compact()
         if self.saved_at is not None and self.unsaved >= max(SAVE_AFTER_ROWS, self.n // 10):
             self.save()
-        self._synced = (states, members)
+        self._synced = (states, frozenset(members))
 
     # -- kept between processes ---------------------------------------------------------
     def _fields(self) -> dict:

@@ -497,6 +497,7 @@ def test_a_sync_with_the_states_it_last_synced_reads_nothing_but_follows_the_mem
     real_rows = vectors.VectorStore.rows
     monkeypatch.setattr(vectors.VectorStore, "rows", lambda self, *a, **k: reads.append(a) or real_rows(self, *a, **k))
     m.sync(store, "fp", ["s1", "s2"], states)
+    m.sync(store, "fp", ["s2", "s1"], states)  # another caller's order (its own session last)
     assert reads == [] and sorted(m.mids[: m.n][m.alive[: m.n]].tolist()) == [1, 2, 5]
     m.sync(store, "fp", ["s2"], states)  # the same states, fewer members: s1 leaves
     assert m.mids[: m.n][m.alive[: m.n]].tolist() == [5]
