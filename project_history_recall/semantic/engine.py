@@ -171,7 +171,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         found, out.similarity = matrix.search(store, q, set(scope.session_ids), ctx.filters.since,
                                               ctx.filters.until, limit, candidates, embedder.cosine_baseline)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
-    out.hashes = store.hashes_of(fp, [(h.session_id, h.message_id) for h in out.hits])
+    out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     _tidy(home, fp, embedder.context_weight, key)

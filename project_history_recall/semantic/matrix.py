@@ -75,6 +75,7 @@ class SemanticHit:
     session_id: str
     score: float
     timestamp: float
+    content_hash: str  # of the text its chunk was embedded from, read with the chunk's vector
 
 
 def _quantise(v):
@@ -387,7 +388,7 @@ class ScopeMatrix:
             near = ctx[pool]
             kth = -np.partition(-near, k - 1)[k - 1]
             pool = pool[near >= max(kth, self._message_bar(pool, near, limit)) - 2 * INT8_ERROR]
-        exact = self._rescore(store, np.union1d(pool, wanted), q)
+        exact, digests = self._rescore(store, np.union1d(pool, wanted), q)
         if baseline:
             # A model whose cosines crowd near 1 is put on the scale the floors below and
             # the hybrid blend were set for (the choosing pass above needs no mapping: it
@@ -403,7 +404,7 @@ class ScopeMatrix:
         for r in top:
             mid = int(self.mids[r])
             if mid not in best:
-                best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], exact[r], float(self.ts[r]))
+                best[mid] = SemanticHit(mid, self.sessions[self.sidx[r]], exact[r], float(self.ts[r]), digests[r])
         hits = list(best.values())[:limit]
         # A weak model still ranks *something* first: unrelated messages
         # (cosine ~0.05) must not pose as results when nothing is close.
@@ -455,8 +456,9 @@ class ScopeMatrix:
             return float("-inf")
         return float(scores[order][np.sort(first)[limit - 1]])
 
-    def _rescore(self, store: vectors.VectorStore, rows, q) -> dict[int, float]:
-        """Each row's score in context from its and its neighbours' stored float vectors.
+    def _rescore(self, store: vectors.VectorStore, rows, q) -> tuple[dict[int, float], dict[int, str]]:
+        """Each row's score in context from its and its neighbours' stored float vectors, and
+        the content hash stored with its vector (a search checks its hits' messages against it).
 
         A row whose vector left the store since the last sync (the indexer
         replaced its message) is left out; a neighbour's, left out of the sum.
@@ -466,17 +468,17 @@ class ScopeMatrix:
         import numpy as np
 
         if len(rows) == 0:
-            return {}
+            return {}, {}
         rows = np.asarray(rows, dtype=np.int64)
         prev, nxt = self.prev[rows], self.next[rows]
         needed = np.unique(np.concatenate([rows, prev[prev >= 0], nxt[nxt >= 0]]))
         wanted = self.rowids[needed].tolist()
         stored = store.vectors(wanted)
-        found = [i for i, rowid in enumerate(wanted) if stored.get(rowid)]
+        found = [i for i, rowid in enumerate(wanted) if rowid in stored]
         # The found vectors, then a zero row: what a missing neighbour (-1) or a
         # vector no longer stored adds to the sum. ``slot`` maps each needed row to its row here.
         floats = np.zeros((len(found) + 1, self.dim), dtype=np.float32)
-        np.take(_halves(), np.frombuffer(b"".join(stored[wanted[i]] for i in found), dtype=np.uint16),
+        np.take(_halves(), np.frombuffer(b"".join(stored[wanted[i]][0] for i in found), dtype=np.uint16),
                 out=floats[:-1].reshape(-1))
         slot = np.full(len(needed) + 1, len(found), dtype=np.int64)
         slot[found] = np.arange(len(found))
@@ -489,5 +491,7 @@ class ScopeMatrix:
         norms = np.linalg.norm(acc, axis=1)
         norms[norms == 0] = 1.0
         scores = (acc @ np.asarray(q, dtype=np.float32)) / norms
-        return {r: float(x) for r, x, at_slot in zip(rows.tolist(), scores.tolist(), own.tolist(), strict=True)
-                if at_slot < len(found)}
+        kept = [(r, x) for r, x, at_slot in zip(rows.tolist(), scores.tolist(), own.tolist(), strict=True)
+                if at_slot < len(found)]
+        rowids = self.rowids
+        return {r: float(x) for r, x in kept}, {r: stored[int(rowids[r])][1] for r, _ in kept}

@@ -166,6 +166,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
         # The int8 rows only choose: every score is the stored float vectors' own.
         assert {h.message_id: h.score for h in hits} == pytest.approx(expected, abs=1e-6)
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
+        assert all(h.content_hash == f"h{h.message_id}" for h in hits)  # read with the vectors
 
     check(["s1", "s2"])
     extra = _unit(rng, 2)
@@ -503,20 +504,6 @@ def test_a_sync_with_the_states_it_last_synced_reads_nothing_but_follows_the_mem
     assert m.mids[: m.n][m.alive[: m.n]].tolist() == [5]
     m.sync(store, "fp", ["s1", "s2"], store.states("fp"))
     assert sorted(m.mids[: m.n][m.alive[: m.n]].tolist()) == [1, 2, 3, 5]
-
-
-def test_hashes_of_reads_each_asked_message_once_in_its_own_session(tmp_path):
-    store = vectors.VectorStore(tmp_path / "embeddings.db")
-    vecs = _unit(np.random.default_rng(12), 3)
-    # Message 1 in two chunks; message 2 in s1; message 7 only in s2.
-    store.add("fp", "s1", [vectors.ChunkRow("s1", 1, 0, "h1", 1.0, vecs[0]),
-                           vectors.ChunkRow("s1", 1, 1, "h1", 1.0, vecs[1]),
-                           vectors.ChunkRow("s1", 2, 0, "h2", 2.0, vecs[2])], 2, None)
-    store.add("fp", "s2", [vectors.ChunkRow("s2", 7, 0, "h7", 7.0, vecs[0])], 7, None)
-    asked = [("s1", 1), ("s1", 2), ("s1", 7), ("s2", 9), ("s2", 7)]
-    assert store.hashes_of("fp", asked) == {1: "h1", 2: "h2", 7: "h7"}
-    assert store.hashes_of("fp", [("s1", 7)]) == {}  # 7 is s2's
-    assert store.hashes_of("other", asked) == {} and store.hashes_of("fp", []) == {}
 
 
 def test_arrays_file_reads_back_whole_or_not_at_all(tmp_path):
