@@ -49,9 +49,12 @@ PAGE = 1024  # rows read at a time: their float copies stay a few MB, which the 
 MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
-# Rows of the int8 matrix turned to float32 at a time for the query's pass (``_dots``): 512 KB
-# at 512 dimensions, within a core's cache (256 rows measured fastest of 64-1024).
-DOT_BLOCK = 256
+# Values of the int8 matrix turned to float32 at a time for the query's pass (``_dots``): 1 MB,
+# 512 rows of USE's 512 dimensions (fastest of 128-1024 rows at 1M messages). And fewer than
+# OpenBLAS's threshold for a matrix-vector product (between 393k and 524k values in 0.3.31),
+# above which it wakes its thread pool: 700 instead of 46 us for 1024 x 512 on a busy 2-core
+# machine, and 110 ms instead of 1.6 for a search's whole pass.
+DOT_VALUES = 2**18
 # How far int8 moves a score in context at most (measured: 0.0014 with USE's
 # 512 dimensions). A row whose int8 score is more than twice this below the
 # k-th best int8 score is below the k-th best float score too, so only the rows
@@ -418,7 +421,7 @@ class ScopeMatrix:
     def _dots(self, q8):
         """Each row's integer dot product with ``q8`` (int32), as einsum over the int8 rows gives it.
 
-        In float32 through BLAS, a block of rows at a time: a third faster than numpy's int8
+        In float32 through BLAS, a block of rows at a time: a quarter faster than numpy's int8
         einsum (1.0-1.6 against 1.6-2.0 ms at 15k rows of 512), and the same numbers. Every
         product and every partial sum is an integer of at most ``dim`` * 127 * 127 (``_quantise``
         never yields -128), exact in float32's 24 bits up to 1040 dimensions, whatever order
@@ -430,9 +433,10 @@ class ScopeMatrix:
             return np.einsum("ij,j->i", self.vecs[:n], q8, dtype=np.int32)
         qf = q8.astype(np.float32)
         out = np.empty(n, dtype=np.float32)
-        block = np.empty((min(n, DOT_BLOCK), self.dim), dtype=np.float32)
-        for at in range(0, n, DOT_BLOCK):
-            rows = block[: min(DOT_BLOCK, n - at)]
+        step = max(1, DOT_VALUES // self.dim)
+        block = np.empty((min(n, step), self.dim), dtype=np.float32)
+        for at in range(0, n, step):
+            rows = block[: min(step, n - at)]
             rows[...] = self.vecs[at: at + len(rows)]
             np.matmul(rows, qf, out=out[at: at + len(rows)])
         return out.astype(np.int32)

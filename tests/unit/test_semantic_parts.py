@@ -468,7 +468,7 @@ def test_the_query_pass_gives_the_integer_products_exactly(d):
     # several blocks of rows, at the largest products _quantise can give (all +-127) and at random.
     rng = np.random.default_rng(d)
     m = matrix.ScopeMatrix(d)
-    n = 2 * matrix.DOT_BLOCK + 7
+    n = 2 * (matrix.DOT_VALUES // d) + 7
     m.vecs = rng.integers(-127, 128, size=(n, d), dtype=np.int8)
     m.vecs[:3] = np.array([127, -127, 127], dtype=np.int8)[:, None]
     m.vecs[3], m.vecs[3, 0] = 127, 0  # an odd sum: past 2**24, float32 cannot hold it
