@@ -168,7 +168,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        found, out.similarity = matrix.search(store, q, set(scope.session_ids), ctx.filters.since,
+        found, out.similarity = matrix.search(store, q, scope.session_ids, ctx.filters.since,
                                               ctx.filters.until, limit, candidates, embedder.cosine_baseline)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = {h.message_id: h.content_hash for h in found}

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -348,7 +349,7 @@ class ScopeMatrix:
             self._kill(sid)
 
     # -- searching ----------------------------------------------------------------------
-    def search(self, store: vectors.VectorStore, q, allowed: set[str], since: float | None,
+    def search(self, store: vectors.VectorStore, q, allowed: Iterable[str], since: float | None,
                until: float | None, limit: int, candidates: set[int] | None = None,
                baseline: float = 0.0) -> tuple[list[SemanticHit], dict[int, float]]:
         """(the ``limit`` best messages, the similarity of each message in ``candidates``).
@@ -491,7 +492,12 @@ class ScopeMatrix:
             return slot[np.where(r >= 0, np.searchsorted(needed, r), len(needed))]
 
         own = at(rows)
-        acc = floats[own] + self.w * (floats[at(prev)] + floats[at(nxt)])
+        # own + w * (prev + next), summed in place: the same float32 operations without two
+        # temporaries of every row's vector.
+        acc = floats[at(prev)]
+        acc += floats[at(nxt)]
+        acc *= self.w
+        acc += floats[own]
         norms = np.linalg.norm(acc, axis=1)
         norms[norms == 0] = 1.0
         scores = (acc @ np.asarray(q, dtype=np.float32)) / norms
