@@ -37,7 +37,7 @@ unmoved.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .hits import BOTH, KEYWORD, SEMANTIC, Hit
 
@@ -52,7 +52,9 @@ class _Votes:
 def _ranked(votes: dict[int, _Votes]) -> list[Hit]:
     # Ties (rare) go to the message found by more engines, then the newer one.
     order = sorted(votes.values(), key=lambda v: (-v.score, -len(v.sources), -v.hit.message_id))
-    return [replace(v.hit, score=v.score, source=BOTH if len(v.sources) > 1 else v.sources[0]) for v in order]
+    # Built, not dataclasses.replace()d: replace() costs several times more, ~0.1 ms a hybrid search.
+    return [Hit(v.hit.message_id, v.hit.session_id, v.score, BOTH if len(v.sources) > 1 else v.sources[0],
+                v.hit.timestamp) for v in order]
 
 
 def rrf(lists: dict[str, list[Hit]], k: float, weights: dict[str, float] | None = None) -> list[Hit]:

@@ -180,8 +180,7 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> 
     A changed text marks its session for reconciliation, so the next search
     re-embeds it. The messages read stay in ``outcome.rows`` for the response."""
     semantic_only = [h.message_id for h in hits if h.source == SEMANTIC]
-    live = messages.live_ids(ctx.conn, ctx.shape, semantic_only, ctx.filters.roles)
-    rows = messages.fetch_messages(ctx.conn, [m for m in semantic_only if m in live]) if semantic_only else {}
+    rows = messages.fetch_messages(ctx.conn, semantic_only, live=(ctx.shape, ctx.filters.roles))
     outcome.rows = rows
     kept = []
     stale: set[str] = set()

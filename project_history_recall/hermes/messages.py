@@ -175,12 +175,19 @@ def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
 _MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
 
 
-def fetch_messages(conn: sqlite3.Connection, ids: list[int]) -> dict[int, MessageRow]:
+def fetch_messages(conn: sqlite3.Connection, ids: list[int],
+                   live: tuple[Shape, tuple[str, ...]] | None = None) -> dict[int, MessageRow]:
+    """The messages of ``ids`` still in state.db; with ``live`` (shape, roles), only those
+    ``live_ids`` keeps, read in the same statement."""
     if not ids:
         return {}
+    where, params = "", []
+    if live is not None:
+        where = f" AND {live[0].live_filter('m')} AND {_roles_sql(live[1])}"
+        params = list(live[1])
     rows = conn.execute(
-        f"SELECT {_MESSAGE_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-        (_ids_json(ids),),
+        f"SELECT {_MESSAGE_COLS} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)){where}",
+        (_ids_json(ids), *params),
     )
     return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 

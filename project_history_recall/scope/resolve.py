@@ -97,6 +97,7 @@ class _Kept:
     def __init__(self, home: Home):
         self.catalog = SessionCatalog(home.state_db)
         self.map: _AttributionMap | None = None
+        self.known: tuple[_AttributionMap, frozenset[tuple]] | None = None  # known_scopes of that map
 
 
 def _kept(home: Path) -> tuple[Home, _Kept]:
@@ -190,14 +191,19 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     return built
 
 
-def known_scopes(home: Path) -> list[tuple] | None:
+def known_scopes(home: Path) -> frozenset[tuple] | None:
     """The keys of the scopes that have sessions a search may look at, as this process's last
     attribution map saw them (None before one was built): no reading, for what a search has
-    just resolved its scope with."""
+    just resolved its scope with. The same set object for as long as the map stands, so a
+    search tells it from the last one by identity, not by walking ~200 projects."""
     kept, mine = _kept(home)
     with kept.lock:
         built = mine.map
-    return None if built is None else [key for key, sids in built.by_project.items() if sids]
+        if built is None:
+            return None
+        if mine.known is None or mine.known[0] is not built:
+            mine.known = (built, frozenset(key for key, sids in built.by_project.items() if sids))
+        return mine.known[1]
 
 
 def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,

@@ -168,10 +168,10 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        found, out.similarity = matrix.search(store, q, set(scope.session_ids), ctx.filters.since,
+        found, out.similarity = matrix.search(store, q, scope.session_ids, ctx.filters.since,
                                               ctx.filters.until, limit, candidates, embedder.cosine_baseline)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
-    out.hashes = store.hashes_of(fp, [(h.session_id, h.message_id) for h in out.hits])
+    out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason
     _tidy(home, fp, embedder.context_weight, key)
@@ -183,7 +183,7 @@ def _tidy(home: Path, fingerprint: str, context_weight: float, scope_key: tuple)
     this model for the projects there are, ``scope_key``'s among them, are kept."""
     live = known_scopes(home)
     if live is not None:  # the projects unknown here: nothing can be told stale
-        kept.of(home).keep_matrices(fingerprint, context_weight, [scope_key, *live])
+        kept.of(home).keep_matrices(fingerprint, context_weight, live if scope_key in live else live | {scope_key})
 
 
 def measured_rate(home: Path, fingerprint: str | None) -> float | None:

@@ -15,7 +15,6 @@ import hashlib
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,7 +94,7 @@ class SemanticParts:
         name = json.dumps([fingerprint, scope_key, context_weight])
         return self.home.data_dir / MATRICES / f"{hashlib.sha256(name.encode()).hexdigest()[:32]}.arrays"
 
-    def keep_matrices(self, fingerprint: str, context_weight: float, scope_keys: Iterable[tuple]) -> list[str]:
+    def keep_matrices(self, fingerprint: str, context_weight: float, scope_keys: frozenset[tuple]) -> list[str]:
         """Delete the saved matrices but those of ``scope_keys`` for this model: one of a project
         that is gone, or of another model or chunk size (another fingerprint), is never read
         again. Only when the scopes or the model differ from this process's last call, so a
@@ -103,7 +102,7 @@ class SemanticParts:
 
         A process that read the file keeps what it read (on Linux a deleted file lives on while
         it is open or mapped); one that still wants it saves it again."""
-        asked = (fingerprint, context_weight, frozenset(scope_keys))
+        asked = (fingerprint, context_weight, scope_keys)  # the set is known_scopes', compared by identity first
         with self.home.lock:
             if asked == self._last_kept:
                 return []

@@ -138,18 +138,6 @@ class VectorStore(derived.DerivedFile):
                 "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? "
                 "GROUP BY message_id", (fingerprint, session_id)))
 
-    def hashes_of(self, fingerprint: str, keys: list[tuple[str, int]]) -> dict[int, str]:
-        """Content hash per message, for (session id, message id) pairs."""
-        out = {}
-        with self.using() as conn:
-            for sid, mid in keys:
-                row = conn.execute(
-                    "SELECT content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? AND message_id = ? "
-                    "LIMIT 1", (fingerprint, sid, mid)).fetchone()
-                if row:
-                    out[mid] = row[0]
-        return out
-
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
         """Chunk rows of these sessions with ``rowid > after_rowid``, in (session,
         message, offset) order: lists of up to ``page`` rows, each a tuple
@@ -165,11 +153,14 @@ class VectorStore(derived.DerivedFile):
                     return
                 yield batch
 
-    def vectors(self, rowids: list[int]) -> dict[int, bytes]:
-        """The float16 vector bytes of these chunk rows (rows no longer stored are absent)."""
+    def vectors(self, rowids: list[int]) -> dict[int, tuple[bytes, str]]:
+        """The float16 vector bytes and the content hash of these chunk rows (rows no longer
+        stored are absent). The hash comes along: a search checks its hits against it, and
+        reading it here saved a statement a search (every chunk of a message holds its hash)."""
         with self.lock:
-            return dict(self._conn.execute("SELECT rowid, vector FROM chunks WHERE rowid IN (SELECT value FROM "
-                                           "json_each(?))", (json.dumps(rowids),)))
+            return {r[0]: (r[1], r[2]) for r in self._conn.execute(
+                "SELECT rowid, vector, content_hash FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps(rowids),))}
 
     def fingerprints(self) -> dict[str, int]:
         with self.using() as conn:

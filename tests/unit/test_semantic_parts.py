@@ -166,6 +166,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
         # The int8 rows only choose: every score is the stored float vectors' own.
         assert {h.message_id: h.score for h in hits} == pytest.approx(expected, abs=1e-6)
         assert [h.message_id for h in hits] == sorted(expected, key=lambda k: -expected[k])
+        assert all(h.content_hash == f"h{h.message_id}" for h in hits)  # read with the vectors
 
     check(["s1", "s2"])
     extra = _unit(rng, 2)
@@ -459,6 +460,50 @@ def test_rows_the_indexer_adds_during_a_sync_are_read_once(tmp_path):
     m.sync(store, "fp", ["s1"], store.states("fp"))
     assert m.mids[: m.n].tolist() == [1, 2, 3]
     assert m.prev[: m.n].tolist() == [-1, 0, 1] and m.next[: m.n].tolist() == [1, 2, -1]
+
+
+@pytest.mark.parametrize("d", [8, 512, 1040, 1041, 2048])
+def test_the_query_pass_gives_the_integer_products_exactly(d):
+    # Through float32 up to 1040 dimensions (every partial sum under 2**24), einsum beyond; across
+    # several blocks of rows, at the largest products _quantise can give (all +-127) and at random.
+    rng = np.random.default_rng(d)
+    m = matrix.ScopeMatrix(d)
+    n = 2 * (matrix.DOT_VALUES // d) + 7
+    m.vecs = rng.integers(-127, 128, size=(n, d), dtype=np.int8)
+    m.vecs[:3] = np.array([127, -127, 127], dtype=np.int8)[:, None]
+    m.vecs[3], m.vecs[3, 0] = 127, 0  # an odd sum: past 2**24, float32 cannot hold it
+    m.n = n
+    for q8 in (np.full(d, 127, dtype=np.int8), rng.integers(-127, 128, size=d, dtype=np.int8)):
+        dots = m._dots(q8)
+        assert dots.dtype == np.int32
+        assert np.array_equal(dots, np.einsum("ij,j->i", m.vecs, q8, dtype=np.int32))
+    assert m._dots(np.full(d, 127, dtype=np.int8))[0] == d * 127 * 127
+
+
+def test_every_half_precision_value_is_looked_up_as_numpy_converts_it():
+    every = np.arange(2**16, dtype=np.uint16)
+    assert np.array_equal(matrix._halves()[every], every.view(np.float16).astype(np.float32), equal_nan=True)
+
+
+def test_a_sync_with_the_states_it_last_synced_reads_nothing_but_follows_the_members(tmp_path, monkeypatch):
+    rng = np.random.default_rng(11)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", [1, 2], _unit(rng, 2))
+    _add(store, "s2", [5], _unit(rng, 1))
+    m = matrix.ScopeMatrix(8)
+    states = store.states("fp")
+    m.sync(store, "fp", ["s1", "s2"], states)
+    _add(store, "s1", [3], _unit(rng, 1))  # after the states were read: the next states bring it
+    reads = []
+    real_rows = vectors.VectorStore.rows
+    monkeypatch.setattr(vectors.VectorStore, "rows", lambda self, *a, **k: reads.append(a) or real_rows(self, *a, **k))
+    m.sync(store, "fp", ["s1", "s2"], states)
+    m.sync(store, "fp", ["s2", "s1"], states)  # another caller's order (its own session last)
+    assert reads == [] and sorted(m.mids[: m.n][m.alive[: m.n]].tolist()) == [1, 2, 5]
+    m.sync(store, "fp", ["s2"], states)  # the same states, fewer members: s1 leaves
+    assert m.mids[: m.n][m.alive[: m.n]].tolist() == [5]
+    m.sync(store, "fp", ["s1", "s2"], store.states("fp"))
+    assert sorted(m.mids[: m.n][m.alive[: m.n]].tolist()) == [1, 2, 3, 5]
 
 
 def test_arrays_file_reads_back_whole_or_not_at_all(tmp_path):
