@@ -23,6 +23,24 @@ Two methods (setting ``fusion``):
   weight per model, ranked as the right plain weight did on zh-daily and
   LoCoMo-zh and cost LoCoMo about 0.01 hit@1, so cosines are blended as they
   are (e5's mapped by its ``cosine_baseline``).
+
+  The weight stays one per model, not one per question, although hybrid
+  trails semantic alone on paraphrasing sets (en-daily). Weights that follow
+  the semantic side's confidence were measured on the tune halves of
+  LoCoMo, LoCoMo-zh, zh-daily and en-daily: raised by the best session's
+  cosine margin over the next session (in the scope's standard deviations,
+  or relative to the best) or by its height above the scope's mean, raised
+  only when the engines' first sessions differ; also a keyword score cut
+  down when its message falls below the semantic side's own floor, and
+  keyword scores saturated. The margin does predict the semantic side's own
+  hit on every set (its first session right for 0.72-0.99 of questions with
+  a margin over one standard deviation, 0.26-0.75 below), and each variant
+  lifted en-daily and zh-daily, but on LoCoMo the keyword side is right in
+  most such disagreements: the best tune-half setting (weight × (1 + 4 ×
+  the best session's standard deviations above the scope's mean beyond 4))
+  cost LoCoMo's held-out half 4 questions at hit@1 and still left hybrid
+  below semantic on en-daily's short-answer and one-project held-out
+  halves; plain weights of 1.5-3 cost LoCoMo's 7-34.
 - ``rrf``: Reciprocal Rank Fusion as the spec first described it. Each list
   votes ``weight / (k + rank)``; ranks, not scores, are fused.
 
