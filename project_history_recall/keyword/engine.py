@@ -546,7 +546,11 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     # coverage weighs each concept by its rarity among the scope's sessions.
     cover = np.maximum.reduceat(credit[:, order], starts, axis=1) if len(concepts) else np.zeros((0, len(starts)))
     session_idf = np.array([_idf(sessions, int(n)) for n in (cover > 0).sum(axis=1)])
-    coverage = session_idf @ cover / (session_idf.sum() or 1.0) if len(concepts) else np.zeros(len(starts))
+    # Summed concept by concept, not as a matrix product: BLAS sums a column in an order that
+    # depends on its place in the matrix, so two sessions holding the same concepts could differ
+    # in the last bit and their tie would not go to the newer one.
+    coverage = (session_idf[:, None] * cover).sum(axis=0) / (session_idf.sum() or 1.0) if len(concepts) \
+        else np.zeros(len(starts))
     # The mean share of each session's best SESSION_TOP messages.
     rank_in_session = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     best = rank_in_session < SESSION_TOP

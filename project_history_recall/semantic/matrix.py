@@ -498,9 +498,15 @@ class ScopeMatrix:
         acc += floats[at(nxt)]
         acc *= self.w
         acc += floats[own]
-        norms = np.linalg.norm(acc, axis=1)
+        # In float64, then rounded to float32: a float32 matrix-vector product sums a row in an
+        # order that depends on where the row sits in the batch (BLAS kernels take rows in
+        # blocks and the rest apart; seen on an Intel Xeon's OpenBLAS), so one message's score
+        # differed in its last bits between searches that rescored different rows with it, and
+        # could break a tie one way here and the other way there.
+        exact = acc.astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", exact, exact))
         norms[norms == 0] = 1.0
-        scores = (acc @ np.asarray(q, dtype=np.float32)) / norms
+        scores = ((exact @ np.asarray(q, dtype=np.float64)) / norms).astype(np.float32)
         kept = [(r, x) for r, x, at_slot in zip(rows.tolist(), scores.tolist(), own.tolist(), strict=True)
                 if at_slot < len(found)]
         rowids = self.rowids
