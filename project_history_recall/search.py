@@ -325,7 +325,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
     else:
-        fused = fusion.blend(kw_hits, sem, outcome.similarity, embedders.blend_weight(settings), kw_all)
+        fused = fusion.blend(kw_hits, sem, outcome.similarity, embedders.blend_weight(settings), kw_all,
+                             outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
     ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]

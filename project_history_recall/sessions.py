@@ -4,12 +4,23 @@ People ask "which earlier session was it?", so a search answers with
 distinct sessions, each ranked by its best hit. A session's other matches
 already count in that hit's score where they help: the keyword engine lifts
 each message by its session's evidence (the best few matches and how much
-of the question the session holds, see ``keyword.engine``), and a fused
-score holds the keyword one. Adding a decaying sum of a session's other
-cosines to the semantic ranking gained ~0.02 hit@1 on LoCoMo and lost as
-much on zh-daily's short sessions, so it is not done. Nor is adding 0.2 of
-the blend weight times a session's second-best cosine to its hybrid score:
-within 0.004 hit@1 on LoCoMo's halves, -0.012 on held-out English LoCoMo-zh.
+of the question the session holds, see ``keyword.engine``), and the blend
+adds to each cosine its session's further semantic evidence, what its other
+chunks hold above the question's background over the scope (see
+``fusion``). A plain decaying sum of a session's other cosines in the
+semantic ranking gained ~0.02 hit@1 on LoCoMo and lost as much on zh-daily's
+short sessions (a sum of cosines grows with a session's length: unrelated
+text's are positive), so it is not done. Counting only what stands above the
+question's background does not save it: the blend's evidence (4 standard
+deviations above the scope's mean) cost semantic en-daily 0.825 → 0.804
+hit@1, and the best setting that held on every tune half (each message's cosine above
+the scope's 95th percentile, the best included, decayed 0.3 by rank, capped
+at 0.15) lifted held-out semantic LoCoMo 0.415 → 0.419 and LoCoMo-zh 0.407 →
+0.420 (Chinese), 0.494 → 0.506 (English) hit@1 but cost held-out zh-daily in
+one project 0.746 → 0.698 hit@5 and en-daily in one project 0.843 → 0.840
+MRR. Nor is adding 0.2 of the blend weight times a session's second-best
+cosine to its hybrid score: within 0.004 hit@1 on LoCoMo's halves, -0.012
+on held-out English LoCoMo-zh.
 
 Each session keeps its best hit, and as further hits its other hits among
 the best ``limit`` overall: the few sessions that hold most of the evidence

@@ -39,6 +39,7 @@ class Outcome:
     store: VectorStore | None = None
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
+    evidence: dict[str, float] = field(default_factory=dict)  # a session's beyond its best chunk (matrix)
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
     # The hits' messages as the search read them from state.db to check them, kept for its response.
     rows: dict = field(default_factory=dict)
@@ -168,7 +169,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        found, out.similarity = matrix.search(store, q, scope.session_ids, ctx.filters.since,
+        found, out.similarity, out.evidence = matrix.search(store, q, scope.session_ids, ctx.filters.since,
                                               ctx.filters.until, limit, candidates, embedder.cosine_baseline)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = {h.message_id: h.content_hash for h in found}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from project_history_recall.fusion import blend, rrf
+from project_history_recall.fusion import EVIDENCE_WEIGHT, blend, rrf
 from project_history_recall.hits import KEYWORD, SEMANTIC, Hit
 
 
@@ -52,6 +52,18 @@ def test_each_model_weighs_its_cosine_by_how_far_its_ranking_is_trusted():
     e5, use = OFFLINE["e5-small"].fusion_weight, OFFLINE["local"].fusion_weight
     assert [f.message_id for f in blend(*candidates, weight=e5)] == [2, 1]
     assert [f.message_id for f in blend(*candidates, weight=use)] == [1, 2]
+
+
+def test_a_session_with_further_evidence_outranks_one_that_matches_once():
+    # Two sessions' best messages equally close; s2 says it again elsewhere (its evidence).
+    candidates = ([], sem([1, 2]), {1: 0.5, 2: 0.5})
+    assert [f.message_id for f in blend(*candidates, weight=1.0)] == [2, 1]  # a tie: the newer first
+    fused = blend(*candidates, weight=1.0, evidence={"s1": 0.05})
+    assert [f.message_id for f in fused] == [1, 2]
+    assert {f.message_id: round(f.score, 3) for f in fused} == {1: round(0.5 + EVIDENCE_WEIGHT * 0.05, 3), 2: 0.5}
+    # It adds to the cosine, so the model's weight scales it too; no evidence, no change.
+    assert blend(*candidates, weight=3.0, evidence={"s1": 0.05})[0].score == 3.0 * (0.5 + EVIDENCE_WEIGHT * 0.05)
+    assert [f.score for f in blend(*candidates, weight=1.0, evidence={})] == [0.5, 0.5]
 
 
 def test_rrf_votes_by_rank():
