@@ -262,3 +262,34 @@ def test_the_saved_state_of_another_use_version_is_deleted_once_unread_for_a_wee
     local.UniversalSentenceEncoder(1000, 100, saved_in=tmp_path)
     assert saved.stat().st_mtime_ns == written and arrays.load(saved, mapped=True) is not None
     assert (tmp_path / "notes.txt").read_bytes() == b"an older install's"
+
+
+def test_use_embedding_in_several_threads_leaves_the_process_blas_pool_as_it_was():
+    """Each embedding caps numpy's BLAS pool, which the whole process shares. When a search embeds
+    its query while the indexer embeds a batch, the pool must end as it was before, not leave
+    Hermes's process with one BLAS thread (as 3 threads embedding at once did in 4 runs of 4)."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    from project_history_recall.semantic.embedders.local import UniversalSentenceEncoder
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    model = UniversalSentenceEncoder(1000, 100)
+    before = blas_threads()
+    if before == {1}:
+        pytest.skip("BLAS runs one thread here, so the cap (one thread) cannot be told from the pool")
+
+    def embed(n):
+        for i in range(n):
+            model.embed_documents([f"retry number {i} of the websocket client"] * (1 + i % 5))
+            model.embed_query(f"how many retries {i}")
+
+    workers = [threading.Thread(target=embed, args=(100,)) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert blas_threads() == before

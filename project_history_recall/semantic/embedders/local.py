@@ -25,6 +25,7 @@ package is deleted once no process has read it for ``UNUSED_VERSION``.
 from __future__ import annotations
 
 import re
+import threading
 from array import array
 from pathlib import Path
 from typing import Sequence
@@ -179,7 +180,19 @@ class UniversalSentenceEncoder(EmbeddedModel):
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.
-        return self._use.encode(texts)
+        with _one_call_at_a_time:
+            return self._use.encode(texts)
+
+
+# The package caps numpy's BLAS pool around each call and then puts back what it found. That
+# pool is the whole process's: when a search embedded its query while the background indexer
+# embedded a batch, the call that ended last put back the cap the other had set, and Hermes's
+# process was left with one BLAS thread for good (seen with three threads embedding at once;
+# threadpoolctl 3.8 lets only one thread set the pool, so a cap held across threads cannot be
+# given back by another). One call at a time keeps every cap and its undoing in one thread. A
+# search may wait for a batch the indexer is embedding (32 chunks, about 0.1 s), only while it
+# indexes; the two would share the cores anyway.
+_one_call_at_a_time = threading.Lock()
 
 
 # What the backend holds besides its arrays, set afresh when it is mapped: the tokenizer,
