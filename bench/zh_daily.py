@@ -71,7 +71,8 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
     ``one_project``: everyone in one project, in one folder."""
     from hermes_cli import projects_db
 
-    work = home.parent / "zh-daily-work"
+    name = data.get("name", "zh-daily")  # en-daily's sessions say they are en-daily's
+    work = home.parent / f"{name}-work"
     people = {}
     shared = None
     with locomo.writing(home) as (db, pconn):
@@ -87,13 +88,13 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
             for k, s in enumerate(person["sessions"]):
                 t0 = datetime.strptime(s["date"], zh_data.DATE)
                 sid = f"{t0:%Y%m%d_%H%M%S}_{n:02x}{k:04x}"
-                db.create_session(sid, "cli", model="zh-daily", cwd=str(folder))
+                db.create_session(sid, "cli", model=name, cwd=str(folder))
                 for i, (speaker, text) in enumerate(s["messages"]):
                     role, body = zh_data.content(speaker, text, data.get("speakers", zh_data.SPEAKERS))
                     ids[s["id"], i] = db.append_message(sid, role, body, timestamp=t0.timestamp() + 60 * i)
                 session_of[s["id"]] = sid
             asker = f"20990101_000000_{n:06x}"
-            db.create_session(asker, "cli", model="zh-daily", cwd=str(folder))
+            db.create_session(asker, "cli", model=name, cwd=str(folder))
             people[person["id"]] = {"project": pid, "folder": str(folder), "asker": asker, "ids": ids,
                                     "session_of": session_of}
     for person in people.values():
