@@ -431,10 +431,10 @@ class ScopeMatrix:
         # is several times faster than numpy's default sort here.
         wanted = (np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64), kind="table"))
                   if candidates else np.zeros(0, dtype=np.int64))
-        k = min(int(mask.sum()), limit * CANDIDATE_FACTOR)
+        k = min(len(live), limit * CANDIDATE_FACTOR)
         pool = np.zeros(0, dtype=np.int64)
         if k > 0:
-            wide = min(int(mask.sum()), k * RESCORE_FACTOR)
+            wide = min(len(live), k * RESCORE_FACTOR)
             pool = np.argpartition(-ctx, wide - 1)[:wide]
             near = ctx[pool]
             kth = -np.partition(-near, k - 1)[k - 1]
