@@ -71,36 +71,12 @@ lost en-daily 0.825 → 0.804 hit@1 and zh-daily in one project (tune) 0.476
 → 0.444.
 
 The semantic side searches with the question's vector as embedded, without
-pseudo-relevance feedback: a second pass with ``normalise(q + β × the mean
-of some chunks' vectors in context)`` was measured as hybrid on the tune
-halves (LoCoMo 0,2,4,6,8, LoCoMo-zh conversation 0 in both languages,
-zh-daily and en-daily ``tune``, each daily set also in one project; the best
-settings then held out, and on longhist) and lost some half every way. From
-the first pass's best m messages (Rocchio, m 3-20, β 0.2-1): with m 10 and β
-0.5 held-out longhist rose 0.695 → 0.709 hit@1, zh-daily 0.571 → 0.587 and
-en-daily's hit@5 0.958 → 0.979, but every setting run on zh-daily in one
-project (m 5-20, β 0.3-1) cost 3-4 of its 63 tune questions at hit@1 (0.540
-→ 0.492 at m 10, β 0.5; semantic alone 0.476 → 0.429), en-daily's tune hit@1
-fell 0.837 → 0.796 and held-out Chinese LoCoMo-zh's hit@5 0.889 → 0.864.
-Only when a third or half of the best ten messages are of one session, it
-was mostly left off and still cost en-daily 1-2 of 49 tune questions; from
-only that session's messages among them, LoCoMo lost 16-18 of its tune
-questions and zh-daily 2-3 (in its own projects and in one). From the
-keyword side's best 1-5 messages, where it is sure (its share over 0.5 or
-0.8, or its cosine at least 0.7 of the semantic side's best): with β 0.2
-from its best message LoCoMo's tune hit@1 rose 0.751 → 0.757-0.761, but
-en-daily lost 2 of 49 unless the cosine gate held, and with it held-out
-LoCoMo fell 0.747 → 0.743 and held-out English LoCoMo-zh 0.790 → 0.753. From
-only the chunks that stand out of the scope (above the mean + 2-4 standard
-deviations, the best 5-20): Chinese LoCoMo-zh's tune hit@1 rose 0.627 →
-0.640-0.667 from 2.5 standard deviations and held out did not move (0.630),
-while LoCoMo lost 4-10 of its 786 tune questions from 3 standard deviations
-(and 2-7 of its held-out 750) and zh-daily in one project 1-3. Taking the
-scope's mean vector away instead (0.3-1 of it) sinks the cosines under the
-semantic floors, and hybrid lost 1-2 questions on most tune halves at 0.3.
-Chat comes back to its topics across sessions (and, in one project, across
-people): the centroid of the best chunks pulls in the topic more than the
-session asked about.
+pseudo-relevance feedback: moving it towards the best chunks (of the first
+pass, of the keyword side's sure hits, or those standing out of the scope)
+lost held-out questions on some set every way it was tried, zh-daily in one
+project above all. Chat comes back to its topics across sessions, so the
+centroid of the best chunks pulls in the topic more than the session asked
+about (figures: docs/benchmarks.md, "Pseudo-relevance feedback").
 
 Either way the fused messages are then ranked as sessions
 (``sessions.by_session``), each scored by all its fused messages. Scoring a
