@@ -193,6 +193,15 @@ class _Concept:
     whole_word: bool = True
 
 
+def _piece_rarity(piece: Term, idf: float, weight: float) -> float:
+    """How much of its share a piece keeps: a CJK character (of a two-character word) counts as
+    rare as it is against its word, as another form does, since most characters are in many
+    words; a bigram keeps its share whole."""
+    if piece.kind == "cjk" and len(piece.text) == 1:
+        return min(1.0, idf / (weight or 1.0))
+    return 1.0
+
+
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
               total: int, counts: dict[Term, int] | None = None) -> list[_Concept]:
     """Every concept of the query with its weight (IDF within the scope) and, per
@@ -210,10 +219,11 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
         parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
         credit = np.zeros(len(keys))
         parts_weight = sum(idf[t] for t in parts) or 1.0
+        weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
         for t in parts:
             if len(found.get(t, ())):
-                credit[np.searchsorted(keys, found[t])] += PIECE_CREDIT * idf[t] / parts_weight
-        weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
+                credit[np.searchsorted(keys, found[t])] += PIECE_CREDIT * _piece_rarity(t, idf[t], weight) \
+                    * idf[t] / parts_weight
         for t in terms:
             # Another form counts as rare as it is: "like*" for "likely" is common.
             share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * min(1.0, idf[t] / (weight or 1.0))

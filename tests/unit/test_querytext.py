@@ -44,6 +44,21 @@ def test_longer_cjk_words_bring_their_bigrams_as_pieces_of_the_same_concept():
     assert "怎么" not in {t.text for t in q.terms}
 
 
+def test_a_two_character_word_brings_its_characters_that_are_not_grammar_as_pieces():
+    # 看牙 is found in 蛀牙 / 牙冠 by 牙, 胃里 by 胃 (里 is grammar); 那次 ("that time") is no topic.
+    q = parse("那次看牙之后胃里不舒服")
+    terms = {(t.text, t.partial): t.concept for t in q.terms}
+    assert terms[("看", True)] == terms[("牙", True)] == terms[("看牙", False)]
+    assert terms[("胃", True)] == terms[("胃里", False)] and ("里", True) not in terms
+    assert not {"那次", "次"} & {t.text for t in q.terms}
+
+
+def test_a_character_that_is_also_a_word_of_the_query_is_that_word():
+    q = parse("吃饭的时候吃了什么药")
+    assert [(t.text, t.partial) for t in q.terms if t.text == "吃"] == [("吃", False)]
+    assert ("饭", True) in {(t.text, t.partial) for t in q.terms}
+
+
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
     # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
     q = parse("梅兰妮画了日出")
@@ -54,7 +69,7 @@ def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut
 
 def test_names_and_numbers_in_a_chinese_question_are_kept():
     assert [(t.kind, t.text) for t in parse("Caroline 4年前是从哪里搬来的？").terms] == [
-        ("word", "caroline"), ("word", "4"), ("cjk", "搬来")]
+        ("word", "caroline"), ("word", "4"), ("cjk", "搬来"), ("cjk", "搬")]
 
 
 def test_japanese_and_korean_keep_their_words():
