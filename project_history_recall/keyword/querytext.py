@@ -18,9 +18,8 @@ Every term stands for one *concept* of the query: the words the person
 typed. Some concepts also bring *partial* terms, pieces that find the
 concept when it is not written the same way: the character bigrams of a
 longer CJK word (a recall net for words the segmenter does not know, or
-cuts differently), the characters of a two-character one, the words inside
-a symbol. Every piece is searched along with its whole, and earns a share
-of its concept, never more than the concept itself.
+cuts differently), the words inside a symbol. A piece earns a share of its
+concept, never more than the concept itself.
 """
 
 from __future__ import annotations
@@ -71,8 +70,8 @@ def is_cjk(ch: str) -> bool:
 class Term:
     kind: str  # word | phrase | symbol | cjk
     text: str
-    # A piece of something longer the person typed (a bigram or character of
-    # a CJK word, a word inside a symbol): another way to find its concept.
+    # A piece of something longer the person typed (a bigram of a CJK run,
+    # a word inside a symbol): searched only when the whole finds too little.
     partial: bool = False
     # For a word: the prefix to match as well ("painting" -> "paint*").
     stem: str | None = None
@@ -173,27 +172,9 @@ def light_stem(word: str) -> str | None:
 
 
 def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
-    """The run's words; longer words also bring their bigrams, a two-character
-    word its characters that are not grammar, and a one-character word the
-    bigram it forms with a neighbour (the segmenter cuts a word it does not
-    know, a name say, into such pieces).
-
-    A two-character word's characters find what a short daily chat says in
-    another word around the same character: 看牙 in 蛀牙 / 牙冠, 房贷 in 贷款,
-    茶叶 in 龙井茶, 画过 in 画画 / 绘画. A character earns its part of the
-    concept's PIECE_CREDIT only as far as it is as rare as the word (see
-    ``engine``): most characters are in many words. Measured (2026-12-02, tune
-    halves; keyword hit@1 / hit@5): zh-daily 0.540 / 0.746 -> 0.635 / 0.873,
-    one project 0.460 / 0.619 -> 0.540 / 0.762, LoCoMo-zh conversation 0
-    0.607 / 0.873 -> 0.620 / 0.913. Tried and left out: the full credit
-    for a character however common (as good on the tune halves, two questions
-    worse at hit@1 on LoCoMo-zh's other conversation), a credit of 0.3 or 0.7
-    instead of PIECE_CREDIT (worse on zh-daily), the characters of longer words
-    too (zh-daily hit@5 up, hit@1 and LoCoMo-zh down), characters only where
-    the scope never says the word (LoCoMo-zh's gain gone; in a large history
-    every common word is said somewhere), characters counted only as session
-    evidence (worse everywhere), rjieba's search-mode sub-words for a longer
-    word's bigrams, and 《》 read as quotes (neither changed a figure)."""
+    """The run's words; longer words also bring their bigrams, and a
+    one-character word the bigram it forms with a neighbour (the segmenter
+    cuts a word it does not know, a name say, into such pieces)."""
     words = cjk.content_words(run)
     terms: list[Term] = []
     for i, (word, content) in enumerate(words):
@@ -214,8 +195,6 @@ def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
         # stayed when synonyms counted only where the word found nothing).
         if len(word) >= 3 or cjk.is_hangul(word):
             terms.extend(Term("cjk", b, partial=True) for b in cjk.bigrams(word))
-        elif len(word) == 2 and content:
-            terms.extend(Term("cjk", ch, partial=True) for ch in cjk.content_chars(word))
         elif len(word) == 1:
             for j in (i - 1, i + 1):
                 if 0 <= j < len(words) and words[j][1] and not cjk.is_hangul(words[j][0]):

@@ -114,28 +114,3 @@ def test_sessions_that_hold_the_same_tie_to_the_last_bit_and_the_newest_comes_fi
             concepts.append(_concept(float(rng.random() + 0.5), list(credit)))
         hits = rank(concepts, np.arange(same + fewer), same + fewer + 30, _OneMessageSessions(same + fewer), same)
         assert [h.message_id for h in hits] == list(range(100 + same - 1, 99, -1))
-
-
-def test_a_character_of_a_two_character_word_earns_its_share_as_rare_as_it_is():
-    from project_history_recall.keyword.engine import PIECE_CREDIT, _concepts, _idf
-    from project_history_recall.keyword.querytext import Term
-
-    word, rare, common = Term("cjk", "看牙"), Term("cjk", "牙", partial=True), Term("cjk", "看", partial=True)
-    keys = np.arange(1, 41)
-    # Nothing says 看牙; message 1 says 牙 (as 蛀牙 would), 看 is in every message.
-    found = {word: keys[:0], rare: keys[:1], common: keys}
-    credit = _concepts({0: [word, rare, common]}, found, keys, total=1000)[0].credit
-    parts = _idf(1000, 1) + _idf(1000, 40)
-    assert credit[1] == pytest.approx(PIECE_CREDIT * _idf(1000, 40) / _idf(1000, 0) * _idf(1000, 40) / parts)
-    assert credit[0] == pytest.approx(credit[1] + PIECE_CREDIT * _idf(1000, 1) / _idf(1000, 0) * _idf(1000, 1) / parts)
-    assert credit[1] < credit[0] / 4 < PIECE_CREDIT
-
-
-def test_a_bigram_keeps_its_share_whole_however_common():
-    from project_history_recall.keyword.engine import PIECE_CREDIT, _concepts
-    from project_history_recall.keyword.querytext import Term
-
-    word, first, second = Term("cjk", "数据库"), Term("cjk", "数据", partial=True), Term("cjk", "据库", partial=True)
-    keys = np.arange(1, 41)
-    credit = _concepts({0: [word, first, second]}, {word: keys[:0], first: keys, second: keys}, keys, 1000)[0].credit
-    assert credit == pytest.approx(np.full(40, PIECE_CREDIT))

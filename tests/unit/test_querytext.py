@@ -44,19 +44,8 @@ def test_longer_cjk_words_bring_their_bigrams_as_pieces_of_the_same_concept():
     assert "怎么" not in {t.text for t in q.terms}
 
 
-def test_a_two_character_word_brings_its_characters_that_are_not_grammar_as_pieces():
-    # 看牙 is found in 蛀牙 / 牙冠 by 牙, 胃里 by 胃 (里 is grammar); 那次 ("that time") is no topic.
-    q = parse("那次看牙之后胃里不舒服")
-    terms = {(t.text, t.partial): t.concept for t in q.terms}
-    assert terms[("看", True)] == terms[("牙", True)] == terms[("看牙", False)]
-    assert terms[("胃", True)] == terms[("胃里", False)] and ("里", True) not in terms
-    assert not {"那次", "次"} & {t.text for t in q.terms}
-
-
-def test_a_character_that_is_also_a_word_of_the_query_is_that_word():
-    q = parse("吃饭的时候吃了什么药")
-    assert [(t.text, t.partial) for t in q.terms if t.text == "吃"] == [("吃", False)]
-    assert ("饭", True) in {(t.text, t.partial) for t in q.terms}
+def test_the_measure_word_of_an_occasion_is_grammar():
+    assert [t.text for t in parse("那次看牙之后每次都疼").terms if not t.partial] == ["看牙", "疼"]
 
 
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
@@ -69,7 +58,7 @@ def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut
 
 def test_names_and_numbers_in_a_chinese_question_are_kept():
     assert [(t.kind, t.text) for t in parse("Caroline 4年前是从哪里搬来的？").terms] == [
-        ("word", "caroline"), ("word", "4"), ("cjk", "搬来"), ("cjk", "搬")]
+        ("word", "caroline"), ("word", "4"), ("cjk", "搬来")]
 
 
 def test_japanese_and_korean_keep_their_words():
@@ -127,3 +116,16 @@ def test_light_stem():
     assert light_stem("walk") == "walk"
     assert light_stem("car") is None
     assert light_stem("naïve") is None
+
+
+def test_a_two_character_word_has_its_characters_to_look_for_when_the_scope_never_says_it():
+    from project_history_recall.keyword.engine import characters
+
+    q = parse("看牙的时候胃里疼，数据库超期")
+    concept = {t.text: t.concept for t in q.terms if not t.partial}
+    pieces = [(t.kind, t.text, t.partial, t.concept) for t in characters(q)]
+    # 里 is grammar, 疼 a word of its own, 数据库 has its bigrams instead.
+    assert pieces == [("cjk", "看", True, concept["看牙"]), ("cjk", "牙", True, concept["看牙"]),
+                      ("cjk", "胃", True, concept["胃里"]), ("cjk", "超", True, concept["超期"]),
+                      ("cjk", "期", True, concept["超期"])]
+    assert characters(parse("疼")) == [] and characters(parse("什么")) == []
