@@ -27,7 +27,8 @@ import threading
 
 # Words that carry no topic in a question: interrogatives, pronouns,
 # particles, auxiliaries. A word made only of FUNCTION_CHARS counts as one too
-# (``是从``, ``上个月``, ``年前``: grammar and relative time, not a topic).
+# (``是从``, ``上个月``, ``年前``, ``那次``: grammar, relative time and the
+# measure word of an occasion, not a topic).
 STOP_WORDS = frozenset(
     "什么 怎么 怎样 怎么样 如何 为什么 为何 哪些 哪个 哪里 哪儿 哪家 哪位 哪种 哪天 哪年 何时 多少 多久 是否 "
     "是不是 有没有 我们 你们 他们 她们 它们 咱们 自己 大家 这个 那个 这些 那些 这样 那样 这里 那里 一下 一个 "
@@ -36,7 +37,7 @@ STOP_WORDS = frozenset(
 )
 FUNCTION_CHARS = frozenset(
     "的地得了着过吗呢吧啊么呀嘛哦是在和与跟及或而但就也都还又再才很太最把被给对从向到去来让使为以之其这那哪谁几多"
-    "我你他她它们咱有没会能要想说个些每各某前后上下里中内外时年月日天号"
+    "我你他她它们咱有没会能要想说个些每各某前后上下里中内外时年月日天号次"
 )
 
 _HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
@@ -95,6 +96,11 @@ _FALLBACK_CUT = re.compile("(" + "|".join(sorted(STOP_WORDS, key=len, reverse=Tr
 def _split_at_function_words(piece: str) -> list[str]:
     """Without a dictionary: the stretches between function words, and the function words."""
     return [p for p in _FALLBACK_CUT.split(piece) if p]
+
+
+def content_chars(word: str) -> list[str]:
+    """The Han characters of ``word`` that are not grammar (``看牙`` -> 看, 牙; ``胃里`` -> 胃)."""
+    return [ch for ch in word if _HAN_START.match(ch) and ch not in FUNCTION_CHARS]
 
 
 def content_words(run: str) -> list[tuple[str, bool]]:

@@ -71,7 +71,9 @@ class Term:
     kind: str  # word | phrase | symbol | cjk
     text: str
     # A piece of something longer the person typed (a bigram of a CJK run,
-    # a word inside a symbol): searched only when the whole finds too little.
+    # a word inside a symbol): searched along with the whole, for part of its
+    # concept. (A two-character word's characters are pieces too, searched
+    # only when the word finds nothing: see ``engine.characters``.)
     partial: bool = False
     # For a word: the prefix to match as well ("painting" -> "paint*").
     stem: str | None = None

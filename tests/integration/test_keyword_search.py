@@ -101,6 +101,8 @@ def test_cjk_one_two_and_three_plus_characters_and_mixed_scripts(lookalike_pq):
     assert ask("服务端") == {lookalike_pq["sp2"]}
     assert ask("修改youer服务端") == {lookalike_pq["sp2"]}
     assert ask("youer") == {lookalike_pq["sp2"]}
+    # A two-character word the project never says is looked for as its characters (超 of 超时).
+    assert ask("超期") == {lookalike_pq["sp2"]}
 
 
 def test_exact_symbols_and_error_codes(world, work):

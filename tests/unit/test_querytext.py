@@ -44,6 +44,10 @@ def test_longer_cjk_words_bring_their_bigrams_as_pieces_of_the_same_concept():
     assert "怎么" not in {t.text for t in q.terms}
 
 
+def test_the_measure_word_of_an_occasion_is_grammar():
+    assert [t.text for t in parse("那次看牙之后每次都疼").terms if not t.partial] == ["看牙", "疼"]
+
+
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
     # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
     q = parse("梅兰妮画了日出")
@@ -112,3 +116,16 @@ def test_light_stem():
     assert light_stem("walk") == "walk"
     assert light_stem("car") is None
     assert light_stem("naïve") is None
+
+
+def test_a_two_character_word_has_its_characters_to_look_for_when_the_scope_never_says_it():
+    from project_history_recall.keyword.engine import characters
+
+    q = parse("看牙的时候胃里疼，数据库超期")
+    concept = {t.text: t.concept for t in q.terms if not t.partial}
+    pieces = [(t.kind, t.text, t.partial, t.concept) for t in characters(q)]
+    # 里 is grammar, 疼 a word of its own, 数据库 has its bigrams instead.
+    assert pieces == [("cjk", "看", True, concept["看牙"]), ("cjk", "牙", True, concept["看牙"]),
+                      ("cjk", "胃", True, concept["胃里"]), ("cjk", "超", True, concept["超期"]),
+                      ("cjk", "期", True, concept["超期"])]
+    assert characters(parse("疼")) == [] and characters(parse("什么")) == []
