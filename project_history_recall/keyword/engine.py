@@ -171,21 +171,11 @@ def characters(query: ParsedQuery) -> list[Term]:
     A short daily chat often says a question's word as another word around the same character
     (看牙 as 蛀牙 / 牙冠, 房贷 as 贷款, 茶叶 as 龙井茶); a word the history never says can
     only be found that way, and its characters then earn its concept's PIECE_CREDIT. A word
-    the scope does say keeps to itself: measured on the tune halves (2026-12-02; keyword
-    hit@1 / hit@5), zh-daily 0.540 / 0.746 -> 0.603 / 0.841, in one project 0.460 / 0.619 ->
-    0.540 / 0.746, LoCoMo-zh conversation 0 0.607 / 0.873 -> 0.607 / 0.880. Characters of
-    every two-character word gained more on the tune halves (0.635 / 0.873, 0.540 / 0.762,
-    0.620 / 0.913, each credited as rare as it is against its word), but cost held-out
-    one-project hybrid hit@5 two questions (0.794 -> 0.762) and Chinese questions at 1M
-    messages a third more time (p50 8.2 -> 11 ms, p95 15 -> 24): every query read ~9 more
-    terms. Characters also for a word the scope says in at most 2 or 20 messages gained on
-    the tune halves too, and cost that held-out hit@5 the same two questions. Also tried: full
-    credit for common characters (LoCoMo-zh's other conversation two questions down at hit@1),
-    0.3 or 0.7 instead of PIECE_CREDIT, the characters of longer words too, characters as
-    session evidence only (none better on the tune halves); rjieba's search-mode sub-words
-    for a longer word's bigrams and 《》 read as quotes (no change); 今 / 昨 as grammar (worse);
-    一 as grammar and light verbs (感到, 变得, 看到) as stop words (a question or two on
-    LoCoMo-zh, nothing on zh-daily).
+    the scope does say keeps to itself: characters for every two-character word (or for words
+    said in at most 2 or 20 messages) gained more on the tune halves but cost held-out
+    one-project zh-daily hybrid hit@5 two questions, and Chinese questions at 1M messages a
+    third more time (~9 more terms read a query). Figures and the other variants tried:
+    docs/benchmarks.md, "Characters of an unseen Chinese word".
     """
     heads = {t.text for t in query.terms if not t.partial}
     return [Term("cjk", ch, partial=True, concept=t.concept) for t in query.terms
