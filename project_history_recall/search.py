@@ -256,11 +256,9 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     if req.context > 0:
         # Around each session's best message only: a further hit is read around with its
         # message_id, so each result costs one window, as a message result did.
-        for group in groups:
-            found = _still_there(group, rows)
-            if found:
-                windows[found[0].message_id] = messages.window(conn, ctx.shape, rows[found[0].message_id],
-                                                               req.context, ctx.filters.roles)
+        best = [found[0] for found in (_still_there(g, rows) for g in groups) if found]
+        windows = messages.windows(conn, ctx.shape, [rows[h.message_id] for h in best], req.context,
+                                   ctx.filters.roles)
     pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
