@@ -312,7 +312,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
-    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits})
+    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits},
+                           evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
