@@ -174,28 +174,35 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     )
 
 
-def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome) -> list[Hit]:
-    """Drop semantic hits whose message is gone, rewound, or no longer says what was embedded.
+def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, limit: int) -> list[Hit]:
+    """The hits that decide the best ``limit`` sessions (``sessions.deciding``), without the semantic
+    hits whose message is gone, rewound, or no longer says what was embedded.
 
-    A changed text marks its session for reconciliation, so the next search
-    re-embeds it. The messages read stay in ``outcome.rows`` for the response."""
-    semantic_only = [h.message_id for h in hits if h.source == SEMANTIC]
-    rows = messages.fetch_messages(ctx.conn, semantic_only, live=(ctx.shape, ctx.filters.roles))
-    outcome.rows = rows
-    kept = []
+    Only the semantic hits within their reach are read and checked: a hybrid search at 1M ranks
+    10-16 semantic-only hits, of which 0.1-5.7 lie within the reach of its ten sessions (the
+    queries of `bench speed --hybrid 15`, by class), and reading all cost ~0.3 ms. A changed text
+    marks its session for reconciliation, so the next search re-embeds it. The messages read
+    stay in ``outcome.rows`` for the response."""
+    rows: dict[int, messages.MessageRow] = {}
     stale: set[str] = set()
-    for h in hits:
-        if h.source != SEMANTIC:
-            kept.append(h)
-            continue
-        row = rows.get(h.message_id)
-        if row is None:
-            continue
-        expected = outcome.hashes.get(h.message_id)
-        if expected and content_hash(prepare(row.text)) != expected:
-            stale.add(h.session_id)
-            continue
-        kept.append(h)
+
+    def rejects(batch: list[Hit]) -> set[int]:
+        found = messages.fetch_messages(ctx.conn, [h.message_id for h in batch], live=(ctx.shape, ctx.filters.roles))
+        out = set()
+        for at, h in enumerate(batch):
+            row = found.get(h.message_id)
+            expected = outcome.hashes.get(h.message_id)
+            if row is not None and expected and content_hash(prepare(row.text)) != expected:
+                stale.add(h.session_id)
+                row = None
+            if row is None:
+                out.add(at)
+            else:
+                rows[h.message_id] = row
+        return out
+
+    kept = sessions.deciding(hits, lambda h: h.session_id, limit, lambda h: h.source == SEMANTIC, rejects)
+    outcome.rows = rows
     fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
     if stale and outcome.store is not None and fp is not None:
         try:
@@ -256,11 +263,9 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     if req.context > 0:
         # Around each session's best message only: a further hit is read around with its
         # message_id, so each result costs one window, as a message result did.
-        for group in groups:
-            found = _still_there(group, rows)
-            if found:
-                windows[found[0].message_id] = messages.window(conn, ctx.shape, rows[found[0].message_id],
-                                                               req.context, ctx.filters.roles)
+        best = [found[0] for found in (_still_there(g, rows) for g in groups) if found]
+        windows = messages.windows(conn, ctx.shape, [rows[h.message_id] for h in best], req.context,
+                                   ctx.filters.roles)
     pattern = results.term_pattern(ctx.query)
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
@@ -302,7 +307,8 @@ def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group
 
 
 def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
-    """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome)."""
+    """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome).
+    With the semantic engine's hits, the list ends at the last hit that decides those sessions."""
     settings = ctx.settings
     lookup = keyword.own_index(ctx)
     windows = _times_named(req, ctx)
@@ -314,13 +320,14 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
-    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits})
+    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits},
+                           evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
         return timewords.reweigh(kw_all, windows, settings.time_weight), "keyword", outcome
     if req.mode == "semantic":
-        return _checked(ctx, outcome.hits, outcome), "semantic", outcome
+        return _checked(ctx, outcome.hits, outcome, req.limit), "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
@@ -330,7 +337,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
     ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]
-    return _checked(ctx, ranked, outcome), "keyword+semantic", outcome
+    return _checked(ctx, ranked, outcome, req.limit), "keyword+semantic", outcome
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:

@@ -58,3 +58,34 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int) -> l
         elif at < limit:
             group.hits.append(item)
     return list(groups.values())
+
+
+
+def reach(ranked: list[T], session_of: Callable[[T], str], limit: int) -> int:
+    """How many of ``ranked``'s first items ``by_session`` reads: through the one that opens the
+    ``limit``-th session (all of them when they hold fewer). Its groups depend on those alone."""
+    seen: set[str] = set()
+    for at, item in enumerate(ranked):
+        seen.add(session_of(item))
+        if len(seen) == limit:
+            return at + 1
+    return len(ranked)
+
+
+def deciding(ranked: list[T], session_of: Callable[[T], str], limit: int, doubtful: Callable[[T], bool],
+             rejects: Callable[[list[T]], set[int]]) -> list[T]:
+    """The first items of ``ranked`` that decide ``by_session(…, limit)`` once those ``rejects``
+    turns down are left out: ``by_session`` of the result is ``by_session`` of ``ranked`` without
+    every ``doubtful`` item ``rejects`` would turn down. ``rejects`` (a batch of doubtful items ->
+    the positions in the batch of those to leave out) is asked only about the doubtful items
+    within the reach, again as it moves down past the ones left out."""
+    asked: set[int] = set()
+    out: set[int] = set()
+    while True:
+        kept = [i for i in range(len(ranked)) if i not in out]
+        kept = kept[: reach([ranked[i] for i in kept], session_of, limit)]
+        todo = [i for i in kept if i not in asked and doubtful(ranked[i])]
+        if not todo:
+            return [ranked[i] for i in kept]
+        asked.update(todo)
+        out.update(todo[j] for j in rejects([ranked[i] for i in todo]))

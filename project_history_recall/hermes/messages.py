@@ -211,24 +211,33 @@ def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
 
 
-def window(conn: sqlite3.Connection, shape: Shape, anchor: MessageRow, size: int,
-           roles: tuple[str, ...]) -> list[MessageRow]:
-    """Up to ``size`` messages before and after ``anchor`` in its session, in the order Hermes
-    keeps them (by id, as session_search opens a hit): a message whose time an importer
-    garbled still has its real neighbours."""
-    if size <= 0:
-        return [anchor]
-    base = (
-        f"SELECT {_MESSAGE_COLS} FROM messages m "
-        f"WHERE m.session_id = ? AND {shape.live_filter('m')} AND {_roles_sql(roles)} AND "
-    )
-    # Both sides in one statement: a search opens ten windows.
-    params = (anchor.session_id, *roles, anchor.id, size)
-    rows = conn.execute(f"SELECT * FROM ({base}m.id < ? ORDER BY m.id DESC LIMIT ?) "
-                        f"UNION ALL SELECT * FROM ({base}m.id > ? ORDER BY m.id LIMIT ?)", params * 2).fetchall()
-    before = sorted((r for r in rows if r["id"] < anchor.id), key=lambda r: r["id"])
-    after = sorted((r for r in rows if r["id"] > anchor.id), key=lambda r: r["id"])
-    return [_message(conn, r) for r in before] + [anchor] + [_message(conn, r) for r in after]
+def windows(conn: sqlite3.Connection, shape: Shape, anchors: list[MessageRow], size: int,
+            roles: tuple[str, ...]) -> dict[int, list[MessageRow]]:
+    """Each of ``anchors`` (by id) with up to ``size`` messages before and after it in its session,
+    in the order Hermes keeps them (by id, as session_search opens a hit): a message whose time an
+    importer garbled still has its real neighbours."""
+    if not anchors:
+        return {}
+    pick = (f"SELECT x.id FROM messages x WHERE x.session_id = a.sid AND {shape.live_filter('x')} "
+            f"AND {_roles_sql(roles, 'x')} AND ")
+    cols = (f"a.aid AS anchor, m.id AS id, m.session_id AS session_id, m.role AS role, "
+            f"{seconds_sql('m.timestamp')} AS timestamp, m.tool_name AS tool_name")
+    # Every window in one statement, each side bounded (a search opens ten): one statement per
+    # window cost ~10 µs more each, and a response shows up to ``limit``.
+    rows = conn.execute(
+        "WITH a(sid, aid) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)) "
+        f"SELECT {cols} FROM a JOIN messages m ON m.id IN ({pick}x.id < a.aid ORDER BY x.id DESC LIMIT ?) "
+        f"UNION ALL SELECT {cols} FROM a JOIN messages m ON m.id IN ({pick}x.id > a.aid ORDER BY x.id LIMIT ?)",
+        (json.dumps([[a.session_id, a.id] for a in anchors]), *roles, size, *roles, size)).fetchall()
+    around: dict[int, list] = {a.id: [] for a in anchors}
+    for r in rows:
+        around[r["anchor"]].append(r)
+    out = {}
+    for a in anchors:
+        near = sorted(around[a.id], key=lambda r: r["id"])
+        out[a.id] = ([_message(conn, r) for r in near if r["id"] < a.id] + [a]
+                     + [_message(conn, r) for r in near if r["id"] > a.id])
+    return out
 
 
 # -- what the indexes and a request for consent read ---------------------------------------

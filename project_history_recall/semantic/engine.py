@@ -97,22 +97,24 @@ def learn_size(embedder: Embedder, text: str | None, as_query: bool = False) -> 
     return embedder.dimension is not None
 
 
-def run(ctx: SearchContext, limit: int, *, wait: bool = True, candidates: set[int] | None = None) -> Outcome:
+def run(ctx: SearchContext, limit: int, *, wait: bool = True, candidates: set[int] | None = None,
+        evidence: bool = True) -> Outcome:
     """Top up the scope's index (waiting at most the budget) and search what is indexed:
     the ``limit`` best messages, and the similarity of those in ``candidates``.
 
     ``wait=False`` (keyword mode): only start the top-up in the background and
-    report the status; nothing is embedded in this call."""
+    report the status; nothing is embedded in this call. ``evidence``: whether the
+    caller uses each session's evidence (the blend does; a pass over the scope's rows)."""
     try:
         out, repaired = derived.after_repair(
-            lambda: _run(ctx, limit, wait, candidates))
+            lambda: _run(ctx, limit, wait, candidates, evidence))
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     out.reason = "; ".join(part for part in (out.reason, repaired) if part)
     return out
 
 
-def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None) -> Outcome:
+def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None, evidence: bool) -> Outcome:
     import time
 
     home, settings, conn, scope, query = ctx.home, ctx.settings, ctx.conn, ctx.scope, ctx.query.raw
@@ -174,7 +176,8 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
     with matrix.lock:
         matrix.sync(store, fp, members, states)
         found, out.similarity, out.evidence = matrix.search(store, q, scope.session_ids, ctx.filters.since,
-                                              ctx.filters.until, limit, candidates, embedder.cosine_baseline)
+                                              ctx.filters.until, limit, candidates, embedder.cosine_baseline,
+                                              evidence)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:

@@ -390,9 +390,11 @@ class ScopeMatrix:
     # -- searching ----------------------------------------------------------------------
     def search(self, store: vectors.VectorStore, q, allowed: Iterable[str], since: float | None,
                until: float | None, limit: int, candidates: set[int] | None = None,
-               baseline: float = 0.0) -> tuple[list[SemanticHit], dict[int, float], dict[str, float]]:
+               baseline: float = 0.0, with_evidence: bool = True,
+               ) -> tuple[list[SemanticHit], dict[int, float], dict[str, float]]:
         """(the ``limit`` best messages, the similarity of each message in ``candidates``, each
-        session's evidence beyond its best chunk (``session_evidence``), where it has any).
+        session's evidence beyond its best chunk (``session_evidence``), where it has any and
+        ``with_evidence``).
 
         A message's similarity is its best chunk's, each chunk scored with its
         neighbours; only rows of ``allowed`` sessions in the time range count.
@@ -422,10 +424,12 @@ class ScopeMatrix:
         # From the int8 scores (within INT8_ERROR of the float ones): over every row of the scope,
         # ~4 passes over the scope's rows besides the product's one.
         live = np.flatnonzero(mask)
-        found, extra = session_evidence(ctx[live], self.sidx[live])
-        # On the scale the blend's cosines are on (``baseline`` below).
-        stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
-        evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
+        evidence: dict[str, float] = {}
+        if with_evidence:
+            found, extra = session_evidence(ctx[live], self.sidx[live])
+            # On the scale the blend's cosines are on (``baseline`` below).
+            stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
+            evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
         ctx[~mask] = -np.inf
         # Message ids are state.db rowids, a dense range: a lookup table
         # is several times faster than numpy's default sort here.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from project_history_recall.sessions import by_session
+import random
+
+from project_history_recall.sessions import by_session, deciding
 
 
 def _group(ranked, limit):
@@ -25,3 +27,30 @@ def test_limit_counts_sessions_and_the_first_session_carries_all_its_leading_hit
 
 def test_nothing_in_nothing_out():
     assert _group([], 10) == []
+
+
+def test_deciding_gives_the_groups_of_the_list_without_every_rejected_item_and_asks_only_within_reach():
+    rng = random.Random(7)
+    for _ in range(2000):
+        limit = rng.randint(1, 6)
+        # (session, message, doubtful, rejected)
+        ranked = [(rng.choice("abcdefgh"), n, rng.random() < 0.5, rng.random() < 0.3) for n in range(rng.randint(0, 30))]
+        asked: list = []
+
+        def rejects(batch, asked=asked):
+            asked.extend(batch)
+            return {at for at, item in enumerate(batch) if item[3]}
+
+        found = deciding(ranked, lambda m: m[0], limit, lambda m: m[2], rejects)
+        truth = [m for m in ranked if not (m[2] and m[3])]
+        assert _group(found, limit) == _group(truth, limit)
+        assert all(m[2] for m in asked) and len(set(asked)) == len(asked)
+        # Nothing beyond what it returns was asked about but the items it left out.
+        assert all(m in found or m[3] for m in asked)
+
+
+def test_deciding_asks_nothing_when_the_sessions_are_found_before_any_doubtful_item():
+    ranked = [("a", 1, False, False), ("b", 2, False, False), ("c", 3, True, True)]
+    asked = []
+    assert deciding(ranked, lambda m: m[0], 2, lambda m: m[2], lambda batch: asked.extend(batch) or set()) == ranked[:2]
+    assert asked == []
