@@ -184,6 +184,8 @@ def light_stem(word: str) -> str | None:
     for suffix in ("ingly", "edly", "ings", "ing", "ed"):
         stem = word[: -len(suffix)]
         if word.endswith(suffix) and len(stem) >= 3 and not (suffix == "ed" and stem.endswith("e")):
+            if len(stem) == 3 and stem[0] not in _VOWELS and stem[1] in _VOWELS and stem[2] not in _VOWELS | set("wx"):
+                return stem + "e"  # "hiking" -> "hike", "based" -> "base": not "hik", "bas"
             return _undouble(stem)
     if word.endswith("ies") and len(word) >= 6:
         return word[:-3] if len(word) >= 8 else word[:-3] + "y"
