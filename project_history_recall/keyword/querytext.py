@@ -161,8 +161,11 @@ _VOWELS = frozenset("aeiouy")
 
 
 def _undouble(stem: str) -> str:
-    """"plann" -> "plan" (planning), "winn" -> "win"; "fall", "miss", "buzz" stay."""
-    return stem[:-1] if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in _VOWELS | set("lsz") else stem
+    """"plann" -> "plan" (planning), "winn" -> "win", "travell" -> "travel" (British
+    travelling, US traveling); "fall", "miss", "buzz" stay."""
+    if len(stem) < 4 or stem[-1] != stem[-2] or stem[-1] in _VOWELS | set("sz") or stem[-1] == "l" and len(stem) < 6:
+        return stem
+    return stem[:-1]
 
 
 def light_stem(word: str) -> str | None:
