@@ -7,7 +7,7 @@ always with the scope pushed into SQL (``json_each`` over the session ids, so
 the plan never ranks the whole database and filters afterwards):
 
 - words and typed phrases: Hermes's unicode61 index (a word with its prefix,
-  so "painted" is found by "painting");
+  so "painted" is found by "painting", and its irregular forms, "went" for "go");
 - symbols and CJK words of 3+ characters: exact substrings via the trigram
   index (or, for a symbol, its words in the unicode61 index, confirmed);
 - CJK words of 1-2 characters (most Chinese words), which the trigram index
@@ -61,7 +61,8 @@ TERM_CANDIDATES = 5000
 # of a symbol) earns at most this share of it, when all pieces are there...
 PIECE_CREDIT = 0.5
 # ...and one found in another form earns this: an inflection ("painted" for
-# "painting"), or the word glued to other text (a substring, not a token).
+# "painting"), an irregular form ("went" for "go"; 0.7 and 0.9 did no better on
+# LoCoMo's tune half), or the word glued to other text (a substring, not a token).
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
 _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
@@ -86,6 +87,8 @@ TF_READ_CHARS = 400_000
 # Chinese, conversations kept aside to check): the mean share of the
 # session's best three messages, and the weighted share of the query's
 # concepts found anywhere in the session.
+# (Weighing the best three messages' concepts by their rarity among sessions,
+# as coverage does, rather than among messages, cost LoCoMo's tune half.)
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25

@@ -178,9 +178,14 @@ def light_stem(word: str) -> str | None:
     The prefix must be one every form starts with: "activity" and
     "activities" both give "activit", "planning" gives "plan" (a doubled
     consonant is undone), "places" "plac" (a final e goes where 4 letters
-    stay, "placing" has none). Words that only look inflected keep their
-    end: "status", "homeless", "tennis", "family" (not "fami"), "apply"
-    (not "app"), "games" (not "gam", 3-letter prefixes match too much).
+    stay, "placing" has none), "hiking" "hike" (not "hik"). Words that only
+    look inflected keep their end: "homeless", "family" (not "fami"),
+    "apply" (not "app"), "games" (not "gam": 3-letter prefixes match too
+    much, "times" gave "tim*", a name). A Snowball/Porter stem is no such
+    prefix ("family" -> "famili"): it would need a stemmed index. Making
+    weak verbs (go, feel, take, give, want, use) stop words instead traded
+    as many LoCoMo questions as it won; their irregular forms (``IRREGULAR``)
+    gained.
     """
     if len(word) < 4 or not word.isalpha() or not word.isascii():
         return None
