@@ -15,7 +15,8 @@ look like times stay words: "May I…", "you may", "march on", "the second time"
 
 ``reweigh`` then lifts a hit whose message falls inside a window (or near one, less with
 distance) by a bounded share of its own score; a question without a time leaves the ranking
-exactly as it was.
+exactly as it was. The phrase's words stay keyword terms: dropping them ("3 June, 2023") raised
+the keyword shares of such questions and cost LoCoMo's tune half 0.007 hybrid hit@1.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ always with the scope pushed into SQL (``json_each`` over the session ids, so
 the plan never ranks the whole database and filters afterwards):
 
 - words and typed phrases: Hermes's unicode61 index (a word with its prefix,
-  so "painted" is found by "painting");
+  so "painted" is found by "painting", and its irregular forms, "went" for "go");
 - symbols and CJK words of 3+ characters: exact substrings via the trigram
   index (or, for a symbol, its words in the unicode61 index, confirmed);
 - CJK words of 1-2 characters (most Chinese words), which the trigram index
@@ -61,10 +61,11 @@ TERM_CANDIDATES = 5000
 # of a symbol) earns at most this share of it, when all pieces are there...
 PIECE_CREDIT = 0.5
 # ...and one found in another form earns this: an inflection ("painted" for
-# "painting"), or the word glued to other text (a substring, not a token).
+# "painting"), an irregular form ("went" for "go"; 0.7 and 0.9 did no better on
+# LoCoMo's tune half), or the word glued to other text (a substring, not a token).
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
-_ALTERNATIVES = {"stem": STEM_CREDIT, "glued": GLUED_CREDIT}
+_ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
 # BM25's length normalisation (k1, b): a long message holds a word by chance
 # more often than a short one.
 LENGTH_K1 = 1.2
@@ -86,6 +87,8 @@ TF_READ_CHARS = 400_000
 # Chinese, conversations kept aside to check): the mean share of the
 # session's best three messages, and the weighted share of the query's
 # concepts found anywhere in the session.
+# (Weighing the best three messages' concepts by their rarity among sessions,
+# as coverage does, rather than among messages, cost LoCoMo's tune half.)
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
@@ -134,7 +137,7 @@ def plan(terms: list[Term], shape: Shape, filters: Filters, total: int) -> _Plan
         text = term.text
         if term.kind == "stem" and shape.words_fts is not None:
             p.words.append((term, fts_quote(text) + "*"))
-        elif shape.words_fts is not None and (term.kind == "word" or term.kind == "phrase" and not _has_cjk(text)):
+        elif shape.words_fts is not None and (term.kind in ("word", "form") or term.kind == "phrase" and not _has_cjk(text)):
             p.words.append((term, fts_quote(text)))
         elif small or len(text) < 3:
             p.scan.append(term)
@@ -151,9 +154,13 @@ def plan(terms: list[Term], shape: Shape, filters: Filters, total: int) -> _Plan
 
 
 def stems(query: ParsedQuery) -> list[Term]:
-    """Each word's inflections ("paint*" for "painting"), as another form of it."""
-    return [replace(t, kind="stem", text=t.stem, partial=True) for t in query.terms
-            if t.kind == "word" and t.stem and not t.partial and t.stem not in STOP_WORDS]
+    """Each word's inflections ("paint*" for "painting") and irregular forms ("went" for "go"),
+    as other forms of it."""
+    words = [t for t in query.terms if t.kind == "word" and not t.partial]
+    return [replace(t, kind="stem", text=t.stem, partial=True) for t in words
+            if t.stem and t.stem not in STOP_WORDS] + [
+        Term("form", form, partial=True, concept=t.concept) for t in words for form in t.forms
+        if form not in STOP_WORDS]
 
 
 def glued(query: ParsedQuery) -> list[Term]:
@@ -338,7 +345,7 @@ class _OwnIndex:
 
     def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         for t in self.matches:
-            if t.kind == "stem":
+            if t.kind in ("stem", "form"):
                 groups[t.concept].append(t)
         counts = {t: self.lookup.count(match) for t, match in self.matches.items()}
         heads = {t.concept: t for t in self.ctx.query.terms if not t.partial}
@@ -462,7 +469,8 @@ def _index_matches(query: ParsedQuery, lookup: textindex.Lookup) -> dict[Term, s
             return None
         out[term] = match
     for term in stems(query):
-        match = lookup.prefix_match(textindex.normalise(term.text))
+        text = textindex.normalise(term.text)
+        match = lookup.prefix_match(text) if term.kind == "stem" else textindex.match_for(text)
         if match is not None:
             out[term] = match
     return out

@@ -77,6 +77,8 @@ class Term:
     partial: bool = False
     # For a word: the prefix to match as well ("painting" -> "paint*").
     stem: str | None = None
+    # For a word: other words that are forms of it no prefix finds ("go" -> "went").
+    forms: tuple[str, ...] = ()
     # Which concept of the query this term finds (partial terms share their concept's).
     concept: int = 0
 
@@ -155,7 +157,15 @@ def _split_scripts(token: str) -> list[tuple[bool, str]]:
     return runs
 
 
-_SUFFIXES = ("ingly", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
+_VOWELS = frozenset("aeiouy")
+
+
+def _undouble(stem: str) -> str:
+    """"plann" -> "plan" (planning), "winn" -> "win", "travell" -> "travel" (British
+    travelling, US traveling); "fall", "miss", "buzz" stay."""
+    if len(stem) < 4 or stem[-1] != stem[-2] or stem[-1] in _VOWELS | set("sz") or stem[-1] == "l" and len(stem) < 6:
+        return stem
+    return stem[:-1]
 
 
 def light_stem(word: str) -> str | None:
@@ -164,13 +174,65 @@ def light_stem(word: str) -> str | None:
     Questions and answers rarely use the same form of a word ("paint" /
     "painted"); on LoCoMo prefix matching lifts turn recall@10 by ~0.03.
     Only plain ASCII words of 4+ letters; the stem keeps at least 3.
+
+    The prefix must be one every form starts with: "activity" and
+    "activities" both give "activit", "planning" gives "plan" (a doubled
+    consonant is undone), "places" "plac" (a final e goes where 4 letters
+    stay, "placing" has none), "hiking" "hike" (not "hik"). Words that only
+    look inflected keep their end: "homeless", "family" (not "fami"),
+    "apply" (not "app"), "games" (not "gam": 3-letter prefixes match too
+    much, "times" gave "tim*", a name). A Snowball/Porter stem is no such
+    prefix ("family" -> "famili"): it would need a stemmed index. Making
+    weak verbs (go, feel, take, give, want, use) stop words instead traded
+    as many LoCoMo questions as it won; their irregular forms (``IRREGULAR``)
+    gained. Cutting derivations too ("passionate" -> "passion", "-ity",
+    "-ment", "-ive") moved LoCoMo by a question either way.
     """
     if len(word) < 4 or not word.isalpha() or not word.isascii():
         return None
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    for suffix in ("ingly", "edly", "ings", "ing", "ed"):
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3 and not (suffix == "ed" and stem.endswith("e")):
+            if len(stem) == 3 and stem[0] not in _VOWELS and stem[1] in _VOWELS and stem[2] not in _VOWELS | set("wx"):
+                return stem + "e"  # "hiking" -> "hike", "based" -> "base": not "hik", "bas"
+            return _undouble(stem)
+    if word.endswith("ies") and len(word) >= 6:
+        return word[:-3] if len(word) >= 8 else word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")) and len(word) >= 5:
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    elif word.endswith("ly") and len(word) >= 6 and word[-3] != "i":
+        return word[:-2]
+    if word.endswith("e") and len(word) >= 5:
+        return word[:-1]
+    if word.endswith("y") and len(word) >= 6 and word[-2] not in _VOWELS:
+        return word[:-1]
     return word
+
+
+# Forms of a word that share no prefix with it: irregular verbs and plurals.
+# Questions ask "When did Maria go to the beach?", chats say "I went to the
+# beach"; code chats too ("wrote the test", "the build broke").
+_IRREGULAR = """
+go goes going went gone | buy buys buying bought | bring brings bringing brought | teach teaches teaching taught
+catch catches catching caught | fight fights fighting fought | see sees seeing saw seen | take takes taking took taken
+give gives giving gave given | come comes coming came | become becomes becoming became | run runs running ran
+begin begins beginning began begun | swim swims swimming swam swum | sing sings singing sang sung
+drink drinks drinking drank drunk | eat eats eating ate eaten | drive drives driving drove driven
+ride rides riding rode ridden | write writes writing wrote written | speak speaks speaking spoke spoken
+break breaks breaking broke broken | choose chooses choosing chose chosen | forget forgets forgetting forgot forgotten
+fly flies flying flew flown | grow grows growing grew grown | throw throws throwing threw thrown
+draw draws drawing drew drawn | wear wears wearing wore worn | fall falls falling fell fallen | feel feels feeling felt
+keep keeps keeping kept | lose loses losing lost | meet meets meeting met | sleep sleeps sleeping slept
+spend spends spending spent | send sends sending sent | build builds building built | sell sells selling sold
+hold holds holding held | find finds finding found | stand stands standing stood | understand understands understood
+hear hears hearing heard | pay pays paying paid | sit sits sitting sat | win wins winning won | leave leaves leaving left
+child children | person people | man men | woman women | foot feet | tooth teeth | mouse mice
+"""
+IRREGULAR: dict[str, tuple[str, ...]] = {
+    word: tuple(other for other in group if other != word)
+    for group in (line.split() for line in _IRREGULAR.replace("|", "\n").splitlines()) for word in group}
 
 
 def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
@@ -210,7 +272,7 @@ def _word_terms(text: str, keep_short: bool) -> list[Term]:
     for word in _WORD.findall(text.casefold()):
         if len(word) == 1 and not word.isdigit() and not keep_short:
             continue
-        terms.append(Term("word", word, stem=light_stem(word)))
+        terms.append(Term("word", word, stem=light_stem(word), forms=IRREGULAR.get(word, ())))
     return terms
 
 
@@ -233,7 +295,7 @@ def _terms(text: str, keep_stop: bool) -> list[Term]:
                 terms.append(Term("symbol", run))
             for t in _word_terms(run, keep_stop):
                 if keep_stop or t.text not in STOP_WORDS:
-                    terms.append(Term(t.kind, t.text, partial=symbol, stem=t.stem))
+                    terms.append(Term(t.kind, t.text, partial=symbol, stem=t.stem, forms=t.forms))
     return terms
 
 

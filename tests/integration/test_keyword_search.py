@@ -120,6 +120,17 @@ def test_exact_symbols_and_error_codes(world, work):
         assert noise not in {r["session_id"] for r in res["results"][:1]}
 
 
+def test_other_forms_of_a_word_find_it(lookalike_pq, world):
+    """A prefix every form shares ("activity" finds "activities") and irregular forms ("buy" finds
+    "bought"), through every way the scope is searched."""
+    sid = world.session(("user", "We bought two activities trackers"), cwd=lookalike_pq["p_dir"], title="forms")
+    ask = lambda q: found(call(SEARCH, {"mode": "keyword", "query": q},  # noqa: E731
+                               session_id=lookalike_pq["asker_p"]))
+    assert ask("buy") == {sid}
+    assert ask("activity") == {sid}
+    assert ask("tracker") == {sid}
+
+
 @pytest.mark.parametrize("query", ['NEAR(websocket reconnect)', 'websocket AND', 'OR', '"unbalanced', 'col:websocket',
                                    '*', '^websocket', 'a:b:c', "'; DROP TABLE messages; --", "(((", '"" AND ""',
                                    "websocket\x00", "\ud800websocket", "x" * 5000])

@@ -118,6 +118,32 @@ def test_light_stem():
     assert light_stem("naïve") is None
 
 
+@pytest.mark.parametrize("words, stem", [
+    # Every form of the word starts with the stem.
+    (("activity", "activities"), "activit"), (("family", "families"), "famil"),
+    (("planning", "planned"), "plan"), (("hiking", "hiked"), "hike"), (("places", "placed"), "plac"),
+    (("travelling", "travelled"), "travel"), (("classes",), "class"), (("recently",), "recent"),
+    # Words that only look inflected keep their end, and no 3-letter prefix of a longer word.
+    (("homeless",), "homeless"), (("apply",), "apply"), (("games",), "game"), (("times",), "time"),
+    (("falling",), "fall"), (("needed",), "need"),
+])
+def test_light_stem_is_a_prefix_of_every_form(words, stem):
+    for word in words:
+        assert light_stem(word) == stem, word
+
+
+def test_irregular_forms_are_other_forms_of_a_word():
+    from project_history_recall.keyword.engine import stems
+
+    q = parse("When did we go and buy the children's tickets?")
+    forms = {(t.text, t.concept) for t in stems(q) if t.kind == "form"}
+    concept = {t.text: t.concept for t in q.terms}
+    assert {("went", concept["go"]), ("bought", concept["buy"]), ("child", concept["children"])} <= forms
+    assert all(t.partial for t in stems(q))
+    # A form that is a stop word is not looked for ("made" of "make" is one; "did" of "do").
+    assert not {f for f in ("made", "did") if f in {t.text for t in stems(parse("make"))}}
+
+
 def test_a_two_character_word_has_its_characters_to_look_for_when_the_scope_never_says_it():
     from project_history_recall.keyword.engine import characters
 
