@@ -348,7 +348,7 @@ class _OwnIndex:
             if t.kind in ("stem", "form"):
                 groups[t.concept].append(t)
         counts = {t: self.lookup.count(match) for t, match in self.matches.items()}
-        heads = {t.concept: t for t in self.ctx.query.terms if not t.partial}
+        heads = self.ctx.query.heads
         for t in characters(self.ctx.query):
             match = textindex.match_for(textindex.normalise(t.text))
             if match is not None and counts[heads[t.concept]] == 0:
@@ -450,7 +450,7 @@ def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) 
     # query itself mixes scripts (then the history likely does too); a
     # word's characters only when it found nothing.
     mixed = any(t.kind == "cjk" for t in query.terms)
-    heads = {t.concept: t for t in query.terms if not t.partial}
+    heads = query.heads
     extra = [g for g in glued(query) if mixed or not found.get(heads[g.concept])]
     extra += [c for c in characters(query) if not found.get(heads[c.concept])]
     found.update(_run(fts, shape, plan(extra, shape, filters, total)))

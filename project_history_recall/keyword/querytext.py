@@ -97,6 +97,11 @@ class ParsedQuery:
         return out
 
     @property
+    def heads(self) -> dict[int, Term]:
+        """Concept id -> the whole term the person typed (not a piece of it)."""
+        return {t.concept: t for t in self.terms if not t.partial}
+
+    @property
     def empty(self) -> bool:
         return not self.terms
 
