@@ -58,7 +58,7 @@ _WORD_TOKEN = re.compile(r"[^\W_]+")
 # common, so it weighs little; beyond this its rows are not all credited.
 TERM_CANDIDATES = 5000
 # A concept found only in pieces (the bigrams of a longer CJK word, the words
-# of a symbol) earns at most this share of it, when all pieces are there...
+# of a symbol) earns at most this share of it, when all pieces the scope says are there...
 PIECE_CREDIT = 0.5
 # ...and one found in another form earns this: an inflection ("painted" for
 # "painting"), an irregular form ("went" for "go"; 0.7 and 0.9 did no better on
@@ -238,7 +238,11 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
         head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
         parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
         credit = np.zeros(len(keys))
-        parts_weight = sum(idf[t] for t in parts) or 1.0
+        # A piece the scope never says (a bigram across a compound's inner cut: 先照 of
+        # 优先照顾) takes no share from the others; a lone character still does, as alone
+        # it is mostly in other words (面 of an unseen 负面: 方面, 见面).
+        held = [t for t in parts if len(t.text) == 1 or counts.get(t, len(found.get(t, ())))]
+        parts_weight = sum(idf[t] for t in held) or 1.0
         for t in parts:
             if len(found.get(t, ())):
                 credit[np.searchsorted(keys, found[t])] += PIECE_CREDIT * idf[t] / parts_weight

@@ -114,3 +114,21 @@ def test_sessions_that_hold_the_same_tie_to_the_last_bit_and_the_newest_comes_fi
             concepts.append(_concept(float(rng.random() + 0.5), list(credit)))
         hits = rank(concepts, np.arange(same + fewer), same + fewer + 30, _OneMessageSessions(same + fewer), same)
         assert [h.message_id for h in hits] == list(range(100 + same - 1, 99, -1))
+
+
+def test_a_piece_the_scope_never_says_takes_no_share_of_a_concept_from_the_others_but_a_character_does():
+    from project_history_recall.keyword.engine import PIECE_CREDIT, _concepts, _idf
+    from project_history_recall.keyword.querytext import Term
+
+    keys = np.array([1, 2])
+    # 优先照顾 is never said whole, nor its bigram across the cut (先照): 优先 and 照顾 are the whole of what can be.
+    word, first, across, second = (Term("cjk", "优先照顾"), Term("cjk", "优先", partial=True),
+                                   Term("cjk", "先照", partial=True), Term("cjk", "照顾", partial=True))
+    found = {word: keys[:0], first: np.array([1]), across: keys[:0], second: np.array([1, 2])}
+    [compound] = _concepts({0: [word, first, across, second]}, found, keys, 100)
+    assert compound.credit[0] == pytest.approx(PIECE_CREDIT)
+    assert compound.credit[1] == pytest.approx(PIECE_CREDIT * _idf(100, 2) / (_idf(100, 1) + _idf(100, 2)))
+    # The characters of an unseen 负面: 面 alone, said where 负 is not, keeps its part of the half only.
+    word, neg, face = Term("cjk", "负面"), Term("cjk", "负", partial=True), Term("cjk", "面", partial=True)
+    [unseen] = _concepts({0: [word, neg, face]}, {word: keys[:0], neg: keys[:0], face: keys}, keys, 100)
+    assert unseen.credit[0] == pytest.approx(PIECE_CREDIT * _idf(100, 2) / (_idf(100, 0) + _idf(100, 2)))
