@@ -28,7 +28,9 @@ import threading
 # Words that carry no topic in a question: interrogatives, pronouns,
 # particles, auxiliaries. A word made only of FUNCTION_CHARS counts as one too
 # (``是从``, ``上个月``, ``年前``, ``那次``: grammar, relative time and the
-# measure word of an occasion, not a topic).
+# measure word of an occasion, not a topic). 去 is not grammar: it is the verb
+# "go" (什么时候去参加 is answered by 我去了), a word as "go" and "went" are in
+# English; its grammatical uses (回去, 出去) are words the dictionary keeps whole.
 STOP_WORDS = frozenset(
     "什么 怎么 怎样 怎么样 如何 为什么 为何 哪些 哪个 哪里 哪儿 哪家 哪位 哪种 哪天 哪年 何时 多少 多久 是否 "
     "是不是 有没有 我们 你们 他们 她们 它们 咱们 自己 大家 这个 那个 这些 那些 这样 那样 这里 那里 一下 一个 "
@@ -36,7 +38,7 @@ STOP_WORDS = frozenset(
     "知道 觉得 认为 一起 曾经 当时 那时 现在 最近".split()
 )
 FUNCTION_CHARS = frozenset(
-    "的地得了着过吗呢吧啊么呀嘛哦是在和与跟及或而但就也都还又再才很太最把被给对从向到去来让使为以之其这那哪谁几多"
+    "的地得了着过吗呢吧啊么呀嘛哦是在和与跟及或而但就也都还又再才很太最把被给对从向到来让使为以之其这那哪谁几多"
     "我你他她它们咱有没会能要想说个些每各某前后上下里中内外时年月日天号次"
 )
 

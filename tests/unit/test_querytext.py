@@ -48,6 +48,11 @@ def test_the_measure_word_of_an_occasion_is_grammar():
     assert [t.text for t in parse("那次看牙之后每次都疼").terms if not t.partial] == ["看牙", "疼"]
 
 
+def test_the_verb_go_is_a_word_of_a_chinese_question():
+    # "When did Melanie go to the park?" is answered by "我昨天带孩子们去了公园".
+    assert [t.text for t in parse("Melanie什么时候去了公园？").terms if not t.partial] == ["melanie", "去", "公园"]
+
+
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
     # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
     q = parse("梅兰妮画了日出")
