@@ -55,14 +55,15 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
     """The sessions of the first ``limit`` distinct sessions of ``ranked`` (hits best
     first), in that order, each with its best hit and its further hits. A session of ``reserved``
     that ``ranked`` holds is among them however far down it comes, in the place of the last
-    of the others (``firsts``)."""
+    of the others (see the module's note)."""
     opens = set(_openers(ranked, session_of, limit, reserved))
     groups: dict[str, Group[T]] = {}
     for at, item in enumerate(ranked):
+        sid = session_of(item)
         if at in opens:
-            groups[session_of(item)] = Group(session_of(item), [item])
-        elif at < limit and session_of(item) in groups:
-            groups[session_of(item)].hits.append(item)
+            groups[sid] = Group(sid, [item])
+        elif at < limit and sid in groups:
+            groups[sid].hits.append(item)
     return list(groups.values())
 
 
