@@ -13,6 +13,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from typing import Collection
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -44,6 +45,9 @@ KEYWORD_CANDIDATES = 50
 # some of the words is credited for them).
 KEYWORD_SCORED = 200
 SEMANTIC_CANDIDATES = 20
+# Hybrid's results hold each engine's own first sessions, a fifth of ``limit`` each (2 of 10;
+# chosen on the tune halves: 3 of 10 lost LoCoMo hit@10), see ``sessions``.
+ENGINE_FIRSTS_SHARE = 5
 # Semantic mode alone brings this many messages a session asked for, so that
 # ``limit`` distinct sessions are found among them.
 SEMANTIC_PER_SESSION = 3
@@ -174,9 +178,10 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     )
 
 
-def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, limit: int) -> list[Hit]:
-    """The hits that decide the best ``limit`` sessions (``sessions.deciding``), without the semantic
-    hits whose message is gone, rewound, or no longer says what was embedded.
+def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, limit: int,
+             reserved: Collection[str] = ()) -> list[Hit]:
+    """The hits that decide the best ``limit`` sessions, ``reserved`` among them (``sessions.deciding``),
+    without the semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
     Only the semantic hits within their reach are read and checked: a hybrid search at 1M ranks
     10-16 semantic-only hits, of which 0.1-5.7 lie within the reach of its ten sessions (the
@@ -201,7 +206,8 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
                 rows[h.message_id] = row
         return out
 
-    kept = sessions.deciding(hits, lambda h: h.session_id, limit, lambda h: h.source == SEMANTIC, rejects)
+    kept = sessions.deciding(hits, lambda h: h.session_id, limit, lambda h: h.source == SEMANTIC, rejects,
+                             reserved)
     outcome.rows = rows
     fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
     if stale and outcome.store is not None and fp is not None:
@@ -302,13 +308,14 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
-    ranked, searched_with, outcome = _ranked(req, ctx)
-    return sessions.by_session(ranked, lambda h: h.session_id, req.limit), searched_with, outcome
+    ranked, reserved, searched_with, outcome = _ranked(req, ctx)
+    return sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved), searched_with, outcome
 
 
-def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, semantic.Outcome]:
-    """(hits best first, enough of them for ``req.limit`` sessions; engines used; the semantic outcome).
-    With the semantic engine's hits, the list ends at the last hit that decides those sessions."""
+def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str], str, semantic.Outcome]:
+    """(hits best first, enough of them for ``req.limit`` sessions; the sessions reserved a place
+    among them (``sessions.by_session``); engines used; the semantic outcome). With the semantic
+    engine's hits, the list ends at the last hit that decides those sessions."""
     settings = ctx.settings
     lookup = keyword.own_index(ctx)
     windows = _times_named(req, ctx)
@@ -316,18 +323,23 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
         hits = keyword.search(ctx, KEYWORD_SCORED, lookup)
-        return timewords.reweigh(hits, windows, settings.time_weight), "keyword", outcome
+        return timewords.reweigh(hits, windows, settings.time_weight), [], "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
-    kw_hits = kw_all[: max(req.limit, KEYWORD_CANDIDATES)]
+    # The keyword engine's ranking as keyword mode has it: the candidates are its first, so that a
+    # time the question names counts in choosing them (once: they keep their own scores, and the
+    # fused list is reweighed below), and its further matches follow in that order.
+    kw_order = timewords.reweigh(kw_all, windows, settings.time_weight)
+    chosen = {h.message_id for h in kw_order[: max(req.limit, KEYWORD_CANDIDATES)]}
+    kw_hits = [h for h in kw_all if h.message_id in chosen]
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
     outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits},
                            evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
-        return timewords.reweigh(kw_all, windows, settings.time_weight), "keyword", outcome
+            kw_order = timewords.reweigh(keyword.search(ctx, KEYWORD_SCORED, lookup), windows, settings.time_weight)
+        return kw_order, [], "keyword", outcome
     if req.mode == "semantic":
-        return _checked(ctx, outcome.hits, outcome, req.limit), "semantic", outcome
+        return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})
@@ -336,8 +348,12 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], str, sem
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = timewords.reweigh(fused, windows, settings.time_weight) + [h for h in kw_all if h.message_id not in fused_ids]
-    return _checked(ctx, ranked, outcome, req.limit), "keyword+semantic", outcome
+    ranked = (timewords.reweigh(fused, windows, settings.time_weight)
+              + [h for h in kw_order if h.message_id not in fused_ids])
+    share = req.limit // ENGINE_FIRSTS_SHARE
+    reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
+                                  + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
+    return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:

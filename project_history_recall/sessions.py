@@ -28,13 +28,18 @@ carry several and the rest one, so the results hold every one of the best
 ``limit`` hits of the sessions shown, in ``limit`` distinct sessions.
 
 The same function ranks the keyword engine's list, the semantic engine's and
-the fused one, so every mode answers in sessions.
+the fused one, so every mode answers in sessions. Hybrid search reserves
+places for each engine's own first sessions (``reserved``): where the engines
+disagree, the fused order can push the session one of them ranks first below
+the tenth, and hybrid then misses what that engine alone finds. Such a
+session takes the place of the last of the others, so the first places keep
+the fused order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Collection, Generic, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -45,36 +50,61 @@ class Group(Generic[T]):
     hits: list[T] = field(default_factory=list)  # the session's best hit first, then its further hits
 
 
-def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int) -> list[Group[T]]:
+def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
+               reserved: Collection[str] = ()) -> list[Group[T]]:
     """The sessions of the first ``limit`` distinct sessions of ``ranked`` (hits best
-    first), in that order, each with its best hit and its further hits."""
+    first), in that order, each with its best hit and its further hits. A session of ``reserved``
+    that ``ranked`` holds is among them however far down it comes, in the place of the last
+    of the others (see the module's note)."""
+    opens = set(_openers(ranked, session_of, limit, reserved))
     groups: dict[str, Group[T]] = {}
     for at, item in enumerate(ranked):
         sid = session_of(item)
-        group = groups.get(sid)
-        if group is None:
-            if len(groups) < limit:
-                groups[sid] = Group(sid, [item])
-        elif at < limit:
-            group.hits.append(item)
+        if at in opens:
+            groups[sid] = Group(sid, [item])
+        elif at < limit and sid in groups:
+            groups[sid].hits.append(item)
     return list(groups.values())
 
 
+def firsts(ranked: list[T], session_of: Callable[[T], str], count: int) -> list[str]:
+    """The first ``count`` distinct sessions of ``ranked``."""
+    out: dict[str, None] = {}
+    for item in ranked:
+        if len(out) >= count:
+            break
+        out.setdefault(session_of(item))
+    return list(out)
 
-def reach(ranked: list[T], session_of: Callable[[T], str], limit: int) -> int:
-    """How many of ``ranked``'s first items ``by_session`` reads: through the one that opens the
-    ``limit``-th session (all of them when they hold fewer). Its groups depend on those alone."""
+
+def _openers(ranked: list[T], session_of: Callable[[T], str], limit: int, reserved: Collection[str]) -> Iterator[int]:
+    """The positions in ``ranked`` of the items that open ``by_session``'s groups, in order."""
+    owed = set(reserved).intersection(map(session_of, ranked)) if reserved else set()
     seen: set[str] = set()
     for at, item in enumerate(ranked):
-        seen.add(session_of(item))
         if len(seen) == limit:
-            return at + 1
-    return len(ranked)
+            return
+        sid = session_of(item)
+        if sid in seen:
+            continue
+        if sid in owed:
+            owed.discard(sid)
+        elif len(seen) + len(owed) >= limit:
+            continue
+        seen.add(sid)
+        yield at
+
+
+def reach(ranked: list[T], session_of: Callable[[T], str], limit: int, reserved: Collection[str] = ()) -> int:
+    """How many of ``ranked``'s first items ``by_session`` reads: through the one that opens the
+    ``limit``-th session (all of them when they hold fewer). Its groups depend on those alone."""
+    opened = list(_openers(ranked, session_of, limit, reserved))
+    return opened[-1] + 1 if len(opened) == limit else len(ranked)
 
 
 def deciding(ranked: list[T], session_of: Callable[[T], str], limit: int, doubtful: Callable[[T], bool],
-             rejects: Callable[[list[T]], set[int]]) -> list[T]:
-    """The first items of ``ranked`` that decide ``by_session(…, limit)`` once those ``rejects``
+             rejects: Callable[[list[T]], set[int]], reserved: Collection[str] = ()) -> list[T]:
+    """The first items of ``ranked`` that decide ``by_session(…, limit, reserved)`` once those ``rejects``
     turns down are left out: ``by_session`` of the result is ``by_session`` of ``ranked`` without
     every ``doubtful`` item ``rejects`` would turn down. ``rejects`` (a batch of doubtful items ->
     the positions in the batch of those to leave out) is asked only about the doubtful items
@@ -83,7 +113,7 @@ def deciding(ranked: list[T], session_of: Callable[[T], str], limit: int, doubtf
     out: set[int] = set()
     while True:
         kept = [i for i in range(len(ranked)) if i not in out]
-        kept = kept[: reach([ranked[i] for i in kept], session_of, limit)]
+        kept = kept[: reach([ranked[i] for i in kept], session_of, limit, reserved)]
         todo = [i for i in kept if i not in asked and doubtful(ranked[i])]
         if not todo:
             return [ranked[i] for i in kept]

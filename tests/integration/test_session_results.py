@@ -89,3 +89,25 @@ def test_a_more_hits_message_reads_back_with_core_session_search(heater, world):
     out = json.loads(session_search(session_id=sid, profile=profile, around_message_id=other["message_id"],
                                     db=world.db))
     assert out["success"] and any(m["id"] == other["message_id"] for m in out["messages"])
+
+
+def test_hybrid_keeps_the_semantic_engines_first_session(world, work):
+    """Twelve sessions hold the question's words in other senses and one says what it asks in other
+    words: the blend ranks the twelve first, and the one the semantic engine ranks first still
+    comes among hybrid's ten, in the place of the last of the others."""
+    folder = work / "garden"
+    folder.mkdir()
+    world.project("Garden", folder)
+    for n in range(12):
+        world.session(("user", f"Quiz night {n}: the answer to question {n} was 'orange', the tree was a trick "
+                               f"question, and the leaves round was won by team {n}."), cwd=folder)
+    meant = world.session(("user", "My citrus plant keeps shedding its foliage since I moved it indoors."),
+                          ("assistant", "Indoor citrus drops them when the light falls; give it a bright window."),
+                          cwd=folder)
+    asker = world.session(cwd=folder)
+    enable_plugin(world.home)
+    query = "why is my orange tree losing its leaves?"
+    semantic = call(SEARCH, {"query": query, "mode": "semantic"}, session_id=asker)
+    assert semantic["results"][0]["session_id"] == meant
+    hybrid = [r["session_id"] for r in call(SEARCH, {"query": query, "mode": "hybrid"}, session_id=asker)["results"]]
+    assert len(hybrid) == 10 and meant in hybrid

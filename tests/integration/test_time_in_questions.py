@@ -108,3 +108,20 @@ def test_relative_times_are_read_from_the_asking_sessions_start_not_from_now(his
     _with_weight(world.home, 0.5)
     for query in ("what did we decide last week about the cache eviction policy?", "上周缓存淘汰策略定了什么？"):
         assert _sessions(asker, query, mode)[0] == sessions["june"]
+
+
+def test_hybrid_chooses_its_keyword_candidates_with_the_time_named(world, work):
+    """Sixty later sessions say the same words as the one of 10 March, so by the words alone its
+    messages come after the keyword candidates hybrid fuses; the date in the question brings them
+    among the candidates, as keyword mode ranks them, and its session comes first."""
+    world.project("App", work)
+    now = time.time()
+    for n in range(60):
+        _at(world, now - (n + 1) * DAY, work)
+    # Written last, so that the semantic engine's ties (the same words) do not bring it in either.
+    march = _at(world, datetime(2026, 3, 10, 11).timestamp(), work)
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    query = "what did we decide about the cache eviction policy on March 10, 2026?"
+    for mode in ("keyword", "hybrid"):
+        assert _sessions(asker, query, mode)[0] == march

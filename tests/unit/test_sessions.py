@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import random
 
-from project_history_recall.sessions import by_session, deciding
+from project_history_recall.sessions import by_session, deciding, firsts
 
 
-def _group(ranked, limit):
-    return [(g.session_id, [m[1] for m in g.hits]) for g in by_session(ranked, lambda m: m[0], limit)]
+def _group(ranked, limit, reserved=()):
+    return [(g.session_id, [m[1] for m in g.hits]) for g in by_session(ranked, lambda m: m[0], limit, reserved)]
 
 
 def test_each_session_once_in_the_order_of_its_best_hit_with_its_further_hits_among_the_best():
@@ -27,12 +27,31 @@ def test_limit_counts_sessions_and_the_first_session_carries_all_its_leading_hit
 
 def test_nothing_in_nothing_out():
     assert _group([], 10) == []
+    assert _group([], 10, ["a"]) == []
+
+
+def test_a_reserved_session_takes_the_place_of_the_last_others_and_keeps_its_place_in_the_order():
+    ranked = [("a", 1), ("b", 2), ("c", 3), ("a", 4), ("d", 5), ("e", 6)]
+    assert _group(ranked, 3, ["e"]) == [("a", [1]), ("b", [2]), ("e", [6])]
+    assert _group(ranked, 3, ["e", "d"]) == [("a", [1]), ("d", [5]), ("e", [6])]
+    # Already among the first: nothing moves.
+    assert _group(ranked, 3, ["b"]) == _group(ranked, 3)
+    # A reserved session the list does not hold reserves nothing.
+    assert _group(ranked, 3, ["z"]) == _group(ranked, 3)
+
+
+def test_firsts_are_the_first_distinct_sessions():
+    ranked = [("a", 1), ("a", 2), ("b", 3), ("c", 4)]
+    assert firsts(ranked, lambda m: m[0], 2) == ["a", "b"]
+    assert firsts(ranked, lambda m: m[0], 0) == []
+    assert firsts(ranked, lambda m: m[0], 9) == ["a", "b", "c"]
 
 
 def test_deciding_gives_the_groups_of_the_list_without_every_rejected_item_and_asks_only_within_reach():
     rng = random.Random(7)
     for _ in range(2000):
         limit = rng.randint(1, 6)
+        reserved = rng.sample("abcdefghz", rng.randint(0, limit))
         # (session, message, doubtful, rejected)
         ranked = [(rng.choice("abcdefgh"), n, rng.random() < 0.5, rng.random() < 0.3) for n in range(rng.randint(0, 30))]
         asked: list = []
@@ -41,12 +60,15 @@ def test_deciding_gives_the_groups_of_the_list_without_every_rejected_item_and_a
             asked.extend(batch)
             return {at for at, item in enumerate(batch) if item[3]}
 
-        found = deciding(ranked, lambda m: m[0], limit, lambda m: m[2], rejects)
+        found = deciding(ranked, lambda m: m[0], limit, lambda m: m[2], rejects, reserved)
         truth = [m for m in ranked if not (m[2] and m[3])]
-        assert _group(found, limit) == _group(truth, limit)
+        assert _group(found, limit, reserved) == _group(truth, limit, reserved)
+        present = {m[0] for m in truth}
+        assert {s for s in reserved if s in present} <= {sid for sid, _ in _group(found, limit, reserved)}
         assert all(m[2] for m in asked) and len(set(asked)) == len(asked)
-        # Nothing beyond what it returns was asked about but the items it left out.
-        assert all(m in found or m[3] for m in asked)
+        # Nothing beyond what it returns was asked about but the items it left out (a reserved
+        # session far down, which a rejection then removed, can leave the reach shorter).
+        assert all(m in found or m[3] for m in asked) or reserved
 
 
 def test_deciding_asks_nothing_when_the_sessions_are_found_before_any_doubtful_item():
