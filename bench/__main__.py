@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="also embed the projects of the first P askers (the embedded model does ~200 chunks/s "
                             "on one core: 10-20 projects take minutes) and time hybrid against keyword search over "
                             "their queries, warm")
+    speed.add_argument("--responses", type=Path, metavar="FILE",
+                       help="with --hybrid: write the timed tool responses to FILE, or, if it exists, check "
+                            "that they are byte-identical to those another version of the code wrote there")
     speed.add_argument("--json", type=Path, help="also write the figures here")
 
     data = Path(os.environ.get("PHR_BENCH_DATA") or Path(__file__).resolve().parents[1] / "bench-data")
@@ -221,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         from .synth import SynthSpec
 
         figures = mod.run(args.home, SynthSpec(args.messages, args.sessions, args.projects), args.queries,
-                          args.hybrid)
+                          args.hybrid, args.responses)
     else:
         from . import locomo as mod
 

@@ -113,7 +113,8 @@ def _callers(home: Path, n: int, seed: int) -> list[str]:
     return [rng.choice(ids) for _ in range(n)]
 
 
-def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int = 0) -> dict:
+def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int = 0,
+        responses: Path | None = None) -> dict:
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -202,24 +203,32 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int 
                         "core p50", "core p95", "plugin hits", "core hits", "scope (sessions, median)",
                         "load (1 min)"], rows))
     if hybrid_projects:
-        figures["hybrid"] = hybrid(home, queries, callers, hybrid_projects, plugin_config)
+        figures["hybrid"] = hybrid(home, queries, callers, hybrid_projects, plugin_config, responses)
     return figures
 
 
-def _timed_search(query: str, mode: str, caller: str) -> tuple[dict, float]:
+def _timed_search(query: str, mode: str, caller: str, raw: dict | None = None) -> tuple[dict, float]:
+    """(the response, ms); ``raw``: where the response is also kept as the tool returned it."""
     from project_history_recall.ui import tools
 
     t = time.perf_counter()
-    out = json.loads(tools.handle_search({"query": query, "mode": mode, "limit": 10, "context": 2},
-                                         session_id=caller))
+    text = tools.handle_search({"query": query, "mode": mode, "limit": 10, "context": 2}, session_id=caller)
     took = (time.perf_counter() - t) * 1000
+    out = json.loads(text)
+    if raw is not None:
+        raw[f"{mode} {caller} {query}"] = text
     if not out.get("success"):
         raise RuntimeError(f"{mode} search failed for {query!r}: {out}")
     return out, took
 
 
-def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count: int, plugin_config: Path) -> dict:
-    """Hybrid against keyword latency, warm, over the same queries of the askers in ``count`` projects."""
+def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count: int, plugin_config: Path,
+           responses: Path | None = None) -> dict:
+    """Hybrid against keyword latency, warm, over the same queries of the askers in ``count`` projects.
+
+    ``responses``: a file of every timed tool response, byte for byte. If it exists (another
+    version of the code wrote it on the same home), each response is compared with it: a change
+    meant to make search faster must answer the same."""
     from project_history_recall import indexing
     from project_history_recall.hermes.host import Caller
     from project_history_recall.hermes.statedb import reading
@@ -256,6 +265,7 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
     shown: dict[str, dict[str, list[int]]] = {cls: {"keyword": [], "hybrid": []} for cls in CLASSES}
     loads: dict[str, list[float]] = {cls: [] for cls in CLASSES}
     not_hybrid = []
+    raw: dict[str, str] = {}
     n = 0
     for _project, asked in groups:
         # Warm: the model loaded and this project's vectors in memory, as after a conversation's first search.
@@ -263,7 +273,7 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
         for cls, query, caller in asked:
             # Each mode goes first every other time: neither gains from what the other left in the caches.
             for mode in (("keyword", "hybrid") if n % 2 == 0 else ("hybrid", "keyword")):
-                out, took = _timed_search(query, mode, caller)
+                out, took = _timed_search(query, mode, caller, raw)
                 times[cls][mode].append(took)
                 shown[cls][mode].append(len(out["results"]))
                 if mode == "hybrid" and (out["semantic_status"] != "ready" or out["searched_with"] != "keyword+semantic"):
@@ -271,12 +281,13 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
             loads[cls].append(os.getloadavg()[0])
             n += 1
     plugin_config.write_text("semantic: false\n", encoding="utf-8")
+    same = _compared(raw, responses) if responses is not None else None
     if not_hybrid:
         raise RuntimeError(f"{len(not_hybrid)} hybrid searches did not use both engines, e.g. {not_hybrid[:3]}")
 
     figures: dict = {"projects": len(projects), "askers": sum(len({c for _, _, c in a}) for _, a in groups),
                      "user_assistant_messages": messages, "chunks_embedded": chunks, "embed_seconds": seconds,
-                     "classes": {}}
+                     "classes": {}, "responses_compared": same}
     rows = []
     for cls in [*CLASSES, "all"]:
         if cls == "all":
@@ -302,6 +313,20 @@ def hybrid(home: Path, queries: dict[str, list[str]], callers: list[str], count:
           f"{figures['askers']} askers in these {len(projects)} projects, each asked in keyword and in hybrid mode "
           f"one after the other (project_history_search handler, limit 10, context 2, semantic search on, "
           f"embedder local); load = 1-min load average while the class ran\n")
+    if same is not None:
+        print(f"responses byte-identical to {responses}: {same['identical']} of {same['compared']}"
+              + (f"; differing, e.g.: {same['differing'][:3]}" if same["differing"] else ""))
     print(common.table(["class", "queries", "keyword p50", "keyword p95", "hybrid p50", "hybrid p95",
                         "hybrid/keyword p50", "sessions shown (keyword / hybrid)", "load (1 min)"], rows))
     return figures
+
+
+def _compared(raw: dict[str, str], path: Path) -> dict | None:
+    """``raw`` written to ``path``, or compared with what another run wrote there (None: written)."""
+    if not path.exists():
+        path.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+        return None
+    before = json.loads(path.read_text(encoding="utf-8"))
+    keys = [k for k in raw if k in before]
+    differing = [k for k in keys if raw[k] != before[k]]
+    return {"compared": len(keys), "identical": len(keys) - len(differing), "differing": differing}
