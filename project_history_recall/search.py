@@ -13,9 +13,9 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Collection
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Collection
 
 from . import consenting, fusion, redaction, results, sessions, timewords
 from . import settings as config

@@ -69,12 +69,7 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
 
 def firsts(ranked: list[T], session_of: Callable[[T], str], count: int) -> list[str]:
     """The first ``count`` distinct sessions of ``ranked``."""
-    out: dict[str, None] = {}
-    for item in ranked:
-        if len(out) >= count:
-            break
-        out.setdefault(session_of(item))
-    return list(out)
+    return [session_of(ranked[at]) for at in _openers(ranked, session_of, count, ())]
 
 
 def _openers(ranked: list[T], session_of: Callable[[T], str], limit: int, reserved: Collection[str]) -> Iterator[int]:
