@@ -53,6 +53,14 @@ def test_the_verb_go_is_a_word_of_a_chinese_question():
     assert [t.text for t in parse("Melanie什么时候去了公园？").terms if not t.partial] == ["melanie", "去", "公园"]
 
 
+def test_colloquial_and_compound_question_words_are_grammar_not_topics():
+    # 啥 asks as 什么 does, 什么样 / 怎么办 / 多大 as 怎样 / 怎么 / 多少 do.
+    assert [t.text for t in parse("山东那次旅行吃了啥").terms if not t.partial] == ["山东", "旅行", "吃"]
+    assert [t.text for t in parse("Jon的舞蹈让他变成什么样？").terms if not t.partial] == ["jon", "舞蹈", "变成"]
+    assert [t.text for t in parse("去千岛湖那次钓到多大的鱼").terms if not t.partial] == ["去", "千岛湖", "钓到", "鱼"]
+    assert [t.text for t in parse("膝盖疼怎么办").terms if not t.partial] == ["膝盖", "疼"]
+
+
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
     # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
     q = parse("梅兰妮画了日出")
