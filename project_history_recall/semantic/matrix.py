@@ -39,7 +39,6 @@ A search also weighs each session's evidence beyond its best chunk
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -105,14 +104,20 @@ def _quantise(v):
     return (ints, scale) if v.ndim == 2 else (ints[0], scale[0])
 
 
-@functools.cache
-def _halves():
-    """Every float16 bit pattern's value as float32, for ``_rescore``: looking the ~100k halves of
-    a search up here takes half the time of numpy's conversion (``astype``), which has no SIMD
-    path for them, and gives the same values: the table is that conversion's own output."""
+def _rows_of(mids, messages: Iterable[int]):
+    """The rows (indices into ``mids``, ascending) whose message is one of ``messages``.
+
+    Found by binary search among the few messages: numpy's ``isin`` with a lookup table filled a
+    table spanning their ids (up to the whole of state.db's) at every search, and its sort-based
+    kind sorts every row."""
     import numpy as np
 
-    return np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    wanted = np.unique(np.fromiter(messages, dtype=np.int64))
+    if len(wanted) == 0:
+        return np.zeros(0, dtype=np.int64)
+    at = np.searchsorted(wanted, mids)
+    at[at == len(wanted)] = 0
+    return np.flatnonzero(wanted[at] == mids)
 
 
 def session_evidence(scores, sessions, z: float = EVIDENCE_Z):
@@ -431,10 +436,8 @@ class ScopeMatrix:
             stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
             evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
         ctx[~mask] = -np.inf
-        # Message ids are state.db rowids, a dense range: a lookup table
-        # is several times faster than numpy's default sort here.
-        wanted = (np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64), kind="table"))
-                  if candidates else np.zeros(0, dtype=np.int64))
+        wanted = _rows_of(self.mids[:n], candidates or ())
+        wanted = wanted[mask[wanted]]
         k = min(len(live), limit * CANDIDATE_FACTOR)
         pool = np.zeros(0, dtype=np.int64)
         if k > 0:
@@ -534,8 +537,10 @@ class ScopeMatrix:
         # The found vectors, then a zero row: what a missing neighbour (-1) or a
         # vector no longer stored adds to the sum. ``slot`` maps each needed row to its row here.
         floats = np.zeros((len(found) + 1, self.dim), dtype=np.float32)
-        np.take(_halves(), np.frombuffer(b"".join(stored[wanted[i]][0] for i in found), dtype=np.uint16),
-                out=floats[:-1].reshape(-1))
+        # numpy's own conversion: a 65536-entry lookup table was faster only while the table
+        # stayed in the CPU's caches, which the rest of a search evicts.
+        floats[:-1] = np.frombuffer(b"".join(stored[wanted[i]][0] for i in found),
+                                    dtype=np.float16).reshape(len(found), self.dim)
         slot = np.full(len(needed) + 1, len(found), dtype=np.int64)
         slot[found] = np.arange(len(found))
 

@@ -536,9 +536,19 @@ def test_the_query_pass_gives_the_integer_products_exactly(d):
     assert m._dots(np.full(d, 127, dtype=np.int8))[0] == d * 127 * 127
 
 
-def test_every_half_precision_value_is_looked_up_as_numpy_converts_it():
-    every = np.arange(2**16, dtype=np.uint16)
-    assert np.array_equal(matrix._halves()[every], every.view(np.float16).astype(np.float32), equal_nan=True)
+@given(st.lists(st.integers(0, 40), max_size=60), st.sets(st.integers(-3, 45), max_size=12))
+def test_rows_of_finds_every_row_of_the_messages_and_no_other(mids, messages):
+    ids = np.asarray(mids, dtype=np.int64)
+    found = matrix._rows_of(ids, messages)
+    assert found.tolist() == [r for r, mid in enumerate(mids) if mid in messages]
+    assert found.dtype == np.int64
+
+
+def test_rows_of_takes_any_iterable_of_ids_and_nothing():
+    ids = np.asarray([7, 3, 7, 900_000, 3], dtype=np.int64)
+    assert matrix._rows_of(ids, {900_000: "s1", 3: "s2"}).tolist() == [1, 3, 4]
+    assert matrix._rows_of(ids, ()).tolist() == []
+    assert matrix._rows_of(ids[:0], {3}).tolist() == []
 
 
 def test_a_sync_with_the_states_it_last_synced_reads_nothing_but_follows_the_members(tmp_path, monkeypatch):
