@@ -39,7 +39,6 @@ A search also weighs each session's evidence beyond its best chunk
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -78,6 +77,9 @@ SAVE_AFTER_ROWS = 4096
 # zh-daily and en-daily (each in its own projects and in one); 3 or 3.5 lost questions on some
 # tune half (longhist, zh-daily in one project), 4.5 gained less.
 EVIDENCE_Z = 4.0
+# The scopes whose rows a matrix keeps between searches (``_scope``): a conversation searches one
+# scope, and a process may serve a few conversations in the same project.
+SCOPES_KEPT = 4
 # The arrays a saved matrix holds, in the file's order.
 SAVED = ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm")
 
@@ -105,14 +107,20 @@ def _quantise(v):
     return (ints, scale) if v.ndim == 2 else (ints[0], scale[0])
 
 
-@functools.cache
-def _halves():
-    """Every float16 bit pattern's value as float32, for ``_rescore``: looking the ~100k halves of
-    a search up here takes half the time of numpy's conversion (``astype``), which has no SIMD
-    path for them, and gives the same values: the table is that conversion's own output."""
+def _rows_of(mids, messages: Iterable[int]):
+    """The rows (indices into ``mids``, ascending) whose message is one of ``messages``.
+
+    Found by binary search among the few messages: numpy's ``isin`` with a lookup table filled a
+    table spanning their ids (up to the whole of state.db's) at every search, and its sort-based
+    kind sorts every row."""
     import numpy as np
 
-    return np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    wanted = np.unique(np.fromiter(messages, dtype=np.int64))
+    if len(wanted) == 0:
+        return np.zeros(0, dtype=np.int64)
+    at = np.searchsorted(wanted, mids)
+    at[at == len(wanted)] = 0
+    return np.flatnonzero(wanted[at] == mids)
 
 
 def session_evidence(scores, sessions, z: float = EVIDENCE_Z):
@@ -176,6 +184,8 @@ class ScopeMatrix:
         self.unsaved = 0  # rows read from the store since the matrix was saved or read back
         self._read_back = saved_at is None
         self._synced: tuple | None = None  # the states and the members (a set) of the last sync that finished
+        self.changes = 0  # counts the calls that changed which rows there are (``_scope``)
+        self._scopes: dict[tuple, tuple] = {}  # each scope's rows (``_scope``), with ``changes`` then
 
     # -- growing and shrinking -------------------------------------------------------
     def _reserve(self, extra: int) -> None:
@@ -198,6 +208,7 @@ class ScopeMatrix:
             setattr(self, name, arr)
 
     def _kill(self, sid: str) -> None:
+        self.changes += 1
         for r in self.rows.pop(sid, []):
             self.alive[r] = False
         self.loaded.pop(sid, None)
@@ -205,6 +216,7 @@ class ScopeMatrix:
     def _compact(self) -> None:
         import numpy as np
 
+        self.changes += 1
         keep = np.flatnonzero(self.alive[: self.n])
         remap = np.full(self.n + 1, -1, dtype=np.int64)
         remap[keep] = np.arange(len(keep))
@@ -226,6 +238,7 @@ class ScopeMatrix:
         batch = [r for r in batch if after.get(r[1], 0) < r[0] <= upto[r[1]]]
         if not batch:
             return
+        self.changes += 1
         self.unsaved += len(batch)
         self._reserve(len(batch))
         count = len(batch)
@@ -375,6 +388,7 @@ class ScopeMatrix:
         for name, part in named.items():
             setattr(self, name, part)
         self.n = n
+        self.changes += 1
         self.sessions = sessions
         self.session_index = {sid: i for i, sid in enumerate(sessions)}
         # Each session's live rows, in row order (the order they were appended in).
@@ -411,30 +425,18 @@ class ScopeMatrix:
         sims = np.append(dots * (self.scale[:n] * q_scale), np.float32(0.0))
         ctx = sims[:n] + self.w * (sims[self.prev[:n]] + sims[self.next[:n]])
         ctx /= self.norm[:n]
-        ok_session = np.zeros(len(self.sessions) + 1, dtype=bool)
-        for sid in allowed:
-            idx = self.session_index.get(sid)
-            if idx is not None:
-                ok_session[idx] = True
-        mask = self.alive[:n] & ok_session[self.sidx[:n]]
-        if since is not None:
-            mask &= self.ts[:n] >= since
-        if until is not None:
-            mask &= self.ts[:n] < until
+        mask, live, live_sessions, outside = self._scope(allowed, since, until)
         # From the int8 scores (within INT8_ERROR of the float ones): over every row of the scope,
         # ~4 passes over the scope's rows besides the product's one.
-        live = np.flatnonzero(mask)
         evidence: dict[str, float] = {}
         if with_evidence:
-            found, extra = session_evidence(ctx[live], self.sidx[live])
+            found, extra = session_evidence(ctx[live], live_sessions)
             # On the scale the blend's cosines are on (``baseline`` below).
             stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
             evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
-        ctx[~mask] = -np.inf
-        # Message ids are state.db rowids, a dense range: a lookup table
-        # is several times faster than numpy's default sort here.
-        wanted = (np.flatnonzero(mask & np.isin(self.mids[:n], np.fromiter(candidates, dtype=np.int64), kind="table"))
-                  if candidates else np.zeros(0, dtype=np.int64))
+        ctx[outside] = -np.inf
+        wanted = _rows_of(self.mids[:n], candidates or ())
+        wanted = wanted[mask[wanted]]
         k = min(len(live), limit * CANDIDATE_FACTOR)
         pool = np.zeros(0, dtype=np.int64)
         if k > 0:
@@ -469,6 +471,34 @@ class ScopeMatrix:
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity, evidence
+
+    def _scope(self, allowed: Iterable[str], since: float | None, until: float | None):
+        """The rows a search of ``allowed`` sessions in that time range looks at: (their mask, their
+        indices, their session indices, the indices of the other rows). The same for every search
+        of a conversation until its rows change, so those of the last ``SCOPES_KEPT`` scopes are
+        kept."""
+        import numpy as np
+
+        key = (frozenset(allowed), since, until)
+        found = self._scopes.pop(key, None)
+        if found is None or found[0] != self.changes:
+            n = self.n
+            ok_session = np.zeros(len(self.sessions) + 1, dtype=bool)
+            for sid in key[0]:
+                idx = self.session_index.get(sid)
+                if idx is not None:
+                    ok_session[idx] = True
+            mask = self.alive[:n] & ok_session[self.sidx[:n]]
+            if since is not None:
+                mask &= self.ts[:n] >= since
+            if until is not None:
+                mask &= self.ts[:n] < until
+            live = np.flatnonzero(mask)
+            found = (self.changes, mask, live, self.sidx[live], np.flatnonzero(~mask))
+        self._scopes[key] = found  # the last asked last
+        while len(self._scopes) > SCOPES_KEPT:
+            del self._scopes[next(iter(self._scopes))]
+        return found[1:]
 
     def _dots(self, q8):
         """Each row's integer dot product with ``q8`` (int32), as einsum over the int8 rows gives it.
@@ -534,8 +564,10 @@ class ScopeMatrix:
         # The found vectors, then a zero row: what a missing neighbour (-1) or a
         # vector no longer stored adds to the sum. ``slot`` maps each needed row to its row here.
         floats = np.zeros((len(found) + 1, self.dim), dtype=np.float32)
-        np.take(_halves(), np.frombuffer(b"".join(stored[wanted[i]][0] for i in found), dtype=np.uint16),
-                out=floats[:-1].reshape(-1))
+        # numpy's own conversion: a 65536-entry lookup table was faster only while the table
+        # stayed in the CPU's caches, which the rest of a search evicts.
+        floats[:-1] = np.frombuffer(b"".join(stored[wanted[i]][0] for i in found),
+                                    dtype=np.float16).reshape(len(found), self.dim)
         slot = np.full(len(needed) + 1, len(found), dtype=np.int64)
         slot[found] = np.arange(len(found))
 

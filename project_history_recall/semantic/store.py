@@ -158,8 +158,10 @@ class VectorStore(derived.DerivedFile):
         stored are absent). The hash comes along: a search checks its hits against it, and
         reading it here saved a statement a search (every chunk of a message holds its hash)."""
         with self.lock:
+            # The ids in turn (CROSS JOIN keeps that order of the loops), not ``rowid IN (…)``, which
+            # first builds a sorted temporary table of them.
             return {r[0]: (r[1], r[2]) for r in self._conn.execute(
-                "SELECT rowid, vector, content_hash FROM chunks WHERE rowid IN (SELECT value FROM json_each(?))",
+                "SELECT c.rowid, c.vector, c.content_hash FROM json_each(?) j CROSS JOIN chunks c ON c.rowid = j.value",
                 (json.dumps(rowids),))}
 
     def fingerprints(self) -> dict[str, int]:

@@ -536,9 +536,45 @@ def test_the_query_pass_gives_the_integer_products_exactly(d):
     assert m._dots(np.full(d, 127, dtype=np.int8))[0] == d * 127 * 127
 
 
-def test_every_half_precision_value_is_looked_up_as_numpy_converts_it():
-    every = np.arange(2**16, dtype=np.uint16)
-    assert np.array_equal(matrix._halves()[every], every.view(np.float16).astype(np.float32), equal_nan=True)
+@given(st.lists(st.integers(0, 40), max_size=60), st.sets(st.integers(-3, 45), max_size=12))
+def test_rows_of_finds_every_row_of_the_messages_and_no_other(mids, messages):
+    ids = np.asarray(mids, dtype=np.int64)
+    found = matrix._rows_of(ids, messages)
+    assert found.tolist() == [r for r, mid in enumerate(mids) if mid in messages]
+    assert found.dtype == np.int64
+
+
+def test_rows_of_takes_any_iterable_of_ids_and_nothing():
+    ids = np.asarray([7, 3, 7, 900_000, 3], dtype=np.int64)
+    assert matrix._rows_of(ids, {900_000: "s1", 3: "s2"}).tolist() == [1, 3, 4]
+    assert matrix._rows_of(ids, ()).tolist() == []
+    assert matrix._rows_of(ids[:0], {3}).tolist() == []
+
+
+def test_a_scope_s_rows_are_found_once_until_the_matrix_changes(tmp_path):
+    rng = np.random.default_rng(12)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", [1, 2], _unit(rng, 2))  # at times 1.0 and 2.0
+    _add(store, "s2", [5], _unit(rng, 1))
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s1", "s2"], store.states("fp"))
+    first = m._scope(["s1", "s2"], None, None)
+    # The same sessions in another order: the very arrays found before.
+    assert all(a is b for a, b in zip(first, m._scope(("s2", "s1"), None, None), strict=True))
+    mask, live, sessions, outside = m._scope(["s1"], None, None)
+    assert sorted(m.mids[live].tolist()) == [1, 2] and m.mids[outside].tolist() == [5]
+    assert mask.tolist() == [m.sessions[s] == "s1" for s in m.sidx[: m.n]]
+    assert [m.sessions[s] for s in sessions] == ["s1", "s1"]
+    assert m.mids[m._scope(["s1", "s2"], 1.5, 5.0)[1]].tolist() == [2]
+    _add(store, "s2", [6], _unit(rng, 1))
+    m.sync(store, "fp", ["s1", "s2"], store.states("fp"))  # a row more: found again
+    mask, live, _, outside = m._scope(["s1", "s2"], None, None)
+    assert sorted(m.mids[live].tolist()) == [1, 2, 5, 6] and len(mask) == m.n and len(outside) == 0
+    m.sync(store, "fp", ["s2"], store.states("fp"))  # s1 leaves: its rows are no longer alive
+    assert sorted(m.mids[m._scope(["s1", "s2"], None, None)[1]].tolist()) == [5, 6]
+    for since in range(matrix.SCOPES_KEPT + 2):
+        m._scope(["s2"], float(since), None)
+    assert len(m._scopes) == matrix.SCOPES_KEPT
 
 
 def test_a_sync_with_the_states_it_last_synced_reads_nothing_but_follows_the_members(tmp_path, monkeypatch):
