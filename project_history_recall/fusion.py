@@ -40,7 +40,11 @@ Two methods (setting ``fusion``):
   the best session's standard deviations above the scope's mean beyond 4))
   cost LoCoMo's held-out half 4 questions at hit@1 and still left hybrid
   below semantic on en-daily's short-answer and one-project held-out
-  halves; plain weights of 1.5-3 cost LoCoMo's 7-34.
+  halves; plain weights of 1.5-3 cost LoCoMo's 7-34. Weights or keyword
+  scores that follow the keyword side's confidence instead (its best score,
+  how far it stands above its own background) traded the same way, and
+  every keyword background lost long histories, where every long answer
+  holds the question's common words (docs/benchmarks.md).
 - ``rrf``: Reciprocal Rank Fusion as the spec first described it. Each list
   votes ``weight / (k + rank)``; ranks, not scores, are fused.
 
