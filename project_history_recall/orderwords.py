@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .hits import Hit
+from .hits import Hit, lifted
 
 # The best sessions whose times set the spread a hit is placed in.
 TOP_SESSIONS = 10
@@ -57,6 +57,4 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     def place(ts: float) -> float:
         return min(max((ts - low) / spread, 0.0), 1.0) if ts else 0.0
 
-    lifted = [(h.score + abs(h.score) * weight * place(h.timestamp), n, h) for n, h in enumerate(hits)]
-    lifted.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [h for _, _, h in lifted]
+    return lifted(hits, lambda h: weight * place(h.timestamp))
