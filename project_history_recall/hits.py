@@ -7,6 +7,7 @@ each ranked by all its hits (``sessions.by_session``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 KEYWORD, SEMANTIC, BOTH = "keyword", "semantic", "both"
 
@@ -18,3 +19,11 @@ class Hit:
     score: float  # on the scale of its source: keyword evidence, a cosine, or the fused score
     source: str  # KEYWORD, SEMANTIC, or BOTH when the fusion found it in both engines' lists
     timestamp: float  # seconds; 0.0 when state.db holds no usable time
+
+
+def lifted(hits: list[Hit], share: Callable[[Hit], float]) -> list[Hit]:
+    """``hits`` (best first) re-ordered by ``score × (1 + share(hit))``: each lifted by that share
+    of its own score; ties keep their order."""
+    boosted = [(h.score + abs(h.score) * share(h), n, h) for n, h in enumerate(hits)]
+    boosted.sort(key=lambda entry: (-entry[0], entry[1]))
+    return [h for _, _, h in boosted]

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Collection
 
-from . import consenting, fusion, redaction, results, sessions, timewords
+from . import consenting, fusion, orderwords, redaction, results, sessions, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
@@ -306,6 +306,16 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
     return timewords.find(req.query, started or time.time())
 
 
+def _in_order(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
+              hits: list[Hit]) -> list[Hit]:
+    """``hits`` with the later sessions lifted when the question asks how something turned out
+    (``orderwords``); a time the question names says when instead ("what is she currently doing
+    in June 2023")."""
+    if windows or not orderwords.asks_for_latest(req.query):
+        return hits
+    return orderwords.reweigh(hits, settings.order_weight)
+
+
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
     ranked, reserved, searched_with, outcome = _ranked(req, ctx)
@@ -323,7 +333,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
         hits = keyword.search(ctx, KEYWORD_SCORED, lookup)
-        return timewords.reweigh(hits, windows, settings.time_weight), [], "keyword", outcome
+        hits = _in_order(req, settings, windows, timewords.reweigh(hits, windows, settings.time_weight))
+        return hits, [], "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     # The keyword engine's ranking as keyword mode has it: the candidates are its first, so that a
     # time the question names counts in choosing them (once: they keep their own scores, and the
@@ -348,7 +359,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = (timewords.reweigh(fused, windows, settings.time_weight)
+    ranked = (_in_order(req, settings, windows, timewords.reweigh(fused, windows, settings.time_weight))
               + [h for h in kw_order if h.message_id not in fused_ids])
     share = req.limit // ENGINE_FIRSTS_SHARE
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)

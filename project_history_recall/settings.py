@@ -81,6 +81,9 @@ class Settings:
     # How much a hit in the time a question names ("last week", "in May 2023", 上周) gains, as a share of
     # its own score at most; 0: dates in a question do not shape the ranking
     time_weight: float = 0.5
+    # How much a later hit gains when a question asks how something turned out ("what did we end up
+    # choosing", 后来…, 最后…), as a share of its own score at most; 0: the ranking ignores such words
+    order_weight: float = 0.05
     keyword_index: bool = True  # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
     # Where they came from (not settings themselves).
     home: Path | None = field(default=None, compare=False)  # the Hermes home (its .env holds the key)
@@ -112,6 +115,7 @@ _RANGES = {
     "semantic_weight": (0.0, 10.0),
     "blend_weight": (0.0, 10.0),
     "time_weight": (0.0, 10.0),
+    "order_weight": (0.0, 10.0),
     "context": (0, MAX_CONTEXT),
     "index_budget_ms": (0, 60000),
     "openai.timeout": (0.5, 300),

@@ -28,7 +28,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as clock
 from typing import Callable, Sequence
 
-from .hits import Hit
+from .hits import Hit, lifted
 
 DAY = 86400.0
 # How surely a kind of phrase points at its window: a named day or month at its full weight; a
@@ -342,6 +342,4 @@ def reweigh(hits: list[Hit], windows: Sequence[Window], weight: float) -> list[H
     weight 0) the very same list; ties keep their order."""
     if not windows or weight <= 0 or not hits:
         return hits
-    boosted = [(h.score + abs(h.score) * weight * closeness(h.timestamp, windows), n, h) for n, h in enumerate(hits)]
-    boosted.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [h for _, _, h in boosted]
+    return lifted(hits, lambda h: weight * closeness(h.timestamp, windows))

@@ -1,0 +1,95 @@
+"""Whether a question asks how something turned out, and hits re-ordered so."""
+
+from __future__ import annotations
+
+import pytest
+
+from project_history_recall import orderwords, search, timewords
+from project_history_recall.hits import KEYWORD, Hit
+from project_history_recall.settings import Settings
+
+DAY = 86400.0
+
+
+@pytest.mark.parametrize("question", [
+    "How did the interview turn out?",
+    "What turned out to be behind the warning light on my dashboard?",
+    "What did we end up choosing for the cache?",
+    "Which laptop did I eventually buy?",
+    "What was the end result of the migration?",
+    "What is the latest on the flaky test?",
+    "What book is Jon currently reading?",
+    "When was the last time we touched the parser?",
+    "redis 超时那个问题最后根因是什么",
+    "后来我爸被确诊是什么病",
+    "我脖子的检查结果是什么",
+    "乐乐现在上几年级",
+    "到底买没买那台车",
+    "最近一次体检是哪天",
+])
+def test_questions_asking_how_something_turned_out(question: str) -> None:
+    assert orderwords.asks_for_latest(question)
+
+
+@pytest.mark.parametrize("question", [
+    "What did we decide last week about the schema?",
+    "What event did John volunteer at last weekend?",
+    "What is my last name on the ticket?",
+    "When did Caroline first go to a support group?",
+    "Was the first half of September a good month?",
+    "最近有什么好看的电影",
+    "上次那个报错怎么修的",
+    "第一次带女朋友见父母那天吃的啥",
+    "",
+])
+def test_words_that_do_not_ask_for_an_outcome(question: str) -> None:
+    assert not orderwords.asks_for_latest(question)
+
+
+def hit(n: int, session: str, score: float, day: float) -> Hit:
+    return Hit(n, session, score, KEYWORD, day * DAY)
+
+
+HITS = [hit(1, "a", 1.0, 10), hit(2, "b", 0.95, 2), hit(3, "c", 0.9, 20), hit(4, "d", 0.3, 30), hit(5, "e", 0.2, 0)]
+
+
+def test_no_weight_leaves_the_very_same_list() -> None:
+    assert orderwords.reweigh(HITS, 0.0) is HITS
+    assert orderwords.reweigh([], 0.3) == []
+
+
+def test_later_sessions_that_match_as_well_are_lifted() -> None:
+    assert [h.session_id for h in orderwords.reweigh(HITS, 0.5)] == ["c", "a", "b", "d", "e"]
+
+
+def test_a_small_weight_does_not_lift_a_session_that_matches_far_less() -> None:
+    # d is the latest, but has under a third of the best score.
+    assert [h.session_id for h in orderwords.reweigh(HITS, 0.5)][-2:] == ["d", "e"]
+
+
+def test_sessions_all_at_one_time_keep_their_order() -> None:
+    same = [hit(1, "a", 1.0, 5), hit(2, "b", 0.99, 5)]
+    assert orderwords.reweigh(same, 0.5) is same
+
+
+def test_a_hit_without_a_time_gains_nothing() -> None:
+    hits = [hit(1, "a", 1.0, 0), hit(2, "b", 0.99, 1), hit(3, "c", 0.98, 2)]
+    assert [h.session_id for h in orderwords.reweigh(hits, 0.1)] == ["c", "a", "b"]
+    untimed = [Hit(1, "a", 1.0, KEYWORD, 0.0), hit(2, "b", 0.95, 1), hit(3, "c", 0.9, 2)]
+    assert orderwords.reweigh(untimed, 0.1)[1].session_id == "c"
+
+
+def test_the_spread_is_of_the_best_sessions_only() -> None:
+    # f lies far beyond the best sessions' times and gains no more than the latest of them.
+    hits = [hit(n, f"s{n}", 1.0 - n / 100, n) for n in range(orderwords.TOP_SESSIONS)]
+    hits.append(hit(99, "f", 0.5, 1000))
+    assert orderwords.reweigh(hits, 0.2)[-1].session_id == "f"
+
+
+def test_a_search_without_outcome_words_or_with_a_named_time_keeps_its_ranking() -> None:
+    settings = Settings(order_weight=0.5)
+    assert search._in_order(search.SearchRequest("How did we set up the cache?"), settings, [], HITS) is HITS
+    june = [timewords.Window(0.0, DAY, 1.0, "in June")]
+    asked = search.SearchRequest("What is she currently doing in June?")
+    assert search._in_order(asked, settings, june, HITS) is HITS
+    assert search._in_order(search.SearchRequest("How did it turn out?"), settings, [], HITS)[0].session_id == "c"
