@@ -348,7 +348,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     if not outcome.usable:
         if req.mode == "semantic":
             kw_order = timewords.reweigh(keyword.search(ctx, KEYWORD_SCORED, lookup), windows, settings.time_weight)
-        return kw_order, [], "keyword", outcome
+        # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
+        return _in_order(req, settings, windows, kw_order), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]

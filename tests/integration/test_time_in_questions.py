@@ -125,3 +125,23 @@ def test_hybrid_chooses_its_keyword_candidates_with_the_time_named(world, work):
     query = "what did we decide about the cache eviction policy on March 10, 2026?"
     for mode in ("keyword", "hybrid"):
         assert _sessions(asker, query, mode)[0] == march
+
+
+def test_a_question_about_how_it_turned_out_lifts_the_later_session_in_keyword_mode_and_its_fallback(world, work):
+    world.project("App", work)
+    now = time.time()
+    world._clock = now - 60 * DAY
+    early = world.session(("user", "cache eviction policy: LRU or LFU? the cache eviction policy decides the cache hit rate"),
+                          cwd=work)
+    world._clock = now - 2 * DAY
+    late = world.session(("user", "we settled the eviction policy"), cwd=work)
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    asked = "what did we end up choosing for the cache eviction policy?"
+    plugin_settings(world.home, order_weight=0.0)
+    assert _sessions(asker, asked, "keyword")[0] == early  # the words alone prefer the first discussion
+    plugin_settings(world.home, order_weight=5.0)
+    assert _sessions(asker, asked, "keyword")[0] == late
+    # Hybrid without its semantic engine is a keyword search, and ranks as keyword mode does.
+    plugin_settings(world.home, order_weight=5.0, semantic=False)
+    assert _sessions(asker, asked, "hybrid")[0] == late
