@@ -306,11 +306,12 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
     return timewords.find(req.query, started or time.time())
 
 
-def _in_order(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
+def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit]) -> list[Hit]:
-    """``hits`` with the later sessions lifted when the question asks how something turned out
-    (``orderwords``); a time the question names says when instead ("what is she currently doing
-    in June 2023")."""
+    """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
+    none and asks how something turned out, the later sessions (``orderwords``): a time named says
+    when instead ("what is she currently doing in June 2023")."""
+    hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows or not orderwords.asks_for_latest(req.query):
         return hits
     return orderwords.reweigh(hits, settings.order_weight)
@@ -332,9 +333,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        hits = keyword.search(ctx, KEYWORD_SCORED, lookup)
-        hits = _in_order(req, settings, windows, timewords.reweigh(hits, windows, settings.time_weight))
-        return hits, [], "keyword", outcome
+        return _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, lookup)), [], "keyword", outcome
     kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
     # The keyword engine's ranking as keyword mode has it: the candidates are its first, so that a
     # time the question names counts in choosing them (once: they keep their own scores, and the
@@ -347,9 +346,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                            evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_order = timewords.reweigh(keyword.search(ctx, KEYWORD_SCORED, lookup), windows, settings.time_weight)
+            kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        return _in_order(req, settings, windows, kw_order), [], "keyword", outcome
+        return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
@@ -360,8 +359,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = (_in_order(req, settings, windows, timewords.reweigh(fused, windows, settings.time_weight))
-              + [h for h in kw_order if h.message_id not in fused_ids])
+    ranked = _lifted(req, settings, windows, fused) + [h for h in kw_order if h.message_id not in fused_ids]
     share = req.limit // ENGINE_FIRSTS_SHARE
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
