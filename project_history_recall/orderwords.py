@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from .hits import Hit, lifted
+from .sessions import leading
 
 # The best sessions whose times set the spread a hit is placed in.
 TOP_SESSIONS = 10
@@ -42,14 +43,7 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     without a time gains nothing; ties keep their order."""
     if weight <= 0 or not hits:
         return hits
-    times: list[float] = []
-    seen: set[str] = set()
-    for h in hits:
-        if len(seen) >= TOP_SESSIONS and h.session_id not in seen:
-            break
-        seen.add(h.session_id)
-        if h.timestamp:
-            times.append(h.timestamp)
+    times = [h.timestamp for h in leading(hits, lambda h: h.session_id, TOP_SESSIONS) if h.timestamp]
     if not times or max(times) <= min(times):
         return hits
     low, spread = min(times), max(times) - min(times)

@@ -90,6 +90,13 @@ def _openers(ranked: list[T], session_of: Callable[[T], str], limit: int, reserv
         yield at
 
 
+def leading(ranked: list[T], session_of: Callable[[T], str], count: int) -> list[T]:
+    """The first items of ``ranked`` that belong to its first ``count`` distinct sessions: every
+    item before the one that opens the next session (all of them when they hold no more)."""
+    opened = list(_openers(ranked, session_of, count + 1, ()))
+    return ranked[: opened[count]] if len(opened) > count else ranked
+
+
 def reach(ranked: list[T], session_of: Callable[[T], str], limit: int, reserved: Collection[str] = ()) -> int:
     """How many of ``ranked``'s first items ``by_session`` reads: through the one that opens the
     ``limit``-th session (all of them when they hold fewer). Its groups depend on those alone."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from project_history_recall.sessions import by_session, deciding, firsts
+from project_history_recall.sessions import by_session, deciding, firsts, leading
 
 
 def _group(ranked, limit, reserved=()):
@@ -45,6 +45,16 @@ def test_firsts_are_the_first_distinct_sessions():
     assert firsts(ranked, lambda m: m[0], 2) == ["a", "b"]
     assert firsts(ranked, lambda m: m[0], 0) == []
     assert firsts(ranked, lambda m: m[0], 9) == ["a", "b", "c"]
+
+
+def test_leading_holds_every_item_before_the_next_session_opens():
+    ranked = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]
+    assert leading(ranked, lambda m: m[0], 2) == [("a", 1), ("b", 2), ("a", 3)]
+    # Further hits of the first sessions after the next one opens are not among them.
+    assert leading(ranked, lambda m: m[0], 1) == [("a", 1)]
+    assert leading(ranked, lambda m: m[0], 3) == ranked
+    assert leading(ranked, lambda m: m[0], 0) == []
+    assert leading([], lambda m: m[0], 3) == []
 
 
 def test_deciding_gives_the_groups_of_the_list_without_every_rejected_item_and_asks_only_within_reach():
