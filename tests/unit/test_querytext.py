@@ -61,6 +61,16 @@ def test_colloquial_and_compound_question_words_are_grammar_not_topics():
     assert [t.text for t in parse("膝盖疼怎么办").terms if not t.partial] == ["膝盖", "疼"]
 
 
+def test_the_chinese_of_english_stop_words_do_more_and_once_is_grammar():
+    # "What does Jon plan to do at the grand opening?": 做 asks as "do" does, 一次 as "once".
+    assert [t.text for t in parse("Jon计划在盛大开业时做什么？").terms if not t.partial] == ["jon", "计划", "盛大", "开业"]
+    assert [t.text for t in parse("Melanie多久和孩子们去一次海滩？").terms if not t.partial] == [
+        "melanie", "孩子", "去", "海滩"]
+    assert [t.text for t in parse("更喜欢哪种并说明原因").terms if not t.partial] == ["喜欢", "说明", "原因"]
+    # A word of its own keeps them: 做饭 is cooking.
+    assert "做饭" in {t.text for t in parse("上次做饭做了什么").terms}
+
+
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
     # jieba cuts the unknown name 梅兰妮 into 梅兰 + 妮; 兰妮 joins the lone character to its neighbour.
     q = parse("梅兰妮画了日出")
