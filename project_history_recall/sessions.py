@@ -20,7 +20,12 @@ at 0.15) lifted held-out semantic LoCoMo 0.415 → 0.419 and LoCoMo-zh 0.407 →
 one project 0.746 → 0.698 hit@5 and en-daily in one project 0.843 → 0.840
 MRR. Nor is adding 0.2 of the blend weight times a session's second-best
 cosine to its hybrid score: within 0.004 hit@1 on LoCoMo's halves, -0.012
-on held-out English LoCoMo-zh.
+on held-out English LoCoMo-zh. Nor is a session's centroid (the cosine of the
+sum of its chunks' vectors, or of its best three): with neighbours weighing 1,
+a session of up to three chunks is already scored by its centroid (its middle
+chunk in context), and for longer ones every setting tried lost questions on
+some LoCoMo, longhist or LoCoMo-zh half, in the semantic ranking and in the
+blend (docs/benchmarks.md).
 
 Each session keeps its best hit, and as further hits its other hits among
 the best ``limit`` overall: the few sessions that hold most of the evidence
