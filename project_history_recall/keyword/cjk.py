@@ -10,9 +10,9 @@ The segmenter is ``rjieba``: the bindings of ``jieba-rs``, a Rust port of
 jieba with jieba's own dictionary: the same cuts as jieba on our questions,
 far faster and lighter to load, and maintained, where jieba's last release is
 from 2020 (docs/benchmarks.md, "Chinese questions"). It is imported on the
-first CJK query, never at plugin
-registration. Without it (a directory install with no dependencies), runs
-are cut at function words and matched by character bigrams instead.
+first CJK query, never at plugin registration. Without it (a directory
+install with no dependencies), runs are cut at function words and matched
+by character bigrams instead.
 
 Kana and hangul are not in jieba's dictionary: katakana runs are kept whole
 (loanwords), hiragana is grammar (particles, endings), and a
