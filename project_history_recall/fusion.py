@@ -9,44 +9,28 @@ Two methods (setting ``fusion``):
   the best keyword hit: a hit that holds one common word of a long question
   scores low however it ranks among the keyword hits, so a close semantic
   hit outranks it, while a hit that holds the whole question keeps the lead
-  it deserves. Rank fusion throws that away (on LoCoMo it lifted session
-  hit@1 over keyword alone by 0.005 where the blend gains more).
+  it deserves. Rank fusion throws that away, and gained less on LoCoMo.
 
   The weight is the embedder's own (``fusion_weight``), unless the setting
-  ``blend_weight`` names one. One weight for every model gave e5 too little
-  say: its ranking is the better one (alone it beats USE's by 0.06-0.18
-  session hit@1 on every bench set, and the keywords' by 0.19 on zh-daily),
-  so with USE's weight hybrid fell below e5's own semantic mode on zh-daily.
-  Each model's weight was chosen on the tune halves of several benches at
-  once, never one per bench. Measuring each cosine instead in standard
-  deviations above the question's mean similarity to the whole scope, with a
-  weight per model, ranked as the right plain weight did on zh-daily and
-  LoCoMo-zh and cost LoCoMo about 0.01 hit@1, so cosines are blended as they
-  are (e5's mapped by its ``cosine_baseline``).
+  ``blend_weight`` names one: one weight for every model gave e5, whose
+  ranking is the better one, too little say, and hybrid fell below e5's own
+  semantic mode on zh-daily. Each model's weight was chosen on the tune
+  halves of several benches at once, never one per bench. Cosines are
+  blended as they are (e5's mapped by its ``cosine_baseline``): measured
+  instead in standard deviations above the question's mean over the scope,
+  they ranked no better and cost LoCoMo.
 
   The weight stays one per model, not one per question, although hybrid
-  trails semantic alone on paraphrasing sets (en-daily). Weights that follow
-  the semantic side's confidence were measured on the tune halves of
-  LoCoMo, LoCoMo-zh, zh-daily and en-daily: raised by the best session's
-  cosine margin over the next session (in the scope's standard deviations,
-  or relative to the best) or by its height above the scope's mean, raised
-  only when the engines' first sessions differ; also a keyword score cut
-  down when its message falls below the semantic side's own floor, and
-  keyword scores saturated. The margin does predict the semantic side's own
-  hit on every set (its first session right for 0.72-0.99 of questions with
-  a margin over one standard deviation, 0.26-0.75 below), and each variant
-  lifted en-daily and zh-daily, but on LoCoMo the keyword side is right in
-  most such disagreements: the best tune-half setting (weight × (1 + 4 ×
-  the best session's standard deviations above the scope's mean beyond 4))
-  cost LoCoMo's held-out half 4 questions at hit@1 and still left hybrid
-  below semantic on en-daily's short-answer and one-project held-out
-  halves; plain weights of 1.5-3 cost LoCoMo's 7-34. Weights or keyword
-  scores that follow the keyword side's confidence instead (its best score,
-  how far it stands above its own background) traded the same way, and
-  every keyword background lost long histories, where every long answer
-  holds the question's common words (docs/benchmarks.md).
-- ``rrf``: Reciprocal Rank Fusion as the spec first described it. Each list
-  votes ``weight / (k + rank)``; ranks, not scores, are fused.
+  trails semantic alone on paraphrasing sets (en-daily): weights that follow
+  either side's confidence (the semantic side's margin over its next
+  session, the keyword side's best score or background) lifted the daily
+  sets but lost LoCoMo, where the keyword side is right in most
+  disagreements, and every keyword background lost long histories, where
+  every long answer holds the question's common words (docs/benchmarks.md,
+  "Blend weights that follow the semantic side's confidence" and "Fusion
+  weighed by the keyword side").
+- ``rrf``: Reciprocal Rank Fusion. Each list votes ``weight / (k + rank)``;
+  ranks, not scores, are fused.
 
 In the blend a message's cosine also carries its session's further
 evidence: ``weight × (cosine + EVIDENCE_WEIGHT × evidence)``, the evidence
@@ -54,25 +38,10 @@ being how far the session's chunks other than its best stand above the
 question's background over the scope (``semantic.matrix.session_evidence``).
 A session that says the thing in several places gains over one that says it
 once, and a long session of unrelated chatter gains nothing. Chosen on the
-tune halves (LoCoMo conversations 0-4, longhist 0,2,4,6,8, LoCoMo-zh
-conversation 0, zh-daily and en-daily ``tune``, each daily set also in one
-project) from recorded inputs of one bench run per set, then run as benches:
-no hybrid figure (hit@1/5/10, MRR) fell on any half. Hit@1 held out: zh-daily
-in one project 0.524 → 0.556, en-daily with short answers 0.875 → 0.896;
-tune: en-daily 0.816 → 0.837, en-daily in one project 0.571 → 0.633, LoCoMo
-0.766 → 0.767; LoCoMo-zh, zh-daily in its own projects and longhist
-unmoved. Lower backgrounds lifted the daily sets more, and every one tried
-(the scope's mean + 1.5 to 3.5 standard deviations, its 90th to 99th
-percentile; by chunks or by messages, decayed by rank or capped) lost some
-tune half (mean + 3 standard deviations: longhist −0.008, zh-daily in one
-project −0.016 hit@1) but one: every message above the scope's mean, the
-best included, decayed 0.6 by rank, capped at 0.15, which then lost held-out
-English LoCoMo-zh 0.790 → 0.778 hit@1 and LoCoMo 0.731 → 0.729 (while
-held-out longhist rose 0.695 → 0.705). A soft (exponential) excess instead
-of a linear one gained less on the tune halves. A plain sum of the cosines (no background) lost semantic zh-daily
-0.008 hit@1. The semantic mode keeps its plain cosines: this evidence there
-lost en-daily 0.825 → 0.804 hit@1 and zh-daily in one project (tune) 0.476
-→ 0.444.
+tune halves of every bench set, and no hybrid figure fell on any half; lower
+backgrounds, or counting the best chunk too, lost some half. The semantic
+mode keeps its plain cosines: this evidence lost paraphrase questions there
+(docs/benchmarks.md, "A session's further semantic evidence").
 
 The semantic side searches with the question's vector as embedded, without
 pseudo-relevance feedback: moving it towards the best chunks (of the first
@@ -85,10 +54,8 @@ about (figures: docs/benchmarks.md, "Pseudo-relevance feedback").
 Either way the fused messages are then ranked as sessions
 (``sessions.by_session``), each scored by all its fused messages. Scoring a
 session instead by its best keyword score plus the weight times its best
-cosine, the two from different messages, did not gain on the tune halves:
-as the larger of that and the blend, LoCoMo -0.010 hit@1 and English
-LoCoMo-zh -0.013; mixed 0.3 into the blend, -0.004 and -0.007; zh-daily
-unmoved.
+cosine, the two from different messages, lost LoCoMo and English LoCoMo-zh
+on the tune halves (docs/benchmarks.md, "The semantic half with USE").
 """
 
 from __future__ import annotations

@@ -183,9 +183,9 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
     """The hits that decide the best ``limit`` sessions, ``reserved`` among them (``sessions.deciding``),
     without the semantic hits whose message is gone, rewound, or no longer says what was embedded.
 
-    Only the semantic hits within their reach are read and checked: a hybrid search at 1M ranks
-    10-16 semantic-only hits, of which 0.1-5.7 lie within the reach of its ten sessions (the
-    queries of `bench speed --hybrid 15`, by class), and reading all cost ~0.3 ms. A changed text
+    Only the semantic hits within their reach are read and checked: few of a hybrid search's
+    semantic-only hits can change the sessions shown, and reading them all cost more than the rest
+    of the check (docs/benchmarks.md, "Hybrid against keyword at 1M"). A changed text
     marks its session for reconciliation, so the next search re-embeds it. The messages read
     stay in ``outcome.rows`` for the response."""
     rows: dict[int, messages.MessageRow] = {}

@@ -7,25 +7,16 @@ each message by its session's evidence (the best few matches and how much
 of the question the session holds, see ``keyword.engine``), and the blend
 adds to each cosine its session's further semantic evidence, what its other
 chunks hold above the question's background over the scope (see
-``fusion``). A plain decaying sum of a session's other cosines in the
-semantic ranking gained ~0.02 hit@1 on LoCoMo and lost as much on zh-daily's
-short sessions (a sum of cosines grows with a session's length: unrelated
-text's are positive), so it is not done. Counting only what stands above the
-question's background does not save it: the blend's evidence (4 standard
-deviations above the scope's mean) cost semantic en-daily 0.825 → 0.804
-hit@1, and the best setting that held on every tune half (each message's cosine above
-the scope's 95th percentile, the best included, decayed 0.3 by rank, capped
-at 0.15) lifted held-out semantic LoCoMo 0.415 → 0.419 and LoCoMo-zh 0.407 →
-0.420 (Chinese), 0.494 → 0.506 (English) hit@1 but cost held-out zh-daily in
-one project 0.746 → 0.698 hit@5 and en-daily in one project 0.843 → 0.840
-MRR. Nor is adding 0.2 of the blend weight times a session's second-best
-cosine to its hybrid score: within 0.004 hit@1 on LoCoMo's halves, -0.012
-on held-out English LoCoMo-zh. Nor is a session's centroid (the cosine of the
-sum of its chunks' vectors, or of its best three): with neighbours weighing 1,
-a session of up to three chunks is already scored by its centroid (its middle
-chunk in context), and for longer ones every setting tried lost questions on
-some LoCoMo, longhist or LoCoMo-zh half, in the semantic ranking and in the
-blend (docs/benchmarks.md).
+``fusion``). The semantic ranking adds nothing of the kind and scores a
+session by its best cosine: a plain decaying sum of its other cosines grows
+with its length (unrelated text's cosines are positive) and traded LoCoMo
+for zh-daily's short sessions, and counting only what stands above the
+question's background, as the blend does, lost paraphrase questions there.
+Nor does hybrid add a session's second-best cosine, nor either ranking its
+centroid: each lost questions on some half (with neighbours weighing 1, a
+session of up to three chunks is already scored by its centroid). Figures:
+docs/benchmarks.md, "A session's further semantic evidence", "The semantic
+half with USE" and "A session's centroid".
 
 Each session keeps its best hit, and as further hits its other hits among
 the best ``limit`` overall: the few sessions that hold most of the evidence

@@ -16,7 +16,8 @@ look like times stay words: "May I…", "you may", "march on", "the second time"
 ``reweigh`` then lifts a hit whose message falls inside a window (or near one, less with
 distance) by a bounded share of its own score; a question without a time leaves the ranking
 exactly as it was. The phrase's words stay keyword terms: dropping them ("3 June, 2023") raised
-the keyword shares of such questions and cost LoCoMo's tune half 0.007 hybrid hit@1.
+the keyword shares of such questions and lost LoCoMo's tune half (docs/benchmarks.md, "English
+stems and irregular forms").
 """
 
 from __future__ import annotations

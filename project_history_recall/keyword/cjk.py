@@ -7,12 +7,12 @@ character finds everything. A dictionary segmenter finds the words
 (``老王``, ``餐厅``, ``讨论``, ``发布``, ``计划``), which is what a person means.
 
 The segmenter is ``rjieba``: the bindings of ``jieba-rs``, a Rust port of
-jieba with jieba's own dictionary (the same cuts as jieba on our questions,
-~50 times faster per query, 0.2 s to import where jieba needs 2 s to load its
-dictionary, 5 MB where jieba takes 42 MB; a release in 2026, where jieba's
-last is from 2020). It is imported on the first CJK query, never at plugin
-registration. Without it (a directory install with no dependencies), runs
-are cut at function words and matched by character bigrams instead.
+jieba with jieba's own dictionary: the same cuts as jieba on our questions,
+far faster and lighter to load, and maintained, where jieba's last release is
+from 2020 (docs/benchmarks.md, "Chinese questions"). It is imported on the
+first CJK query, never at plugin registration. Without it (a directory
+install with no dependencies), runs are cut at function words and matched
+by character bigrams instead.
 
 Kana and hangul are not in jieba's dictionary: katakana runs are kept whole
 (loanwords), hiragana is grammar (particles, endings), and a

@@ -179,10 +179,9 @@ def characters(query: ParsedQuery) -> list[Term]:
     (看牙 as 蛀牙 / 牙冠, 房贷 as 贷款, 茶叶 as 龙井茶); a word the history never says can
     only be found that way, and its characters then earn its concept's PIECE_CREDIT. A word
     the scope does say keeps to itself: characters for every two-character word (or for words
-    said in at most 2 or 20 messages) gained more on the tune halves but cost held-out
-    one-project zh-daily hybrid hit@5 two questions, and Chinese questions at 1M messages a
-    third more time (~9 more terms read a query). Figures and the other variants tried:
-    docs/benchmarks.md, "Characters of an unseen Chinese word".
+    said in at most 2 or 20 messages) gained more on the tune halves but lost held-out zh-daily
+    questions, and made Chinese questions at 1M messages slower. Figures and the other variants
+    tried: docs/benchmarks.md, "Characters of an unseen Chinese word".
     """
     heads = {t.text for t in query.terms if not t.partial}
     return [Term("cjk", ch, partial=True, concept=t.concept) for t in query.terms

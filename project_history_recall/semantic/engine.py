@@ -161,15 +161,11 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
     matrix = kept.of(home).matrix(store, fp, key, dimension, embedder.context_weight)
     try:
         # The question as asked: mixing in its vector without the words that make it one
-        # ("when did", "什么时候", "吗"), 0.3 of the sum, lifted hybrid hit@1 on every tune
-        # half (+0.005 to +0.03) and on no held-out half (LoCoMo's lost 0.011). Embedded here,
-        # after the keyword search: in a thread started before it, hybrid's p50 at 1M was 1.1-1.3
-        # ms slower on 2 cores at load 2-6 (the 165 queries of bench speed --hybrid 15, both ways
-        # interleaved in one process): on busy cores the two contend rather than overlap. Tried
-        # again as one reused plugin thread, skipped when busy (same 495 responses byte for
-        # byte): -0.5 to -2.9 ms per class with the other core idle, nothing with both busy, +2.4
-        # ms at load 10. The halves share the GIL: the keyword search ran 1.86 -> 3.05 ms while the
-        # query was embedded beside it, and the embedding 3.8 -> 4.7 ms. Not worth a thread.
+        # ("when did", "什么时候", "吗") lifted every tune half and no held-out one
+        # (docs/benchmarks.md, "The semantic half with USE"). Embedded here, after the keyword
+        # search, not in a thread beside it: on 2 cores the two contend rather than overlap and
+        # share the GIL, so a thread gained a little only with a core idle and lost under load
+        # (docs/benchmarks.md, "Hybrid against keyword at 1M").
         q = embedder.embed_query(query)
     except embedders.EmbedderUnavailable as exc:
         return Outcome("unavailable", str(exc), index=out.index)

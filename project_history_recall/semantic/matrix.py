@@ -23,15 +23,12 @@ Each chunk is scored in its conversational context: the similarity of the
 chunk plus w times its neighbours' in the same session (the chunk before and
 after), divided by the norm of the vector v + w(prev + next), which is
 exactly the cosine with that vector. Short chat turns ("Yes, last week!")
-mean little alone; with USE (w = 1) this lifts semantic session hit@1 on
-LoCoMo from 0.33 to 0.42 at no extra embedding cost, since it is computed
-from the stored vectors. The weight is the embedder's ``context_weight``.
-Other ways to score a chunk were measured with USE (tune halves of LoCoMo,
-both LoCoMo-zh files and zh-daily, alone and in one project): the larger of
-its own and its context's cosine, their mean, or neighbours at 0.7 lift
-zh-daily's three-message sessions (hybrid hit@1 +0.03 on its tune half) and
-cost LoCoMo's held-out half 0.005-0.011 hybrid hit@1, so a chunk keeps its
-context's score alone.
+mean little alone, and the context costs no extra embedding, since it is
+computed from the stored vectors. The weight is the embedder's
+``context_weight``. A chunk keeps its context's score alone: the larger of
+its own and its context's cosine, their mean, or lighter neighbours lifted
+zh-daily's three-message sessions and cost LoCoMo's held-out half
+(docs/benchmarks.md, "The semantic half with USE").
 
 A search also weighs each session's evidence beyond its best chunk
 (``session_evidence``) from the same pass, for the hybrid blend (``fusion``).
@@ -53,17 +50,15 @@ MIN_SIMILARITY = 0.15  # semantic hits below this are dropped…
 RELATIVE_SIMILARITY = 0.6  # …and so are those far below the best one
 CANDIDATE_FACTOR = 4
 # Values of the int8 matrix turned to float32 at a time for the query's pass (``_dots``): 1 MB,
-# 512 rows of USE's 512 dimensions (~8% faster than 256 rows in searches at 1M messages). And fewer than
-# OpenBLAS's threshold for a matrix-vector product (between 393k and 524k values in 0.3.31),
-# above which it wakes its thread pool: 700 instead of 46 us for 1024 x 512 on a busy 2-core
-# machine, and 110 ms instead of 1.6 for a search's whole pass.
+# 512 rows of USE's 512 dimensions (faster than 256 rows in searches at 1M messages), and fewer
+# than OpenBLAS's threshold for a matrix-vector product (between 393k and 524k values in 0.3.31),
+# above which it wakes its thread pool, far slower on a busy 2-core machine (docs/benchmarks.md).
 DOT_VALUES = 2**18
 # How far int8 moves a score in context at most (measured: 0.0014 with USE's
 # 512 dimensions). A row whose int8 score is more than twice this below the
 # k-th best int8 score is below the k-th best float score too, so only the rows
-# within it are scored again: ~90 of the 160 a search of 20 took before. The
-# same holds of the best row of the ``limit``-th message (``_message_bar``),
-# usually far above the k-th row.
+# within it are scored again. The same holds of the best row of the
+# ``limit``-th message (``_message_bar``), usually far above the k-th row.
 INT8_ERROR = 0.002
 # …and at most this many times the rows a search needs: a row among the best k
 # in float is missed only if 2k rows score within 2 * INT8_ERROR of it.
@@ -74,8 +69,7 @@ SAVE_AFTER_ROWS = 4096
 # A chunk is evidence for its session when its score stands this many standard deviations above
 # the question's mean over the scope (``session_evidence``). 4 was chosen with the blend's
 # ``fusion.EVIDENCE_WEIGHT`` on the tune halves of LoCoMo, longhist, LoCoMo-zh (both languages),
-# zh-daily and en-daily (each in its own projects and in one); 3 or 3.5 lost questions on some
-# tune half (longhist, zh-daily in one project), 4.5 gained less.
+# zh-daily and en-daily (each in its own projects and in one): lower lost questions, higher gained less.
 EVIDENCE_Z = 4.0
 # The scopes whose rows a matrix keeps between searches (``_scope``): a conversation searches one
 # scope, and a process may serve a few conversations in the same project.
@@ -503,8 +497,8 @@ class ScopeMatrix:
     def _dots(self, q8):
         """Each row's integer dot product with ``q8`` (int32), as einsum over the int8 rows gives it.
 
-        In float32 through BLAS, a block of rows at a time: a quarter faster than numpy's int8
-        einsum (1.0-1.6 against 1.6-2.0 ms at 15k rows of 512), and the same numbers. Every
+        In float32 through BLAS, a block of rows at a time: faster than numpy's int8 einsum, and
+        the same numbers. Every
         product and every partial sum is an integer of at most ``dim`` * 127 * 127 (``_quantise``
         never yields -128), exact in float32's 24 bits up to 1040 dimensions, whatever order
         BLAS adds them in. Wider vectors take einsum."""

