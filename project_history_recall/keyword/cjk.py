@@ -72,10 +72,6 @@ def _cut():
     return _segmenter
 
 
-def segmenter_available() -> bool:
-    return bool(_cut())
-
-
 def is_function_word(word: str) -> bool:
     return word in STOP_WORDS or all(ch in FUNCTION_CHARS for ch in word) or bool(_HIRAGANA.match(word))
 
