@@ -69,6 +69,10 @@ def test_the_chinese_of_english_stop_words_do_more_and_once_is_grammar():
     assert [t.text for t in parse("更喜欢哪种并说明原因").terms if not t.partial] == ["喜欢", "说明", "原因"]
     # A word of its own keeps them: 做饭 is cooking.
     assert "做饭" in {t.text for t in parse("上次做饭做了什么").terms}
+    # "thing", "way", "tell", "many" and "get" as well; 申请 ("apply") is a word of its own, not 请.
+    assert [t.text for t in parse("Jon告诉Gina他买了哪些东西").terms if not t.partial] == ["jon", "gina", "买"]
+    assert [t.text for t in parse("以哪些方式得到很多支持").terms if not t.partial] == ["支持"]
+    assert "申请" in {t.text for t in parse("什么时候提交申请的").terms}
 
 
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
