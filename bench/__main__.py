@@ -63,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="which questions to ask (all: each split is printed too)")
     daily.add_argument("--one-project", action="store_true",
                        help="everyone's sessions in one project: each question searches every person's sessions")
+    daily.add_argument("--distractors", type=int, default=0, metavar="N",
+                       help="add N sessions of 2-4 turns cut from --distractor-data's conversations, answering none "
+                            "of the questions (with --one-project: all into the one project)")
+    daily.add_argument("--distractor-data", type=Path, metavar="FILE",
+                       help="a LoCoMo-format file (default: locomo-zh/medium_locomo_zh.json for zh-daily, "
+                            "locomo10.json for en-daily, in $PHR_BENCH_DATA, else bench-data/ in the checkout)")
     daily.add_argument("--json", type=Path, help="also write the figures here")
     longhist = sub.add_parser("longhist", help="long histories built from LoCoMo: 50 sessions a project, long "
                                                "assistant answers, distractor sessions of other conversations")
@@ -198,10 +204,15 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.answer_words is not None and args.answer_words < 0:
             parser.error("--answer-words must be 0 or more")
+        if args.distractors < 0:
+            parser.error("--distractors must be 0 or more")
+        distractor_data = args.distractor_data or (
+            data / "locomo-zh" / "medium_locomo_zh.json" if args.command == "zh-daily" else data / "locomo10.json")
         home = args.home or Path(tempfile.mkdtemp(prefix=f"phr-{args.command}-")) / "home"
         figures = mod.run(args.data or (PATH if args.command == "zh-daily" else EN_PATH), home,
                           [m.strip() for m in args.modes.split(",") if m.strip()],
-                          args.split, args.embedder, weights, args.one_project, args.answer_words)
+                          args.split, args.embedder, weights, args.one_project, args.answer_words,
+                          args.distractors, distractor_data)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -23,16 +23,22 @@ two trips), the user's facts in short messages, questions in the user's own voic
 replies are written short; at build time (``answer_words`` in the set, or ``--answer-words``; 0 keeps
 them as written) each gets ``bench longhist``'s filler appended (see ``lengthen``), so a session
 reads like a chat assistant's: long answers restating the user's words around general advice.
+
+``distractors`` adds that many sessions that answer none of the questions: a LoCoMo-format file's
+conversations (LoCoMo-zh for zh-daily, LoCoMo for en-daily) cut into sessions of 2-4 turns, the
+first speaker as the person and the other quoted by name, dealt in turn to the people's projects
+(all into the one, with ``one_project``) at dates within the set's own. It scales a person's
+history towards the independent check's ~2k short sessions while the questions stay the same.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import time
 from datetime import datetime
 from pathlib import Path
-
-import random
 
 from . import common, locomo, longhist, zh_data
 
@@ -62,6 +68,48 @@ def lengthen(data: dict, words: int, seed: str = "daily") -> dict:
                 messages.append([speaker, text])
             sessions.append({**s, "messages": messages})
         people.append({**person, "sessions": sessions})
+    return {**data, "people": people}
+
+
+def chopped(samples: list, seed: str = "distractors") -> list[list[tuple[str, str]]]:
+    """Every conversation of a LoCoMo-format file (``samples``) cut into runs of 2-4 consecutive
+    turns of one session, each a list of (speaker, text), in the file's order; the lengths drawn
+    from ``seed``. A session's last run may be 1 turn, when that is all it has left."""
+    rng = random.Random(seed)
+    out = []
+    for sample in samples:
+        c = sample["conversation"]
+        k = 1
+        while f"session_{k}" in c:
+            turns = [(t["speaker"], t["text"].strip()) for t in c[f"session_{k}"] if t.get("text", "").strip()]
+            i = 0
+            while i < len(turns):
+                size = rng.randint(2, 4)
+                out.append(turns[i: i + size])
+                i += size
+            k += 1
+    return out
+
+
+def with_distractors(data: dict, samples: list, count: int, seed: str = "distractors") -> dict:
+    """``data`` with ``count`` sessions of ``chopped(samples)`` added, chosen by ``seed`` (a smaller
+    count's sessions are among a larger one's), dealt in turn to the people, each at a time drawn
+    between the set's first and last session: ``{speaker_a}`` speaks as the person, anyone else is
+    quoted by name. Questions and gold are unchanged. ValueError if there are fewer than ``count``."""
+    runs = chopped(samples, seed)
+    if count > len(runs):
+        raise ValueError(f"{count} distractor sessions asked for, the file gives {len(runs)}")
+    rng = random.Random(seed)
+    rng.shuffle(runs)
+    speakers = data.get("speakers", zh_data.SPEAKERS)
+    firsts = {s["conversation"]["speaker_a"] for s in samples}
+    times = [datetime.strptime(s["date"], zh_data.DATE).timestamp() for p in data["people"] for s in p["sessions"]]
+    people = [{**p, "sessions": list(p["sessions"])} for p in data["people"]]
+    for n, run in enumerate(runs[:count]):
+        when = datetime.fromtimestamp(rng.uniform(min(times), max(times)))
+        people[n % len(people)]["sessions"].append({
+            "id": f"distractor{n:05d}", "date": when.strftime(zh_data.DATE),
+            "messages": [[speakers["user"] if who in firsts else who, text] for who, text in run]})
     return {**data, "people": people}
 
 
@@ -104,10 +152,13 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
 
 
 def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
-        context_weights: list[float] | None = None, one_project: bool = False, answer_words: int | None = None) -> dict:
+        context_weights: list[float] | None = None, one_project: bool = False, answer_words: int | None = None,
+        distractors: int = 0, distractor_data: Path | None = None) -> dict:
     """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
     ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note.
-    ``answer_words``: words of filler after each assistant reply (0: as written; None: as the set says)."""
+    ``answer_words``: words of filler after each assistant reply (0: as written; None: as the set says).
+    ``distractors``: sessions of the LoCoMo-format file ``distractor_data`` added (see the module's note;
+    after the filler, so the set's own sessions read the same with or without them)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -116,12 +167,16 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     words = data.get("answer_words", 0) if answer_words is None else answer_words
     if words:
         data = lengthen(data, words)
+    if distractors:
+        assert distractor_data is not None
+        data = with_distractors(data, json.loads(distractor_data.read_text(encoding="utf-8")), distractors)
     questions = [q for q in data["questions"] if split in ("all", q["split"])]
     t = time.time()
     people = build(data, home, one_project)
     print(f"data: {data_path.name} ({len(data['people'])} people, "
           f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}"
-          f"{', all in one project' if one_project else ''}{f', ~{words} words added to each answer' if words else ''})"
+          f"{', all in one project' if one_project else ''}{f', ~{words} words added to each answer' if words else ''}"
+          f"{f', {distractors} of them distractors from {distractor_data.name}' if distractors else ''})"
           f" written to {home} in {time.time() - t:.1f} s")
     locomo._enable_plugin(home, embedder)
 
@@ -145,7 +200,7 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     splits = [s for s in zh_data.SPLITS if split in ("all", s)]
     keys = {s: [(s, p) for p in people] for s in splits}
     figures: dict = {"set": data["name"], "machine": info, "embedder": embedder, "split": split,
-                     "one_project": one_project, "answer_words": words,
+                     "one_project": one_project, "answer_words": words, "distractors": distractors,
                      "indexing": indexing, "systems": {}}
     for system in systems.names:
         summary = systems.summary(system, scores[system], [k for ks in keys.values() for k in ks])
@@ -156,7 +211,8 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     if split == "all":
         tables += [(s, {n: f["by_split"][s] for n, f in figures["systems"].items()}) for s in splits]
     for name, summaries in tables:
-        print(f"\n{data['name']}{' (one project)' if one_project else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
+        print(f"\n{data['name']}{' (one project)' if one_project else ''}"
+              f"{f' (+{distractors} distractor sessions)' if distractors else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
         print(common.table(locomo.Systems.HEADERS, [
             locomo.Systems.row(n, {**summaries[n], "p50_ms": figures["systems"][n]["p50_ms"]}) for n in systems.names]))
     print("\nper person (hit@1 / hit@5 / MRR):")
