@@ -36,7 +36,7 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
@@ -66,6 +66,10 @@ PIECE_CREDIT = 0.5
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
 _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
+# A character of a two-character word the scope does say (``backed_characters``) earns this
+# times its rarity against the word's, and only in messages the semantic side backs.
+CHARACTER_CREDIT = 0.5
+_NUMERALS = frozenset("零〇一二三四五六七八九十百千万亿两")
 # BM25's length normalisation (k1, b): a long message holds a word by chance
 # more often than a short one.
 LENGTH_K1 = 1.2
@@ -189,6 +193,12 @@ def characters(query: ParsedQuery) -> list[Term]:
             for ch in cjk.content_chars(t.text) if ch not in heads]
 
 
+def backed_characters(query: ParsedQuery) -> list[Term]:
+    """``characters`` of the query's words, numerals left out, as terms that count only where
+    the semantic side backs the message (kind ``character``): for a word the scope does say."""
+    return [replace(t, kind="character") for t in characters(query) if t.text not in _NUMERALS]
+
+
 def _planned(value: str | None) -> str:
     """A table or phrase ``_plan`` checked exists before it planned a term that needs it."""
     if value is None:
@@ -219,6 +229,9 @@ class _Concept:
     # and whether only whole words count (a CJK word is found inside longer runs).
     needle: str | None = None
     whole_word: bool = True
+    # Per candidate key: how much of the concept the message holds by ``backed_characters``
+    # alone, which counts only in messages the semantic side backs (None: none of it).
+    gated: "np.ndarray | None" = None
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -235,8 +248,9 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     concepts = []
     for terms in groups.values():
         head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
-        parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
+        parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES and t.kind != "character"]
         credit = np.zeros(len(keys))
+        gated = None
         # A piece the scope never says (a bigram across a compound's inner cut: 先照 of
         # 优先照顾) takes no share from the others; a lone character still does, as alone
         # it is mostly in other words (面 of an unseen 负面: 方面, 见面).
@@ -248,14 +262,21 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
         weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
         for t in terms:
             # Another form counts as rare as it is: "like*" for "likely" is common.
-            share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * min(1.0, idf[t] / (weight or 1.0))
+            rarity = min(1.0, idf[t] / (weight or 1.0))
+            if t.kind == "character":
+                if len(found.get(t, ())):
+                    gated = np.zeros(len(keys)) if gated is None else gated
+                    at = np.searchsorted(keys, found[t])
+                    gated[at] = np.maximum(gated[at], CHARACTER_CREDIT * rarity)
+                continue
+            share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * rarity
             if share and len(found.get(t, ())):
                 at = np.searchsorted(keys, found[t])
                 credit[at] = np.maximum(credit[at], share)
         if head is not None and head.kind in ("word", "phrase", "cjk"):
-            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text)))
+            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text), gated))
         else:
-            concepts.append(_Concept(weight, credit))
+            concepts.append(_Concept(weight, credit, gated=gated))
     return concepts
 
 
@@ -283,18 +304,31 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
     """The best ``limit`` messages of the context's scope. With ``lookup`` (``own_index``:
     the scope is current in the plugin's own index) terms are looked up there, when it
     can answer them all."""
+    return find(ctx, lookup).hits(limit)
+
+
+def find(ctx: SearchContext, lookup: textindex.Lookup | None = None, gated: bool = False) -> Ranking:
+    """The query's terms looked up in the context's scope, to be ranked (``Ranking.hits``);
+    ``lookup`` as in ``search``. ``gated``: the ``backed_characters`` of the words the scope
+    says are looked up too, for ``Ranking.hits`` to count where the semantic side backs them."""
     if not ctx.scope.session_ids or ctx.query.empty:
-        return []
+        return Ranking([], _no_keys(), 0, _HermesIndexes(ctx))
     if lookup is not None:
         try:
             matches = _index_matches(ctx.query, lookup)
             if matches is not None:
-                return _search(ctx, limit, _OwnIndex(ctx, lookup, matches))
+                return _find(ctx, _OwnIndex(ctx, lookup, matches), gated)
         except derived.StoreError as exc:
             # The plugin's index failed under this search (found damaged, and set aside for a
             # rebuild; or a full disk): Hermes's own indexes answer it.
             logger.warning("keyword index unavailable: %s", exc)
-    return _search(ctx, limit, _HermesIndexes(ctx))
+    return _find(ctx, _HermesIndexes(ctx), gated)
+
+
+def _no_keys() -> "np.ndarray":
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int64)
 
 
 class _Backend(Protocol):
@@ -308,9 +342,11 @@ class _Backend(Protocol):
         """A session number (``sessions_of``) -> the session's id."""
         ...
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         """Each term's keys in the scope (sorted), other forms of a concept's word added to
-        ``groups``; and how many messages hold each term, where more hold it than were read."""
+        ``groups`` (with ``gated``, its ``backed_characters`` too); and how many messages hold
+        each term, where more hold it than were read."""
         ...
 
     def sessions_of(self, keys: "np.ndarray") -> "np.ndarray": ...
@@ -326,16 +362,51 @@ class _Backend(Protocol):
         ...
 
 
-def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
+def _find(ctx: SearchContext, backend: _Backend, gated: bool) -> Ranking:
     import numpy as np
 
     scope = ctx.scope
     total = scope.message_estimate or messages.scope_size(ctx.conn, json.dumps(scope.session_ids))
     groups = ctx.query.concepts
-    found, counts = backend.find(groups, total)
+    found, counts = backend.find(groups, total, gated)
     arrays = [v for v in found.values() if len(v)]
-    keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    return rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend, limit)
+    keys = np.unique(np.concatenate(arrays)) if arrays else _no_keys()
+    return Ranking(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend)
+
+
+@dataclass
+class Ranking:
+    """A query's concepts and the candidates that hold any of them (``keys``, sorted), in a
+    scope of ``sessions`` sessions."""
+
+    concepts: list[_Concept]
+    keys: "np.ndarray"
+    sessions: int
+    backend: _Backend
+
+    def gated(self) -> bool:
+        """Whether any candidate holds credit that counts only where the semantic side backs it."""
+        return any(c.gated is not None for c in self.concepts)
+
+    def hits(self, keep: int, backed: Collection[int] = ()) -> list[Hit]:
+        """The best ``keep`` candidates (``rank``). One of ``backed`` (message ids) also earns its
+        gated credit; the others rank as if there were none, and a message that holds nothing
+        else of the query is no candidate: a character alone lifts nothing."""
+        import numpy as np
+
+        if not self.gated():
+            return rank(self.concepts, self.keys, self.sessions, self.backend, keep)
+        use = np.flatnonzero(np.logical_or.reduce([c.credit > 0 for c in self.concepts]))
+        keys = self.keys[use]
+        concepts = [replace(c, credit=c.credit[use], gated=None if c.gated is None else c.gated[use])
+                    for c in self.concepts]
+        if backed:
+            at = np.flatnonzero(np.logical_or.reduce([c.gated > 0 for c in concepts if c.gated is not None]))
+            ok = np.zeros(len(keys), dtype=bool)
+            ok[at[np.isin(self.backend.facts(keys[at]).message_ids, list(backed))]] = True
+            concepts = [replace(c, credit=np.where(ok, np.maximum(c.credit, c.gated), c.credit))
+                        if c.gated is not None else c for c in concepts]
+        return rank(concepts, keys, self.sessions, self.backend, keep)
 
 
 class _OwnIndex:
@@ -346,15 +417,18 @@ class _OwnIndex:
         self.ctx, self.lookup, self.matches = ctx, lookup, matches
         self.names = lookup.session_of
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         for t in self.matches:
             if t.kind in ("stem", "form"):
                 groups[t.concept].append(t)
         counts = {t: self.lookup.count(match) for t, match in self.matches.items()}
         heads = self.ctx.query.heads
-        for t in characters(self.ctx.query):
+        unseen = [t for t in characters(self.ctx.query) if counts[heads[t.concept]] == 0]
+        seen = [t for t in backed_characters(self.ctx.query) if counts[heads[t.concept]]] if gated else []
+        for t in unseen + seen:
             match = textindex.match_for(textindex.normalise(t.text))
-            if match is not None and counts[heads[t.concept]] == 0:
+            if match is not None:
                 self.matches[t], counts[t] = match, self.lookup.count(match)
                 groups[t.concept].append(t)
         found = _from_index(self.lookup, self.matches, counts, groups, total)
@@ -384,10 +458,11 @@ class _HermesIndexes:
         self.names: list[str] = []
         self.number: dict[str, int] = {}
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         import numpy as np
 
-        rows = _from_hermes(self.ctx, groups, total)
+        rows = _from_hermes(self.ctx, groups, total, gated)
         self.rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
         self.names = sorted({r[1] for r in self.rows_of.values()})
         self.number = {sid: i for i, sid in enumerate(self.names)}
@@ -424,7 +499,8 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
 
     found: dict[Term, np.ndarray] = {}
     budget = FETCH_ROWS
-    for term in sorted(matches, key=lambda t: counts[t]):
+    # Gated characters are common and count in few messages: read only where the rest points.
+    for term in sorted((t for t in matches if t.kind != "character"), key=lambda t: counts[t]):
         if not found or counts[term] <= budget:
             found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1)
             budget -= counts[term]
@@ -443,7 +519,8 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
     return found
 
 
-def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) -> dict[Term, list[Row]]:
+def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int, gated: bool
+                 ) -> dict[Term, list[Row]]:
     """Each term's rows from Hermes's own indexes (and the scope's rows)."""
     shape, filters, query = ctx.shape, ctx.filters, ctx.query
     fts = messages.ScopedMatches(ctx.conn, shape, json.dumps(ctx.scope.session_ids), filters, total)
@@ -456,6 +533,7 @@ def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) 
     heads = query.heads
     extra = [g for g in glued(query) if mixed or not found.get(heads[g.concept])]
     extra += [c for c in characters(query) if not found.get(heads[c.concept])]
+    extra += [c for c in backed_characters(query) if found.get(heads[c.concept])] if gated else []
     found.update(_run(fts, shape, plan(extra, shape, filters, total)))
     for t in forms + extra:
         groups[t.concept].append(t)
