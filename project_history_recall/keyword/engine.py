@@ -13,7 +13,9 @@ the plan never ranks the whole database and filters afterwards):
 - CJK words of 1-2 characters (most Chinese words), which the trigram index
   silently cannot find: ``instr`` over the scope's own rows, in one pass
   (a two-character word the scope never says is looked for again as its
-  characters, see ``characters``);
+  characters, see ``characters``; in hybrid mode those of a word it does say
+  too, credited only where the semantic side backs the message, see
+  ``backed_characters`` and ``Ranking``);
 - in scopes small enough to read whole, every substring by that one pass.
 
 Scoring is BM25-like and computed within the scope: a concept weighs its
@@ -182,10 +184,11 @@ def characters(query: ParsedQuery) -> list[Term]:
     A short daily chat often says a question's word as another word around the same character
     (看牙 as 蛀牙 / 牙冠, 房贷 as 贷款, 茶叶 as 龙井茶); a word the history never says can
     only be found that way, and its characters then earn its concept's PIECE_CREDIT. A word
-    the scope does say keeps to itself: characters for every two-character word (or for words
-    said in at most 2 or 20 messages) gained more on the tune halves but lost held-out zh-daily
-    questions, and made Chinese questions at 1M messages slower. Figures and the other variants
-    tried: docs/benchmarks.md, "Characters of an unseen Chinese word".
+    the scope does say keeps to itself (in hybrid mode, but for ``backed_characters``):
+    characters for every two-character word (or for words said in at most 2 or 20 messages)
+    gained more on the tune halves but lost held-out zh-daily questions, and made Chinese
+    questions at 1M messages slower. Figures and the other variants tried: docs/benchmarks.md,
+    "Characters of an unseen Chinese word".
     """
     heads = {t.text for t in query.terms if not t.partial}
     return [Term("cjk", ch, partial=True, concept=t.concept) for t in query.terms
@@ -195,7 +198,14 @@ def characters(query: ParsedQuery) -> list[Term]:
 
 def backed_characters(query: ParsedQuery) -> list[Term]:
     """``characters`` of the query's words, numerals left out, as terms that count only where
-    the semantic side backs the message (kind ``character``): for a word the scope does say."""
+    the semantic side backs the message (kind ``character``): for a word the scope does say.
+
+    A question's 海滩 is often 海边 in the chat, 领养 is 收养; but credited everywhere, as
+    another form at ``CHARACTER_CREDIT`` × rarity, such characters lifted messages where they
+    are in unrelated words (医 of 医保, 板 of 血小板, 二 of 三千二) and lost held-out zh-daily
+    questions. Where the message's meaning backs it (``fusion.backed``) they lifted LoCoMo-zh
+    and zh-daily with no held-out question falling out of the first five (docs/benchmarks.md,
+    "Characters gated by meaning")."""
     return [replace(t, kind="character") for t in characters(query) if t.text not in _NUMERALS]
 
 
@@ -229,9 +239,9 @@ class _Concept:
     # and whether only whole words count (a CJK word is found inside longer runs).
     needle: str | None = None
     whole_word: bool = True
-    # Per candidate key: how much of the concept the message holds by ``backed_characters``
-    # alone, which counts only in messages the semantic side backs (None: none of it).
-    gated: "np.ndarray | None" = None
+    # Its word's ``backed_characters`` that the scope says, each (normalised) with the share of
+    # the concept it earns in a message the semantic side backs (``Ranking.hits``).
+    characters: tuple[tuple[str, float], ...] = ()
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -250,7 +260,7 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
         head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
         parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES and t.kind != "character"]
         credit = np.zeros(len(keys))
-        gated = None
+        gated = []
         # A piece the scope never says (a bigram across a compound's inner cut: 先照 of
         # 优先照顾) takes no share from the others; a lone character still does, as alone
         # it is mostly in other words (面 of an unseen 负面: 方面, 见面).
@@ -264,19 +274,18 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
             # Another form counts as rare as it is: "like*" for "likely" is common.
             rarity = min(1.0, idf[t] / (weight or 1.0))
             if t.kind == "character":
-                if len(found.get(t, ())):
-                    gated = np.zeros(len(keys)) if gated is None else gated
-                    at = np.searchsorted(keys, found[t])
-                    gated[at] = np.maximum(gated[at], CHARACTER_CREDIT * rarity)
+                if counts.get(t):
+                    gated.append((textindex.normalise(t.text), CHARACTER_CREDIT * rarity))
                 continue
             share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * rarity
             if share and len(found.get(t, ())):
                 at = np.searchsorted(keys, found[t])
                 credit[at] = np.maximum(credit[at], share)
         if head is not None and head.kind in ("word", "phrase", "cjk"):
-            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text), gated))
+            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text),
+                                     tuple(gated)))
         else:
-            concepts.append(_Concept(weight, credit, gated=gated))
+            concepts.append(_Concept(weight, credit, characters=tuple(gated)))
     return concepts
 
 
@@ -385,28 +394,32 @@ class Ranking:
     backend: _Backend
 
     def gated(self) -> bool:
-        """Whether any candidate holds credit that counts only where the semantic side backs it."""
-        return any(c.gated is not None for c in self.concepts)
+        """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
+        return any(c.characters for c in self.concepts)
 
     def hits(self, keep: int, backed: Collection[int] = ()) -> list[Hit]:
-        """The best ``keep`` candidates (``rank``). One of ``backed`` (message ids) also earns its
-        gated credit; the others rank as if there were none, and a message that holds nothing
-        else of the query is no candidate: a character alone lifts nothing."""
+        """The best ``keep`` candidates (``rank``), those among ``backed`` (message ids) credited
+        for the ``backed_characters`` their text says too. Only a candidate is: a character alone
+        lifts nothing."""
         import numpy as np
 
-        if not self.gated():
-            return rank(self.concepts, self.keys, self.sessions, self.backend, keep)
-        use = np.flatnonzero(np.logical_or.reduce([c.credit > 0 for c in self.concepts]))
-        keys = self.keys[use]
-        concepts = [replace(c, credit=c.credit[use], gated=None if c.gated is None else c.gated[use])
-                    for c in self.concepts]
-        if backed:
-            at = np.flatnonzero(np.logical_or.reduce([c.gated > 0 for c in concepts if c.gated is not None]))
-            ok = np.zeros(len(keys), dtype=bool)
-            ok[at[np.isin(self.backend.facts(keys[at]).message_ids, list(backed))]] = True
-            concepts = [replace(c, credit=np.where(ok, np.maximum(c.credit, c.gated), c.credit))
-                        if c.gated is not None else c for c in concepts]
-        return rank(concepts, keys, self.sessions, self.backend, keep)
+        concepts = self.concepts
+        if backed and self.gated():
+            ids = self.backend.facts(self.keys).message_ids
+            at = np.flatnonzero(np.isin(ids, list(backed)))
+            texts = self.backend.texts([int(m) for m in ids[at]])
+            said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
+            concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in concepts]
+        return rank(concepts, self.keys, self.sessions, self.backend, keep)
+
+
+def _with_characters(concept: _Concept, at: "np.ndarray", texts: list[str]) -> "np.ndarray":
+    """The concept's credit, each candidate ``at`` (whose normalised text is ``texts``) holding
+    at least the share of the best of its characters it says."""
+    credit = concept.credit.copy()
+    for i, text in zip(at.tolist(), texts, strict=True):
+        credit[i] = max([credit[i]] + [share for ch, share in concept.characters if ch in text])
+    return credit
 
 
 class _OwnIndex:
@@ -424,12 +437,16 @@ class _OwnIndex:
                 groups[t.concept].append(t)
         counts = {t: self.lookup.count(match) for t, match in self.matches.items()}
         heads = self.ctx.query.heads
-        unseen = [t for t in characters(self.ctx.query) if counts[heads[t.concept]] == 0]
-        seen = [t for t in backed_characters(self.ctx.query) if counts[heads[t.concept]]] if gated else []
-        for t in unseen + seen:
+        for t in characters(self.ctx.query):
             match = textindex.match_for(textindex.normalise(t.text))
-            if match is not None:
+            if match is not None and counts[heads[t.concept]] == 0:
                 self.matches[t], counts[t] = match, self.lookup.count(match)
+                groups[t.concept].append(t)
+        # Only counted, for their rarity: ``Ranking.hits`` reads them in the backed messages.
+        for t in backed_characters(self.ctx.query) if gated else []:
+            match = textindex.match_for(textindex.normalise(t.text))
+            if match is not None and counts[heads[t.concept]]:
+                counts[t] = self.lookup.count(match)
                 groups[t.concept].append(t)
         found = _from_index(self.lookup, self.matches, counts, groups, total)
         _confirm_symbols(self.ctx.conn, self.lookup, found)
@@ -463,12 +480,14 @@ class _HermesIndexes:
         import numpy as np
 
         rows = _from_hermes(self.ctx, groups, total, gated)
+        # A backed character only needs its count (``Ranking.hits`` reads it in the backed messages).
+        counts = {t: len(rows.pop(t)) for t in [t for t in rows if t.kind == "character"]}
         self.rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
         self.names = sorted({r[1] for r in self.rows_of.values()})
         self.number = {sid: i for i, sid in enumerate(self.names)}
         found = {t: np.unique(np.fromiter((r[0] for r in term_rows), dtype=np.int64, count=len(term_rows)))
                  for t, term_rows in rows.items()}
-        return found, {}
+        return found, counts
 
     def sessions_of(self, keys: "np.ndarray") -> "np.ndarray":
         import numpy as np
@@ -499,8 +518,7 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
 
     found: dict[Term, np.ndarray] = {}
     budget = FETCH_ROWS
-    # Gated characters are common and count in few messages: read only where the rest points.
-    for term in sorted((t for t in matches if t.kind != "character"), key=lambda t: counts[t]):
+    for term in sorted(matches, key=lambda t: counts[t]):
         if not found or counts[term] <= budget:
             found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1)
             budget -= counts[term]
