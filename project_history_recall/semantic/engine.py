@@ -172,9 +172,9 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        found, out.similarity, out.evidence, out.background = matrix.search(store, q, scope.session_ids, ctx.filters.since,
-                                              ctx.filters.until, limit, candidates, embedder.cosine_baseline,
-                                              evidence)
+        found, out.similarity, out.evidence, out.background = matrix.search(
+            store, q, scope.session_ids, ctx.filters.since, ctx.filters.until, limit, candidates,
+            embedder.cosine_baseline, evidence)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:
