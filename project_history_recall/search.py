@@ -353,10 +353,10 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
-    backed = fusion.backed(outcome.similarity, outcome.background) if found is not None and found.gated() else set()
-    if found is not None and backed:
+    credited = found.backed(fusion.backed(outcome.similarity, outcome.background)) if found is not None else None
+    if credited is not None:
         # The candidates stay among the messages whose cosine the semantic side computed.
-        kw_all = found.hits(KEYWORD_SCORED, backed)
+        kw_all = credited.hits(KEYWORD_SCORED)
         kw_order = timewords.reweigh(kw_all, windows, settings.time_weight)
         chosen = {h.message_id for h in kw_order[:candidates] if h.message_id in outcome.similarity}
     kw_hits = [h for h in kw_all if h.message_id in chosen]

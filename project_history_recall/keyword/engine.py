@@ -240,7 +240,7 @@ class _Concept:
     needle: str | None = None
     whole_word: bool = True
     # Its word's ``backed_characters`` that the scope says, each (normalised) with the share of
-    # the concept it earns in a message the semantic side backs (``Ranking.hits``).
+    # the concept it earns in a message the semantic side backs (``Ranking.backed``).
     characters: tuple[tuple[str, float], ...] = ()
 
 
@@ -319,7 +319,7 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
 def find(ctx: SearchContext, lookup: textindex.Lookup | None = None, gated: bool = False) -> Ranking:
     """The query's terms looked up in the context's scope, to be ranked (``Ranking.hits``);
     ``lookup`` as in ``search``. ``gated``: the ``backed_characters`` of the words the scope
-    says are looked up too, for ``Ranking.hits`` to count where the semantic side backs them."""
+    says are looked up too, for ``Ranking.backed`` to credit where the semantic side backs them."""
     if not ctx.scope.session_ids or ctx.query.empty:
         return Ranking([], _no_keys(), 0, _HermesIndexes(ctx))
     if lookup is not None:
@@ -397,20 +397,26 @@ class Ranking:
         """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
         return any(c.characters for c in self.concepts)
 
-    def hits(self, keep: int, backed: Collection[int] = ()) -> list[Hit]:
-        """The best ``keep`` candidates (``rank``), those among ``backed`` (message ids) credited
-        for the ``backed_characters`` their text says too. Only a candidate is: a character alone
-        lifts nothing."""
+    def hits(self, keep: int) -> list[Hit]:
+        """The best ``keep`` candidates (``rank``)."""
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep)
+
+    def backed(self, message_ids: Collection[int]) -> Ranking | None:
+        """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
+        credited for the ``backed_characters`` their text says; None if none says one. Only a
+        candidate is credited: a character alone lifts nothing."""
         import numpy as np
 
-        concepts = self.concepts
-        if backed and self.gated():
-            ids = self.backend.facts(self.keys).message_ids
-            at = np.flatnonzero(np.isin(ids, list(backed)))
-            texts = self.backend.texts([int(m) for m in ids[at]])
-            said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
-            concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in concepts]
-        return rank(concepts, self.keys, self.sessions, self.backend, keep)
+        if not message_ids or not self.gated():
+            return None
+        ids = self.backend.facts(self.keys).message_ids
+        at = np.flatnonzero(np.isin(ids, list(message_ids)))
+        texts = self.backend.texts([int(m) for m in ids[at]])
+        said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
+        concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in self.concepts]
+        if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
+            return None
+        return replace(self, concepts=concepts)
 
 
 def _with_characters(concept: _Concept, at: "np.ndarray", texts: list[str]) -> "np.ndarray":
@@ -442,7 +448,7 @@ class _OwnIndex:
             if match is not None and counts[heads[t.concept]] == 0:
                 self.matches[t], counts[t] = match, self.lookup.count(match)
                 groups[t.concept].append(t)
-        # Only counted, for their rarity: ``Ranking.hits`` reads them in the backed messages.
+        # Only counted, for their rarity: ``Ranking.backed`` reads them in the backed messages.
         for t in backed_characters(self.ctx.query) if gated else []:
             match = textindex.match_for(textindex.normalise(t.text))
             if match is not None and counts[heads[t.concept]]:
@@ -480,7 +486,7 @@ class _HermesIndexes:
         import numpy as np
 
         rows = _from_hermes(self.ctx, groups, total, gated)
-        # A backed character only needs its count (``Ranking.hits`` reads it in the backed messages).
+        # A backed character only needs its count (``Ranking.backed`` reads it in the backed messages).
         counts = {t: len(rows.pop(t)) for t in [t for t in rows if t.kind == "character"]}
         self.rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
         self.names = sorted({r[1] for r in self.rows_of.values()})

@@ -151,11 +151,11 @@ def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_seman
     ranking = Ranking(concepts, keys, 5, backend)
     assert ranking.gated()
 
-    def scores(backed=()):
-        return {h.message_id: h.score for h in ranking.hits(10, backed)}
-
-    plain = scores()
+    plain = {h.message_id: h.score for h in ranking.hits(10)}
     assert plain[100] == plain[101] == plain[102]
-    lifted = scores({101, 103})
+    backed = ranking.backed({101, 103})
+    assert backed is not None
+    lifted = {h.message_id: h.score for h in backed.hits(10)}
     assert lifted[101] > lifted[100] == lifted[102]
     assert set(lifted) == {100, 101, 102, 104}  # a character alone lifts nothing, backed or not
+    assert ranking.backed({100, 103}) is None  # no backed candidate says 海
