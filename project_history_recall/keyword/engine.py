@@ -392,6 +392,12 @@ class Ranking:
     keys: "np.ndarray"
     sessions: int
     backend: _Backend
+    known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
+
+    def facts(self) -> _Facts:
+        if self.known is None:
+            self.known = self.backend.facts(self.keys)
+        return self.known
 
     def gated(self) -> bool:
         """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
@@ -399,7 +405,9 @@ class Ranking:
 
     def hits(self, keep: int) -> list[Hit]:
         """The best ``keep`` candidates (``rank``)."""
-        return rank(self.concepts, self.keys, self.sessions, self.backend, keep)
+        if not len(self.keys):
+            return []
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts())
 
     def backed(self, message_ids: Collection[int]) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
@@ -409,7 +417,7 @@ class Ranking:
 
         if not message_ids or not self.gated():
             return None
-        ids = self.backend.facts(self.keys).message_ids
+        ids = self.facts().message_ids
         at = np.flatnonzero(np.isin(ids, list(message_ids)))
         texts = self.backend.texts([int(m) for m in ids[at]])
         said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
@@ -664,7 +672,8 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
 
 
-def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int) -> list[Hit]:
+def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
+         facts: _Facts | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -672,13 +681,14 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     Every candidate is scored before any is cut, and ties go to the newer
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
-    the first ``keep`` found live among the best ``max(keep, RERANKED)``."""
+    the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
+    keys' ``backend.facts``, if known."""
     import numpy as np
 
     if not len(keys):
         return []
     sessions_of_keys = backend.sessions_of(keys)
-    facts = backend.facts(keys)
+    facts = facts or backend.facts(keys)
     credit = np.stack([c.credit for c in concepts]) if concepts else np.zeros((0, len(keys)))
     share = _shares(concepts, len(keys))
     session_ids, session_at = np.unique(sessions_of_keys, return_inverse=True)
