@@ -67,6 +67,9 @@ from .hits import BOTH, KEYWORD, SEMANTIC, Hit
 
 # How much a session's further evidence counts against a cosine in the blend (see above).
 EVIDENCE_WEIGHT = 2.0
+# A message the semantic side *backs* stands this many standard deviations above the question's
+# mean over the scope (``backed``).
+BACKING_Z = 2.0
 
 
 @dataclass
@@ -122,6 +125,19 @@ def blend(keyword: list[Hit], semantic: list[Hit], similarity: dict[int, float],
         entry.score += weight * (similarity.get(entry.hit.message_id, 0.0)
                                  + EVIDENCE_WEIGHT * further.get(entry.hit.session_id, 0.0))
     return _ranked(votes)
+
+
+def backed(similarity: dict[int, float], background: tuple[float, float], z: float = BACKING_Z) -> set[int]:
+    """The messages of ``similarity`` (cosines by message id) that stand ``z`` standard
+    deviations above the question's ``background`` over the scope (mean, deviation): those the
+    keyword side may credit for a character of a question's word (``keyword.engine.Ranking``).
+
+    A character alone is mostly in other words (手 of 二手 in 手术, 板 of 平板 in 血小板), and
+    credited everywhere it lifted such messages over the answer; a message about what the
+    question asks says the word around the same character (海滩 / 海边, 领养 / 收养)."""
+    mean, deviation = background
+    bar = mean + z * deviation
+    return {mid for mid, cosine in similarity.items() if cosine > bar}
 
 
 def _unique(hits: list[Hit]) -> list[Hit]:

@@ -334,16 +334,18 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
         return _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, lookup)), [], "keyword", outcome
-    kw_all = [] if req.mode == "semantic" else keyword.search(ctx, KEYWORD_SCORED, lookup)
+    # In hybrid mode the characters of the question's words count where the semantic side backs
+    # the message (``fusion.backed``), so they are looked up too.
+    found = None if req.mode == "semantic" else keyword.find(ctx, lookup, gated=req.mode == "hybrid")
+    kw_all = found.hits(KEYWORD_SCORED) if found is not None else []
     # The keyword engine's ranking as keyword mode has it: the candidates are its first, so that a
     # time the question names counts in choosing them (once: they keep their own scores, and the
     # fused list is reweighed below), and its further matches follow in that order.
     kw_order = timewords.reweigh(kw_all, windows, settings.time_weight)
-    chosen = {h.message_id for h in kw_order[: max(req.limit, KEYWORD_CANDIDATES)]}
-    kw_hits = [h for h in kw_all if h.message_id in chosen]
+    candidates = max(req.limit, KEYWORD_CANDIDATES)
+    chosen = {h.message_id for h in kw_order[:candidates]}
     wanted = req.limit * SEMANTIC_PER_SESSION if req.mode == "semantic" else max(req.limit, SEMANTIC_CANDIDATES)
-    outcome = semantic.run(ctx, wanted, candidates={h.message_id for h in kw_hits},
-                           evidence=req.mode == "hybrid" and settings.fusion != "rrf")
+    outcome = semantic.run(ctx, wanted, candidates=chosen, evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
@@ -351,6 +353,13 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
+    credited = found.backed(fusion.backed(outcome.similarity, outcome.background)) if found is not None else None
+    if credited is not None:
+        # The candidates stay among the messages whose cosine the semantic side computed.
+        kw_all = credited.hits(KEYWORD_SCORED)
+        kw_order = timewords.reweigh(kw_all, windows, settings.time_weight)
+        chosen = {h.message_id for h in kw_order[:candidates] if h.message_id in outcome.similarity}
+    kw_hits = [h for h in kw_all if h.message_id in chosen]
     sem = outcome.hits[:SEMANTIC_CANDIDATES]
     if settings.fusion == "rrf":
         fused = fusion.rrf({KEYWORD: kw_hits, SEMANTIC: sem}, settings.rrf_k, {SEMANTIC: settings.semantic_weight})

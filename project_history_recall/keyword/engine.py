@@ -13,7 +13,9 @@ the plan never ranks the whole database and filters afterwards):
 - CJK words of 1-2 characters (most Chinese words), which the trigram index
   silently cannot find: ``instr`` over the scope's own rows, in one pass
   (a two-character word the scope never says is looked for again as its
-  characters, see ``characters``);
+  characters, see ``characters``; in hybrid mode those of a word it does say
+  too, credited only where the semantic side backs the message, see
+  ``backed_characters`` and ``Ranking``);
 - in scopes small enough to read whole, every substring by that one pass.
 
 Scoring is BM25-like and computed within the scope: a concept weighs its
@@ -36,7 +38,7 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
@@ -66,6 +68,10 @@ PIECE_CREDIT = 0.5
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
 _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
+# A character of a two-character word the scope does say (``backed_characters``) earns this
+# times its rarity against the word's, and only in messages the semantic side backs.
+CHARACTER_CREDIT = 0.5
+_NUMERALS = frozenset("零〇一二三四五六七八九十百千万亿两")
 # BM25's length normalisation (k1, b): a long message holds a word by chance
 # more often than a short one.
 LENGTH_K1 = 1.2
@@ -178,15 +184,29 @@ def characters(query: ParsedQuery) -> list[Term]:
     A short daily chat often says a question's word as another word around the same character
     (看牙 as 蛀牙 / 牙冠, 房贷 as 贷款, 茶叶 as 龙井茶); a word the history never says can
     only be found that way, and its characters then earn its concept's PIECE_CREDIT. A word
-    the scope does say keeps to itself: characters for every two-character word (or for words
-    said in at most 2 or 20 messages) gained more on the tune halves but lost held-out zh-daily
-    questions, and made Chinese questions at 1M messages slower. Figures and the other variants
-    tried: docs/benchmarks.md, "Characters of an unseen Chinese word".
+    the scope does say keeps to itself (in hybrid mode, but for ``backed_characters``):
+    characters for every two-character word (or for words said in at most 2 or 20 messages)
+    gained more on the tune halves but lost held-out zh-daily questions, and made Chinese
+    questions at 1M messages slower. Figures and the other variants tried: docs/benchmarks.md,
+    "Characters of an unseen Chinese word".
     """
     heads = {t.text for t in query.terms if not t.partial}
     return [Term("cjk", ch, partial=True, concept=t.concept) for t in query.terms
             if t.kind == "cjk" and not t.partial and len(t.text) == 2 and not cjk.is_function_word(t.text)
             for ch in cjk.content_chars(t.text) if ch not in heads]
+
+
+def backed_characters(query: ParsedQuery) -> list[Term]:
+    """``characters`` of the query's words, numerals left out, as terms that count only where
+    the semantic side backs the message (kind ``character``): for a word the scope does say.
+
+    A question's 海滩 is often 海边 in the chat, 领养 is 收养; but credited everywhere, as
+    another form at ``CHARACTER_CREDIT`` × rarity, such characters lifted messages where they
+    are in unrelated words (医 of 医保, 板 of 血小板, 二 of 三千二) and lost held-out zh-daily
+    questions. Where the message's meaning backs it (``fusion.backed``) they lifted LoCoMo-zh
+    and zh-daily with no held-out question falling out of the first five (docs/benchmarks.md,
+    "Characters gated by meaning")."""
+    return [replace(t, kind="character") for t in characters(query) if t.text not in _NUMERALS]
 
 
 def _planned(value: str | None) -> str:
@@ -219,6 +239,9 @@ class _Concept:
     # and whether only whole words count (a CJK word is found inside longer runs).
     needle: str | None = None
     whole_word: bool = True
+    # Its word's ``backed_characters`` that the scope says, each (normalised) with the share of
+    # the concept it earns in a message the semantic side backs (``Ranking.backed``).
+    characters: tuple[tuple[str, float], ...] = ()
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -235,8 +258,9 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     concepts = []
     for terms in groups.values():
         head = terms[0] if not terms[0].partial else None  # None: its whole is another concept's term
-        parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES]
+        parts = [t for t in terms if t.partial and t.kind not in _ALTERNATIVES and t.kind != "character"]
         credit = np.zeros(len(keys))
+        gated = []
         # A piece the scope never says (a bigram across a compound's inner cut: 先照 of
         # 优先照顾) takes no share from the others; a lone character still does, as alone
         # it is mostly in other words (面 of an unseen 负面: 方面, 见面).
@@ -248,14 +272,20 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
         weight = idf[head] if head else max((idf[t] for t in terms), default=0.0)
         for t in terms:
             # Another form counts as rare as it is: "like*" for "likely" is common.
-            share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * min(1.0, idf[t] / (weight or 1.0))
+            rarity = min(1.0, idf[t] / (weight or 1.0))
+            if t.kind == "character":
+                if counts.get(t):
+                    gated.append((textindex.normalise(t.text), CHARACTER_CREDIT * rarity))
+                continue
+            share = 1.0 if t is head else _ALTERNATIVES.get(t.kind, 0.0) * rarity
             if share and len(found.get(t, ())):
                 at = np.searchsorted(keys, found[t])
                 credit[at] = np.maximum(credit[at], share)
         if head is not None and head.kind in ("word", "phrase", "cjk"):
-            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text)))
+            concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text),
+                                     tuple(gated)))
         else:
-            concepts.append(_Concept(weight, credit))
+            concepts.append(_Concept(weight, credit, characters=tuple(gated)))
     return concepts
 
 
@@ -283,18 +313,31 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
     """The best ``limit`` messages of the context's scope. With ``lookup`` (``own_index``:
     the scope is current in the plugin's own index) terms are looked up there, when it
     can answer them all."""
+    return find(ctx, lookup).hits(limit)
+
+
+def find(ctx: SearchContext, lookup: textindex.Lookup | None = None, gated: bool = False) -> Ranking:
+    """The query's terms looked up in the context's scope, to be ranked (``Ranking.hits``);
+    ``lookup`` as in ``search``. ``gated``: the ``backed_characters`` of the words the scope
+    says are looked up too, for ``Ranking.backed`` to credit where the semantic side backs them."""
     if not ctx.scope.session_ids or ctx.query.empty:
-        return []
+        return Ranking([], _no_keys(), 0, _HermesIndexes(ctx))
     if lookup is not None:
         try:
             matches = _index_matches(ctx.query, lookup)
             if matches is not None:
-                return _search(ctx, limit, _OwnIndex(ctx, lookup, matches))
+                return _find(ctx, _OwnIndex(ctx, lookup, matches), gated)
         except derived.StoreError as exc:
             # The plugin's index failed under this search (found damaged, and set aside for a
             # rebuild; or a full disk): Hermes's own indexes answer it.
             logger.warning("keyword index unavailable: %s", exc)
-    return _search(ctx, limit, _HermesIndexes(ctx))
+    return _find(ctx, _HermesIndexes(ctx), gated)
+
+
+def _no_keys() -> "np.ndarray":
+    import numpy as np
+
+    return np.zeros(0, dtype=np.int64)
 
 
 class _Backend(Protocol):
@@ -308,9 +351,11 @@ class _Backend(Protocol):
         """A session number (``sessions_of``) -> the session's id."""
         ...
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         """Each term's keys in the scope (sorted), other forms of a concept's word added to
-        ``groups``; and how many messages hold each term, where more hold it than were read."""
+        ``groups`` (with ``gated``, its ``backed_characters`` too); and how many messages hold
+        each term, where more hold it than were read."""
         ...
 
     def sessions_of(self, keys: "np.ndarray") -> "np.ndarray": ...
@@ -326,16 +371,69 @@ class _Backend(Protocol):
         ...
 
 
-def _search(ctx: SearchContext, limit: int, backend: _Backend) -> list[Hit]:
+def _find(ctx: SearchContext, backend: _Backend, gated: bool) -> Ranking:
     import numpy as np
 
     scope = ctx.scope
     total = scope.message_estimate or messages.scope_size(ctx.conn, json.dumps(scope.session_ids))
     groups = ctx.query.concepts
-    found, counts = backend.find(groups, total)
+    found, counts = backend.find(groups, total, gated)
     arrays = [v for v in found.values() if len(v)]
-    keys = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, dtype=np.int64)
-    return rank(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend, limit)
+    keys = np.unique(np.concatenate(arrays)) if arrays else _no_keys()
+    return Ranking(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend)
+
+
+@dataclass
+class Ranking:
+    """A query's concepts and the candidates that hold any of them (``keys``, sorted), in a
+    scope of ``sessions`` sessions."""
+
+    concepts: list[_Concept]
+    keys: "np.ndarray"
+    sessions: int
+    backend: _Backend
+    known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
+
+    def facts(self) -> _Facts:
+        if self.known is None:
+            self.known = self.backend.facts(self.keys)
+        return self.known
+
+    def gated(self) -> bool:
+        """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
+        return any(c.characters for c in self.concepts)
+
+    def hits(self, keep: int) -> list[Hit]:
+        """The best ``keep`` candidates (``rank``)."""
+        if not len(self.keys):
+            return []
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts())
+
+    def backed(self, message_ids: Collection[int]) -> Ranking | None:
+        """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
+        credited for the ``backed_characters`` their text says; None if none says one. Only a
+        candidate is credited: a character alone lifts nothing."""
+        import numpy as np
+
+        if not message_ids or not self.gated():
+            return None
+        ids = self.facts().message_ids
+        at = np.flatnonzero(np.isin(ids, list(message_ids)))
+        texts = self.backend.texts([int(m) for m in ids[at]])
+        said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
+        concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in self.concepts]
+        if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
+            return None
+        return replace(self, concepts=concepts)
+
+
+def _with_characters(concept: _Concept, at: "np.ndarray", texts: list[str]) -> "np.ndarray":
+    """The concept's credit, each candidate ``at`` (whose normalised text is ``texts``) holding
+    at least the share of the best of its characters it says."""
+    credit = concept.credit.copy()
+    for i, text in zip(at.tolist(), texts, strict=True):
+        credit[i] = max([credit[i]] + [share for ch, share in concept.characters if ch in text])
+    return credit
 
 
 class _OwnIndex:
@@ -346,7 +444,8 @@ class _OwnIndex:
         self.ctx, self.lookup, self.matches = ctx, lookup, matches
         self.names = lookup.session_of
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         for t in self.matches:
             if t.kind in ("stem", "form"):
                 groups[t.concept].append(t)
@@ -356,6 +455,12 @@ class _OwnIndex:
             match = textindex.match_for(textindex.normalise(t.text))
             if match is not None and counts[heads[t.concept]] == 0:
                 self.matches[t], counts[t] = match, self.lookup.count(match)
+                groups[t.concept].append(t)
+        # Only counted, for their rarity: ``Ranking.backed`` reads them in the backed messages.
+        for t in backed_characters(self.ctx.query) if gated else []:
+            match = textindex.match_for(textindex.normalise(t.text))
+            if match is not None and counts[heads[t.concept]]:
+                counts[t] = self.lookup.count(match)
                 groups[t.concept].append(t)
         found = _from_index(self.lookup, self.matches, counts, groups, total)
         _confirm_symbols(self.ctx.conn, self.lookup, found)
@@ -384,16 +489,19 @@ class _HermesIndexes:
         self.names: list[str] = []
         self.number: dict[str, int] = {}
 
-    def find(self, groups: dict[int, list[Term]], total: int) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
+    def find(self, groups: dict[int, list[Term]], total: int, gated: bool
+             ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
         import numpy as np
 
-        rows = _from_hermes(self.ctx, groups, total)
+        rows = _from_hermes(self.ctx, groups, total, gated)
+        # A backed character only needs its count (``Ranking.backed`` reads it in the backed messages).
+        counts = {t: len(rows.pop(t)) for t in [t for t in rows if t.kind == "character"]}
         self.rows_of = {r[0]: r for term_rows in rows.values() for r in term_rows}
         self.names = sorted({r[1] for r in self.rows_of.values()})
         self.number = {sid: i for i, sid in enumerate(self.names)}
         found = {t: np.unique(np.fromiter((r[0] for r in term_rows), dtype=np.int64, count=len(term_rows)))
                  for t, term_rows in rows.items()}
-        return found, {}
+        return found, counts
 
     def sessions_of(self, keys: "np.ndarray") -> "np.ndarray":
         import numpy as np
@@ -443,7 +551,8 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
     return found
 
 
-def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) -> dict[Term, list[Row]]:
+def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int, gated: bool
+                 ) -> dict[Term, list[Row]]:
     """Each term's rows from Hermes's own indexes (and the scope's rows)."""
     shape, filters, query = ctx.shape, ctx.filters, ctx.query
     fts = messages.ScopedMatches(ctx.conn, shape, json.dumps(ctx.scope.session_ids), filters, total)
@@ -456,6 +565,7 @@ def _from_hermes(ctx: SearchContext, groups: dict[int, list[Term]], total: int) 
     heads = query.heads
     extra = [g for g in glued(query) if mixed or not found.get(heads[g.concept])]
     extra += [c for c in characters(query) if not found.get(heads[c.concept])]
+    extra += [c for c in backed_characters(query) if found.get(heads[c.concept])] if gated else []
     found.update(_run(fts, shape, plan(extra, shape, filters, total)))
     for t in forms + extra:
         groups[t.concept].append(t)
@@ -562,7 +672,8 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
 
 
-def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int) -> list[Hit]:
+def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
+         facts: _Facts | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -570,13 +681,14 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     Every candidate is scored before any is cut, and ties go to the newer
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
-    the first ``keep`` found live among the best ``max(keep, RERANKED)``."""
+    the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
+    keys' ``backend.facts``, if known."""
     import numpy as np
 
     if not len(keys):
         return []
     sessions_of_keys = backend.sessions_of(keys)
-    facts = backend.facts(keys)
+    facts = facts or backend.facts(keys)
     credit = np.stack([c.credit for c in concepts]) if concepts else np.zeros((0, len(keys)))
     share = _shares(concepts, len(keys))
     session_ids, session_at = np.unique(sessions_of_keys, return_inverse=True)

@@ -40,6 +40,7 @@ class Outcome:
     hashes: dict[int, str] = field(default_factory=dict)  # content hash of each hit's embedded text
     similarity: dict[int, float] = field(default_factory=dict)  # of the hits and the asked-for candidates
     evidence: dict[str, float] = field(default_factory=dict)  # a session's beyond its best chunk (matrix)
+    background: tuple[float, float] = (0.0, 0.0)  # the question's mean and deviation over the scope (matrix)
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
     # The hits' messages as the search read them from state.db to check them, kept for its response.
     rows: dict = field(default_factory=dict)
@@ -171,9 +172,9 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", str(exc), index=out.index)
     with matrix.lock:
         matrix.sync(store, fp, members, states)
-        found, out.similarity, out.evidence = matrix.search(store, q, scope.session_ids, ctx.filters.since,
-                                              ctx.filters.until, limit, candidates, embedder.cosine_baseline,
-                                              evidence)
+        found, out.similarity, out.evidence, out.background = matrix.search(
+            store, q, scope.session_ids, ctx.filters.since, ctx.filters.until, limit, candidates,
+            embedder.cosine_baseline, evidence)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
     out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:

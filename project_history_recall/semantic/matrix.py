@@ -399,10 +399,11 @@ class ScopeMatrix:
     def search(self, store: vectors.VectorStore, q, allowed: Iterable[str], since: float | None,
                until: float | None, limit: int, candidates: set[int] | None = None,
                baseline: float = 0.0, with_evidence: bool = True,
-               ) -> tuple[list[SemanticHit], dict[int, float], dict[str, float]]:
+               ) -> tuple[list[SemanticHit], dict[int, float], dict[str, float], tuple[float, float]]:
         """(the ``limit`` best messages, the similarity of each message in ``candidates``, each
         session's evidence beyond its best chunk (``session_evidence``), where it has any and
-        ``with_evidence``).
+        ``with_evidence``; the question's background over the scope: the mean and standard
+        deviation of every chunk's score in context, on the similarities' scale).
 
         A message's similarity is its best chunk's, each chunk scored with its
         neighbours; only rows of ``allowed`` sessions in the time range count.
@@ -412,7 +413,7 @@ class ScopeMatrix:
 
         n = self.n
         if n == 0:
-            return [], {}, {}
+            return [], {}, {}, (0.0, 0.0)
         q8, q_scale = _quantise(np.array(q, dtype=np.float32))
         dots = self._dots(q8)
         # A missing neighbour is -1, which indexes the 0 appended at the end.
@@ -423,10 +424,13 @@ class ScopeMatrix:
         # From the int8 scores (within INT8_ERROR of the float ones): over every row of the scope,
         # ~4 passes over the scope's rows besides the product's one.
         evidence: dict[str, float] = {}
+        # On the scale the blend's cosines are on (``baseline`` below).
+        stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
+        scores = ctx[live]
+        background = ((float(scores.mean()) - baseline) * stretch, float(scores.std()) * stretch) if len(live) \
+            else (0.0, 0.0)
         if with_evidence:
-            found, extra = session_evidence(ctx[live], live_sessions)
-            # On the scale the blend's cosines are on (``baseline`` below).
-            stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
+            found, extra = session_evidence(scores, live_sessions)
             evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
         ctx[outside] = -np.inf
         wanted = _rows_of(self.mids[:n], candidates or ())
@@ -464,7 +468,7 @@ class ScopeMatrix:
             hits = [h for h in hits if h.score >= floor]
         for hit in hits:
             similarity.setdefault(hit.message_id, hit.score)
-        return hits, similarity, evidence
+        return hits, similarity, evidence, background
 
     def _scope(self, allowed: Iterable[str], since: float | None, until: float | None):
         """The rows a search of ``allowed`` sessions in that time range looks at: (their mask, their

@@ -214,9 +214,9 @@ def test_cosine_baseline_maps_a_crowded_model_onto_the_floors_scale(tmp_path):
     plain, crowded = matrix.ScopeMatrix(8), matrix.ScopeMatrix(8)
     for m in (plain, crowded):
         m.sync(store, "fp", sorted(everything), store.states("fp", sorted(everything)))
-    unmapped, _, _ = plain.search(store, q, everything, None, None, 10)
+    unmapped, _, _, _ = plain.search(store, q, everything, None, None, 10)
     assert len(unmapped) == 4  # nothing is under 0.6 x the best, so nothing is dropped
-    mapped, sims, _ = crowded.search(store, q, everything, None, None, 10, candidates={103}, baseline=0.8)
+    mapped, sims, _, _ = crowded.search(store, q, everything, None, None, 10, candidates={103}, baseline=0.8)
     assert [h.message_id for h in mapped] == [100]  # the rest are far below the best on this scale
     assert abs(mapped[0].score - (0.95 - 0.8) / 0.2) < 1e-2 and abs(sims[103] - (0.83 - 0.8) / 0.2) < 1e-2
     assert embedders.OFFLINE["local"].cosine_baseline == 0.0 < embedders.OFFLINE["e5-small"].cosine_baseline

@@ -132,3 +132,30 @@ def test_a_piece_the_scope_never_says_takes_no_share_of_a_concept_from_the_other
     word, neg, face = Term("cjk", "负面"), Term("cjk", "负", partial=True), Term("cjk", "面", partial=True)
     [unseen] = _concepts({0: [word, neg, face]}, {word: keys[:0], neg: keys[:0], face: keys}, keys, 100)
     assert unseen.credit[0] == pytest.approx(PIECE_CREDIT * _idf(100, 2) / (_idf(100, 0) + _idf(100, 2)))
+
+
+def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_semantic_side_backs():
+    from project_history_recall.keyword.engine import Ranking, _concepts
+    from project_history_recall.keyword.querytext import Term
+
+    # 海滩 of the question is said in message 104; 照片 in 100, 101 and 102, of which 101 and 102
+    # also say 海 (海边); 103 says 海 and nothing else of the question, so it is no candidate.
+    beach, sea, photo = (Term("cjk", "海滩", concept=0), Term("character", "海", partial=True, concept=0),
+                         Term("cjk", "照片", concept=1))
+    keys = np.array([0, 1, 2, 4])
+    found = {beach: np.array([4]), photo: np.array([0, 1, 2])}
+    concepts = _concepts({0: [beach, sea], 1: [photo]}, found, keys, 100, {sea: 4})
+    backend = _OneMessageSessions(5)
+    backend.texts = lambda ids: {m: {101: "去海边拍了照片", 102: "海鲜和照片", 103: "海"}.get(m, "照片")
+                                 for m in ids}
+    ranking = Ranking(concepts, keys, 5, backend)
+    assert ranking.gated()
+
+    plain = {h.message_id: h.score for h in ranking.hits(10)}
+    assert plain[100] == plain[101] == plain[102]
+    backed = ranking.backed({101, 103})
+    assert backed is not None
+    lifted = {h.message_id: h.score for h in backed.hits(10)}
+    assert lifted[101] > lifted[100] == lifted[102]
+    assert set(lifted) == {100, 101, 102, 104}  # a character alone lifts nothing, backed or not
+    assert ranking.backed({100, 103}) is None  # no backed candidate says 海

@@ -159,7 +159,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
 
     def check(members):
         m.sync(store, "fp", members, store.states("fp", members))
-        hits, _, _ = m.search(store, q, set(members), None, None, 10)
+        hits, _, _, _ = m.search(store, q, set(members), None, None, 10)
         everything = _brute({s: data[s] for s in members}, q, w)
         floor = max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * max(everything.values()))
         expected = {k: v for k, v in everything.items() if v >= floor}
@@ -177,7 +177,7 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     data["s1"] = ([1, 3, 4, 5], np.delete(data["s1"][1], 1, axis=0))
     check(["s1", "s2"])
     check(["s2"])  # a session leaves the scope (a move)
-    _, late, _ = m.search(store, q, {"s2"}, 10.5, None, 10, candidates={10, 11})
+    _, late, _, _ = m.search(store, q, {"s2"}, 10.5, None, 10, candidates={10, 11})
     assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
 
 
@@ -282,7 +282,7 @@ def test_a_vector_gone_from_the_store_before_the_next_sync_is_not_scored_nor_sum
     m.sync(store, "fp", ["s1"], store.states("fp"))
     store.remove_messages("fp", "s1", [2], dirty=False)  # the indexer's doing, between two syncs
     q = _unit(rng, 1)[0]
-    _, sims, _ = m.search(store, q, {"s1"}, None, None, 10, candidates={1, 2, 3, 4})
+    _, sims, _, _ = m.search(store, q, {"s1"}, None, None, 10, candidates={1, 2, 3, 4})
     # 1 and 3 lose their neighbour 2 from the sum; 3 keeps its other one, 4.
     expected = {1: ([1], vecs[[0]]), 3: ([3, 4], vecs[[2, 3]])}
     assert 2 not in sims
@@ -302,7 +302,7 @@ def test_matrix_compacts_after_many_removals(tmp_path):
     keep = sids[:20]
     m.sync(store, "fp", keep, store.states("fp", keep))
     assert m.n == 600 and m.alive[: m.n].all()
-    hits, _, _ = m.search(store, _unit(rng, 1)[0], set(keep), None, None, 5)
+    hits, _, _, _ = m.search(store, _unit(rng, 1)[0], set(keep), None, None, 5)
     assert len(hits) == 5 and all(h.session_id in keep for h in hits)
 
 
@@ -354,10 +354,10 @@ def test_candidate_similarities_cover_keyword_hits_outside_the_top(tmp_path):
     m = matrix.ScopeMatrix(8)
     m.sync(store, "fp", ["s1"], store.states("fp"))
     q = _unit(rng, 1)[0]
-    top, sims, _ = m.search(store, q, {"s1"}, None, None, 1, candidates={100, 105})
+    top, sims, _, _ = m.search(store, q, {"s1"}, None, None, 1, candidates={100, 105})
     assert len(top) == 1 and {100, 105, top[0].message_id} <= set(sims)
     assert sims[top[0].message_id] == max(sims.values())
-    _, none, _ = m.search(store, q, {"other"}, None, None, 1, candidates={100})
+    _, none, _, _ = m.search(store, q, {"other"}, None, None, 1, candidates={100})
     assert none == {}  # a session outside the allowed scope never scores
 
 
@@ -370,7 +370,7 @@ def test_weak_semantic_matches_are_dropped(tmp_path):
         _add(store, f"s{n}", [100 + n], [v / np.linalg.norm(v)])
     m = matrix.ScopeMatrix(8)
     m.sync(store, "fp", ["s0", "s1", "s2", "s3"], store.states("fp"))
-    hits, sims, _ = m.search(store, q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
+    hits, sims, _, _ = m.search(store, q, {"s0", "s1", "s2", "s3"}, None, None, 10, candidates={102})
     best = hits[0].score
     assert hits[0].message_id == 100 and abs(best - 1.0) < 1e-2
     assert all(h.score >= max(matrix.MIN_SIMILARITY, matrix.RELATIVE_SIMILARITY * best) for h in hits)
@@ -428,9 +428,9 @@ def test_the_matrix_search_gives_each_session_its_further_evidence(tmp_path):
     members = ["two", "one", *others]
     m = matrix.ScopeMatrix(d, context_weight=0.0)
     m.sync(store, "fp", members, store.states("fp", members))
-    _, _, evidence = m.search(store, q, set(members), None, None, 10)
+    _, _, evidence, _ = m.search(store, q, set(members), None, None, 10)
     assert set(evidence) == {"two"} and evidence["two"] > 0.1
-    _, _, alone = m.search(store, q, {"one", *others}, None, None, 10)
+    _, _, alone, _ = m.search(store, q, {"one", *others}, None, None, 10)
     assert alone == {}
 
 
@@ -442,7 +442,7 @@ def _saved_matrix(tmp_path, store, w=1.0):
 
 def _searched(m, store, members, q):
     m.sync(store, "fp", members, store.states("fp", members))
-    hits, sims, _ = m.search(store, q, set(members), None, None, 10, candidates={1, 10})
+    hits, sims, _, _ = m.search(store, q, set(members), None, None, 10, candidates={1, 10})
     return [(h.message_id, h.session_id, h.score) for h in hits], sims
 
 
