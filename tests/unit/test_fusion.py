@@ -77,7 +77,6 @@ def test_fused_hits_keep_their_session_and_time():
         assert {(f.message_id, f.session_id, f.timestamp) for f in fused} == {(1, "s1", 101.0), (2, "s2", 102.0)}
 
 
-
 def test_the_semantic_side_backs_the_messages_standing_out_of_the_questions_background():
     similarity = {1: 0.55, 2: 0.35, 3: 0.2}
     assert backed(similarity, (0.2, 0.1)) == {1}  # above 0.2 + 2 × 0.1
