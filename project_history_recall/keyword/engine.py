@@ -38,7 +38,7 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Collection, Protocol
+from typing import TYPE_CHECKING, Callable, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
@@ -393,11 +393,20 @@ class Ranking:
     sessions: int
     backend: _Backend
     known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
+    read: dict[int, str] = field(default_factory=dict)  # texts read so far (``texts``)
 
     def facts(self) -> _Facts:
         if self.known is None:
             self.known = self.backend.facts(self.keys)
         return self.known
+
+    def texts(self, message_ids: list[int]) -> dict[int, str]:
+        """``backend.texts``, each message read from state.db once for both rankings and the
+        backed check: a second ranking reads most of the first one's texts again."""
+        missing = [m for m in message_ids if m not in self.read]
+        if missing:
+            self.read.update(self.backend.texts(missing))
+        return {m: self.read[m] for m in message_ids if m in self.read}
 
     def gated(self) -> bool:
         """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
@@ -407,7 +416,7 @@ class Ranking:
         """The best ``keep`` candidates (``rank``)."""
         if not len(self.keys):
             return []
-        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts())
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self.texts)
 
     def backed(self, message_ids: Collection[int]) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
@@ -419,7 +428,7 @@ class Ranking:
             return None
         ids = self.facts().message_ids
         at = np.flatnonzero(np.isin(ids, list(message_ids)))
-        texts = self.backend.texts([int(m) for m in ids[at]])
+        texts = self.texts([int(m) for m in ids[at]])
         said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
         concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in self.concepts]
         if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
@@ -673,7 +682,7 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
-         facts: _Facts | None = None) -> list[Hit]:
+         facts: _Facts | None = None, texts: Callable[[list[int]], dict[int, str]] | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -682,7 +691,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
     the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
-    keys' ``backend.facts``, if known."""
+    keys' ``backend.facts``, if known; ``texts``: reads messages' texts instead of
+    ``backend.texts``."""
     import numpy as np
 
     if not len(keys):
@@ -719,8 +729,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     # The best by presence, counted: a count only adds, so none left uncounted can pass them.
     counted = order[known[order]][:TF_CANDIDATES]
     readable = [int(m) for m in facts.message_ids[counted[to_read(lengths[counted])]]]
-    texts = backend.texts(readable) if readable else {}
-    counts[:, counted] = term_counts(concepts, [texts.get(int(facts.message_ids[i])) for i in counted])
+    said = (texts or backend.texts)(readable) if readable else {}
+    counts[:, counted] = term_counts(concepts, [said.get(int(facts.message_ids[i])) for i in counted])
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)].tolist()
