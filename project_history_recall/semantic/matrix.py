@@ -117,11 +117,11 @@ def _rows_of(mids, messages: Iterable[int]):
     return np.flatnonzero(wanted[at] == mids)
 
 
-def session_evidence(scores, sessions, z: float = EVIDENCE_Z):
+def session_evidence(scores, sessions, z: float = EVIDENCE_Z, background: tuple[float, float] | None = None):
     """(session indices, their evidence): of each session, the sum over its chunks other than its
     best of how far each scores above the question's background, ``mean + z × std`` of ``scores``
-    (the score of every chunk in the scope, ``sessions`` the session index of each). Sessions
-    with none are left out.
+    (the score of every chunk in the scope, ``sessions`` the session index of each; ``background``:
+    their mean and std, if known). Sessions with none are left out.
 
     Cosines of unrelated text are not zero (USE's sit around 0.1-0.3), so a plain sum of a
     session's cosines grows with its length: it lifted long sessions over short relevant ones
@@ -133,7 +133,8 @@ def session_evidence(scores, sessions, z: float = EVIDENCE_Z):
     none = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
     if len(scores) < 2:
         return none
-    bar = float(scores.mean()) + z * float(scores.std())
+    mean, std = background or (float(scores.mean()), float(scores.std()))
+    bar = mean + z * std
     above = np.flatnonzero(scores > bar)
     if len(above) < 2:
         return none
@@ -427,10 +428,10 @@ class ScopeMatrix:
         # On the scale the blend's cosines are on (``baseline`` below).
         stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
         scores = ctx[live]
-        background = ((float(scores.mean()) - baseline) * stretch, float(scores.std()) * stretch) if len(live) \
-            else (0.0, 0.0)
+        mean, std = (float(scores.mean()), float(scores.std())) if len(live) else (0.0, 0.0)
+        background = ((mean - baseline) * stretch, std * stretch) if len(live) else (0.0, 0.0)
         if with_evidence:
-            found, extra = session_evidence(scores, live_sessions)
+            found, extra = session_evidence(scores, live_sessions, background=(mean, std))
             evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
         ctx[outside] = -np.inf
         wanted = _rows_of(self.mids[:n], candidates or ())
