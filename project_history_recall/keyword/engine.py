@@ -38,7 +38,7 @@ import math
 import re
 import sqlite3
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Collection, Protocol
+from typing import TYPE_CHECKING, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
@@ -383,6 +383,45 @@ def _find(ctx: SearchContext, backend: _Backend, gated: bool) -> Ranking:
     return Ranking(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend)
 
 
+class _Reads:
+    """What ranking a query's candidates reads from state.db and works out from it, kept for a
+    second ranking of the same candidates and the backed check (``Ranking``), which ask again for
+    most of it: each message's normalised text, how often it says each concept, and whether it
+    is live."""
+
+    def __init__(self, backend: _Backend):
+        self.backend = backend
+        self._folded: dict[int, str] = {}
+        self._counted: dict[tuple, dict[int, "np.ndarray"]] = {}  # by the concepts' needles
+        self._alive: dict[int, bool] = {}
+
+    def folded(self, message_ids: list[int]) -> dict[int, str]:
+        """The normalised text of each of ``message_ids`` state.db holds (``backend.texts``)."""
+        missing = [m for m in message_ids if m not in self._folded]
+        if missing:
+            self._folded.update((m, textindex.normalise(t)) for m, t in self.backend.texts(missing).items())
+        return {m: self._folded[m] for m in message_ids if m in self._folded}
+
+    def counts(self, concepts: list[_Concept], message_ids: list[int]) -> "np.ndarray":
+        """``term_counts`` of these messages' texts, a message not read counting 1."""
+        import numpy as np
+
+        counted = self._counted.setdefault(tuple((c.needle, c.whole_word) for c in concepts), {})
+        missing = [m for m in message_ids if m not in counted]
+        said = self.folded(missing)
+        for m in missing:
+            counted[m] = _counts_in(concepts, said.get(m))
+        return np.stack([counted[m] for m in message_ids], axis=1) if message_ids else np.ones((len(concepts), 0))
+
+    def live(self, message_ids: list[int]) -> set[int]:
+        """Those of ``message_ids`` still live and of a searched role (``backend.live``)."""
+        unknown = [m for m in message_ids if m not in self._alive]
+        if unknown:
+            alive = self.backend.live(unknown)
+            self._alive.update((m, m in alive) for m in unknown)
+        return {m for m in message_ids if self._alive[m]}
+
+
 @dataclass
 class Ranking:
     """A query's concepts and the candidates that hold any of them (``keys``, sorted), in a
@@ -393,20 +432,17 @@ class Ranking:
     sessions: int
     backend: _Backend
     known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
-    read: dict[int, str] = field(default_factory=dict)  # texts read so far (``texts``)
+    reads: _Reads | None = None  # once anything is read; shared with the rankings made from this one (``backed``)
+
+    def _reads(self) -> _Reads:
+        if self.reads is None:
+            self.reads = _Reads(self.backend)
+        return self.reads
 
     def facts(self) -> _Facts:
         if self.known is None:
             self.known = self.backend.facts(self.keys)
         return self.known
-
-    def texts(self, message_ids: list[int]) -> dict[int, str]:
-        """``backend.texts``, each message read from state.db once for both rankings and the
-        backed check: a second ranking reads most of the first one's texts again."""
-        missing = [m for m in message_ids if m not in self.read]
-        if missing:
-            self.read.update(self.backend.texts(missing))
-        return {m: self.read[m] for m in message_ids if m in self.read}
 
     def gated(self) -> bool:
         """Whether a candidate may earn more where the semantic side backs it (``hits``)."""
@@ -416,7 +452,7 @@ class Ranking:
         """The best ``keep`` candidates (``rank``)."""
         if not len(self.keys):
             return []
-        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self.texts)
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads())
 
     def backed(self, message_ids: Collection[int]) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
@@ -428,11 +464,12 @@ class Ranking:
             return None
         ids = self.facts().message_ids
         at = np.flatnonzero(np.isin(ids, list(message_ids)))
-        texts = self.texts([int(m) for m in ids[at]])
-        said = [textindex.normalise(texts.get(int(m), "")) for m in ids[at]]
+        texts = self._reads().folded([int(m) for m in ids[at]])
+        said = [texts.get(int(m), "") for m in ids[at]]
         concepts = [replace(c, credit=_with_characters(c, at, said)) if c.characters else c for c in self.concepts]
         if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
             return None
+        # Known to be the same messages and texts: ``known`` and ``reads`` go with it.
         return replace(self, concepts=concepts)
 
 
@@ -647,14 +684,20 @@ def term_counts(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarra
     a text not read (None) or a concept not counted: 1."""
     import numpy as np
 
-    counts = np.ones((len(concepts), len(texts)))
-    for j, text in enumerate(texts):
-        if text is None:
-            continue
-        folded = textindex.normalise(text)
-        for i, c in enumerate(concepts):
-            if c.needle:
-                counts[i, j] = 1 + REPEAT_CREDIT * max(0, occurrences(folded, c.needle, c.whole_word) - 1)
+    return np.stack([_counts_in(concepts, None if t is None else textindex.normalise(t)) for t in texts], axis=1) \
+        if texts else np.ones((len(concepts), 0))
+
+
+def _counts_in(concepts: list[_Concept], folded: str | None) -> "np.ndarray":
+    """``term_counts`` of one normalised text."""
+    import numpy as np
+
+    counts = np.ones(len(concepts))
+    if folded is None:
+        return counts
+    for i, c in enumerate(concepts):
+        if c.needle:
+            counts[i] = 1 + REPEAT_CREDIT * max(0, occurrences(folded, c.needle, c.whole_word) - 1)
     return counts
 
 
@@ -682,7 +725,7 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
-         facts: _Facts | None = None, texts: Callable[[list[int]], dict[int, str]] | None = None) -> list[Hit]:
+         facts: _Facts | None = None, reads: _Reads | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -691,8 +734,7 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
     the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
-    keys' ``backend.facts``, if known; ``texts``: reads messages' texts instead of
-    ``backend.texts``."""
+    keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read."""
     import numpy as np
 
     if not len(keys):
@@ -728,16 +770,16 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     # The best by presence, counted: a count only adds, so none left uncounted can pass them.
     counted = order[known[order]][:TF_CANDIDATES]
-    readable = [int(m) for m in facts.message_ids[counted[to_read(lengths[counted])]]]
-    said = (texts or backend.texts)(readable) if readable else {}
-    counts[:, counted] = term_counts(concepts, [said.get(int(facts.message_ids[i])) for i in counted])
+    reads = reads or _Reads(backend)
+    readable = counted[to_read(lengths[counted])]
+    counts[:, readable] = reads.counts(concepts, [int(m) for m in facts.message_ids[readable]])
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)].tolist()
     ids = [int(facts.message_ids[i]) for i in pick]
     # Almost every message is live: the best ``keep`` are checked first, the rest only if one is not.
-    alive = backend.live(ids[:keep])
+    alive = reads.live(ids[:keep])
     if len(alive) < min(keep, len(ids)):
-        alive |= backend.live(ids[keep:])
+        alive |= reads.live(ids[keep:])
     return [Hit(mid, backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
                 float(facts.timestamps[i])) for i, mid in zip(pick, ids, strict=True) if mid in alive][:keep]
