@@ -413,9 +413,11 @@ class _Reads:
         counted = self._counted.setdefault(tuple((c.needle, c.whole_word) for c in concepts), {})
         missing = [m for m in message_ids if m not in counted]
         said = self.folded(missing)
-        for m in missing:
-            counted[m] = _counts_in(concepts, said.get(m))
-        return np.stack([counted[m] for m in message_ids], axis=1) if message_ids else np.ones((len(concepts), 0))
+        fresh = _counts_in(concepts, [said.get(m) for m in missing])
+        counted.update(zip(missing, fresh.T, strict=True))
+        if len(missing) == len(message_ids):
+            return fresh
+        return np.stack([counted[m] for m in message_ids], axis=1)
 
     def live(self, message_ids: list[int]) -> set[int]:
         """Those of ``message_ids`` still live and of a searched role (``backend.live``)."""
@@ -712,22 +714,20 @@ def term_counts(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarra
     """Per concept and text, how often the text says the concept, at least once (the index
     found it, perhaps in another form), each time after the first counting REPEAT_CREDIT;
     a text not read (None) or a concept not counted: 1."""
+    return _counts_in(concepts, [None if t is None else textindex.normalise(t) for t in texts])
+
+
+def _counts_in(concepts: list[_Concept], folded: list[str | None]) -> "np.ndarray":
+    """``term_counts`` of texts already normalised."""
     import numpy as np
 
-    return np.stack([_counts_in(concepts, None if t is None else textindex.normalise(t)) for t in texts], axis=1) \
-        if texts else np.ones((len(concepts), 0))
-
-
-def _counts_in(concepts: list[_Concept], folded: str | None) -> "np.ndarray":
-    """``term_counts`` of one normalised text."""
-    import numpy as np
-
-    counts = np.ones(len(concepts))
-    if folded is None:
-        return counts
-    for i, c in enumerate(concepts):
-        if c.needle:
-            counts[i] = 1 + REPEAT_CREDIT * max(0, occurrences(folded, c.needle, c.whole_word) - 1)
+    counts = np.ones((len(concepts), len(folded)))
+    for j, text in enumerate(folded):
+        if text is None:
+            continue
+        for i, c in enumerate(concepts):
+            if c.needle:
+                counts[i, j] = 1 + REPEAT_CREDIT * max(0, occurrences(text, c.needle, c.whole_word) - 1)
     return counts
 
 
