@@ -144,12 +144,16 @@ def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_seman
                          Term("cjk", "照片", concept=1))
     keys = np.array([0, 1, 2, 4])
     found = {beach: np.array([4]), photo: np.array([0, 1, 2])}
-    concepts = _concepts({0: [beach, sea], 1: [photo]}, found, keys, 100, {sea: 4})
+    concepts = _concepts({0: [beach, sea], 1: [photo]}, found, keys, 100)
     backend = _OneMessageSessions(5)
     backend.texts = lambda ids: {m: {101: "去海边拍了照片", 102: "海鲜和照片", 103: "海"}.get(m, "照片")
                                  for m in ids}
-    ranking = Ranking(concepts, keys, 5, backend)
+    counted = []
+    backend.character_count = lambda term: counted.append(term) or {sea: 4}.get(term, 0)
+    ranking = Ranking(concepts, keys, 5, backend, 100)
     assert ranking.gated()
+    # A character no backed message says is not even counted.
+    assert ranking.backed({100, 104}) is None and counted == []
 
     plain = {h.message_id: h.score for h in ranking.hits(10)}
     assert plain[100] == plain[101] == plain[102]
@@ -158,4 +162,8 @@ def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_seman
     lifted = {h.message_id: h.score for h in backed.hits(10)}
     assert lifted[101] > lifted[100] == lifted[102]
     assert set(lifted) == {100, 101, 102, 104}  # a character alone lifts nothing, backed or not
+    assert counted == [sea]
     assert ranking.backed({100, 103}) is None  # no backed candidate says 海
+    # A character the scope's index never says (a message changed since it was indexed) earns nothing.
+    backend.character_count = lambda term: 0
+    assert Ranking(concepts, keys, 5, backend, 100).backed({101, 102}) is None
