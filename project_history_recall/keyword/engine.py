@@ -96,6 +96,7 @@ REPEAT_CREDIT = 0.25
 # (Tuned on the tune halves: 0.15-0.35 and 3-8 words all did as well.)
 NEAR_CREDIT = 0.25
 NEAR_WORDS = 4
+NEAR_CHARS = 400
 TF_CANDIDATES = 100
 TF_MAX_CHARS = 20_000
 TF_READ_CHARS = 400_000
@@ -668,16 +669,37 @@ def term_counts(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarra
     return counts
 
 
-def _stem(word: str) -> str | None:
-    """What a word of the question is matched by as a prefix in ``nearness``: all but its last three
-    letters, at least four (None: a word of four letters or fewer only as itself)."""
-    return word[:max(4, len(word) - 3)] if len(word) > 4 else None
+def _said_as(word: str) -> tuple[str, re.Pattern[str]]:
+    """How ``nearness`` finds a word of the question: (a substring every text that says it holds,
+    the pattern that finds it), as a whole word or as any word beginning with all but its last
+    three letters (at least four: a word of four letters or fewer only as itself)."""
+    if len(word) > 4:
+        stem = word[:max(4, len(word) - 3)]
+        return stem, re.compile(re.escape(stem) + r"[^\W_]*")
+    return word, re.compile(re.escape(word) + r"(?![^\W_])")
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where ``pattern`` matches at the start of a word of ``text``."""
+    return [m.span() for m in pattern.finditer(text) if not m.start() or not _WORD_TOKEN.match(text, m.start() - 1)]
+
+
+def _close(a: list[tuple[int, int]], b: list[tuple[int, int]], text: str) -> bool:
+    """Whether a word at one of the spans ``a`` is within NEAR_WORDS words of one at ``b`` in ``text``."""
+    for a_start, a_end in a:
+        for b_start, b_end in b:
+            start, end = (a_end, b_start) if a_start <= b_start else (b_end, a_start)
+            # Fewer than NEAR_WORDS words between them (none, or overlapping: the same word); a gap of
+            # more than NEAR_CHARS holds more, but for words of a hundred letters.
+            if end - start <= NEAR_CHARS and len(_WORD_TOKEN.findall(text, start, max(start, end))) < NEAR_WORDS:
+                return True
+    return False
 
 
 def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
     """Per text, the summed share (the lighter word's) of the pairs of the question's words, next
-    to each other among its whole words, that the text says within NEAR_WORDS words of each other;
-    a word counts as itself or as a word beginning with its ``_stem``. A text not read (None): 0."""
+    to each other among its whole words, that the text says within NEAR_WORDS words of each other
+    (``_said_as``). A text not read (None): 0."""
     import numpy as np
 
     words = [c for c in concepts if c.needle and c.whole_word]
@@ -685,24 +707,23 @@ def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
     if len(words) < 2:
         return near
     total_weight = sum(c.weight for c in concepts) or 1.0
-    pairs = [(a, b, min(a.weight, b.weight) / total_weight) for a, b in zip(words[:-1], words[1:], strict=True)]
-    stems = {id(c): _stem(c.needle or "") for c in words}
-    prefix = {id(c): stems[id(c)] or c.needle or "" for c in words}
+    pairs = [(i, min(a.weight, b.weight) / total_weight) for i, (a, b) in enumerate(zip(words[:-1], words[1:],
+                                                                                          strict=True))]
+    found = [_said_as(c.needle or "") for c in words]
     for j, text in enumerate(texts):
         if text is None:
             continue
         folded = textindex.normalise(text)
-        # Tokenised only when both words of some pair are in it at all.
-        said = [p for p in pairs if prefix[id(p[0])] in folded and prefix[id(p[1])] in folded]
-        if not said:
-            continue
-        tokens = _WORD_TOKEN.findall(folded)
-        at: dict[int, list[int]] = {}
-        for c in {id(c): c for p in said for c in p[:2]}.values():
-            needle, stem = c.needle, stems[id(c)]
-            at[id(c)] = [i for i, t in enumerate(tokens) if t == needle or (stem and t.startswith(stem))]
-        near[j] = sum(share for a, b, share in said
-                      if any(abs(i - k) <= NEAR_WORDS for i in at[id(a)] for k in at[id(b)]))
+        held = [prefix in folded for prefix, _ in found]
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for i, share in pairs:
+            if not (held[i] and held[i + 1]):
+                continue
+            for k in (i, i + 1):
+                if k not in spans:
+                    spans[k] = _spans(found[k][1], folded)
+            if spans[i] and spans[i + 1] and _close(spans[i], spans[i + 1], folded):
+                near[j] += share
     return near
 
 

@@ -48,9 +48,11 @@ def test_nearness_is_the_share_of_neighbouring_question_words_said_close_togethe
         "the run was for charity",  # either order
         "volunteering at a charity",  # a word beginning with the stem of "volunteers", but no pair
         "runs and charity",  # "run" (four letters or fewer) only as itself
+        "a rerun for charity",  # nor inside another word
+        "charities: a run",  # a word beginning with all but the last three letters of "charity"
         None,  # not read
     ])
-    assert near == pytest.approx([0.5, 0, 0.25, 0, 0, 0])
+    assert near == pytest.approx([0.5, 0, 0.25, 0, 0, 0, 0.25, 0])
 
 
 def test_nearness_needs_two_whole_words():
