@@ -696,25 +696,29 @@ def _close(a: list[tuple[int, int]], b: list[tuple[int, int]], text: str) -> boo
     return False
 
 
+def _word(concept: _Concept) -> bool:
+    """Whether ``nearness`` pairs the concept: one whole word (not a phrase, a symbol or CJK)."""
+    return bool(concept.needle and concept.whole_word and _WORD_TOKEN.fullmatch(concept.needle))
+
+
 def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
-    """Per text, the summed share (the lighter word's) of the pairs of the question's words, next
-    to each other among its whole words, that the text says within NEAR_WORDS words of each other
-    (``_said_as``). A text not read (None): 0."""
+    """Per text, the summed share (the lighter word's) of the pairs of the question's words next to
+    each other among its concepts (``_word`` both: a Chinese word between two names parts them) that
+    the text says within NEAR_WORDS words of each other (``_said_as``). A text not read (None): 0."""
     import numpy as np
 
-    words = [c for c in concepts if c.needle and c.whole_word]
     near = np.zeros(len(texts))
-    if len(words) < 2:
-        return near
     total_weight = sum(c.weight for c in concepts) or 1.0
-    pairs = [(i, min(a.weight, b.weight) / total_weight) for i, (a, b) in enumerate(zip(words[:-1], words[1:],
-                                                                                          strict=True))]
-    found = [_said_as(c.needle or "") for c in words]
+    pairs = [(i, min(a.weight, b.weight) / total_weight)
+             for i, (a, b) in enumerate(zip(concepts[:-1], concepts[1:], strict=True)) if _word(a) and _word(b)]
+    if not pairs:
+        return near
+    found = {k: _said_as(concepts[k].needle or "") for i, _ in pairs for k in (i, i + 1)}
     for j, text in enumerate(texts):
         if text is None:
             continue
         folded = textindex.normalise(text)
-        held = [prefix in folded for prefix, _ in found]
+        held = {k: prefix in folded for k, (prefix, _) in found.items()}
         spans: dict[int, list[tuple[int, int]]] = {}
         for i, share in pairs:
             if not (held[i] and held[i + 1]):

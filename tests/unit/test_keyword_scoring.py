@@ -55,9 +55,15 @@ def test_nearness_is_the_share_of_neighbouring_question_words_said_close_togethe
     assert near == pytest.approx([0.5, 0, 0.25, 0, 0, 0, 0.25, 0])
 
 
-def test_nearness_needs_two_whole_words():
-    concepts = [_concept(1.0, [1, 1], "art"), _concept(1.0, [1, 1], "画画", whole_word=False)]
-    assert nearness(concepts, ["art 画画", "画画 art"]).tolist() == [0, 0]
+def test_nearness_pairs_whole_words_next_to_each_other_among_the_concepts():
+    art, painting, melanie, caroline = (_concept(1.0, [1], "art"), _concept(1.0, [1], "画画", whole_word=False),
+                                        _concept(1.0, [1], "melanie"), _concept(1.0, [1], "caroline"))
+    assert nearness([art, painting], ["art 画画"]).tolist() == [0]
+    # "Melanie怎么看Caroline决定领养": 看 between the names parts them; "Caroline和Melanie" (和 a stop word) does not.
+    assert nearness([melanie, painting, caroline], ["melanie and caroline"]).tolist() == [0]
+    assert nearness([caroline, melanie], ["melanie and caroline"]).tolist() == [pytest.approx(0.5)]
+    phrase = _concept(1.0, [1], "new york")
+    assert nearness([phrase, art], ["new york art"]).tolist() == [0]  # a phrase is no word
 
 
 def test_a_message_that_says_the_words_together_outranks_one_that_says_them_apart():
