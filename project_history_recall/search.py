@@ -353,7 +353,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
-    credited = found.backed(fusion.backed(outcome.similarity, outcome.background)) if found is not None else None
+    credited = found.backed(fusion.backed(outcome.similarity, outcome.background),
+                            fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)) \
+        if found is not None else None
     if credited is not None:
         # The candidates stay among the messages whose cosine the semantic side computed.
         kw_all = credited.hits(KEYWORD_SCORED)

@@ -18,6 +18,10 @@ the plan never ranks the whole database and filters afterwards):
   ``backed_characters`` and ``Ranking``);
 - in scopes small enough to read whole, every substring by that one pass.
 
+A one-character Chinese word is found inside longer words too (开 in 开心), so where a
+candidate's text is read it earns the whole concept only where the character stands as a
+word (``lone``).
+
 Scoring is BM25-like and computed within the scope: a concept weighs its
 rarity among the scope's messages (IDF), every concept counts (no term can
 stop the others from being searched), and a piece earns part of its
@@ -64,7 +68,8 @@ TERM_CANDIDATES = 5000
 PIECE_CREDIT = 0.5
 # ...and one found in another form earns this: an inflection ("painted" for
 # "painting"), an irregular form ("went" for "go"; 0.7 and 0.9 did no better on
-# LoCoMo's tune half), or the word glued to other text (a substring, not a token).
+# LoCoMo's tune half), or the word glued to other text (a substring, not a token; a
+# one-character Chinese word only inside longer words, ``lone``).
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
 _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
@@ -242,6 +247,8 @@ class _Concept:
     # Its word's ``backed_characters``, each normalised with its term: where the scope says one,
     # it earns a share of the concept in a message the semantic side backs (``Ranking.backed``).
     characters: tuple[tuple[str, Term], ...] = ()
+    # A one-character CJK word (``lone``).
+    single: bool = False
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -282,7 +289,7 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
                 credit[at] = np.maximum(credit[at], share)
         if head is not None and head.kind in ("word", "phrase", "cjk"):
             concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text),
-                                     tuple(gated)))
+                                     tuple(gated), head.kind == "cjk" and len(head.text) == 1))
         else:
             concepts.append(_Concept(weight, credit, characters=tuple(gated)))
     return concepts
@@ -440,6 +447,7 @@ class Ranking:
     total: int = 0  # messages in the scope, for the rarity of a backed character
     known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
     reads: _Reads | None = None  # once anything is read; shared with the rankings made from this one (``backed``)
+    near: frozenset[int] = frozenset()  # messages the semantic side finds near the question (``backed``)
 
     def _reads(self) -> _Reads:
         if self.reads is None:
@@ -459,26 +467,29 @@ class Ranking:
         """The best ``keep`` candidates (``rank``)."""
         if not len(self.keys):
             return []
-        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads())
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
+                    self.near)
 
-    def backed(self, message_ids: Collection[int]) -> Ranking | None:
+    def backed(self, message_ids: Collection[int], near: Collection[int] = ()) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
-        credited for the ``backed_characters`` their text says; None if none says one. Only a
-        candidate is credited: a character alone lifts nothing."""
+        credited for the ``backed_characters`` their text says, and those among ``near`` (a
+        lower bar) keeping a one-character word inside another word whole (``lone``); None if
+        neither can change it. Only a candidate is credited: a character alone lifts nothing."""
         import numpy as np
 
-        if not message_ids or not self.gated():
-            return None
+        whole = frozenset(near) if near and any(c.single for c in self.concepts) else frozenset()
+        if not (message_ids and self.gated()):
+            return replace(self, near=whole) if whole else None
         ids = self.facts().message_ids
         at = np.flatnonzero(np.isin(ids, list(message_ids)))
         texts = self._reads().folded([int(m) for m in ids[at]])
         said = [texts.get(int(m), "") for m in ids[at]]
         concepts = [replace(c, credit=_with_characters(c, at, said, self._character_share)) if c.characters else c
                     for c in self.concepts]
-        if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
+        if not whole and all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
             return None
         # Known to be the same messages and texts: ``known`` and ``reads`` go with it.
-        return replace(self, concepts=concepts)
+        return replace(self, concepts=concepts, near=whole)
 
     def _character_share(self, concept: _Concept, term: Term) -> float:
         """The share of ``concept`` its backed character ``term`` earns: CHARACTER_CREDIT times
@@ -731,6 +742,25 @@ def _counts_in(concepts: list[_Concept], folded: list[str | None]) -> "np.ndarra
     return counts
 
 
+def lone(concepts: list[_Concept], at: list[int], texts: list[str | None], keep: Collection[int] = ()
+         ) -> list[_Concept]:
+    """The concepts, a one-character word earning at most GLUED_CREDIT in each candidate ``at``
+    whose text (read, not None) says it only inside other words: a question's 开 ("open") in 开心
+    ("happy"), 去 ("go") in 去年 ("last year"). Candidates ``at`` in ``keep`` (by position) keep
+    their credit: 开业 is still "open" in a message that means what the question asks."""
+    out = []
+    for c in concepts:
+        if c.single and c.needle:
+            credit = c.credit.copy()
+            for i, text in zip(at, texts, strict=True):
+                if text is not None and credit[i] > GLUED_CREDIT and i not in keep and c.needle in text \
+                        and not cjk.stands_alone(text, c.needle):
+                    credit[i] = GLUED_CREDIT
+            c = replace(c, credit=credit)
+        out.append(c)
+    return out
+
+
 def bm25_scores(concepts: list[_Concept], counts: "np.ndarray", lengths: "np.ndarray", average: float) -> "np.ndarray":
     """Per candidate, each concept's weighted share times BM25's saturated term frequency,
     normalised by the message's length: ``share × (k1 + 1) / (1 + k1 × norm)`` when every
@@ -755,7 +785,7 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
-         facts: _Facts | None = None, reads: _Reads | None = None) -> list[Hit]:
+         facts: _Facts | None = None, reads: _Reads | None = None, near: Collection[int] = ()) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -764,7 +794,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
     the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
-    keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read."""
+    keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read;
+    ``near``: message ids that keep a one-character word inside another word whole (``lone``)."""
     import numpy as np
 
     if not len(keys):
@@ -802,7 +833,13 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     counted = order[known[order]][:TF_CANDIDATES]
     reads = reads or _Reads(backend)
     readable = counted[to_read(lengths[counted])]
-    counts[:, readable] = reads.counts(concepts, [int(m) for m in facts.message_ids[readable]])
+    readable_ids = [int(m) for m in facts.message_ids[readable]]
+    counts[:, readable] = reads.counts(concepts, readable_ids)
+    if any(c.single for c in concepts):
+        folded = reads.folded(readable_ids)
+        at = readable.tolist()
+        whole = {i for i, m in zip(at, readable_ids, strict=True) if m in near}
+        concepts = lone(concepts, at, [folded.get(m) for m in readable_ids], whole)
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)].tolist()

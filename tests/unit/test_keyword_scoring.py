@@ -167,3 +167,27 @@ def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_seman
     # A character the scope's index never says (a message changed since it was indexed) earns nothing.
     backend.character_count = lambda term: 0
     assert Ranking(concepts, keys, 5, backend, 100).backed({101, 102}) is None
+
+
+def test_a_one_character_word_inside_another_word_earns_the_glued_credit_unless_the_message_is_near():
+    from project_history_recall.keyword.engine import Ranking, _concepts
+    from project_history_recall.keyword.querytext import Term
+
+    # 开 ("open") of the question: 店开了 says it as a word, 很开心 ("happy") and 开业了 ("opened for
+    # business") inside other words.
+    open_ = Term("cjk", "开")
+    keys = np.array([0, 1, 2])
+    [concept] = _concepts({0: [open_]}, {open_: keys}, keys, 100)
+    assert concept.single
+    backend = _OneMessageSessions(3)
+    backend.texts = lambda ids: {m: {100: "店开了", 101: "很开心", 102: "开业了"}[m] for m in ids}
+    ranking = Ranking([concept], keys, 3, backend)
+
+    plain = {h.message_id: h.score for h in ranking.hits(10)}
+    assert plain[100] > plain[101] == plain[102] > 0
+
+    near = ranking.backed(set(), near={102})
+    assert near is not None and not near.gated()
+    scores = {h.message_id: h.score for h in near.hits(10)}
+    assert scores[100] == scores[102] > scores[101]
+    assert ranking.backed(set()) is None  # nothing near: the ranking as it was
