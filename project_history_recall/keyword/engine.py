@@ -800,7 +800,9 @@ def _close(a: list[tuple[int, int]], b: list[tuple[int, int]], text: str) -> boo
 
 
 def _word(concept: _Concept) -> bool:
-    """Whether ``nearness`` pairs the concept: one whole word (not a phrase, a symbol or CJK)."""
+    """Whether ``nearness`` pairs the concept: one whole word (not a phrase, a symbol or CJK: two Chinese
+    words said together mostly lifted messages that repeat the question's compound, 领养机构, over
+    answers that say it another way, 收养机构; docs/benchmarks.md, "Chinese nearness")."""
     return bool(concept.needle and concept.whole_word and _WORD_TOKEN.fullmatch(concept.needle))
 
 

@@ -67,6 +67,15 @@ def test_nearness_pairs_whole_words_next_to_each_other_among_the_concepts():
     assert nearness([phrase, art], ["new york art"]).tolist() == [0]  # a phrase is no word
 
 
+def test_nearness_leaves_chinese_neighbours_unpaired():
+    """Two Chinese words of the question said together earn nothing (measured and not kept: a message that
+    says the question's compound, 领养机构, mostly is not the answer, which says 收养机构)."""
+    adopt, agency = _concept(1.0, [1, 1], "领养", whole_word=False), _concept(1.0, [1, 1], "机构", whole_word=False)
+    caroline = _concept(1.0, [1, 1], "caroline")
+    assert nearness([adopt, agency], ["我申请了领养机构", "领养 机构"]).tolist() == [0, 0]
+    assert nearness([caroline, adopt], ["caroline领养了", None]).tolist() == [0, 0]
+
+
 def test_a_message_that_says_the_words_together_outranks_one_that_says_them_apart():
     concepts = [_concept(1.0, [1, 1], "charity"), _concept(1.0, [1, 1], "run")]
     backend = _OneMessageSessions(2)
