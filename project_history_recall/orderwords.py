@@ -45,16 +45,27 @@ SEQUEL_LIKENESS = 0.5
 # A sequel is placed this share of the gap between them past its leader.
 SEQUEL_PAST = 0.2
 
-_LATEST = re.compile(
+# Words that ask how something turned out...
+_OUTCOME = re.compile(
     r"\b(?:in\s+the\s+end|eventually|finally|at\s+last(?!\s+(?:\w+day|week|weekend|night|month|year|time)\b)"
-    r"|end(?:s|ed)?\s+up|end\s+result|turn(?:s|ed)?\s+out|latest|most\s+recent(?:ly)?|the\s+last\s+time"
-    r"|currently|nowadays|these\s+days|right\s+now|at\s+the\s+moment)\b"
-    r"|后来|最后|最终|结果|到底|终于|现在|如今|目前|最近一次", re.IGNORECASE)
+    r"|end(?:s|ed)?\s+up|end\s+result|turn(?:s|ed)?\s+out)\b"
+    r"|后来|最后|最终|结果|到底|终于", re.IGNORECASE)
+# ...and words that ask how it stands now, or for its latest mention.
+_NOW = re.compile(
+    r"\b(?:latest|most\s+recent(?:ly)?|the\s+last\s+time|currently|nowadays|these\s+days|right\s+now"
+    r"|at\s+the\s+moment)\b"
+    r"|现在|如今|目前|最近一次", re.IGNORECASE)
 
 
 def asks_for_latest(question: str) -> bool:
     """Whether ``question`` asks how something turned out, or how it stands now."""
-    return bool(_LATEST.search(question or ""))
+    return asks_for_outcome(question) or bool(_NOW.search(question or ""))
+
+
+def asks_for_outcome(question: str) -> bool:
+    """Whether ``question`` asks how something turned out (``sequels``): not how it stands now,
+    which the latest mention tells ("what is Jon currently reading", 现在这群朋友), not a sequel."""
+    return bool(_OUTCOME.search(question or ""))
 
 
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:

@@ -314,11 +314,12 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
     when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
-    hits' messages are, hybrid mode), the best sessions' sequels first take their places."""
+    hits' messages are, hybrid mode), when it asks how something turned out, the best sessions'
+    sequels first take their places."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows or not orderwords.asks_for_latest(req.query):
         return hits
-    if likeness is not None and settings.order_weight > 0:
+    if likeness is not None and settings.order_weight > 0 and orderwords.asks_for_outcome(req.query):
         hits = orderwords.sequels(hits, likeness)
     return orderwords.reweigh(hits, settings.order_weight)
 
