@@ -7,8 +7,9 @@ the question match its first mention as well. ``asks_for_latest`` reads that fro
 time within the spread of those sessions, so it decides only between sessions that match alike.
 A question without such words leaves the ranking exactly as it was.
 
-In hybrid mode such a question first gives each of the best sessions' *sequel* its place
-(``sequels``): the first later session among the hits whose messages are alike the session's. A
+In hybrid mode a question that asks how something turned out (``asks_for_outcome``, not how it
+stands now) first gives each of the best sessions' *sequel* its place (``sequels``): the first
+later session among the hits that stands out as alike the session. A
 topic comes back as a thread (asking the assistant about a cough, then the diagnosis; planning a
 purchase, then what was bought), and the question names the topic in the words of the first
 session while the outcome is told in the next one, in other words: a lift by time alone could not
@@ -24,7 +25,6 @@ and lifting the earlier sessions lost there.
 from __future__ import annotations
 
 import re
-
 from typing import TYPE_CHECKING, Callable
 
 from .hits import Hit, lifted
@@ -37,12 +37,14 @@ if TYPE_CHECKING:
 TOP_SESSIONS = 10
 # The best sessions whose sequel takes their place (``sequels``)...
 SEQUEL_LEADS = 3
-# ...the sequel being a later session with a message this alike one of theirs (a cosine on the
-# blend's scale). Chosen on the zh-daily tune halves: 0.4 linked unrelated sessions and 0.55 lost
-# the threads gained (the two messages of a thread are a diagnosis and its symptoms, a purchase and
-# its plan, not paraphrases); the leads, 1-5, and how far past its leader a sequel goes did not matter.
-SEQUEL_LIKENESS = 0.5
-# A sequel is placed this share of the gap between them past its leader.
+# ...the sequel standing this many standard deviations above the leader's mean likeness to the
+# sessions of the hits. A bar relative to the question's own hits, as ``fusion.BACKING_Z`` is: the
+# cosines of a thread's two messages (a symptom and its diagnosis, a plan and the purchase) are
+# no paraphrase's, and where every session is alike (long answers restating the same advice) none
+# stands out. Chosen on the zh-daily tune halves: 1.5 linked other people's sessions, 2.5 found
+# too few threads; a fixed cosine (0.5) lost en-daily's held-out "end up" questions.
+SEQUEL_Z = 2.0
+# A sequel is placed this share of the gap between them past its leader (0.05-1 did the same).
 SEQUEL_PAST = 0.2
 
 # Words that ask how something turned out...
@@ -88,30 +90,38 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
 
 def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
-    just ahead of it: the earliest session whose hits all come after the leader's and one of whose
-    hits is ``SEQUEL_LIKENESS`` alike one of the leader's (``likeness`` of message ids, a square
-    array in that order). A sequel already ahead keeps its place; its hits keep their order."""
-    if not hits:
-        return hits
+    just past it: the earliest session whose hits all come after the leader's and which is alike the
+    leader ``SEQUEL_Z`` standard deviations above the leader's mean likeness to the other sessions of
+    ``hits``. Two sessions are as alike as their most alike hits (``likeness`` of message ids, a
+    square array in that order). A sequel already ahead keeps its place, a hit without a time is
+    none, and each session's hits keep their order."""
+    import numpy as np
+
     groups: dict[str, list[int]] = {}
     for at, h in enumerate(hits):
         groups.setdefault(h.session_id, []).append(at)
-    like = likeness([h.message_id for h in hits])
-    first = {sid: min(hits[i].timestamp for i in ats) for sid, ats in groups.items()}
+    if len(groups) < 3:  # a leader and at least two others to stand out from
+        return hits
+    names = list(groups)
+    of = np.array([names.index(h.session_id) for h in hits])
+    alike = np.full((len(names), len(names)), -np.inf)
+    pairs = likeness([h.message_id for h in hits])
+    np.maximum.at(alike, (of[:, None], of[None, :]), pairs)
+    starts = [min(hits[i].timestamp for i in groups[sid]) for sid in names]
+    ends = [max(hits[i].timestamp for i in groups[sid]) for sid in names]
+    by_start = sorted(range(len(names)), key=lambda k: starts[k])
     lift: dict[str, float] = {}
-    for sid in list(groups)[:SEQUEL_LEADS]:
-        ats = groups[sid]
-        last = max(hits[i].timestamp for i in ats)
-        later = sorted((first[other], n, other) for n, other in enumerate(groups) if first[other] > last)
-        sequel = next((other for _, _, other in later
-                       if like[ats][:, groups[other]].max() >= SEQUEL_LIKENESS), None)
+    for lead in range(min(SEQUEL_LEADS, len(names))):
+        others = np.delete(alike[lead], lead)
+        bar = others.mean() + SEQUEL_Z * others.std()
+        sequel = next((k for k in by_start if ends[lead] and starts[k] > ends[lead] and alike[lead, k] >= bar), None)
         if sequel is None:
             continue
-        gap = hits[ats[0]].score - hits[groups[sequel][0]].score
+        gap = hits[groups[names[lead]][0]].score - hits[groups[names[sequel]][0]].score
         if gap > 0:
-            lift[sequel] = max(lift.get(sequel, 0.0), gap * (1.0 + SEQUEL_PAST))
+            lift[names[sequel]] = max(lift.get(names[sequel], 0.0), gap * (1.0 + SEQUEL_PAST))
     if not lift:
         return hits
-    moved = [(h.score + lift.get(h.session_id, 0.0), n, h) for n, h in enumerate(hits)]
-    moved.sort(key=lambda entry: (-entry[0], entry[1]))
+    moved = sorted(((h.score + lift.get(h.session_id, 0.0), n, h) for n, h in enumerate(hits)),
+                   key=lambda entry: (-entry[0], entry[1]))
     return [Hit(h.message_id, h.session_id, score, h.source, h.timestamp) for score, _, h in moved]

@@ -51,16 +51,13 @@ class Outcome:
     matrix: ScopeMatrix | None = None
 
     def likeness(self, message_ids: list[int]) -> "np.ndarray":
-        """``ScopeMatrix.likeness`` of these messages, on the blend's scale (the model's
-        ``cosine_baseline`` mapped to 0); all 0 without the matrix."""
+        """``ScopeMatrix.likeness`` of these messages; all 0 without the matrix."""
         import numpy as np
 
         if self.matrix is None:
             return np.zeros((len(message_ids), len(message_ids)))
         with self.matrix.lock:
-            like = self.matrix.likeness(message_ids)
-        baseline = self.embedder.cosine_baseline if self.embedder is not None else 0.0
-        return (like - baseline) / (1.0 - baseline) if baseline else like
+            return self.matrix.likeness(message_ids)
 
     @property
     def usable(self) -> bool:
