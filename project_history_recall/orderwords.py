@@ -25,7 +25,7 @@ and lifting the earlier sessions lost there.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Collection
 
 from .hits import Hit, lifted
 from .sessions import leading
@@ -88,13 +88,14 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     return lifted(hits, lambda h: weight * place(h.timestamp))
 
 
-def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]) -> list[Hit]:
+def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int]) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
-    just past it: the earliest session whose hits all come after the leader's and which is alike the
-    leader ``SEQUEL_Z`` standard deviations above the leader's mean likeness to the other sessions of
-    ``hits``. Two sessions are as alike as their most alike hits (``likeness`` of message ids, a
-    square array in that order). A sequel already ahead keeps its place, a hit without a time is
-    none, and each session's hits keep their order."""
+    just past it: the earliest session whose hits all come after the leader's, one of them among
+    ``near`` (messages near the question in meaning: a sequel tells what it asks), and which is alike
+    the leader ``SEQUEL_Z`` standard deviations above the leader's mean likeness to the other
+    sessions of ``hits``. Two sessions are as alike as their most alike hits (``likeness`` of message
+    ids, a square array in that order). A sequel already ahead keeps its place, a hit without a time
+    is none, and each session's hits keep their order."""
     import numpy as np
 
     groups: dict[str, list[int]] = {}
@@ -110,11 +111,13 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]) -> l
     starts = [min(hits[i].timestamp for i in groups[sid]) for sid in names]
     ends = [max(hits[i].timestamp for i in groups[sid]) for sid in names]
     by_start = sorted(range(len(names)), key=lambda k: starts[k])
+    told = [any(hits[i].message_id in near for i in groups[sid]) for sid in names]
     lift: dict[str, float] = {}
     for lead in range(min(SEQUEL_LEADS, len(names))):
         others = np.delete(alike[lead], lead)
         bar = others.mean() + SEQUEL_Z * others.std()
-        sequel = next((k for k in by_start if ends[lead] and starts[k] > ends[lead] and alike[lead, k] >= bar), None)
+        sequel = next((k for k in by_start if ends[lead] and starts[k] > ends[lead] and alike[lead, k] >= bar
+                       and told[k]), None)
         if sequel is None:
             continue
         gap = hits[groups[names[lead]][0]].score - hits[groups[names[sequel]][0]].score
