@@ -9,11 +9,11 @@ A question without such words leaves the ranking exactly as it was.
 
 In hybrid mode a question that asks how something turned out (``asks_for_outcome``, not how it
 stands now) first gives each of the best sessions' *sequel* its place (``sequels``): the first
-later session among the hits that stands out as alike the session. A
-topic comes back as a thread (asking the assistant about a cough, then the diagnosis; planning a
-purchase, then what was bought), and the question names the topic in the words of the first
-session while the outcome is told in the next one, in other words: a lift by time alone could not
-separate it from unrelated later sessions (the day after, in a spread of months).
+later session among the hits that stands out as alike the session. A topic comes back as a thread
+(asking the assistant about a cough, then the diagnosis; planning a purchase, then what was
+bought), and the question names the topic in the words of the first session while the outcome is
+told in the next one, in other words: a lift by time alone could not separate it from unrelated
+later sessions (the day after, in a spread of months).
 
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
@@ -104,7 +104,8 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     if len(groups) < 3:  # a leader and at least two others to stand out from
         return hits
     names = list(groups)
-    of = np.array([names.index(h.session_id) for h in hits])
+    index = {sid: k for k, sid in enumerate(names)}
+    of = np.array([index[h.session_id] for h in hits])
     alike = np.full((len(names), len(names)), -np.inf)
     pairs = likeness([h.message_id for h in hits])
     np.maximum.at(alike, (of[:, None], of[None, :]), pairs)
