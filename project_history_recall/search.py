@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Collection
+from typing import TYPE_CHECKING, Callable, Collection
 
 from . import consenting, fusion, orderwords, redaction, results, sessions, timewords
 from . import settings as config
@@ -35,6 +35,9 @@ from .semantic import embedders
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -307,13 +310,18 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
-              hits: list[Hit]) -> list[Hit]:
+              hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
+              near: Collection[int] = ()) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
-    when instead ("what is she currently doing in June 2023")."""
+    when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
+    hits' messages are, hybrid mode) and a question that asks how something turned out, the best
+    sessions' sequels among those with a message ``near`` the question first take their places."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows or not orderwords.asks_for_latest(req.query):
         return hits
+    if likeness is not None and settings.order_weight > 0 and orderwords.asks_for_outcome(req.query):
+        hits = orderwords.sequels(hits, likeness, near)
     return orderwords.reweigh(hits, settings.order_weight)
 
 
@@ -353,7 +361,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
-    credited = found.backed(fusion.backed(outcome.similarity, outcome.background)) if found is not None else None
+    near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)
+    credited = found.backed(fusion.backed(outcome.similarity, outcome.background), near) \
+        if found is not None else None
     if credited is not None:
         # The candidates stay among the messages whose cosine the semantic side computed.
         kw_all = credited.hits(KEYWORD_SCORED)
@@ -368,7 +378,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = _lifted(req, settings, windows, fused) + [h for h in kw_order if h.message_id not in fused_ids]
+    ranked = _lifted(req, settings, windows, fused, outcome.likeness, near) + [h for h in kw_order
+                                                                       if h.message_id not in fused_ids]
     share = req.limit // ENGINE_FIRSTS_SHARE
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))

@@ -22,6 +22,7 @@ them) is kept whole with its bigrams as a recall net.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 
@@ -100,6 +101,20 @@ _FALLBACK_CUT = re.compile("(" + "|".join(sorted(STOP_WORDS, key=len, reverse=Tr
 def _split_at_function_words(piece: str) -> list[str]:
     """Without a dictionary: the stretches between function words, and the function words."""
     return [p for p in _FALLBACK_CUT.split(piece) if p]
+
+
+def stands_alone(text: str, char: str) -> bool:
+    """Whether ``char`` is a word of its own somewhere in ``text``: 开 in 店开了, not in 开心 or
+    开业 (the dictionary's cut, without guessing at words it does not know). True without a
+    segmenter, which cannot tell."""
+    return not _cut() or _cut_alone(text, char)
+
+
+# Hybrid mode ranks the same candidates twice (``engine.Ranking.backed``): each text is cut once.
+@functools.lru_cache(maxsize=512)
+def _cut_alone(text: str, char: str) -> bool:
+    cut = _cut()
+    return any(char in piece and char in cut(piece, False) for piece in _PIECES.findall(text))
 
 
 def content_chars(word: str) -> list[str]:

@@ -18,6 +18,10 @@ the plan never ranks the whole database and filters afterwards):
   ``backed_characters`` and ``Ranking``);
 - in scopes small enough to read whole, every substring by that one pass.
 
+A one-character Chinese word is found inside longer words too (开 in 开心), so where a
+candidate's text is read it earns the whole concept only where the character stands as a
+word (``lone``).
+
 Scoring is BM25-like and computed within the scope: a concept weighs its
 rarity among the scope's messages (IDF), every concept counts (no term can
 stop the others from being searched), and a piece earns part of its
@@ -26,8 +30,10 @@ concept. A message's *share* is the weighted part of the query it holds,
 what fusion with semantic search weighs. The best candidates are then read
 again and a concept they say more than once earns more (term frequency,
 saturated as BM25's is), so a long answer about the question's words beats
-one that names them in passing. Sessions that hold more of the query, and
-hold it in several messages, lift their messages.
+one that names them in passing; one that says two of the question's
+neighbouring words close together earns more too (``nearness``). Sessions
+that hold more of the query, and hold it in several messages, lift their
+messages.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ TERM_CANDIDATES = 5000
 PIECE_CREDIT = 0.5
 # ...and one found in another form earns this: an inflection ("painted" for
 # "painting"), an irregular form ("went" for "go"; 0.7 and 0.9 did no better on
-# LoCoMo's tune half), or the word glued to other text (a substring, not a token).
+# LoCoMo's tune half), or the word glued to other text (a substring, not a token; a
+# one-character Chinese word only inside longer words, ``lone``).
 STEM_CREDIT = 0.8
 GLUED_CREDIT = 0.5
 _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT}
@@ -86,6 +93,15 @@ LENGTH_B = 0.5
 # of reading and counting); one over TF_MAX_CHARS, or past the budget,
 # counts once.
 REPEAT_CREDIT = 0.25
+# Two of the question's words said together: each pair of words next to each other in the question
+# (stop words aside) that a counted message says within NEAR_WORDS words of each other, in either
+# order, adds NEAR_CREDIT times the lighter word's share. A message that says "charity run" is about
+# the charity run more surely than one that names a charity and, later, a run; long answers name
+# most of a question's words somewhere, and their nearness tells the answer from a passing mention.
+# (Tuned on the tune halves: 0.15-0.35 and 3-8 words all did as well.)
+NEAR_CREDIT = 0.25
+NEAR_WORDS = 4
+NEAR_CHARS = 400
 TF_CANDIDATES = 100
 TF_MAX_CHARS = 20_000
 TF_READ_CHARS = 400_000
@@ -242,6 +258,8 @@ class _Concept:
     # Its word's ``backed_characters``, each normalised with its term: where the scope says one,
     # it earns a share of the concept in a message the semantic side backs (``Ranking.backed``).
     characters: tuple[tuple[str, Term], ...] = ()
+    # A one-character CJK word (``lone``).
+    single: bool = False
 
 
 def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], keys: "np.ndarray",
@@ -282,7 +300,7 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
                 credit[at] = np.maximum(credit[at], share)
         if head is not None and head.kind in ("word", "phrase", "cjk"):
             concepts.append(_Concept(weight, credit, textindex.normalise(head.text), not _has_cjk(head.text),
-                                     tuple(gated)))
+                                     tuple(gated), head.kind == "cjk" and len(head.text) == 1))
         else:
             concepts.append(_Concept(weight, credit, characters=tuple(gated)))
     return concepts
@@ -440,6 +458,7 @@ class Ranking:
     total: int = 0  # messages in the scope, for the rarity of a backed character
     known: _Facts | None = None  # the keys' facts, once asked for (``facts``)
     reads: _Reads | None = None  # once anything is read; shared with the rankings made from this one (``backed``)
+    near: frozenset[int] = frozenset()  # messages the semantic side finds near the question (``backed``)
 
     def _reads(self) -> _Reads:
         if self.reads is None:
@@ -459,26 +478,29 @@ class Ranking:
         """The best ``keep`` candidates (``rank``)."""
         if not len(self.keys):
             return []
-        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads())
+        return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
+                    self.near)
 
-    def backed(self, message_ids: Collection[int]) -> Ranking | None:
+    def backed(self, message_ids: Collection[int], near: Collection[int] = ()) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
-        credited for the ``backed_characters`` their text says; None if none says one. Only a
-        candidate is credited: a character alone lifts nothing."""
+        credited for the ``backed_characters`` their text says, and those among ``near`` (a
+        lower bar) keeping a one-character word inside another word whole (``lone``); None if
+        neither can change it. Only a candidate is credited: a character alone lifts nothing."""
         import numpy as np
 
-        if not message_ids or not self.gated():
-            return None
+        whole = frozenset(near) if near and any(c.single for c in self.concepts) else frozenset()
+        if not (message_ids and self.gated()):
+            return replace(self, near=whole) if whole else None
         ids = self.facts().message_ids
         at = np.flatnonzero(np.isin(ids, list(message_ids)))
         texts = self._reads().folded([int(m) for m in ids[at]])
         said = [texts.get(int(m), "") for m in ids[at]]
         concepts = [replace(c, credit=_with_characters(c, at, said, self._character_share)) if c.characters else c
                     for c in self.concepts]
-        if all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
+        if not whole and all(np.array_equal(a.credit, b.credit) for a, b in zip(concepts, self.concepts, strict=True)):
             return None
         # Known to be the same messages and texts: ``known`` and ``reads`` go with it.
-        return replace(self, concepts=concepts)
+        return replace(self, concepts=concepts, near=whole)
 
     def _character_share(self, concept: _Concept, term: Term) -> float:
         """The share of ``concept`` its backed character ``term`` earns: CHARACTER_CREDIT times
@@ -731,6 +753,89 @@ def _counts_in(concepts: list[_Concept], folded: list[str | None]) -> "np.ndarra
     return counts
 
 
+def lone(concepts: list[_Concept], at: list[int], texts: list[str | None], keep: Collection[int] = ()
+         ) -> list[_Concept]:
+    """The concepts, a one-character word earning at most GLUED_CREDIT in each candidate ``at``
+    whose text (read, not None) says it only inside other words: a question's 开 ("open") in 开心
+    ("happy"), 去 ("go") in 去年 ("last year"). Candidates ``at`` in ``keep`` (by position) keep
+    their credit: 开业 is still "open" in a message that means what the question asks."""
+    out = []
+    for c in concepts:
+        if c.single and c.needle:
+            credit = c.credit.copy()
+            for i, text in zip(at, texts, strict=True):
+                if text is not None and credit[i] > GLUED_CREDIT and i not in keep and c.needle in text \
+                        and not cjk.stands_alone(text, c.needle):
+                    credit[i] = GLUED_CREDIT
+            c = replace(c, credit=credit)
+        out.append(c)
+    return out
+
+
+def _said_as(word: str) -> tuple[str, re.Pattern[str]]:
+    """How ``nearness`` finds a word of the question: (a substring every text that says it holds,
+    the pattern that finds it), as a whole word or as any word beginning with all but its last
+    three letters (at least four: a word of four letters or fewer only as itself)."""
+    if len(word) > 4:
+        stem = word[:max(4, len(word) - 3)]
+        return stem, re.compile(re.escape(stem) + r"[^\W_]*")
+    return word, re.compile(re.escape(word) + r"(?![^\W_])")
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where ``pattern`` matches at the start of a word of ``text``."""
+    return [m.span() for m in pattern.finditer(text) if not m.start() or not _WORD_TOKEN.match(text, m.start() - 1)]
+
+
+def _close(a: list[tuple[int, int]], b: list[tuple[int, int]], text: str) -> bool:
+    """Whether a word at one of the spans ``a`` is within NEAR_WORDS words of one at ``b`` in ``text``."""
+    for a_start, a_end in a:
+        for b_start, b_end in b:
+            start, end = (a_end, b_start) if a_start <= b_start else (b_end, a_start)
+            # Fewer than NEAR_WORDS words between them (none, or overlapping: the same word); a gap of
+            # more than NEAR_CHARS holds more, but for words of a hundred letters.
+            if end - start <= NEAR_CHARS and len(_WORD_TOKEN.findall(text, start, max(start, end))) < NEAR_WORDS:
+                return True
+    return False
+
+
+def _word(concept: _Concept) -> bool:
+    """Whether ``nearness`` pairs the concept: one whole word (not a phrase, a symbol or CJK: two Chinese
+    words said together mostly lifted messages that repeat the question's compound, 领养机构, over
+    answers that say it another way, 收养机构; docs/benchmarks.md, "Chinese nearness")."""
+    return bool(concept.needle and concept.whole_word and _WORD_TOKEN.fullmatch(concept.needle))
+
+
+def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
+    """Per text, the summed share (the lighter word's) of the pairs of the question's words next to
+    each other among its concepts (``_word`` both: a Chinese word between two names parts them) that
+    the text (normalised) says within NEAR_WORDS words of each other (``_said_as``). A text not read
+    (None): 0."""
+    import numpy as np
+
+    near = np.zeros(len(texts))
+    total_weight = sum(c.weight for c in concepts) or 1.0
+    pairs = [(i, min(a.weight, b.weight) / total_weight)
+             for i, (a, b) in enumerate(zip(concepts[:-1], concepts[1:], strict=True)) if _word(a) and _word(b)]
+    if not pairs:
+        return near
+    found = {k: _said_as(concepts[k].needle or "") for i, _ in pairs for k in (i, i + 1)}
+    for j, text in enumerate(texts):
+        if text is None:
+            continue
+        held = {k: prefix in text for k, (prefix, _) in found.items()}
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for i, share in pairs:
+            if not (held[i] and held[i + 1]):
+                continue
+            for k in (i, i + 1):
+                if k not in spans:
+                    spans[k] = _spans(found[k][1], text)
+            if spans[i] and spans[i + 1] and _close(spans[i], spans[i + 1], text):
+                near[j] += share
+    return near
+
+
 def bm25_scores(concepts: list[_Concept], counts: "np.ndarray", lengths: "np.ndarray", average: float) -> "np.ndarray":
     """Per candidate, each concept's weighted share times BM25's saturated term frequency,
     normalised by the message's length: ``share × (k1 + 1) / (1 + k1 × norm)`` when every
@@ -755,7 +860,7 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
-         facts: _Facts | None = None, reads: _Reads | None = None) -> list[Hit]:
+         facts: _Facts | None = None, reads: _Reads | None = None, near: Collection[int] = ()) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -764,7 +869,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     message (then the higher id). The best are then checked with
     ``backend.live``, best first, and a message missing there is dropped:
     the first ``keep`` found live among the best ``max(keep, RERANKED)``. ``facts``: the
-    keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read."""
+    keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read;
+    ``near``: message ids that keep a one-character word inside another word whole (``lone``)."""
     import numpy as np
 
     if not len(keys):
@@ -802,8 +908,16 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     counted = order[known[order]][:TF_CANDIDATES]
     reads = reads or _Reads(backend)
     readable = counted[to_read(lengths[counted])]
-    counts[:, readable] = reads.counts(concepts, [int(m) for m in facts.message_ids[readable]])
-    score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
+    readable_ids = [int(m) for m in facts.message_ids[readable]]
+    counts[:, readable] = reads.counts(concepts, readable_ids)
+    folded = reads.folded(readable_ids)
+    said = [folded.get(m) for m in readable_ids]
+    if any(c.single for c in concepts):
+        at = readable.tolist()
+        concepts = lone(concepts, at, said, {i for i, m in zip(at, readable_ids, strict=True) if m in near})
+    together = np.zeros(len(keys))
+    together[readable] = NEAR_CREDIT * nearness(concepts, said)
+    score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at] + together
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)].tolist()
     ids = [int(facts.message_ids[i]) for i in pick]

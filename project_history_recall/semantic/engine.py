@@ -25,7 +25,10 @@ from .embedders.base import Embedder
 from .store import VectorStore
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..context import SearchContext
+    from .matrix import ScopeMatrix
     from ..settings import Settings
 
 
@@ -44,6 +47,17 @@ class Outcome:
     consent: dict | None = None  # consent_required: what would be sent, and how to agree (consent_request)
     # The hits' messages as the search read them from state.db to check them, kept for its response.
     rows: dict = field(default_factory=dict)
+    # The scope's vectors, for how alike messages are to each other (``likeness``).
+    matrix: ScopeMatrix | None = None
+
+    def likeness(self, message_ids: list[int]) -> "np.ndarray":
+        """``ScopeMatrix.likeness`` of these messages; all 0 without the matrix."""
+        import numpy as np
+
+        if self.matrix is None:
+            return np.zeros((len(message_ids), len(message_ids)))
+        with self.matrix.lock:
+            return self.matrix.likeness(message_ids)
 
     @property
     def usable(self) -> bool:
@@ -176,6 +190,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
             store, q, scope.session_ids, ctx.filters.since, ctx.filters.until, limit, candidates,
             embedder.cosine_baseline, evidence)
     out.hits = [Hit(h.message_id, h.session_id, h.score, SEMANTIC, h.timestamp) for h in found]
+    out.matrix = matrix
     out.hashes = {h.message_id: h.content_hash for h in found}
     if store.rebuilt_reason:
         out.reason = (out.reason + "; " if out.reason else "") + store.rebuilt_reason

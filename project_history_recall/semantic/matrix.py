@@ -471,6 +471,29 @@ class ScopeMatrix:
             similarity.setdefault(hit.message_id, hit.score)
         return hits, similarity, evidence, background
 
+    def likeness(self, message_ids: list[int]):
+        """The cosine of each pair of ``message_ids`` (a square array in that order): of their
+        nearest chunks, from the int8 rows, each chunk alone (no neighbours). A message with no
+        row here is like nothing (0)."""
+        import numpy as np
+
+        n = self.n
+        out = np.zeros((len(message_ids), len(message_ids)), dtype=np.float64)
+        rows = _rows_of(self.mids[:n], message_ids)
+        rows = rows[self.alive[rows]]
+        if len(rows) == 0:
+            return out
+        floats = self.vecs[rows].astype(np.float64)
+        norms = np.linalg.norm(floats, axis=1)
+        norms[norms == 0] = 1.0
+        floats /= norms[:, None]
+        cos = floats @ floats.T
+        at = {m: i for i, m in enumerate(message_ids)}
+        which = np.array([at[int(m)] for m in self.mids[rows]], dtype=np.int64)
+        # The best chunk pair of each message pair.
+        np.maximum.at(out, (np.repeat(which, len(rows)), np.tile(which, len(rows))), cos.ravel())
+        return out
+
     def _scope(self, allowed: Iterable[str], since: float | None, until: float | None):
         """The rows a search of ``allowed`` sessions in that time range looks at: (their mask, their
         indices, their session indices, the indices of the other rows). The same for every search

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, REPEAT_CREDIT, TF_MAX_CHARS,
-                                                   TF_READ_CHARS, _Concept, _Facts, bm25_scores, occurrences, rank,
-                                                   term_counts, to_read)
+from project_history_recall.keyword import textindex
+from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
+                                                   TF_MAX_CHARS, TF_READ_CHARS, _Concept, _Facts, bm25_scores,
+                                                   nearness, occurrences, rank, term_counts, to_read)
 
 
 @pytest.mark.parametrize("text, needle, whole_word, count", [
@@ -35,6 +36,54 @@ def test_term_counts_read_normalised_text_and_count_a_repeat_as_part_of_the_firs
         [1 + 2 * REPEAT_CREDIT, 1, 1],  # compatibility forms and case folded; none found still counts once
         [1 + REPEAT_CREDIT, 1, 1],
         [1, 1, 1]]))  # a concept without a needle, a text not read: once
+
+
+def test_nearness_is_the_share_of_neighbouring_question_words_said_close_together():
+    # "charity run volunteers": charity-run and run-volunteers are the pairs; 1, 2 and 1 of 4 weight.
+    concepts = [_concept(1.0, [1] * 6, "charity"), _concept(2.0, [1] * 6, "run"),
+                _concept(1.0, [1] * 6, "volunteers"), _concept(0.0, [1] * 6, "画画", whole_word=False)]
+    far = " ".join(["word"] * NEAR_WORDS)
+    near = nearness(concepts, [None if t is None else textindex.normalise(t) for t in [
+        "I ran a CHARITY run with the volunteers",  # both pairs, case folded
+        f"a charity {far} run",  # NEAR_WORDS + 1 words apart: too far
+        "the run was for charity",  # either order
+        "volunteering at a charity",  # a word beginning with the stem of "volunteers", but no pair
+        "runs and charity",  # "run" (four letters or fewer) only as itself
+        "a rerun for charity",  # nor inside another word
+        "charities: a run",  # a word beginning with all but the last three letters of "charity"
+        None,  # not read
+    ]])
+    assert near == pytest.approx([0.5, 0, 0.25, 0, 0, 0, 0.25, 0])
+
+
+def test_nearness_pairs_whole_words_next_to_each_other_among_the_concepts():
+    art, painting, melanie, caroline = (_concept(1.0, [1], "art"), _concept(1.0, [1], "画画", whole_word=False),
+                                        _concept(1.0, [1], "melanie"), _concept(1.0, [1], "caroline"))
+    assert nearness([art, painting], ["art 画画"]).tolist() == [0]
+    # "Melanie怎么看Caroline决定领养": 看 between the names parts them; "Caroline和Melanie" (和 a stop word) does not.
+    assert nearness([melanie, painting, caroline], ["melanie and caroline"]).tolist() == [0]
+    assert nearness([caroline, melanie], ["melanie and caroline"]).tolist() == [pytest.approx(0.5)]
+    phrase = _concept(1.0, [1], "new york")
+    assert nearness([phrase, art], ["new york art"]).tolist() == [0]  # a phrase is no word
+
+
+def test_nearness_leaves_chinese_neighbours_unpaired():
+    """Two Chinese words of the question said together earn nothing (measured and not kept: a message that
+    says the question's compound, 领养机构, mostly is not the answer, which says 收养机构)."""
+    adopt, agency = _concept(1.0, [1, 1], "领养", whole_word=False), _concept(1.0, [1, 1], "机构", whole_word=False)
+    caroline = _concept(1.0, [1, 1], "caroline")
+    assert nearness([adopt, agency], ["我申请了领养机构", "领养 机构"]).tolist() == [0, 0]
+    assert nearness([caroline, adopt], ["caroline领养了", None]).tolist() == [0, 0]
+
+
+def test_a_message_that_says_the_words_together_outranks_one_that_says_them_apart():
+    concepts = [_concept(1.0, [1, 1], "charity"), _concept(1.0, [1, 1], "run")]
+    backend = _OneMessageSessions(2)
+    far = " ".join(["word"] * NEAR_WORDS)
+    backend.texts = lambda ids: {100: "a charity run", 101: f"a charity {far} and a run"}
+    hits = rank(concepts, np.arange(2), 2, backend, 2)
+    assert [h.message_id for h in hits] == [100, 101]  # the newer one would win a tie
+    assert hits[0].score - hits[1].score == pytest.approx(NEAR_CREDIT * 0.5)
 
 
 def test_with_every_count_one_the_score_is_the_share_normalised_by_length():
@@ -167,3 +216,27 @@ def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_seman
     # A character the scope's index never says (a message changed since it was indexed) earns nothing.
     backend.character_count = lambda term: 0
     assert Ranking(concepts, keys, 5, backend, 100).backed({101, 102}) is None
+
+
+def test_a_one_character_word_inside_another_word_earns_the_glued_credit_unless_the_message_is_near():
+    from project_history_recall.keyword.engine import Ranking, _concepts
+    from project_history_recall.keyword.querytext import Term
+
+    # 开 ("open") of the question: 店开了 says it as a word, 很开心 ("happy") and 开业了 ("opened for
+    # business") inside other words.
+    open_ = Term("cjk", "开")
+    keys = np.array([0, 1, 2])
+    [concept] = _concepts({0: [open_]}, {open_: keys}, keys, 100)
+    assert concept.single
+    backend = _OneMessageSessions(3)
+    backend.texts = lambda ids: {m: {100: "店开了", 101: "很开心", 102: "开业了"}[m] for m in ids}
+    ranking = Ranking([concept], keys, 3, backend)
+
+    plain = {h.message_id: h.score for h in ranking.hits(10)}
+    assert plain[100] > plain[101] == plain[102] > 0
+
+    near = ranking.backed(set(), near={102})
+    assert near is not None and not near.gated()
+    scores = {h.message_id: h.score for h in near.hits(10)}
+    assert scores[100] == scores[102] > scores[101]
+    assert ranking.backed(set()) is None  # nothing near: the ranking as it was

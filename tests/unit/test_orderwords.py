@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from project_history_recall import orderwords, search, timewords
@@ -44,6 +45,21 @@ def test_questions_asking_how_something_turned_out(question: str) -> None:
 ])
 def test_words_that_do_not_ask_for_an_outcome(question: str) -> None:
     assert not orderwords.asks_for_latest(question)
+
+
+@pytest.mark.parametrize("question, outcome", [
+    ("How did the interview turn out?", True),
+    ("Which SUV did we end up buying?", True),
+    ("儿子咳嗽最后查出来是什么病", True),
+    ("胃里那个细菌后来复查结果", True),
+    ("What book is Jon currently reading?", False),
+    ("What is the latest on the flaky test?", False),
+    ("Caroline和她现在这群朋友认识多久了？", False),
+    ("最近一次体检是哪天", False),
+])
+def test_an_outcome_is_told_apart_from_how_things_stand_now(question: str, outcome: bool) -> None:
+    assert orderwords.asks_for_latest(question)
+    assert orderwords.asks_for_outcome(question) is outcome
 
 
 def hit(n: int, session: str, score: float, day: float) -> Hit:
@@ -93,3 +109,72 @@ def test_a_search_without_outcome_words_or_with_a_named_time_keeps_its_ranking()
     asked = search.SearchRequest("What is she currently doing in June?")
     assert search._lifted(asked, settings, june, HITS) is HITS
     assert search._lifted(search.SearchRequest("How did it turn out?"), settings, [], HITS)[0].session_id == "c"
+
+
+# Sequels. Sessions a..f, best first as fused, then nine weak earlier ones; "a" asks the assistant
+# about a cough (day 10), "d" tells the diagnosis (day 12), "e" is a later, unrelated chat (day 15).
+THREAD = [hit(1, "a", 1.2, 10), hit(2, "b", 0.7, 3), hit(3, "c", 0.65, 20), hit(4, "d", 0.5, 12),
+          hit(5, "e", 0.45, 15), hit(6, "f", 0.4, 25), hit(7, "a", 0.3, 10)] + [
+    hit(10 + n, f"old{n}", 0.2 - n / 100, 1 + n / 10) for n in range(9)]
+
+
+def alike(pairs: dict[tuple[int, int], float], background: float = 0.2):
+    """A ``likeness`` where every pair of different messages is ``background`` alike but ``pairs``."""
+    def likeness(ids: list[int]) -> np.ndarray:
+        out = np.full((len(ids), len(ids)), background)
+        np.fill_diagonal(out, 1.0)
+        for (x, y), value in pairs.items():
+            out[ids.index(x), ids.index(y)] = out[ids.index(y), ids.index(x)] = value
+        return out
+    return likeness
+
+
+ALL = {h.message_id for h in THREAD}
+
+
+def order(hits: list[Hit]) -> list[str]:
+    return list(dict.fromkeys(h.session_id for h in hits))[:6]
+
+
+def test_a_sessions_sequel_is_placed_just_past_it() -> None:
+    out = orderwords.sequels(THREAD, alike({(7, 4): 0.6}), ALL)
+    assert order(out) == ["d", "a", "b", "c", "e", "f"]
+    assert [h.message_id for h in out if h.session_id == "d"] == [4]
+    # Only the sequel moved; the others keep their scores and their order.
+    assert [(h.message_id, h.score) for h in out if h.session_id != "d"] == \
+        [(h.message_id, h.score) for h in THREAD if h.session_id != "d"]
+
+
+def test_the_first_alike_later_session_is_the_sequel_not_the_most_alike() -> None:
+    out = orderwords.sequels(THREAD, alike({(1, 4): 0.8, (1, 6): 0.9}, background=0.1), ALL)
+    assert order(out)[:2] == ["d", "a"]
+
+
+def test_a_session_not_standing_out_earlier_or_far_from_the_question_is_no_sequel() -> None:
+    # Every later session alike (long answers restating the same advice): none stands out.
+    crowd = alike({(1, 3): 0.6, (1, 4): 0.6, (1, 5): 0.65, (1, 6): 0.6, (1, 10): 0.55, (1, 11): 0.6})
+    assert order(orderwords.sequels(THREAD, crowd, ALL)) == order(THREAD)
+    assert order(orderwords.sequels(THREAD, alike({(1, 2): 0.9}), ALL)) == order(THREAD)  # b is earlier
+    assert order(orderwords.sequels(THREAD, alike({(1, 4): 0.9}), ALL - {4})) == order(THREAD)  # not near
+
+
+def test_a_sequel_already_ahead_or_without_a_time_stays_and_few_sessions_are_left_alone() -> None:
+    assert order(orderwords.sequels(THREAD, alike({(2, 1): 0.9}), ALL)) == order(THREAD)  # a is ahead of b
+    untimed = [Hit(4, "d", 0.5, KEYWORD, 0.0) if h.message_id == 4 else h for h in THREAD]
+    assert order(orderwords.sequels(untimed, alike({(1, 4): 0.9}), ALL)) == order(untimed)
+    few = THREAD[:2]
+    assert orderwords.sequels(few, alike({(1, 2): 0.9}), ALL) is few
+
+
+def test_a_search_puts_sequels_first_only_when_asked_how_something_turned_out() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    like = alike({(1, 4): 0.6})
+
+    def first(question: str, chosen: Settings = settings) -> str:
+        return search._lifted(search.SearchRequest(question), chosen, [], THREAD, like, ALL)[0].session_id
+
+    assert first("儿子咳嗽最后查出来是什么病") == "d"
+    assert first("乐乐现在还咳嗽吗") == "a"  # how it stands now: the latest mention tells that
+    assert first("儿子咳嗽是什么病") == "a"
+    assert first("儿子咳嗽最后查出来是什么病", Settings(order_weight=0.0, time_weight=0.0)) == "a"
+    assert search._lifted(search.SearchRequest("儿子咳嗽最后查出来是什么病"), settings, [], THREAD)[0].session_id == "a"

@@ -182,3 +182,24 @@ def test_a_two_character_word_has_its_characters_to_look_for_when_the_scope_neve
                       ("cjk", "胃", True, concept["胃里"]), ("cjk", "超", True, concept["超期"]),
                       ("cjk", "期", True, concept["超期"])]
     assert characters(parse("疼")) == [] and characters(parse("什么")) == []
+
+
+@pytest.mark.parametrize("text, char, alone", [
+    ("店开了", "开", True),  # a word the dictionary does not know is no word around 开
+    ("我很开心", "开", False),
+    ("网店开业了，很开心", "开", False),
+    ("我去年画了那幅画", "画", True),
+    ("我画画很多年了", "画", False),
+    ("没有这个字", "开", False),
+])
+def test_a_character_stands_alone_where_the_dictionary_joins_it_to_no_neighbour(text, char, alone):
+    from project_history_recall.keyword import cjk
+
+    assert cjk.stands_alone(text, char) is alone
+
+
+def test_without_the_segmenter_a_character_cannot_be_told_inside_a_word(monkeypatch):
+    from project_history_recall.keyword import cjk
+
+    monkeypatch.setattr(cjk, "_segmenter", False)
+    assert cjk.stands_alone("我很开心", "开")

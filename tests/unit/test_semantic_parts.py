@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.semantic import chunking, indexer, matrix, store as vectors
+from project_history_recall.semantic import chunking, engine, indexer, matrix, store as vectors
 from project_history_recall import settings as config, fusion
 from project_history_recall.hits import KEYWORD, SEMANTIC, Hit
 from project_history_recall.files import arrays, derived
@@ -179,6 +179,28 @@ def test_matrix_scores_in_context_and_follows_the_store(tmp_path, w):
     check(["s2"])  # a session leaves the scope (a move)
     _, late, _, _ = m.search(store, q, {"s2"}, 10.5, None, 10, candidates={10, 11})
     assert set(late) == {11}  # time filter (10 is at 10.0, 11 at 11.0)
+
+
+def test_likeness_is_the_cosine_of_two_messages_nearest_chunks(tmp_path):
+    rng = np.random.default_rng(7)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    vecs = _unit(rng, 4)
+    # Message 1 has two chunks (offsets 0 and 1); 2 and 3 one each, in another session.
+    store.add("fp", "s1", [vectors.ChunkRow("s1", 1, 0, "h1", 1.0, vecs[0]),
+                           vectors.ChunkRow("s1", 1, 1, "h1", 1.0, vecs[1])], 1, None)
+    _add(store, "s2", [2, 3], vecs[2:])
+    m = matrix.ScopeMatrix(8)
+    m.sync(store, "fp", ["s1", "s2"], store.states("fp"))
+    like = m.likeness([3, 1, 99, 2])  # 99: no vector anywhere
+    v = vecs.astype(np.float16).astype(np.float32)
+    assert like[1, 3] == pytest.approx(max(v[0] @ v[2], v[1] @ v[2]), abs=0.01)
+    assert like[0, 1] == pytest.approx(max(v[0] @ v[3], v[1] @ v[3], 0.0), abs=0.01)
+    assert like[0, 0] == pytest.approx(1.0, abs=0.01)
+    assert not like[2].any() and not like[:, 2].any()
+    assert np.allclose(like, like.T)
+    # A search's outcome asks its matrix; one without (keyword only) finds nothing alike.
+    assert np.array_equal(engine.Outcome("ready", matrix=m).likeness([3, 1, 99, 2]), like)
+    assert not engine.Outcome("disabled").likeness([1, 2]).any()
 
 
 def _leaning(tmp_path, rng, d, sessions, chunks_of):
