@@ -14,6 +14,10 @@ first CJK query, never at plugin registration. Without it (a directory
 install with no dependencies), runs are cut at function words and matched
 by character bigrams instead.
 
+The dictionary keeps some compounds whole that English writes as two words
+(``诗歌朗诵``, "poetry reading"); a question searches them as their words
+(``parts``), as English does.
+
 Kana and hangul are not in jieba's dictionary: katakana runs are kept whole
 (loanwords), hiragana is grammar (particles, endings), and a
 hangul word (Korean separates words with spaces, but glues particles to
@@ -58,16 +62,18 @@ _HAN_START = re.compile(f"[{_HAN}]")
 
 _lock = threading.Lock()
 _segmenter = None  # rjieba.cut, False when it cannot be imported
+_subwords = None  # rjieba.cut_for_search, once ``_segmenter`` is loaded
 
 
 def _cut():
-    global _segmenter
+    global _segmenter, _subwords
     if _segmenter is None:
         with _lock:
             if _segmenter is None:
                 try:
                     import rjieba
 
+                    _subwords = rjieba.cut_for_search
                     _segmenter = rjieba.cut
                 except Exception:  # not installed, or a wheel that does not load here
                     _segmenter = False
@@ -89,6 +95,29 @@ def words(run: str) -> list[str]:
             out.extend(w for w in cut(piece) if w.strip())
         else:
             out.extend(_split_at_function_words(piece))
+    return out
+
+
+def parts(word: str) -> list[str]:
+    """The dictionary words a compound the dictionary keeps whole is made of, each of two
+    characters or more, in order and covering it exactly (诗歌朗诵 -> 诗歌, 朗诵; 心理健康 -> 心理,
+    健康); [] for any other word, and without a segmenter.
+
+    English writes such a compound as two words ("poetry reading") and searches each as a
+    concept of its own. Searched whole, a chat that says it another way (诗歌朗读, 心理咨询和健康)
+    earned at most the half share of its bigrams. A word of three characters has no such cut
+    (工作室 is 工作 and 室, a bound suffix), nor has a word the dictionary does not know."""
+    if len(word) < 4 or not _HAN_START.match(word) or not _cut() or _subwords is None:
+        return []
+    known = {w for w in _subwords(word) if len(w) >= 2 and w != word}
+    out: list[str] = []
+    at = 0
+    while at < len(word):
+        longest = max((w for w in known if word.startswith(w, at)), key=len, default=None)
+        if longest is None:
+            return []
+        out.append(longest)
+        at += len(longest)
     return out
 
 
@@ -123,8 +152,17 @@ def content_chars(word: str) -> list[str]:
 
 
 def content_words(run: str) -> list[tuple[str, bool]]:
-    """(word, is_content) for each of the run's words, in order."""
-    return [(w, not is_function_word(w)) for w in words(run)]
+    """(word, is_content) for each of the run's words, in order; a compound of content words
+    (``parts``) as those words (docs/benchmarks.md, "Compounds searched as their words")."""
+    out: list[tuple[str, bool]] = []
+    for w in words(run):
+        split = [] if is_function_word(w) else parts(w)
+        # A compound with a word of grammar in it is a phrase of its own (多长时间, "how long").
+        if split and not any(map(is_function_word, split)):
+            out.extend((p, True) for p in split)
+        else:
+            out.append((w, not is_function_word(w)))
+    return out
 
 
 def is_hangul(word: str) -> bool:
