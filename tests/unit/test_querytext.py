@@ -73,6 +73,10 @@ def test_the_chinese_of_english_stop_words_do_more_and_once_is_grammar():
     assert [t.text for t in parse("Jon告诉Gina他买了哪些东西").terms if not t.partial] == ["jon", "gina", "买"]
     assert [t.text for t in parse("以哪些方式得到很多支持").terms if not t.partial] == ["支持"]
     assert "申请" in {t.text for t in parse("什么时候提交申请的").terms}
+    # "What types of pottery", "to be brave", "in education": the question's frame, not its topic.
+    assert [t.text for t in parse("Melanie喜欢哪些类型的陶器？").terms if not t.partial] == ["melanie", "喜欢", "陶器"]
+    assert [t.text for t in parse("是什么激励Caroline变得勇敢").terms if not t.partial] == ["激励", "caroline", "勇敢"]
+    assert [t.text for t in parse("她在教育方面有什么计划").terms if not t.partial] == ["教育", "计划"]
 
 
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
