@@ -404,11 +404,27 @@ class Lookup:
         a slot can hold sessions that are not searched)."""
         return self.index.count(match, self._ranges(None))
 
+    def counted(self, match: str, limit: int) -> tuple[int, "np.ndarray | None"]:
+        """``count(match)`` and, when each slot holds ``match`` in fewer than ``limit`` rows,
+        ``keys(match, n)`` for any ``n >= limit`` (else None), from one read of the index: most of
+        a question's terms are rare, and each lookup seeks the term in every segment of the index."""
+        import numpy as np
+
+        read = [self.index.rowids(match, [span], limit) for span in self._ranges(None)]
+        if any(len(rows) >= limit for rows in read):
+            return self.count(match), None
+        return sum(map(len, read)), self._searched(np.fromiter(chain.from_iterable(read), dtype=np.int64))
+
     def keys(self, match: str, limit: int, ordinals: list[int] | None = None) -> "np.ndarray":
         """The rowids of the searched sessions' (or of ``ordinals``') messages holding ``match``, sorted."""
         import numpy as np
 
-        rowids = np.fromiter(self.index.rowids(match, self._ranges(ordinals), limit), dtype=np.int64)
+        return self._searched(np.fromiter(self.index.rowids(match, self._ranges(ordinals), limit), dtype=np.int64))
+
+    def _searched(self, rowids: "np.ndarray") -> "np.ndarray":
+        """Those of ``rowids`` (read from the index) of the searched sessions and times, sorted."""
+        import numpy as np
+
         if not len(rowids):
             return rowids
         searched = np.fromiter(self.session_of, dtype=np.int64, count=len(self.session_of))

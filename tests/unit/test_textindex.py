@@ -81,6 +81,26 @@ def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_pat
     assert len(lookup.keys('"超时"', 10)) == 0 and len(lookup.keys('"websocket"', 10)) == 1
 
 
+def test_a_term_counted_with_its_rows_has_the_count_and_keys_of_two_lookups(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(1, "user", "超时", None, None, 10.0), (2, "user", "超时了", None, None, 20.0),
+                         (3, "user", "没有", None, None, 25.0)], (3, 3))
+    _write(index, "s2", [(4, "user", "又超时", None, None, 30.0)], (1, 4))  # the same slot, not searched
+    _write(index, "s3", [(5, "user", "超时", None, None, 40.0)], (1, 5), key=("auto", "/other"))
+    states = index.states(["s1", "s2", "s3"])
+    for lookup in (textindex.lookup_for(index, states, ["s1", "s3"], with_tools=False),
+                   textindex.lookup_for(index, states, ["s1", "s3"], with_tools=False, since=15.0)):
+        # Fewer rows than the limit in each slot: the slots' count (s2's row too) and the searched keys.
+        count, keys = lookup.counted('"超时"', 4)
+        assert count == lookup.count('"超时"') == 4
+        assert keys is not None and keys.tolist() == lookup.keys('"超时"', 5000).tolist()
+        # As many as the limit in a slot: counted apart, the keys left to a lookup of their own.
+        assert lookup.counted('"超时"', 3) == (4, None)
+        count, keys = lookup.counted('"没了"', 4)
+        assert count == 0 and keys is not None and not len(keys)
+    assert len(lookup.keys('"超时"', 5000)) == 2  # since 15.0: s1's second row and s3's
+
+
 def test_doc_arrays_line_up_with_the_rowids_asked_and_fill_what_is_unknown(tmp_path):
     index = textindex.TextIndex(tmp_path / "keywords.db")
     _write(index, "s1", [(7, "user", "abc", None, None, 10.5), (9, "user", "abcdef", None, None, "later")], (2, 9))
