@@ -757,12 +757,14 @@ def _counts_in(concepts: list[_Concept], folded: list[str | None]) -> "np.ndarra
     import numpy as np
 
     counts = np.ones((len(concepts), len(folded)))
+    needles = [(i, c.needle, c.whole_word) for i, c in enumerate(concepts) if c.needle]
     for j, text in enumerate(folded):
         if text is None:
             continue
-        for i, c in enumerate(concepts):
-            if c.needle:
-                counts[i, j] = 1 + REPEAT_CREDIT * max(0, occurrences(text, c.needle, c.whole_word) - 1)
+        for i, needle, whole_word in needles:
+            said = occurrences(text, needle, whole_word)
+            if said > 1:  # once or never counts 1, as it stands: a write into the array costs more than the count
+                counts[i, j] = 1 + REPEAT_CREDIT * (said - 1)
     return counts
 
 
@@ -932,11 +934,14 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     together[readable] = NEAR_CREDIT * nearness(concepts, said)
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at] + together
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
-    pick = order[known[order]][:max(keep, RERANKED)].tolist()
-    ids = [int(facts.message_ids[i]) for i in pick]
+    pick = order[known[order]][:max(keep, RERANKED)]
+    ids = facts.message_ids[pick].tolist()
     # Almost every message is live: the best ``keep`` are checked first, the rest only if one is not.
     alive = reads.live(ids[:keep])
     if len(alive) < min(keep, len(ids)):
         alive |= reads.live(ids[keep:])
-    return [Hit(mid, backend.names[int(session_ids[session_at[i]])], float(score[i]), KEYWORD,
-                float(facts.timestamps[i])) for i, mid in zip(pick, ids, strict=True) if mid in alive][:keep]
+    # Converted a column at a time: a numpy scalar at a time cost ~0.3 ms for 200 hits.
+    columns = zip(ids, session_ids[session_at[pick]].tolist(), score[pick].tolist(), facts.timestamps[pick].tolist(),
+                  strict=True)
+    return [Hit(mid, backend.names[session], value, KEYWORD, when) for mid, session, value, when in columns
+            if mid in alive][:keep]
