@@ -658,7 +658,7 @@ def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict
             best[session] = max(best.get(session, 0.0), value)
         top = sorted(best, key=best.__getitem__, reverse=True)[:CANDIDATE_SESSIONS]
         for term in common:
-            found[term] = lookup.keys(matches[term], TERM_CANDIDATES + 1, top) if top else keys[:0]
+            found[term] = lookup.keys_in(matches[term], TERM_CANDIDATES + 1, top, counts[term]) if top else keys[:0]
     return found
 
 
