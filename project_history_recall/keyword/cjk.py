@@ -14,6 +14,10 @@ first CJK query, never at plugin registration. Without it (a directory
 install with no dependencies), runs are cut at function words and matched
 by character bigrams instead.
 
+The dictionary keeps some compounds whole that English writes as two words
+(``诗歌朗诵``, "poetry reading"); a question searches them as their words
+(``parts``), as English does.
+
 Kana and hangul are not in jieba's dictionary: katakana runs are kept whole
 (loanwords), hiragana is grammar (particles, endings), and a
 hangul word (Korean separates words with spaces, but glues particles to
@@ -36,13 +40,19 @@ import threading
 # 什么 and 怎么 do: as topics they found the chats that ask the same, not the answer.
 # The Chinese of the English stop words (querytext.STOP_WORDS) is grammar as they are: 做 (做什么
 # "what does ... do"), 更, 并, 一次, 东西 and 事情 ("thing"), 方式 ("way"), 告诉 ("tell"), 请, 很多
-# and 许多 ("many"), 得到 ("get"). As topics they lifted the sessions that say them most, not the answer.
+# and 许多 ("many"), 得到 ("get"), 类型 and 种类 ("kind", "sort"), 其他 / 其它 / 别的 ("other"), 一样 /
+# 同样 / 相同 ("same"), 非常 ("very"), 任何 ("any"), 所有 / 一切 / 全部 ("all"), 每个 ("each"), 只有 and
+# 只是 ("only"), 期间 ("during"), 之间 ("between"), 直到 ("until"), 再次 ("again"), 某人 and 有人
+# ("someone"), 变得 ("get", as in "get brave") and 方面 (在…方面, "in"). As topics they lifted the
+# sessions that say them most, not the answer.
 STOP_WORDS = frozenset(
     "什么 怎么 怎样 怎么样 如何 为什么 为何 哪些 哪个 哪里 哪儿 哪家 哪位 哪种 哪天 哪年 何时 多少 多久 是否 "
     "啥 为啥 啥时候 啥样 咋 咋样 咋办 怎么办 怎么回事 什么样 多大 多长 多远 多高 几点 几岁 几时 "
     "是不是 有没有 我们 你们 他们 她们 它们 咱们 自己 大家 这个 那个 这些 那些 这样 那样 这里 那里 一下 一个 "
     "一些 之前 以前 以后 之后 上次 时候 可以 能否 应该 还是 或者 然后 就是 已经 关于 因为 所以 如果 但是 可能 "
-    "知道 觉得 认为 一起 曾经 当时 那时 现在 最近 做 更 并 一次 东西 事情 方式 告诉 请 很多 许多 得到".split()
+    "知道 觉得 认为 一起 曾经 当时 那时 现在 最近 做 更 并 一次 东西 事情 方式 告诉 请 很多 许多 得到 "
+    "类型 种类 其他 其它 别的 一样 同样 相同 非常 任何 所有 一切 全部 每个 只有 只是 期间 之间 直到 再次 某人 有人 "
+    "变得 方面".split()
 )
 FUNCTION_CHARS = frozenset(
     "的地得了着过吗呢吧啊么呀嘛哦是在和与跟及或而但就也都还又再才很太最把被给对从向到来让使为以之其这那哪谁几多"
@@ -58,16 +68,18 @@ _HAN_START = re.compile(f"[{_HAN}]")
 
 _lock = threading.Lock()
 _segmenter = None  # rjieba.cut, False when it cannot be imported
+_subwords = None  # rjieba.cut_for_search, once ``_segmenter`` is loaded
 
 
 def _cut():
-    global _segmenter
+    global _segmenter, _subwords
     if _segmenter is None:
         with _lock:
             if _segmenter is None:
                 try:
                     import rjieba
 
+                    _subwords = rjieba.cut_for_search
                     _segmenter = rjieba.cut
                 except Exception:  # not installed, or a wheel that does not load here
                     _segmenter = False
@@ -89,6 +101,29 @@ def words(run: str) -> list[str]:
             out.extend(w for w in cut(piece) if w.strip())
         else:
             out.extend(_split_at_function_words(piece))
+    return out
+
+
+def parts(word: str) -> list[str]:
+    """The dictionary words a compound the dictionary keeps whole is made of, each of two
+    characters or more, in order and covering it exactly (诗歌朗诵 -> 诗歌, 朗诵; 心理健康 -> 心理,
+    健康); [] for any other word, and without a segmenter.
+
+    English writes such a compound as two words ("poetry reading") and searches each as a
+    concept of its own. Searched whole, a chat that says it another way (诗歌朗读, 心理咨询和健康)
+    earned at most the half share of its bigrams. A word of three characters has no such cut
+    (工作室 is 工作 and 室, a bound suffix), nor has a word the dictionary does not know."""
+    if len(word) < 4 or not _HAN_START.match(word) or not _cut() or _subwords is None:
+        return []
+    known = {w for w in _subwords(word) if len(w) >= 2 and w != word}
+    out: list[str] = []
+    at = 0
+    while at < len(word):
+        longest = max((w for w in known if word.startswith(w, at)), key=len, default=None)
+        if longest is None:
+            return []
+        out.append(longest)
+        at += len(longest)
     return out
 
 
@@ -123,8 +158,17 @@ def content_chars(word: str) -> list[str]:
 
 
 def content_words(run: str) -> list[tuple[str, bool]]:
-    """(word, is_content) for each of the run's words, in order."""
-    return [(w, not is_function_word(w)) for w in words(run)]
+    """(word, is_content) for each of the run's words, in order; a compound of content words
+    (``parts``) as those words (docs/benchmarks.md, "Compounds searched as their words")."""
+    out: list[tuple[str, bool]] = []
+    for w in words(run):
+        split = [] if is_function_word(w) else parts(w)
+        # A compound with a word of grammar in it is a phrase of its own (多长时间, "how long").
+        if split and not any(map(is_function_word, split)):
+            out.extend((p, True) for p in split)
+        else:
+            out.append((w, not is_function_word(w)))
+    return out
 
 
 def is_hangul(word: str) -> bool:

@@ -12,7 +12,8 @@ Term kinds:
 - ``phrase`` a quoted phrase the person typed;
 - ``symbol`` a token with inner punctuation, matched as an exact substring;
 - ``cjk``    a Chinese/Japanese/Korean word (a question is cut into words by
-             a dictionary segmenter, see ``cjk``), matched as a substring.
+             a dictionary segmenter, a compound into its words, see ``cjk``),
+             matched as a substring.
 
 Every term stands for one *concept* of the query: the words the person
 typed. Some concepts also bring *partial* terms, pieces that find the

@@ -73,6 +73,10 @@ def test_the_chinese_of_english_stop_words_do_more_and_once_is_grammar():
     assert [t.text for t in parse("Jon告诉Gina他买了哪些东西").terms if not t.partial] == ["jon", "gina", "买"]
     assert [t.text for t in parse("以哪些方式得到很多支持").terms if not t.partial] == ["支持"]
     assert "申请" in {t.text for t in parse("什么时候提交申请的").terms}
+    # "What types of pottery", "to be brave", "in education": the question's frame, not its topic.
+    assert [t.text for t in parse("Melanie喜欢哪些类型的陶器？").terms if not t.partial] == ["melanie", "喜欢", "陶器"]
+    assert [t.text for t in parse("是什么激励Caroline变得勇敢").terms if not t.partial] == ["激励", "caroline", "勇敢"]
+    assert [t.text for t in parse("她在教育方面有什么计划").terms if not t.partial] == ["教育", "计划"]
 
 
 def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut():
@@ -81,6 +85,39 @@ def test_a_word_the_segmenter_does_not_know_is_caught_by_a_bigram_across_its_cut
     texts = {(t.text, t.partial) for t in q.terms}
     assert ("梅兰", False) in texts and ("妮", False) in texts and ("兰妮", True) in texts
     assert ("画", False) in texts and ("日出", False) in texts
+
+
+@pytest.mark.parametrize("word, parts", [
+    ("诗歌朗诵", ["诗歌", "朗诵"]),
+    ("心理健康", ["心理", "健康"]),
+    ("数据库连接池", ["数据库", "连接池"]),
+    ("工作室", []),  # 工作 and a bound suffix
+    ("甲状腺", []),
+    ("发版后", []),  # not a word of the dictionary
+    ("梅兰妮", []),
+    ("abcd", []),
+])
+def test_a_compound_the_dictionary_keeps_whole_has_its_words_as_parts(word, parts):
+    from project_history_recall.keyword import cjk
+
+    assert cjk.parts(word) == parts
+
+
+def test_a_chinese_compound_is_searched_as_its_words_as_english_writes_them():
+    # "What was the poetry reading that Caroline attended about?": 诗歌 and 朗诵 are concepts of their own.
+    q = parse("Caroline参加的诗歌朗诵会是关于什么的？")
+    assert [(t.text, t.partial) for t in q.terms] == [
+        ("caroline", False), ("参加", False), ("诗歌", False), ("朗诵", False)]
+    assert len({t.concept for t in q.terms}) == 4
+    # A compound holding a word of grammar stays whole: 多长时间 asks "how long".
+    assert "多长时间" in {t.text for t in parse("Jon开工作室花了多长时间？").terms if not t.partial}
+
+
+def test_without_the_segmenter_a_compound_has_no_parts(monkeypatch):
+    from project_history_recall.keyword import cjk
+
+    monkeypatch.setattr(cjk, "_segmenter", False)
+    assert cjk.parts("诗歌朗诵") == []
 
 
 def test_names_and_numbers_in_a_chinese_question_are_kept():

@@ -81,6 +81,45 @@ def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_pat
     assert len(lookup.keys('"超时"', 10)) == 0 and len(lookup.keys('"websocket"', 10)) == 1
 
 
+def test_a_term_counted_with_its_rows_has_the_count_and_keys_of_two_lookups(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(1, "user", "超时", None, None, 10.0), (2, "user", "超时了", None, None, 20.0),
+                         (3, "user", "没有", None, None, 25.0)], (3, 3))
+    _write(index, "s2", [(4, "user", "又超时", None, None, 30.0)], (1, 4))  # the same slot, not searched
+    _write(index, "s3", [(5, "user", "超时", None, None, 40.0)], (1, 5), key=("auto", "/other"))
+    states = index.states(["s1", "s2", "s3"])
+    for lookup in (textindex.lookup_for(index, states, ["s1", "s3"], with_tools=False),
+                   textindex.lookup_for(index, states, ["s1", "s3"], with_tools=False, since=15.0)):
+        # Fewer rows than the limit in each slot: the slots' count (s2's row too) and the searched keys.
+        count, keys = lookup.counted('"超时"', 4)
+        assert count == lookup.count('"超时"') == 4
+        assert keys is not None and keys.tolist() == lookup.keys('"超时"', 5000).tolist()
+        # As many as the limit in a slot: counted apart, the keys left to a lookup of their own.
+        assert lookup.counted('"超时"', 3) == (4, None)
+        count, keys = lookup.counted('"没了"', 4)
+        assert count == 0 and keys is not None and not len(keys)
+    assert len(lookup.keys('"超时"', 5000)) == 2  # since 15.0: s1's second row and s3's
+
+
+def test_a_term_read_in_some_sessions_at_once_keeps_what_a_lookup_per_session_keeps(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(i, "tool" if i % 2 else "user", "超时", "terminal", None, float(i)) for i in range(1, 8)], (7, 7))
+    _write(index, "s2", [(i, "user", "超时了", None, None, float(i)) for i in range(8, 11)], (3, 10))
+    _write(index, "s3", [(11, "user", "超时", None, None, 11.0)], (1, 11))  # the same slot, left out
+    _write(index, "s4", [(12, "user", "又超时", None, None, 12.0)], (1, 12), key=("auto", "/other"))
+    states = index.states(["s1", "s2", "s3", "s4"])
+    top = [states[s].ordinal for s in ("s1", "s2", "s4")]
+    for tools in (False, True):
+        lookup = textindex.lookup_for(index, states, ["s1", "s2", "s3", "s4"], with_tools=tools)
+        count = lookup.count('"超时"')
+        for limit in (1, 2, 10):
+            one_by_one = lookup.keys('"超时"', limit, top).tolist()
+            assert lookup.keys_in('"超时"', limit, top, count).tolist() == one_by_one  # one read of the slots
+            assert lookup.keys_in('"超时"', limit, top, 10**6).tolist() == one_by_one  # a lookup per session
+        # Per session (and per its tool rows), its first rows: s1's 3 (or 4 tool) rows cut to 2 each.
+        assert len(lookup.keys_in('"超时"', 2, top, count)) == (2 + 2 + 1 + 2 if tools else 2 + 2 + 1)
+
+
 def test_doc_arrays_line_up_with_the_rowids_asked_and_fill_what_is_unknown(tmp_path):
     index = textindex.TextIndex(tmp_path / "keywords.db")
     _write(index, "s1", [(7, "user", "abc", None, None, 10.5), (9, "user", "abcdef", None, None, "later")], (2, 9))
