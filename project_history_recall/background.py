@@ -80,7 +80,13 @@ class Worker(Generic[W, A]):
         raise NotImplementedError
 
     def _idle(self) -> None:
-        """Called when the queues ran empty, before the thread waits for more."""
+        """Called when the queues ran empty, before the thread waits for more (``wait_idle`` waits
+        for it too); a long chore should go on only while ``quiet()``."""
+
+    def quiet(self) -> bool:
+        """Nothing is queued: an idle chore may go on."""
+        with self._cond:
+            return self._next() is None
 
     # -- the memo -------------------------------------------------------------------------
     def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
@@ -155,9 +161,14 @@ class Worker(Generic[W, A]):
     def _run(self) -> None:
         while True:
             with self._cond:
-                idle = self._next() is None
+                idle = self._busy = self._next() is None
             if idle:
-                self._idle()
+                try:
+                    self._idle()
+                finally:
+                    with self._cond:
+                        self._busy = False
+                        self._cond.notify_all()
             with self._cond:
                 found = self._next()
                 while found is None:

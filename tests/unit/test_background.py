@@ -160,3 +160,24 @@ def test_a_current_scope_is_remembered_until_state_db_the_index_or_its_members_c
     assert worker._recall(A, ["s1"])[1] is None
     worker.gate.set()
     assert worker.wait_idle(LONG)
+
+
+def test_an_idle_chore_is_waited_for_and_sees_new_work(home, index):
+    chore, seen = threading.Event(), []
+
+    class Chores(Scripted):
+        def _idle(self):
+            seen.append(self.quiet())
+            assert chore.wait(LONG)
+            seen.append(self.quiet())
+
+    worker = Chores(home, index)
+    worker.gate.set()
+    worker._submit(A, _work("s1"))
+    while not seen:
+        threading.Event().wait(0.01)
+    assert not worker.wait_idle(0)  # the chore is still going
+    worker._submit(B, _work("s2"))  # a search hands work over meanwhile
+    chore.set()
+    assert worker.wait_idle(LONG)
+    assert seen[:2] == [True, False] and worker.done == [(A, "s1"), (B, "s2")]
