@@ -107,10 +107,10 @@ GARBAGE_LIMIT = 100_000
 # FTS5 keeps the index as segments (b-trees) in levels and merges a level's segments once it holds
 # four, a little per write: a large build leaves ~20 (21 at 1M messages), and a lookup seeks its term
 # in each (~0.14 ms before its first row at 21). After a build the keeper merges until no level holds
-# two (a few segments are left, as fast to search as one), MERGE_PAGES pages a transaction (~55 ms at
-# 1M), so another writer or reader of the file waits one such step at most.
-MERGE_PAGES = 500
-MERGE_STEPS = 2_000  # steps a merge takes at most before it leaves the rest for the next (~100 at 1M)
+# two (4 segments are left at 1M, as fast to search as one), MERGE_PAGES pages a transaction (~30 ms,
+# 138 of them at 1M), so another writer of the file, or a search of this process, waits one step at most.
+MERGE_PAGES = 250
+MERGE_STEPS = 2_000  # steps a merge takes at most before it leaves the rest for the next
 
 # -- tokens ---------------------------------------------------------------------------
 
