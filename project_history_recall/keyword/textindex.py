@@ -32,6 +32,9 @@ So the plugin keeps a derived index in its data folder, never in
   behind, unreachable, until the index is rebuilt when they pile up). Small
   updates are done inline; a first build runs in a background thread while
   searches use Hermes's indexes.
+- **Merging**, after a build (the background thread's idle time, the
+  ``index`` command): FTS5's segments, one a commit, merged in small committed
+  steps until no level holds two, as a term's lookup seeks every segment.
 
 Whether a message is still live (not rewound, not hidden), and its role
 and time, are checked against state.db when results are read.
