@@ -100,6 +100,14 @@ class Worker(Generic[W, A]):
                 return stamp, known[1]
         return stamp, None
 
+    def _index_unchanged(self, key: tuple, stamp: tuple) -> A | None:
+        """The answer remembered for ``key`` when only state.db changed since (Hermes writes it all
+        through a session): the index has not committed since, so what it says of the same members
+        is what it said then; state.db must still be asked whether they are current."""
+        with self._cond:
+            known = self._memo.get(key)
+        return known[1] if known is not None and known[0][1:] == stamp[1:] else None
+
     def _restamp(self, stamp: tuple) -> tuple:
         """``stamp`` with the index's commits as they are now, after work on the scope: take it
         before reading the answer, so that a commit in between only makes the memo miss once."""

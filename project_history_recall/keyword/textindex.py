@@ -522,7 +522,9 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
-        states = self.index.states(members)
+        states = self._index_unchanged(key, stamp)
+        if states is None:
+            states = self.index.states(members)
         work = changes(conn, states, members)
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count

@@ -181,3 +181,18 @@ def test_an_idle_chore_is_waited_for_and_sees_new_work(home, index):
     chore.set()
     assert worker.wait_idle(LONG)
     assert seen[:2] == [True, False] and worker.done == [(A, "s1"), (B, "s2")]
+
+
+def test_after_state_db_alone_changed_the_index_answer_is_still_known(home, index):
+    worker = Scripted(home, index)
+    stamp, _ = worker._recall(A, ["s1"])
+    worker._remember(A, stamp, {"s1": "state"})
+    with sqlite3.connect(home / "state.db") as hermes:  # Hermes writes a session
+        hermes.execute("CREATE TABLE sessions (id TEXT)")
+    stamp, known = worker._recall(A, ["s1"])
+    assert known is None  # state.db must be asked again
+    assert worker._index_unchanged(A, stamp) == {"s1": "state"}  # the index need not be
+    assert worker._index_unchanged(B, stamp) is None
+    assert worker._index_unchanged(A, worker._recall(A, ["s1", "s2"])[0]) is None  # other members
+    index.transaction(lambda conn: conn.execute("INSERT INTO t VALUES (1)"))
+    assert worker._index_unchanged(A, worker._recall(A, ["s1"])[0]) is None  # the index committed
