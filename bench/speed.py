@@ -98,9 +98,12 @@ def _build_keyword_index(home: Path) -> dict:
     t0 = time.perf_counter()
     sessions = sum(keeper.build(key, members) for key, members in amap.by_project.items()
                    if key[0] != "home")
+    t1 = time.perf_counter()
+    merge_steps = keeper.settle()  # as the keeper does after a background build, and the index command
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in paths.data_dir(home).glob(textindex.FILE_NAME + "*"))
-    return {"sessions_indexed": sessions, "seconds": seconds, "bytes": size}
+    return {"sessions_indexed": sessions, "seconds": seconds, "bytes": size,
+            "merge_seconds": time.perf_counter() - t1, "merge_steps": merge_steps}
 
 
 def _callers(home: Path, n: int, seed: int) -> list[str]:
@@ -145,7 +148,8 @@ def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int 
     queries["zh-question"] = _zh_questions(home, callers, spec.seed)
     built = _build_keyword_index(home)
     print(f"keyword index: {built['sessions_indexed']:,} sessions indexed in {built['seconds']:.0f} s "
-          f"(0 when it was current); keywords.db {built['bytes'] / 2**20:,.0f} MiB")
+          f"(0 when it was current), its segments merged in {built['merge_steps']} steps, "
+          f"{built['merge_seconds']:.1f} s of it; keywords.db {built['bytes'] / 2**20:,.0f} MiB")
 
     t0 = time.perf_counter()
     first = json.loads(tools.handle_search({"query": "warm up", "mode": "keyword"}, session_id=callers[0]))

@@ -80,7 +80,13 @@ class Worker(Generic[W, A]):
         raise NotImplementedError
 
     def _idle(self) -> None:
-        """Called when the queues ran empty, before the thread waits for more."""
+        """Called when the queues ran empty, before the thread waits for more (``wait_idle`` waits
+        for it too); a long chore should go on only while ``quiet()``."""
+
+    def quiet(self) -> bool:
+        """Nothing is queued: an idle chore may go on."""
+        with self._cond:
+            return self._next() is None
 
     # -- the memo -------------------------------------------------------------------------
     def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
@@ -93,6 +99,14 @@ class Worker(Generic[W, A]):
             if known is not None and known[0] == stamp and not self._queues.get(key):
                 return stamp, known[1]
         return stamp, None
+
+    def _index_unchanged(self, key: tuple, stamp: tuple) -> A | None:
+        """The answer remembered for ``key`` when only state.db changed since (Hermes writes it all
+        through a session): the index has not committed since, so what it says of the same members
+        is what it said then; state.db must still be asked whether they are current."""
+        with self._cond:
+            known = self._memo.get(key)
+        return known[1] if known is not None and known[0][1:] == stamp[1:] else None
 
     def _restamp(self, stamp: tuple) -> tuple:
         """``stamp`` with the index's commits as they are now, after work on the scope: take it
@@ -155,9 +169,14 @@ class Worker(Generic[W, A]):
     def _run(self) -> None:
         while True:
             with self._cond:
-                idle = self._next() is None
+                idle = self._busy = self._next() is None
             if idle:
-                self._idle()
+                try:
+                    self._idle()
+                finally:
+                    with self._cond:
+                        self._busy = False
+                        self._cond.notify_all()
             with self._cond:
                 found = self._next()
                 while found is None:

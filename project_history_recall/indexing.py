@@ -130,6 +130,7 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
         updated += keeper.build(key, sids, on_progress=(
             (lambda done, total, name=name: on_progress("keyword", name, done, total, None))
             if on_progress else None))
+    keeper.settle()  # also what an earlier run or the background left unmerged
     return {"index": str(keeper.index.path), "sessions": sum(len(s) for _, _, s in wanted),
             "sessions_updated": updated}
 

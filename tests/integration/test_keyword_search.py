@@ -333,3 +333,16 @@ def test_a_new_project_folder_counts_at_once(lookalike_pq, world, work):
     assert call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=lookalike_pq["asker_p"])["results"] == []
     world.add_folder(lookalike_pq["P"], extra)
     assert found(call(SEARCH, {"mode": "keyword", "query": "quokka"}, session_id=lookalike_pq["asker_p"])) == {sid}
+
+
+def test_what_a_searched_session_gains_or_loses_is_found_by_the_next_search(lookalike_pq, world):
+    asker, sp = lookalike_pq["asker_p"], lookalike_pq["sp"]
+    assert not found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker))
+    world.say(asker, "user", "okapi?")  # Hermes writes the asking session: state.db changed, the scope did not
+    assert not found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker))
+    world.say(sp, "assistant", "the okapi fix landed")
+    assert found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker)) == {sp}
+    world.db._conn.execute("DELETE FROM messages WHERE session_id = ? AND content LIKE '%okapi%'", (sp,))
+    world.db._conn.commit()
+    assert not found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker))
+    assert found(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=asker)) == {sp}

@@ -94,6 +94,7 @@ def test_a_two_character_word_in_a_big_scope(world, work):
     assert _first(first) == needle
     keeper = plugin_module("keyword.textindex").keeper(world.home)
     assert keeper.wait_idle(120)
+    assert keeper.index.merge() == 0  # the background merged the index's segments once it was built
     again = call(SEARCH, {"query": "超时", "mode": "keyword"}, session_id=asker)
     assert _first(again) == needle
     assert call(SEARCH, {"query": "接口为什么一直超时？", "mode": "keyword"}, session_id=asker)["results"][0][

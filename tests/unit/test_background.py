@@ -160,3 +160,39 @@ def test_a_current_scope_is_remembered_until_state_db_the_index_or_its_members_c
     assert worker._recall(A, ["s1"])[1] is None
     worker.gate.set()
     assert worker.wait_idle(LONG)
+
+
+def test_an_idle_chore_is_waited_for_and_sees_new_work(home, index):
+    chore, seen = threading.Event(), []
+
+    class Chores(Scripted):
+        def _idle(self):
+            seen.append(self.quiet())
+            assert chore.wait(LONG)
+            seen.append(self.quiet())
+
+    worker = Chores(home, index)
+    worker.gate.set()
+    worker._submit(A, _work("s1"))
+    while not seen:
+        threading.Event().wait(0.01)
+    assert not worker.wait_idle(0)  # the chore is still going
+    worker._submit(B, _work("s2"))  # a search hands work over meanwhile
+    chore.set()
+    assert worker.wait_idle(LONG)
+    assert seen[:2] == [True, False] and worker.done == [(A, "s1"), (B, "s2")]
+
+
+def test_after_state_db_alone_changed_the_index_answer_is_still_known(home, index):
+    worker = Scripted(home, index)
+    stamp, _ = worker._recall(A, ["s1"])
+    worker._remember(A, stamp, {"s1": "state"})
+    with sqlite3.connect(home / "state.db") as hermes:  # Hermes writes a session
+        hermes.execute("CREATE TABLE sessions (id TEXT)")
+    stamp, known = worker._recall(A, ["s1"])
+    assert known is None  # state.db must be asked again
+    assert worker._index_unchanged(A, stamp) == {"s1": "state"}  # the index need not be
+    assert worker._index_unchanged(B, stamp) is None
+    assert worker._index_unchanged(A, worker._recall(A, ["s1", "s2"])[0]) is None  # other members
+    index.transaction(lambda conn: conn.execute("INSERT INTO t VALUES (1)"))
+    assert worker._index_unchanged(A, worker._recall(A, ["s1"])[0]) is None  # the index committed

@@ -147,3 +147,74 @@ def test_list_content_is_indexed_as_its_text(tmp_path):
     lookup = textindex.lookup_for(index, index.states(["s1"]), ["s1"], with_tools=False)
     for query in ("超时", "支付回调超时", "café"):
         assert len(lookup.keys(match_for(normalise(query)), 10)), query
+
+
+def _segments(index) -> int:
+    with index.using() as conn:  # each segment has a row in FTS5's page index
+        return conn.execute("SELECT count(DISTINCT segid) FROM text_idx").fetchone()[0]
+
+
+def _many_writes(index, sessions=60):
+    """An index of many small commits, as a build leaves it: FTS5 writes a segment a commit."""
+    for s in range(sessions):
+        rows = [(s * 10 + i, "user", f"deploy {s} 超时 retry{i % 3} 连接池", None, None, float(s)) for i in range(3)]
+        _write(index, f"s{s:03}", rows, (3, s * 10 + 2), key=("auto", f"/p{s % 4}"))
+    return [f"s{s:03}" for s in range(60)]
+
+
+def _found(index, sids):
+    states = index.states(sids)
+    lookup = textindex.lookup_for(index, states, sids, with_tools=True)
+    return {q: (lookup.count(q), lookup.keys(q, 1000).tolist())
+            for q in ('"超时"', '"deploy"', '"retry1"', '"连接池"', '"17"', '"nothing"')}
+
+
+def test_merging_leaves_fewer_segments_and_the_same_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(textindex, "MERGE_PAGES", 1)  # many small steps, as at 1M
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    sids = _many_writes(index)
+    before, found = _segments(index), _found(index, sids)
+    assert index.merge() > 1
+    assert _segments(index) < before and _segments(index) <= 3  # at most one a level
+    assert _found(index, sids) == found
+    assert index.merge() == 0  # nothing left: no step merged anything
+
+
+def test_a_merge_stopped_between_steps_leaves_a_working_index_and_the_next_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(textindex, "MERGE_PAGES", 1)
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    sids = _many_writes(index)
+    found = _found(index, sids)
+    before = _segments(index)
+    assert index.merge(steps=1) == 1
+    assert index.merge(lambda: False) == 0  # a search handed work over: the merge waits
+    between = _segments(index)
+    assert _found(index, sids) == found
+    _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))  # written meanwhile
+    assert index.merge() > 0 and index.merge() == 0
+    assert between < before and _segments(index) <= between
+    found_late = _found(index, [*sids, "late"])
+    assert found_late['"超时"'][0] == found['"超时"'][0] + 1
+
+
+def test_a_merge_that_fails_keeps_the_index_as_it_was(tmp_path, caplog):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    sids = _many_writes(index)
+    found, before = _found(index, sids), _segments(index)
+    keeper = textindex.Keeper(tmp_path, index)
+    with index.using() as conn:  # the disk full: not one more page
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    assert keeper.settle() == 0 and "merging the keyword index's segments stopped" in caplog.text
+    assert _segments(index) == before and _found(index, sids) == found
+    with index.using() as conn:
+        conn.execute("PRAGMA max_page_count = 1073741823")
+        conn.execute("PRAGMA busy_timeout = 50")
+    other = sqlite3.connect(index.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing the file
+    try:
+        assert keeper.settle() == 0 and "locked" in caplog.text
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert _found(index, sids) == found
+    assert keeper.settle() > 0 and _segments(index) < before and _found(index, sids) == found
