@@ -448,8 +448,8 @@ class Lookup:
         a question's terms are rare, and each lookup seeks the term in every segment of the index."""
         import numpy as np
 
-        read = [self.index.rowids(match, [span], limit) for span in self._ranges(None)]
-        if any(len(rows) >= limit for rows in read):
+        read = self._slot_rows(match, limit)
+        if read is None:
             return self.count(match), None
         return sum(map(len, read)), self._searched(np.fromiter(chain.from_iterable(read), dtype=np.int64))
 
@@ -468,8 +468,8 @@ class Lookup:
         most = ROWS_PER_LOOKUP * len(self._ranges(ordinals))
         if count > most:
             return self.keys(match, limit, ordinals)
-        read = [self.index.rowids(match, [span], most) for span in self._ranges(None)]
-        if any(len(rows) >= most for rows in read):  # more than counted: written since
+        read = self._slot_rows(match, most)
+        if read is None:  # more than counted: written since
             return self.keys(match, limit, ordinals)
         rowids = np.sort(np.fromiter(chain.from_iterable(read), dtype=np.int64))
         rowids = rowids[np.isin(self.sessions_of(rowids), ordinals)]
@@ -478,6 +478,12 @@ class Lookup:
         starts = np.flatnonzero(np.r_[True, ranges[1:] != ranges[:-1]])
         place = np.arange(len(rowids)) - np.repeat(starts, np.diff(np.r_[starts, len(rowids)]))
         return self._searched(rowids[place < limit])
+
+    def _slot_rows(self, match: str, limit: int) -> list | None:
+        """The rowids of ``match`` in each searched slot, one lookup a slot; None when a slot
+        holds ``limit`` or more, which were then not all read."""
+        read = [self.index.rowids(match, [span], limit) for span in self._ranges(None)]
+        return None if any(len(rows) >= limit for rows in read) else read
 
     def _searched(self, rowids: "np.ndarray") -> "np.ndarray":
         """Those of ``rowids`` (read from the index) of the searched sessions and times, sorted."""
