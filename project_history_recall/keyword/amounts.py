@@ -1,0 +1,51 @@
+"""Whether a Chinese question asks for an amount or a length of time, and whether a text says
+one. Pure.
+
+A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少钱 by "全瓷牙冠，两千五",
+父母帮我们出了多少首付 by "我和你爸给你们出二十万". The messages that hold the question's words
+without a number most often ask it again ("首付比例多少") or talk around it. The question word is
+grammar, as "how much" is in English, so it finds nothing itself; what it asks for is a kind of
+answer, and a message that says one earns part of a share of the question
+(``engine.AMOUNT_CREDIT``).
+
+Two kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time
+(七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
+that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时".
+
+English questions are not read: "how many / how much / how long" answered by numbers and number
+words lifted no LoCoMo question to first and cost MRR (docs/benchmarks.md, "Questions that ask
+for a number").
+"""
+
+from __future__ import annotations
+
+import re
+
+# Kinds of answer a question asks for.
+TIME = "time"
+AMOUNT = "amount"
+
+# 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
+_HOW_MANY = r"(?<![那这好])几(?!乎)"
+_ASKS = re.compile(r"多少|多大|多远|多久|多长|多高|多重|多贵|多深|" + _HOW_MANY)
+_ASKS_TIME = re.compile(r"多久|多长时间|" + _HOW_MANY + r"个?(?:小时|钟头|分钟|天|周|星期|月|年)")
+# A number: digits (NFKC-folded), or Chinese numerals; 一 alone is mostly not one (一起, 一下, 一直).
+_NUMERAL = "零〇一二三四五六七八九十百千万亿两"
+_NUMBER = re.compile(rf"\d|[二三四五六七八九十百千万亿两][{_NUMERAL}点半]*|一[十百千万亿点][{_NUMERAL}]")
+_LENGTH_OF_TIME = re.compile(rf"(?:\d+(?:\.\d+)?|[{_NUMERAL}半几]+)\s*个?(?:小时|钟头|分钟|天|周|星期|月|年)")
+
+
+def asked(question: str) -> str | None:
+    """The kind of answer ``question`` asks for (``TIME``, ``AMOUNT``), or None."""
+    if not _ASKS.search(question or ""):
+        return None
+    return TIME if _ASKS_TIME.search(question) else AMOUNT
+
+
+def answers(text: str | None, kind: str) -> bool:
+    """Whether ``text`` says an answer of ``kind``."""
+    if not text:
+        return False
+    if kind == TIME:
+        return bool(_LENGTH_OF_TIME.search(text))
+    return bool(_NUMBER.search(_LENGTH_OF_TIME.sub(" ", text)))
