@@ -106,13 +106,17 @@ REPEAT_CREDIT = 0.25
 # (Tuned on the tune halves: 0.15-0.35 and 3-8 words all did as well.)
 NEAR_CREDIT = 0.25
 NEAR_WORDS = 4
+NEAR_CHARS = 400
 # A counted message that says a number of the kind a Chinese question asks for (``amounts``:
 # 多少钱, 多久) earns this share of one more concept of the question: the number answers the
 # question word the way a word answers a word, but any number says it (as a piece, PIECE_CREDIT,
 # says part of a word). Chosen on the tune halves: a whole share lost LoCoMo-zh and zh-daily
 # questions whose words a message with a number also holds.
 AMOUNT_CREDIT = 0.5
-NEAR_CHARS = 400
+# Only a message of at most this many characters is read for a number: a longer one says some
+# number by chance (the longest of LoCoMo-zh and zh-daily has 208), and a hundred
+# candidates of 4,000 characters take ~10 ms to scan.
+AMOUNT_CHARS = 400
 TF_CANDIDATES = 100
 TF_MAX_CHARS = 20_000
 TF_READ_CHARS = 400_000
@@ -944,7 +948,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     together = np.zeros(len(keys))
     together[readable] = NEAR_CREDIT * nearness(concepts, said)
     if asks and concepts:
-        together[readable] += AMOUNT_CREDIT / (len(concepts) + 1) * np.array([amounts.answers(t, asks) for t in said])
+        says = [t is not None and len(t) <= AMOUNT_CHARS and amounts.answers(t, asks) for t in said]
+        together[readable] += AMOUNT_CREDIT / (len(concepts) + 1) * np.array(says)
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at] + together
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))
     pick = order[known[order]][:max(keep, RERANKED)]
