@@ -54,4 +54,10 @@ def answers(text: str | None, kind: str) -> bool:
         return bool(_LENGTH_OF_TIME.search(text))
     # Scanned from the numerals, rarer than the characters around them (a message of Chinese text
     # is read at ~25 ns a character, so the engine reads short ones only: ``AMOUNT_CHARS``).
-    return any(not _UNIT.match(text, _RUN.match(text, m.start()).end()) for m in _AMOUNT_DIGIT.finditer(text))
+    return any(_no_length_of_time(text, m.start()) for m in _AMOUNT_DIGIT.finditer(text))
+
+
+def _no_length_of_time(text: str, at: int) -> bool:
+    """Whether the number that goes on from ``at`` in ``text`` has no unit of time after it."""
+    run = _RUN.match(text, at)
+    return not _UNIT.match(text, run.end() if run else at)
