@@ -1,11 +1,11 @@
-"""Which kind of number a Chinese question asks for, and which texts say one (``keyword.amounts``)."""
+"""Which kind of number or time a Chinese question asks for, and which texts say one (``keyword.answerkind``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from project_history_recall.keyword import textindex
-from project_history_recall.keyword.amounts import AMOUNT, TIME, answers, asked
+from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, asked, says
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -13,9 +13,13 @@ from project_history_recall.keyword.amounts import AMOUNT, TIME, answers, asked
     ("Melanie有几个孩子？", AMOUNT),
     ("去千岛湖那次钓到多大的鱼", AMOUNT),
     ("春天去看花骑了多远", AMOUNT),
-    ("Melanie练习艺术多久了？", TIME),
-    ("开工作室花了多长时间", TIME),
-    ("在医院住了几天", TIME),
+    ("Melanie练习艺术多久了？", LENGTH),
+    ("开工作室花了多长时间", LENGTH),
+    ("在医院住了几天", LENGTH),
+    ("实习什么时候开始", MOMENT),
+    ("Caroline哪天去的海边？", MOMENT),
+    ("生日是几月几号", MOMENT),  # which month and day, not how many
+    ("什么时候买的，花了多少", MOMENT),
     ("出差那几天吃到什么好吃的面", None),  # "those few days"
     ("好几次提到的那家店叫什么", None),  # "several times"
     ("他几乎每天都去哪里", None),  # "almost"
@@ -36,11 +40,17 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("首付比例多少", AMOUNT, False),
     ("奶茶店打工两个月的钱全搭进去了", AMOUNT, False),  # a length of time answers no price
     ("超过二十四小时要注意", AMOUNT, False),
-    ("到现在七年了", TIME, True),
-    ("大概练了半年", TIME, True),
-    ("半马跑了 2 小时 5 分", TIME, True),
-    ("花了三千二", TIME, False),
+    ("到现在七年了", LENGTH, True),
+    ("大概练了半年", LENGTH, True),
+    ("半马跑了 2 小时 5 分", LENGTH, True),
+    ("花了三千二", LENGTH, False),
+    ("上周五我参加了一个工作坊", MOMENT, True),
+    ("下个月七号开始实习", MOMENT, True),
+    ("两周前我们去露营了", MOMENT, True),
+    ("2023年夏天搬的家", MOMENT, True),
+    ("你什么时候去露营？", MOMENT, False),  # asked back: no time said
+    ("我们一起去吧", MOMENT, False),
     (None, AMOUNT, False),
 ])
-def test_a_text_says_a_number_of_the_kind(text, kind, said):
-    assert answers(None if text is None else textindex.normalise(text), kind) is said
+def test_a_text_says_an_answer_of_the_kind(text, kind, said):
+    assert says(None if text is None else textindex.normalise(text), kind) is said
