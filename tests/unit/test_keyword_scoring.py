@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from project_history_recall.keyword import textindex
-from project_history_recall.keyword.engine import (LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
+from project_history_recall.keyword.answerkind import AMOUNT
+from project_history_recall.keyword.engine import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
                                                    TF_MAX_CHARS, TF_READ_CHARS, _Concept, _Facts, bm25_scores,
                                                    nearness, occurrences, rank, term_counts, to_read)
 
@@ -240,3 +241,14 @@ def test_a_one_character_word_inside_another_word_earns_the_glued_credit_unless_
     scores = {h.message_id: h.score for h in near.hits(10)}
     assert scores[100] == scores[102] > scores[101]
     assert ranking.backed(set()) is None  # nothing near: the ranking as it was
+
+
+def test_a_message_that_says_the_number_a_question_asks_for_earns_part_of_a_share():
+    concepts = [_concept(1.0, [1, 1, 1], "牙套", whole_word=False), _concept(1.0, [1, 1, 1], "钱", whole_word=False)]
+    backend = _OneMessageSessions(3)
+    backend.texts = lambda ids: {100: "牙套钱两千五", 101: "牙套钱多少", 102: "牙套钱两个月才付"}
+    hits = rank(concepts, np.arange(3), 3, backend, 3, asks=AMOUNT)
+    assert [h.message_id for h in hits] == [100, 102, 101]  # a length of time is no price: 102 wins a tie as the newer
+    assert hits[0].score - hits[1].score == pytest.approx(ANSWER_CREDIT / 3)
+    plain = rank(concepts, np.arange(3), 3, backend, 3)
+    assert [h.message_id for h in plain] == [102, 101, 100]  # without the question word, ties go to the newer

@@ -1,0 +1,76 @@
+"""Whether a Chinese question asks for a number or a time, and whether a text says one. Pure.
+
+A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少钱 by "全瓷牙冠，两千五",
+父母帮我们出了多少首付 by "我和你爸给你们出二十万". The messages that hold the question's words
+without a number most often ask it again ("首付比例多少") or talk around it. The question word is
+grammar, as "how much" is in English, so it finds nothing itself; what it asks for is a kind of
+answer, and a message that says one earns part of a share of the question
+(``engine.ANSWER_CREDIT``). So does 什么时候: "when" is answered by a time (上周五, 昨天, 八月,
+两周前), and the messages that ask it back (你什么时候去？) say none.
+
+Three kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time
+(七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
+that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
+moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named, or a time ago.
+
+English questions are not read: "how many / how much / how long" answered by numbers and number
+words lifted no LoCoMo question to first and cost MRR (docs/benchmarks.md, "Questions that ask
+for a number or a time"); "when" was not tried (LoCoMo's hit@1 stands at its bar).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Kinds of answer a question asks for.
+LENGTH = "length of time"
+AMOUNT = "amount"
+MOMENT = "moment"
+
+_UNIT_OF_TIME = r"\s*个?(?:小时|钟头|分钟|天|周|星期|月|年)"
+# 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
+_HOW_MANY = r"(?<![那这好])几(?!乎)"
+_ASKS = re.compile(r"多少|多大|多远|多久|多长|多高|多重|多贵|多深|" + _HOW_MANY)
+_ASKS_LENGTH = re.compile(r"多久|多长时间|" + _HOW_MANY + _UNIT_OF_TIME)
+# Asked before the rest: 几月 and 几号 ask which month and day, not how many.
+_ASKS_MOMENT = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪个月|几月|几号")
+# A number: digits (NFKC-folded) or Chinese numerals. 一 alone is mostly no number (一起, 一下,
+# 一直), so an amount is found by its other numerals (一百 by 百); the run it starts is the number.
+_NUMERAL = "零〇一二三四五六七八九十百千万亿两"
+_AMOUNT_DIGIT = re.compile(r"[\d零〇二三四五六七八九十百千万亿两]")
+_RUN = re.compile(rf"[\d.{_NUMERAL}点半几]*")
+_UNIT = re.compile(_UNIT_OF_TIME)
+_LENGTH_OF_TIME = re.compile(rf"[\d{_NUMERAL}半几]" + _UNIT_OF_TIME)
+_DAY = rf"[\d{_NUMERAL}]"
+_A_MOMENT = re.compile(
+    r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
+    rf"|{_DAY}+月|\d{{4}}年|{_DAY}+[号日]|[\d{_NUMERAL}几]+(?:天|周|星期|个月|年)前")
+
+
+def asked(question: str) -> str | None:
+    """The kind of answer ``question`` asks for (``MOMENT``, ``LENGTH``, ``AMOUNT``), or None."""
+    question = question or ""
+    if _ASKS_MOMENT.search(question):
+        return MOMENT
+    if not _ASKS.search(question):
+        return None
+    return LENGTH if _ASKS_LENGTH.search(question) else AMOUNT
+
+
+def says(text: str | None, kind: str) -> bool:
+    """Whether ``text`` says an answer of ``kind``."""
+    if not text:
+        return False
+    if kind == MOMENT:
+        return bool(_A_MOMENT.search(text))
+    if kind == LENGTH:
+        return bool(_LENGTH_OF_TIME.search(text))
+    # Scanned from the numerals, rarer than the characters around them (a message of Chinese text
+    # is read at ~25 ns a character, so the engine reads short ones only: ``ANSWER_CHARS``).
+    return any(_no_length_of_time(text, m.start()) for m in _AMOUNT_DIGIT.finditer(text))
+
+
+def _no_length_of_time(text: str, at: int) -> bool:
+    """Whether the number that goes on from ``at`` in ``text`` has no unit of time after it."""
+    run = _RUN.match(text, at)
+    return not _UNIT.match(text, run.end() if run else at)

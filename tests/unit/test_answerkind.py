@@ -1,0 +1,56 @@
+"""Which kind of number or time a Chinese question asks for, and which texts say one (``keyword.answerkind``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from project_history_recall.keyword import textindex
+from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, asked, says
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("补牙后那个牙套多少钱", AMOUNT),
+    ("Melanie有几个孩子？", AMOUNT),
+    ("去千岛湖那次钓到多大的鱼", AMOUNT),
+    ("春天去看花骑了多远", AMOUNT),
+    ("Melanie练习艺术多久了？", LENGTH),
+    ("开工作室花了多长时间", LENGTH),
+    ("在医院住了几天", LENGTH),
+    ("实习什么时候开始", MOMENT),
+    ("Caroline哪天去的海边？", MOMENT),
+    ("生日是几月几号", MOMENT),  # which month and day, not how many
+    ("什么时候买的，花了多少", MOMENT),
+    ("出差那几天吃到什么好吃的面", None),  # "those few days"
+    ("好几次提到的那家店叫什么", None),  # "several times"
+    ("他几乎每天都去哪里", None),  # "almost"
+    ("How much did the repair cost?", None),  # English is not read
+    ("", None),
+])
+def test_the_kind_of_number_a_question_asks_for(question, kind):
+    assert asked(question) == kind
+
+
+@pytest.mark.parametrize("text, kind, said", [
+    ("医生建议做个全瓷牙冠，两千五", AMOUNT, True),
+    ("我和你爸给你们出二十万", AMOUNT, True),
+    ("晚上吃海鲜，被宰了，一顿一千二", AMOUNT, True),
+    ("半马跑了 2 小时 5 分", AMOUNT, True),  # digits, after the length of time is set aside
+    ("ＲＯＩ只有１.２", AMOUNT, True),  # full-width digits, as the index normalises them
+    ("我们一起去吃饭吧，一下就好", AMOUNT, False),  # 一 alone is mostly no number
+    ("首付比例多少", AMOUNT, False),
+    ("奶茶店打工两个月的钱全搭进去了", AMOUNT, False),  # a length of time answers no price
+    ("超过二十四小时要注意", AMOUNT, False),
+    ("到现在七年了", LENGTH, True),
+    ("大概练了半年", LENGTH, True),
+    ("半马跑了 2 小时 5 分", LENGTH, True),
+    ("花了三千二", LENGTH, False),
+    ("上周五我参加了一个工作坊", MOMENT, True),
+    ("下个月七号开始实习", MOMENT, True),
+    ("两周前我们去露营了", MOMENT, True),
+    ("2023年夏天搬的家", MOMENT, True),
+    ("你什么时候去露营？", MOMENT, False),  # asked back: no time said
+    ("我们一起去吧", MOMENT, False),
+    (None, AMOUNT, False),
+])
+def test_a_text_says_an_answer_of_the_kind(text, kind, said):
+    assert says(None if text is None else textindex.normalise(text), kind) is said
