@@ -51,6 +51,13 @@ SEMANTIC_CANDIDATES = 20
 # Hybrid's results hold each engine's own first sessions, a fifth of ``limit`` each (2 of 10;
 # chosen on the tune halves: 3 of 10 lost LoCoMo hit@10), see ``sessions``.
 ENGINE_FIRSTS_SHARE = 5
+# ...and the semantic side's first session is among the first half of them when its best message
+# stands this many standard deviations above the question's background over the scope (as
+# ``fusion.backed`` measures): a paraphrase the keyword side misses, which the blend leaves below
+# long answers that hold the question's words. Only the places from the middle on move, so hit@1
+# cannot. Chosen on the tune halves (4.25-4.75 did the same there; 4 lost longhist a question at
+# hit@5, 5 gained en-daily less); docs/benchmarks.md, "A semantic first that stands out".
+STANDOUT_Z = 4.5
 # Semantic mode alone brings this many messages a session asked for, so that
 # ``limit`` distinct sessions are found among them.
 SEMANTIC_PER_SESSION = 3
@@ -328,7 +335,20 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
     ranked, reserved, searched_with, outcome = _ranked(req, ctx)
-    return sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved), searched_with, outcome
+    groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
+    standout = _standout(outcome) if searched_with == "keyword+semantic" else None
+    if standout is not None:
+        groups = sessions.raised(groups, standout, max(2, req.limit // 2))
+    return groups, searched_with, outcome
+
+
+def _standout(outcome: semantic.Outcome) -> str | None:
+    """The session of the semantic side's best hit, if that hit stands ``STANDOUT_Z`` standard
+    deviations above the question's background over the scope (see ``STANDOUT_Z``)."""
+    if not outcome.hits or outcome.background[1] <= 0:
+        return None
+    best = outcome.hits[0]
+    return best.session_id if fusion.backed({best.message_id: best.score}, outcome.background, STANDOUT_Z) else None
 
 
 def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str], str, semantic.Outcome]:

@@ -29,7 +29,11 @@ places for each engine's own first sessions (``reserved``): where the engines
 disagree, the fused order can push the session one of them ranks first below
 the tenth, and hybrid then misses what that engine alone finds. Such a
 session takes the place of the last of the others, so the first places keep
-the fused order.
+the fused order. The semantic side's first session comes up further, into the
+first half (``raised``), when its best message stands far out of the
+question's background over the scope: the paraphrase the keyword side cannot
+see, which the blend had left at the bottom of the ten under long answers that
+hold the question's words (see ``search.STANDOUT_Z``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,15 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
         elif at < limit and sid in groups:
             groups[sid].hits.append(item)
     return list(groups.values())
+
+
+def raised(groups: list[Group[T]], session_id: str, place: int) -> list[Group[T]]:
+    """``groups`` with ``session_id``'s group moved up to ``place`` (counted from 1) when it comes
+    later: the groups from that place on move down one, those before it keep theirs."""
+    at = next((i for i, g in enumerate(groups) if g.session_id == session_id), None)
+    if at is None or at < place:
+        return groups
+    return groups[: place - 1] + [groups[at]] + groups[place - 1: at] + groups[at + 1:]
 
 
 def firsts(ranked: list[T], session_of: Callable[[T], str], count: int) -> list[str]:

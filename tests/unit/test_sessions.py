@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from project_history_recall.sessions import by_session, deciding, firsts, leading
+from project_history_recall.sessions import by_session, deciding, firsts, leading, raised
 
 
 def _group(ranked, limit, reserved=()):
@@ -38,6 +38,18 @@ def test_a_reserved_session_takes_the_place_of_the_last_others_and_keeps_its_pla
     assert _group(ranked, 3, ["b"]) == _group(ranked, 3)
     # A reserved session the list does not hold reserves nothing.
     assert _group(ranked, 3, ["z"]) == _group(ranked, 3)
+
+
+def test_raised_moves_a_later_session_up_to_its_place_and_the_rest_down_one():
+    groups = by_session([(s, n) for n, s in enumerate("abcdefg")], lambda m: m[0], 7)
+    order = lambda gs: "".join(g.session_id for g in gs)  # noqa: E731
+    assert order(raised(groups, "f", 3)) == "abfcdeg"
+    assert order(raised(groups, "g", 7)) == "abcdefg"
+    # Already at or above its place, or not among the groups: nothing moves.
+    assert raised(groups, "c", 3) is groups and raised(groups, "a", 3) is groups
+    assert raised(groups, "z", 3) is groups
+    # The group moves whole, with its hits.
+    assert raised(groups, "e", 2)[1].hits == [("e", 4)]
 
 
 def test_firsts_are_the_first_distinct_sessions():
