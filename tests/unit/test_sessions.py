@@ -40,16 +40,19 @@ def test_a_reserved_session_takes_the_place_of_the_last_others_and_keeps_its_pla
     assert _group(ranked, 3, ["z"]) == _group(ranked, 3)
 
 
-def test_raised_moves_a_later_session_up_to_its_place_and_the_rest_down_one():
+def test_raised_moves_later_sessions_up_to_end_at_their_place_and_the_rest_down():
     groups = by_session([(s, n) for n, s in enumerate("abcdefg")], lambda m: m[0], 7)
     order = lambda gs: "".join(g.session_id for g in gs)  # noqa: E731
-    assert order(raised(groups, "f", 3)) == "abfcdeg"
-    assert order(raised(groups, "g", 7)) == "abcdefg"
-    # Already at or above its place, or not among the groups: nothing moves.
-    assert raised(groups, "c", 3) is groups and raised(groups, "a", 3) is groups
-    assert raised(groups, "z", 3) is groups
-    # The group moves whole, with its hits.
-    assert raised(groups, "e", 2)[1].hits == [("e", 4)]
+    assert order(raised(groups, ["f"], 3)) == "abfcdeg"
+    assert order(raised(groups, ["g", "e"], 3)) == "aegbcdf"
+    # One already at or above the place stays there; the other still ends at it.
+    assert order(raised(groups, ["b", "f"], 3)) == "abfcdeg"
+    # At or above their place, or not among the groups: nothing moves.
+    assert raised(groups, ["c"], 3) is groups and raised(groups, ["z"], 3) is groups
+    assert raised(groups, [], 3) is groups
+    # The first place never moves, and a group moves whole, with its hits.
+    assert order(raised(groups, ["f", "g"], 2)) == "afgbcde"
+    assert raised(groups, ["e"], 2)[1].hits == [("e", 4)]
 
 
 def test_firsts_are_the_first_distinct_sessions():
