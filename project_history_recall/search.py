@@ -51,6 +51,14 @@ SEMANTIC_CANDIDATES = 20
 # Hybrid's results hold each engine's own first sessions, a fifth of ``limit`` each (2 of 10;
 # chosen on the tune halves: 3 of 10 lost LoCoMo hit@10), see ``sessions``.
 ENGINE_FIRSTS_SHARE = 5
+# ...and those of the semantic side's that stand out come up to end at the middle (place 5 of 10):
+# those whose best message stands this many standard deviations above the question's background
+# over the scope (as ``fusion.backed`` measures), a paraphrase the keyword side misses and the
+# blend leaves below long answers that hold the question's words. The first places keep the fused
+# order, so hit@1 cannot move. Chosen on the tune halves (4.25-4.75 did the same there; 4 lost
+# longhist a question at hit@5, 5 gained en-daily less); docs/benchmarks.md, "A semantic first that
+# stands out".
+STANDOUT_Z = 4.5
 # Semantic mode alone brings this many messages a session asked for, so that
 # ``limit`` distinct sessions are found among them.
 SEMANTIC_PER_SESSION = 3
@@ -328,7 +336,29 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
     ranked, reserved, searched_with, outcome = _ranked(req, ctx)
-    return sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved), searched_with, outcome
+    groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
+    if searched_with == "keyword+semantic":
+        groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
+    return groups, searched_with, outcome
+
+
+def _engine_firsts(limit: int) -> int:
+    """How many of each engine's first sessions hybrid's results hold (``ENGINE_FIRSTS_SHARE``)."""
+    return limit // ENGINE_FIRSTS_SHARE
+
+
+def _standouts(outcome: semantic.Outcome, count: int) -> list[str]:
+    """Those of the semantic side's first ``count`` sessions whose best hit stands ``STANDOUT_Z``
+    standard deviations above the question's background over the scope (see ``STANDOUT_Z``)."""
+    if outcome.background[1] <= 0:
+        return []
+    best: dict[str, Hit] = {}
+    for hit in outcome.hits:
+        if len(best) == count and hit.session_id not in best:
+            break
+        best.setdefault(hit.session_id, hit)
+    high = fusion.backed({h.message_id: h.score for h in best.values()}, outcome.background, STANDOUT_Z)
+    return [sid for sid, hit in best.items() if hit.message_id in high]
 
 
 def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str], str, semantic.Outcome]:
@@ -380,7 +410,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     fused_ids = {h.message_id for h in fused}
     ranked = _lifted(req, settings, windows, fused, outcome.likeness, near) + [h for h in kw_order
                                                                        if h.message_id not in fused_ids]
-    share = req.limit // ENGINE_FIRSTS_SHARE
+    share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
     return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome

@@ -29,7 +29,11 @@ places for each engine's own first sessions (``reserved``): where the engines
 disagree, the fused order can push the session one of them ranks first below
 the tenth, and hybrid then misses what that engine alone finds. Such a
 session takes the place of the last of the others, so the first places keep
-the fused order.
+the fused order. The semantic side's reserved sessions come up further, to end
+at the middle (``raised``), when their best message stands far out of the
+question's background over the scope: the paraphrase the keyword side cannot
+see, which the blend had left at the bottom of the ten under long answers that
+hold the question's words (see ``search.STANDOUT_Z``).
 """
 
 from __future__ import annotations
@@ -61,6 +65,18 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
         elif at < limit and sid in groups:
             groups[sid].hits.append(item)
     return list(groups.values())
+
+
+def raised(groups: list[Group[T]], session_ids: Collection[str], last: int) -> list[Group[T]]:
+    """``groups`` with those of ``session_ids`` that come after place ``last`` (counted from 1)
+    moved up to end there, in their order; the groups from their new places on move down, those
+    before keep theirs, and the first never moves."""
+    late = [g for g in groups[last:] if g.session_id in session_ids]
+    if not late:
+        return groups
+    rest = [g for g in groups if g.session_id not in {m.session_id for m in late}]
+    at = max(1, last - len(late))
+    return rest[:at] + late + rest[at:]
 
 
 def firsts(ranked: list[T], session_of: Callable[[T], str], count: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from project_history_recall.sessions import by_session, deciding, firsts, leading
+from project_history_recall.sessions import by_session, deciding, firsts, leading, raised
 
 
 def _group(ranked, limit, reserved=()):
@@ -38,6 +38,21 @@ def test_a_reserved_session_takes_the_place_of_the_last_others_and_keeps_its_pla
     assert _group(ranked, 3, ["b"]) == _group(ranked, 3)
     # A reserved session the list does not hold reserves nothing.
     assert _group(ranked, 3, ["z"]) == _group(ranked, 3)
+
+
+def test_raised_moves_later_sessions_up_to_end_at_their_place_and_the_rest_down():
+    groups = by_session([(s, n) for n, s in enumerate("abcdefg")], lambda m: m[0], 7)
+    order = lambda gs: "".join(g.session_id for g in gs)  # noqa: E731
+    assert order(raised(groups, ["f"], 3)) == "abfcdeg"
+    assert order(raised(groups, ["g", "e"], 3)) == "aegbcdf"
+    # One already at or above the place stays there; the other still ends at it.
+    assert order(raised(groups, ["b", "f"], 3)) == "abfcdeg"
+    # At or above their place, or not among the groups: nothing moves.
+    assert raised(groups, ["c"], 3) is groups and raised(groups, ["z"], 3) is groups
+    assert raised(groups, [], 3) is groups
+    # The first place never moves, and a group moves whole, with its hits.
+    assert order(raised(groups, ["f", "g"], 2)) == "afgbcde"
+    assert raised(groups, ["e"], 2)[1].hits == [("e", 4)]
 
 
 def test_firsts_are_the_first_distinct_sessions():
