@@ -92,8 +92,7 @@ class Worker(Generic[W, A]):
     def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
         """(what an answer for ``key`` depends on now, the answer remembered for exactly that,
         else None). Nothing queued for the scope may change it either."""
-        stamp = (file_fingerprint(state_db_path(self.home)), self._file.data_version(), self._file.writes,
-                 hash(frozenset(members)))
+        stamp = (file_fingerprint(state_db_path(self.home)), self._file.commits(), hash(frozenset(members)))
         with self._cond:
             known = self._memo.get(key)
             if known is not None and known[0] == stamp and not self._queues.get(key):
@@ -111,7 +110,7 @@ class Worker(Generic[W, A]):
     def _restamp(self, stamp: tuple) -> tuple:
         """``stamp`` with the index's commits as they are now, after work on the scope: take it
         before reading the answer, so that a commit in between only makes the memo miss once."""
-        return stamp[0], self._file.data_version(), self._file.writes, stamp[3]
+        return stamp[0], self._file.commits(), stamp[2]
 
     def _remember(self, key: tuple, stamp: tuple, answer: A) -> A:
         """``answer`` for ``key``, read after ``stamp`` was taken, until anything in it changes."""

@@ -34,7 +34,8 @@ So the plugin keeps a derived index in its data folder, never in
   searches use Hermes's indexes.
 - **Merging**, after a build (the background thread's idle time, the
   ``index`` command): FTS5's segments, one a commit, merged in small committed
-  steps until no level holds two, as a term's lookup seeks every segment.
+  steps until no level holds two, as a term's lookup seeks every segment; an
+  index merged since its last commit is left alone.
 
 Whether a message is still live (not rewound, not hidden), and its role
 and time, are checked against state.db when results are read.
@@ -211,6 +212,7 @@ class TextIndex(derived.DerivedFile):
 
     def __init__(self, path: Path):
         super().__init__(path, _SCHEMA, SCHEMA_VERSION)
+        self._settled: tuple[int, int] | None = None  # the file's commits when a merge found nothing left
         self._check_tokenizer()
 
     def _check_tokenizer(self) -> None:
@@ -326,10 +328,19 @@ class TextIndex(derived.DerivedFile):
         """Merge the index's segments until no level holds two, ``steps`` at most, while ``go_on()``;
         returns the steps that merged anything. Each step is its own transaction: stopped between
         steps (or failing within one, which rolls it back) the index is whole, and the next merge
-        goes on where this one left off."""
+        goes on where this one left off. Once a merge found nothing left, the next ones write
+        nothing (not even a step that merges nothing) until something commits to the file."""
+        if self._settled == self.commits():
+            return 0
         self._merge_pairs()
         done = 0
-        while done < steps and go_on() and self.transaction(self._merge_step):
+        while done < steps and go_on():
+            # The lock: no other thread of this process commits between the step and the stamp (a
+            # process committing in that instant has its own keeper, which merges what it wrote).
+            with self.lock:
+                if not self.transaction(self._merge_step):
+                    self._settled = self.commits()
+                    break
             done += 1
         return done
 
