@@ -11,7 +11,9 @@ A scope found current is remembered with what that answer depended on (state.db'
 stamp, the index's commits, the scope's members), so the next search over an unchanged
 scope neither asks state.db nor reads the index's rows again.
 
-A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times.
+A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times
+(the thread does them whenever its queues run empty, and when ``chores()`` asks after a write
+made outside it).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Worker(Generic[W, A]):
         # scope key -> session id -> its item; the most recently asked scope last
         self._queues: dict[tuple, dict[str, W]] = {}
         self._busy = False  # an item is being worked on (it is still in its queue, or was dropped)
+        self._chores = False  # asked for the idle chores (``chores``) and not yet begun on them
         self._thread: threading.Thread | None = None
         self._memo: dict[tuple, tuple[tuple, A]] = {}  # scope key -> (what the answer depended on, the answer)
         self.error: str | None = None
@@ -82,6 +85,15 @@ class Worker(Generic[W, A]):
     def _idle(self) -> None:
         """Called when the queues ran empty, before the thread waits for more (``wait_idle`` waits
         for it too); a long chore should go on only while ``quiet()``."""
+
+    def chores(self) -> None:
+        """Have the thread do its idle chores soon, as after work of its own, for a write made
+        outside it (a search's small catch-up). The caller does not wait: the thread (started if
+        none runs) does them."""
+        with self._cond:
+            self._chores = True
+            self._start()
+            self._cond.notify_all()
 
     def quiet(self) -> bool:
         """Nothing is queued: an idle chore may go on."""
@@ -127,9 +139,7 @@ class Worker(Generic[W, A]):
             if not work:
                 return 0
             self._queues[key] = dict(work)  # the thread empties it; the caller's stays as planned
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
-                self._thread.start()
+            self._start()
             self._cond.notify_all()
             deadline = time.monotonic() + max(0.0, wait)
             while self._queues.get(key) and self.error is None:
@@ -139,6 +149,12 @@ class Worker(Generic[W, A]):
                 self._cond.wait(left)
             return len(self._queues.get(key) or {})
 
+    def _start(self) -> None:
+        """A thread for the queues and the chores, unless one runs (``_cond`` held)."""
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+            self._thread.start()
+
     def _newer_scope_waiting(self, item: W) -> bool:
         """A scope asked for more recently than ``item``'s has work that does not include it."""
         with self._cond:
@@ -146,11 +162,11 @@ class Worker(Generic[W, A]):
             return bool(newest) and item.session_id not in newest
 
     def wait_idle(self, timeout: float) -> bool:
-        """True once nothing is queued or being worked on (tests, benchmarks and the CLI;
-        searches never wait)."""
+        """True once nothing is queued or being worked on, and the chores asked for are done
+        (tests, benchmarks and the CLI; searches never wait)."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while any(self._queues.values()) or self._busy:
+            while any(self._queues.values()) or self._busy or self._chores:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -169,6 +185,7 @@ class Worker(Generic[W, A]):
         while True:
             with self._cond:
                 idle = self._busy = self._next() is None
+                self._chores = False  # done now if idle, else once the queues run empty
             if idle:
                 try:
                     self._idle()
@@ -177,12 +194,14 @@ class Worker(Generic[W, A]):
                         self._busy = False
                         self._cond.notify_all()
             with self._cond:
+                # Asked again once the wait timed out, under the lock: work or chores handed over
+                # in that instant saw this thread alive and started no other.
+                if not self._cond.wait_for(lambda: self._chores or self._next() is not None, self.idle_exit):
+                    self._thread = None
+                    return
                 found = self._next()
-                while found is None:
-                    if not self._cond.wait(self.idle_exit):
-                        self._thread = None
-                        return
-                    found = self._next()
+                if found is None:
+                    continue  # chores were asked for: the top of the loop does them
                 key, item = found
                 self._busy = True
             try:
@@ -214,6 +233,6 @@ class Worker(Generic[W, A]):
         with self._cond:
             self.error = reason
             self._queues.clear()
-            self._busy = False
+            self._busy = self._chores = False
             self._thread = None
             self._cond.notify_all()

@@ -254,6 +254,19 @@ def test_a_settled_index_is_not_merged_again_until_something_commits_to_it(tmp_p
     assert not _merged(_statements(index, index.merge)[1])
 
 
+def test_the_commits_left_unmerged_are_counted_from_the_last_merge_that_found_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(textindex, "MERGE_PAGES", 1)
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _many_writes(index, sessions=5)
+    assert index.unmerged() >= 5
+    index.merge(steps=1)
+    assert index.unmerged() >= 5  # cut short: still unmerged
+    index.merge()
+    assert index.unmerged() == 0
+    _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))
+    assert index.unmerged() == 1
+
+
 def test_a_merge_cut_short_is_not_settled(tmp_path, monkeypatch):
     monkeypatch.setattr(textindex, "MERGE_PAGES", 1)
     index = textindex.TextIndex(tmp_path / "keywords.db")
