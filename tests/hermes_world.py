@@ -23,6 +23,9 @@ from conftest import REPO
 # <home>/state.db, creating the file (with only an async_delegations table) if it is missing. Left to
 # the first call() of a worker, that home is the running test's: a test that removed state.db found one
 # the plugin rightly called "empty" (flaky, as it depends on which test a worker runs first).
+# hermes_state likewise: it freezes DEFAULT_DB_PATH (SessionDB()'s file) at import, which World() would
+# otherwise do inside a test, pointing it at that test's home for the rest of the worker.
+import hermes_state
 import model_tools
 
 PLUGIN_KEY = "project-history-recall"
@@ -57,10 +60,8 @@ def new_session_id() -> str:
 
 class World:
     def __init__(self, home: Path):
-        from hermes_state import SessionDB
-
         self.home = home
-        self.db = SessionDB(db_path=home / "state.db")
+        self.db = hermes_state.SessionDB(db_path=home / "state.db")
         self._clock = 1_788_000_000.0
 
     def close(self) -> None:
