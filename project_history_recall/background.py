@@ -11,7 +11,9 @@ A scope found current is remembered with what that answer depended on (state.db'
 stamp, the index's commits, the scope's members), so the next search over an unchanged
 scope neither asks state.db nor reads the index's rows again.
 
-A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times.
+A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times
+(the thread does them whenever its queues run empty, and when ``chores()`` asks after a write
+made outside it).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class Worker(Generic[W, A]):
         # scope key -> session id -> its item; the most recently asked scope last
         self._queues: dict[tuple, dict[str, W]] = {}
         self._busy = False  # an item is being worked on (it is still in its queue, or was dropped)
+        self._chores = False  # asked for the idle chores (``chores``) and not yet begun on them
         self._thread: threading.Thread | None = None
         self._memo: dict[tuple, tuple[tuple, A]] = {}  # scope key -> (what the answer depended on, the answer)
         self.error: str | None = None
@@ -83,6 +86,15 @@ class Worker(Generic[W, A]):
         """Called when the queues ran empty, before the thread waits for more (``wait_idle`` waits
         for it too); a long chore should go on only while ``quiet()``."""
 
+    def chores(self) -> None:
+        """Have the thread do its idle chores soon, as after work of its own, for a write made
+        outside it (a search's small catch-up). The caller does not wait: the thread (started if
+        none runs) does them."""
+        with self._cond:
+            self._chores = True
+            self._start()
+            self._cond.notify_all()
+
     def quiet(self) -> bool:
         """Nothing is queued: an idle chore may go on."""
         with self._cond:
@@ -92,8 +104,7 @@ class Worker(Generic[W, A]):
     def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
         """(what an answer for ``key`` depends on now, the answer remembered for exactly that,
         else None). Nothing queued for the scope may change it either."""
-        stamp = (file_fingerprint(state_db_path(self.home)), self._file.data_version(), self._file.writes,
-                 hash(frozenset(members)))
+        stamp = (file_fingerprint(state_db_path(self.home)), self._file.commits(), hash(frozenset(members)))
         with self._cond:
             known = self._memo.get(key)
             if known is not None and known[0] == stamp and not self._queues.get(key):
@@ -111,7 +122,7 @@ class Worker(Generic[W, A]):
     def _restamp(self, stamp: tuple) -> tuple:
         """``stamp`` with the index's commits as they are now, after work on the scope: take it
         before reading the answer, so that a commit in between only makes the memo miss once."""
-        return stamp[0], self._file.data_version(), self._file.writes, stamp[3]
+        return stamp[0], self._file.commits(), stamp[2]
 
     def _remember(self, key: tuple, stamp: tuple, answer: A) -> A:
         """``answer`` for ``key``, read after ``stamp`` was taken, until anything in it changes."""
@@ -128,9 +139,7 @@ class Worker(Generic[W, A]):
             if not work:
                 return 0
             self._queues[key] = dict(work)  # the thread empties it; the caller's stays as planned
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
-                self._thread.start()
+            self._start()
             self._cond.notify_all()
             deadline = time.monotonic() + max(0.0, wait)
             while self._queues.get(key) and self.error is None:
@@ -140,6 +149,12 @@ class Worker(Generic[W, A]):
                 self._cond.wait(left)
             return len(self._queues.get(key) or {})
 
+    def _start(self) -> None:
+        """A thread for the queues and the chores, unless one runs (``_cond`` held)."""
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+            self._thread.start()
+
     def _newer_scope_waiting(self, item: W) -> bool:
         """A scope asked for more recently than ``item``'s has work that does not include it."""
         with self._cond:
@@ -147,11 +162,11 @@ class Worker(Generic[W, A]):
             return bool(newest) and item.session_id not in newest
 
     def wait_idle(self, timeout: float) -> bool:
-        """True once nothing is queued or being worked on (tests, benchmarks and the CLI;
-        searches never wait)."""
+        """True once nothing is queued or being worked on, and the chores asked for are done
+        (tests, benchmarks and the CLI; searches never wait)."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while any(self._queues.values()) or self._busy:
+            while any(self._queues.values()) or self._busy or self._chores:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -170,6 +185,7 @@ class Worker(Generic[W, A]):
         while True:
             with self._cond:
                 idle = self._busy = self._next() is None
+                self._chores = False  # done now if idle, else once the queues run empty
             if idle:
                 try:
                     self._idle()
@@ -178,12 +194,14 @@ class Worker(Generic[W, A]):
                         self._busy = False
                         self._cond.notify_all()
             with self._cond:
+                # Asked again once the wait timed out, under the lock: work or chores handed over
+                # in that instant saw this thread alive and started no other.
+                if not self._cond.wait_for(lambda: self._chores or self._next() is not None, self.idle_exit):
+                    self._thread = None
+                    return
                 found = self._next()
-                while found is None:
-                    if not self._cond.wait(self.idle_exit):
-                        self._thread = None
-                        return
-                    found = self._next()
+                if found is None:
+                    continue  # chores were asked for: the top of the loop does them
                 key, item = found
                 self._busy = True
             try:
@@ -215,6 +233,6 @@ class Worker(Generic[W, A]):
         with self._cond:
             self.error = reason
             self._queues.clear()
-            self._busy = False
+            self._busy = self._chores = False
             self._thread = None
             self._cond.notify_all()

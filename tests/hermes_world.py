@@ -17,6 +17,17 @@ from pathlib import Path
 
 from conftest import REPO
 
+# Hermes's tool dispatcher, imported here, while the test modules are collected and HERMES_HOME is
+# still conftest's sandbox import home. Importing it loads Hermes's built-in tools, and some of them
+# act on the home of that moment: on 0.19 tools/process_registry.py recovers async delegations from
+# <home>/state.db, creating the file (with only an async_delegations table) if it is missing. Left to
+# the first call() of a worker, that home is the running test's: a test that removed state.db found one
+# the plugin rightly called "empty" (flaky, as it depends on which test a worker runs first).
+# hermes_state likewise: it freezes DEFAULT_DB_PATH (SessionDB()'s file) at import, which World() would
+# otherwise do inside a test, pointing it at that test's home for the rest of the worker.
+import hermes_state
+import model_tools
+
 PLUGIN_KEY = "project-history-recall"
 _ids = itertools.count(1)
 
@@ -49,10 +60,8 @@ def new_session_id() -> str:
 
 class World:
     def __init__(self, home: Path):
-        from hermes_state import SessionDB
-
         self.home = home
-        self.db = SessionDB(db_path=home / "state.db")
+        self.db = hermes_state.SessionDB(db_path=home / "state.db")
         self._clock = 1_788_000_000.0
 
     def close(self) -> None:
@@ -166,8 +175,6 @@ def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
 
 
 def call(tool: str, args: dict, *, session_id: str | None = None, task_id: str | None = None) -> dict:
-    import model_tools
-
     raw = model_tools.handle_function_call(tool, args, task_id=task_id, session_id=session_id)
     assert isinstance(raw, str)
     return json.loads(raw)

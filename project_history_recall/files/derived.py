@@ -333,6 +333,10 @@ class DerivedFile:
         with self.using() as conn:
             return conn.execute("PRAGMA data_version").fetchone()[0]
 
+    def commits(self) -> tuple[int, int]:
+        """Changes whenever anything commits to the file: this object, or another connection."""
+        return self.data_version(), self.writes
+
     def transaction(self, fn):
         """``fn(connection)`` in one write transaction, committed when it returns; its result."""
         with self.using() as conn:

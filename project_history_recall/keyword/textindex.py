@@ -32,9 +32,11 @@ So the plugin keeps a derived index in its data folder, never in
   behind, unreachable, until the index is rebuilt when they pile up). Small
   updates are done inline; a first build runs in a background thread while
   searches use Hermes's indexes.
-- **Merging**, after a build (the background thread's idle time, the
-  ``index`` command): FTS5's segments, one a commit, merged in small committed
-  steps until no level holds two, as a term's lookup seeks every segment.
+- **Merging**, after a build or some of searches' small updates (the
+  background thread's idle time, the ``index`` command): FTS5's segments, one
+  a commit, merged in small committed steps until no level holds two, as a
+  term's lookup seeks every segment; an index merged since its last commit is
+  left alone.
 
 Whether a message is still live (not rewound, not hidden), and its role
 and time, are checked against state.db when results are read.
@@ -114,6 +116,12 @@ GARBAGE_LIMIT = 100_000
 # 138 of them at 1M), so another writer of the file, or a search of this process, waits one step at most.
 MERGE_PAGES = 250
 MERGE_STEPS = 2_000  # steps a merge takes at most before it leaves the rest for the next
+# A search's own small updates (a segment a commit) are merged by the keeper's thread once this many
+# commits went unmerged. Merging after every one goes through the big segment a build left far more
+# often: after 256 small updates of a 300k-message index, 6.7 s of merging (3 merges through the big
+# segment) against 1.6 s (1) at 16. Left unmerged they made 21 segments, and the updates themselves
+# took 0.68 s against 0.43 s (FTS5 merges a little inside each write, in the search's time).
+MERGE_AFTER_COMMITS = 16
 
 # -- tokens ---------------------------------------------------------------------------
 
@@ -211,6 +219,7 @@ class TextIndex(derived.DerivedFile):
 
     def __init__(self, path: Path):
         super().__init__(path, _SCHEMA, SCHEMA_VERSION)
+        self._settled: tuple[int, int] | None = None  # the file's commits when a merge found nothing left
         self._check_tokenizer()
 
     def _check_tokenizer(self) -> None:
@@ -326,10 +335,19 @@ class TextIndex(derived.DerivedFile):
         """Merge the index's segments until no level holds two, ``steps`` at most, while ``go_on()``;
         returns the steps that merged anything. Each step is its own transaction: stopped between
         steps (or failing within one, which rolls it back) the index is whole, and the next merge
-        goes on where this one left off."""
+        goes on where this one left off. Once a merge found nothing left, the next ones write
+        nothing (not even a step that merges nothing) until something commits to the file."""
+        if self._settled == self.commits():
+            return 0
         self._merge_pairs()
         done = 0
-        while done < steps and go_on() and self.transaction(self._merge_step):
+        while done < steps and go_on():
+            # The lock: no other thread of this process commits between the step and the stamp (a
+            # process committing in that instant has its own keeper, which merges what it wrote).
+            with self.lock:
+                if not self.transaction(self._merge_step):
+                    self._settled = self.commits()
+                    break
             done += 1
         return done
 
@@ -346,6 +364,10 @@ class TextIndex(derived.DerivedFile):
         before = conn.total_changes
         conn.execute("INSERT INTO text(text, rank) VALUES ('merge', ?)", (MERGE_PAGES,))
         return conn.total_changes - before >= 2  # FTS5's sign that it merged something
+
+    def unmerged(self) -> int:
+        """Commits through this object since a merge last found nothing left (or since it opened the file)."""
+        return self.writes - (self._settled[1] if self._settled else 0)
 
     def garbage(self) -> int:
         with self.using() as conn:
@@ -540,6 +562,8 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 return None
             for change in work.values():
                 self.index.index(conn, change, key)
+            if self.index.unmerged() >= MERGE_AFTER_COMMITS:
+                self.chores()  # the background merges (an index grown only by searches is merged too)
             stamp = self._restamp(stamp)
             states = self.index.states(members)
         return self._remember(key, stamp, states)
@@ -563,7 +587,8 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         return self._merge()
 
     def _idle(self) -> None:
-        # After the background's builds and catch-ups, a step at a time while no search hands over work.
+        # After the background's builds and catch-ups, and a search's own (``ready``), a step at a time
+        # while no search hands over work.
         self._merge(self.quiet)
 
     def _merge(self, go_on: Callable[[], bool] = lambda: True) -> int:

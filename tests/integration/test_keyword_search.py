@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -346,3 +347,46 @@ def test_what_a_searched_session_gains_or_loses_is_found_by_the_next_search(look
     world.db._conn.commit()
     assert not found(call(SEARCH, {"mode": "keyword", "query": "okapi"}, session_id=asker))
     assert found(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=asker)) == {sp}
+
+
+def test_an_index_grown_only_by_searches_is_merged_in_the_background(world, work, monkeypatch):
+    """Each search indexes the few messages Hermes wrote since the last one itself (a commit, so an FTS5
+    segment, each) and hands the keeper's thread no work. Once enough of those commits went unmerged,
+    the thread merges them all the same, in its idle time, never in a search's."""
+    app = work / "app"
+    app.mkdir()
+    sid = world.session(("user", "websocket reconnect"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    textindex = plugin_module("keyword.textindex")
+    monkeypatch.setattr(textindex, "MERGE_AFTER_COMMITS", 3)
+    merged_in, merge = [], textindex.TextIndex.merge
+
+    def recorded(index, *args, **kw):
+        merged_in.append(threading.current_thread().name)
+        return merge(index, *args, **kw)
+
+    def search_new_message(n: int) -> None:
+        world.say(sid, "assistant", f"websocket retry {n}")
+        assert len(found(call(SEARCH, {"mode": "keyword", "query": f"retry {n}"}, session_id=asker))) == 1
+        assert keeper.wait_idle(60)
+
+    assert found(call(SEARCH, {"mode": "keyword", "query": "websocket"}, session_id=asker)) == {sid}
+    keeper = textindex.keeper(world.home)
+    assert keeper.wait_idle(60)
+    keeper.settle()  # whatever the first search's build left
+    monkeypatch.setattr(textindex.TextIndex, "merge", recorded)
+    for n in range(2):
+        search_new_message(n)
+    assert merged_in == []  # two commits unmerged: nothing asked of the thread
+    search_new_message(2)
+    assert merged_in == [keeper.thread_name]
+    ran: list[str] = []
+    with keeper.index.using() as conn:
+        conn.set_trace_callback(ran.append)
+    try:
+        assert keeper.index.merge() == 0
+    finally:
+        with keeper.index.using() as conn:
+            conn.set_trace_callback(None)
+    assert ran == ["PRAGMA data_version"], ran  # merged since the last search wrote: nothing is left to merge

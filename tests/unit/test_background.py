@@ -162,25 +162,52 @@ def test_a_current_scope_is_remembered_until_state_db_the_index_or_its_members_c
     assert worker.wait_idle(LONG)
 
 
+class Chores(Scripted):
+    """With an idle chore that holds until ``chore`` is set: ``began`` has the thread that did it and
+    whether all was quiet then, ``ended`` whether all was quiet when it was let go."""
+
+    def __init__(self, home, file):
+        super().__init__(home, file)
+        self.chore = threading.Event()
+        self.began: list[tuple[threading.Thread, bool]] = []
+        self.ended: list[bool] = []
+
+    def _idle(self):
+        self.began.append((threading.current_thread(), self.quiet()))
+        assert self.chore.wait(LONG)
+        self.ended.append(self.quiet())
+
+    def wait_begun(self, n: int) -> None:
+        while len(self.began) < n:
+            threading.Event().wait(0.01)
+
+
 def test_an_idle_chore_is_waited_for_and_sees_new_work(home, index):
-    chore, seen = threading.Event(), []
-
-    class Chores(Scripted):
-        def _idle(self):
-            seen.append(self.quiet())
-            assert chore.wait(LONG)
-            seen.append(self.quiet())
-
     worker = Chores(home, index)
     worker.gate.set()
     worker._submit(A, _work("s1"))
-    while not seen:
-        threading.Event().wait(0.01)
+    worker.wait_begun(1)
     assert not worker.wait_idle(0)  # the chore is still going
     worker._submit(B, _work("s2"))  # a search hands work over meanwhile
-    chore.set()
+    worker.chore.set()
     assert worker.wait_idle(LONG)
-    assert seen[:2] == [True, False] and worker.done == [(A, "s1"), (B, "s2")]
+    assert worker.began[0][1] is True and worker.ended[0] is False
+    assert worker.done == [(A, "s1"), (B, "s2")]
+
+
+def test_chores_asked_for_are_done_by_the_thread_and_waited_for(home, index):
+    worker = Chores(home, index)
+    worker.chores()  # a search wrote itself, nothing is queued: a thread starts for the chores alone
+    assert not worker.wait_idle(0)  # the caller did not wait for them
+    worker.wait_begun(1)
+    worker.chores()  # asked again while they run: done once more after
+    worker.chore.set()
+    assert worker.wait_idle(LONG)
+    threads = {thread for thread, _quiet in worker.began}
+    assert len(worker.began) == 2 and threading.current_thread() not in threads and worker.done == []
+    (thread,) = threads
+    thread.join(LONG)
+    assert not thread.is_alive()  # and the thread ends when idle, as after work
 
 
 def test_after_state_db_alone_changed_the_index_answer_is_still_known(home, index):

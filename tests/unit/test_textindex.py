@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 import numpy as np
 import pytest
@@ -218,3 +219,60 @@ def test_a_merge_that_fails_keeps_the_index_as_it_was(tmp_path, caplog):
         other.close()
     assert _found(index, sids) == found
     assert keeper.settle() > 0 and _segments(index) < before and _found(index, sids) == found
+
+
+def _statements(index, fn):
+    """(``fn()``, the SQL statements it ran on the index's connection)."""
+    ran: list[str] = []
+    with index.using() as conn:
+        conn.set_trace_callback(ran.append)
+    try:
+        return fn(), ran
+    finally:
+        with index.using() as conn:
+            conn.set_trace_callback(None)
+
+
+def _merged(ran) -> bool:
+    return any("'merge'" in sql for sql in ran)
+
+
+def test_a_settled_index_is_not_merged_again_until_something_commits_to_it(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _many_writes(index)
+    assert index.merge() > 0
+    writes = index.writes
+    done, ran = _statements(index, index.merge)
+    assert done == 0 and index.writes == writes  # no write transaction
+    assert ran == ["PRAGMA data_version"], ran  # nor FTS5's 'merge', nor a read of its config
+    _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))  # this process writes
+    assert _merged(_statements(index, index.merge)[1])
+    assert not _merged(_statements(index, index.merge)[1])
+    with closing(sqlite3.connect(index.path)) as other, other:  # another process writes
+        other.execute("INSERT INTO meta VALUES ('other', '1')")
+    assert _merged(_statements(index, index.merge)[1])
+    assert not _merged(_statements(index, index.merge)[1])
+
+
+def test_the_commits_left_unmerged_are_counted_from_the_last_merge_that_found_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(textindex, "MERGE_PAGES", 1)
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _many_writes(index, sessions=5)
+    assert index.unmerged() >= 5
+    index.merge(steps=1)
+    assert index.unmerged() >= 5  # cut short: still unmerged
+    index.merge()
+    assert index.unmerged() == 0
+    _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))
+    assert index.unmerged() == 1
+
+
+def test_a_merge_cut_short_is_not_settled(tmp_path, monkeypatch):
+    monkeypatch.setattr(textindex, "MERGE_PAGES", 1)
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _many_writes(index)
+    assert index.merge(steps=1) == 1  # the step limit
+    assert _merged(_statements(index, index.merge)[1])
+    _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))
+    assert index.merge(lambda: False) == 0  # a search handed work over before the first step
+    assert _merged(_statements(index, index.merge)[1])
