@@ -1,4 +1,4 @@
-"""Whether a Chinese question asks for a number or a time, and whether a text says one. Pure.
+"""Whether a question asks for a number or a time, and whether a text says one. Pure.
 
 A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少钱 by "全瓷牙冠，两千五",
 父母帮我们出了多少首付 by "我和你爸给你们出二十万". The messages that hold the question's words
@@ -13,9 +13,11 @@ Three kinds. A length of time (多久, 多长时间, 几天) is answered by a nu
 that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
 moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named, or a time ago.
 
-English questions are not read: "how many / how much / how long" answered by numbers and number
-words lifted no LoCoMo question to first and cost MRR (docs/benchmarks.md, "Questions that ask
-for a number or a time"); "when" was not tried (LoCoMo's hit@1 stands at its bar).
+English questions are read for "when" only (when…, what or which day, date, month, year), answered
+by a time said in English (yesterday, last week, two weeks ago, Saturday, in May, 2022): on LoCoMo
+it lifts more questions to first than it drops. "How many / how much / how long" answered by numbers
+and number words lifted no LoCoMo question to first and cost MRR (docs/benchmarks.md, "Questions
+that ask for a number or a time"), so English amounts and lengths are not read.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import re
 LENGTH = "length of time"
 AMOUNT = "amount"
 MOMENT = "moment"
+# An English question is answered in English, and its messages are read for English time words only:
+# a Chinese message's bare 2023 is no year, which 2023年 is.
+MOMENT_EN = "moment, in English"
 
 _UNIT_OF_TIME = r"\s*个?(?:小时|钟头|分钟|天|周|星期|月|年)"
 # 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
@@ -46,12 +51,30 @@ _A_MOMENT = re.compile(
     r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
     rf"|{_DAY}+月|\d{{4}}年|{_DAY}+[号日]|[\d{_NUMERAL}几]+(?:天|周|星期|个月|年)前")
 
+# English asks for a moment by "when" leading the question (not "what did she do when…") or by
+# what / which day, date, month or year.
+_ASKS_MOMENT_EN = re.compile(r"^\W*when\b|\b(?:what|which)\s+(?:day|date|month|year)\b", re.IGNORECASE)
+# Texts are read case-folded, so "May" the month is "may" the verb: it and "march" count only with a
+# day or year beside them or after a word that places them (in May, last March, May 5, 3 March).
+_MONTH = r"january|february|april|june|july|august|september|october|november|december"
+_MAY = (r"(?:in|last|next|early|late|mid|since|until|of)[\s-]+(?:may|march)"
+        r"|(?:may|march)\s+\d|\d(?:st|nd|rd|th)?\s+(?:of\s+)?(?:may|march)")
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_AGO = (r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|few|couple\s+of)"
+        r"\s+(?:days?|weeks?|months?|years?)\s+ago")
+# A moment said: yesterday, last week, a weekday, a month, a year, or a time ago.
+_A_MOMENT_EN = re.compile(
+    rf"\b(?:yesterday|today|tonight|last\s+(?:night|week|weekend|month|year)|{_WEEKDAY}|{_MONTH}|{_MAY}"
+    rf"|(?:19|20)\d\d|{_AGO})\b")
+
 
 def asked(question: str) -> str | None:
-    """The kind of answer ``question`` asks for (``MOMENT``, ``LENGTH``, ``AMOUNT``), or None."""
+    """The kind of answer ``question`` asks for (``MOMENT``, ``MOMENT_EN``, ``LENGTH``, ``AMOUNT``), or None."""
     question = question or ""
     if _ASKS_MOMENT.search(question):
         return MOMENT
+    if _ASKS_MOMENT_EN.search(question):
+        return MOMENT_EN
     if not _ASKS.search(question):
         return None
     return LENGTH if _ASKS_LENGTH.search(question) else AMOUNT
@@ -63,6 +86,8 @@ def says(text: str | None, kind: str) -> bool:
         return False
     if kind == MOMENT:
         return bool(_A_MOMENT.search(text))
+    if kind == MOMENT_EN:
+        return bool(_A_MOMENT_EN.search(text))
     if kind == LENGTH:
         return bool(_LENGTH_OF_TIME.search(text))
     # Scanned from the numerals, rarer than the characters around them (a message of Chinese text

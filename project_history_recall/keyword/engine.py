@@ -107,8 +107,8 @@ REPEAT_CREDIT = 0.25
 NEAR_CREDIT = 0.25
 NEAR_WORDS = 4
 NEAR_CHARS = 400
-# A counted message that says a number or a time of the kind a Chinese question asks for
-# (``answerkind``: 多少钱, 多久, 什么时候) earns this share of one more concept of the question: it
+# A counted message that says a number or a time of the kind a question asks for
+# (``answerkind``: 多少钱, 多久, 什么时候, "when") earns this share of one more concept of the question: it
 # answers the question word the way a word answers a word, but any number says it (as a piece,
 # PIECE_CREDIT, says part of a word). Chosen on the tune halves: a whole share lost LoCoMo-zh and
 # zh-daily questions whose words a message with a number also holds.

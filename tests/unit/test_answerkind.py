@@ -1,11 +1,11 @@
-"""Which kind of number or time a Chinese question asks for, and which texts say one (``keyword.answerkind``)."""
+"""Which kind of number or time a question asks for, and which texts say one (``keyword.answerkind``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from project_history_recall.keyword import textindex
-from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, asked, says
+from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, MOMENT_EN, asked, says
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -23,7 +23,13 @@ from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, as
     ("出差那几天吃到什么好吃的面", None),  # "those few days"
     ("好几次提到的那家店叫什么", None),  # "several times"
     ("他几乎每天都去哪里", None),  # "almost"
-    ("How much did the repair cost?", None),  # English is not read
+    ("How much did the repair cost?", None),  # English numbers are not read
+    ("When did Caroline go to the support group?", MOMENT_EN),
+    ("  when is the picnic", MOMENT_EN),
+    ("Which year did they start dating?", MOMENT_EN),
+    ("What date is the wedding?", MOMENT_EN),
+    ("What did she paint when she was sad?", None),  # "when" inside the question asks no time
+    ("Whenever I call, who answers?", None),
     ("", None),
 ])
 def test_the_kind_of_number_a_question_asks_for(question, kind):
@@ -51,6 +57,20 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("你什么时候去露营？", MOMENT, False),  # asked back: no time said
     ("我们一起去吧", MOMENT, False),
     (None, AMOUNT, False),
+    ("I went to a LGBTQ support group yesterday", MOMENT_EN, True),
+    ("Last Saturday we painted a sunset", MOMENT_EN, True),
+    ("We went camping two weeks ago", MOMENT_EN, True),
+    ("A few days ago I ran a charity race", MOMENT_EN, True),
+    ("I moved here in 2022", MOMENT_EN, True),
+    ("The show opens in August", MOMENT_EN, True),
+    ("We met in May", MOMENT_EN, True),
+    ("It was on 3rd March", MOMENT_EN, True),
+    ("May 5 works for me", MOMENT_EN, True),
+    ("That may be true", MOMENT_EN, False),  # the verb, case-folded like the month
+    ("They march for rights", MOMENT_EN, False),
+    ("When are you going camping?", MOMENT_EN, False),  # asked back: no time said
+    ("上周五我参加了一个工作坊", MOMENT_EN, False),  # an English question reads English time words
+    ("I moved here in 2022", MOMENT, False),  # and a Chinese one Chinese: 2022 is no 2022年
 ])
 def test_a_text_says_an_answer_of_the_kind(text, kind, said):
     assert says(None if text is None else textindex.normalise(text), kind) is said
