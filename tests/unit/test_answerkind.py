@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser  # type: ignore[attr-defined]
+from re import _constants as sre
+from re import _parser
 
 import pytest
 from bench_modules import bench
