@@ -70,7 +70,10 @@ def by_session(ranked: list[T], session_of: Callable[[T], str], limit: int,
 def raised(groups: list[Group[T]], session_ids: Collection[str], last: int) -> list[Group[T]]:
     """``groups`` with those of ``session_ids`` that come after place ``last`` (counted from 1)
     moved up to end there, in their order; the groups from their new places on move down, those
-    before keep theirs, and the first never moves."""
+    before keep theirs. The first never moves (``last`` of at least 1): when ``last`` or more groups
+    move, they follow it from place 2 and so end past ``last``, as one raised to place 1 lands at 2.
+    (``search`` moves at most a fifth of its results, to their middle, and none of fewer than five,
+    so its raised groups always end at the middle.)"""
     late = [g for g in groups[last:] if g.session_id in session_ids]
     if not late:
         return groups

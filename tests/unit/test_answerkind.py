@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+from re import _constants as sre
+from re import _parser
 
-from project_history_recall.keyword import textindex
+import pytest
+from bench_modules import bench
+
+from project_history_recall.keyword import answerkind, textindex
 from project_history_recall.keyword.answerkind import AMOUNT, LENGTH, MOMENT, MOMENT_EN, asked, says
+
+zh_data = bench("zh_data")
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -67,6 +73,9 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("It was on 3rd March", MOMENT_EN, True),
     ("May 5 works for me", MOMENT_EN, True),
     ("That may be true", MOMENT_EN, False),  # the verb, case-folded like the month
+    ("Maybe at last we can rest", MOMENT_EN, False),  # holds words a moment holds, and says none
+    ("See you Thursday!", MOMENT_EN, True),
+    ("We got back last\tnight", MOMENT_EN, True),
     ("They march for rights", MOMENT_EN, False),
     ("When are you going camping?", MOMENT_EN, False),  # asked back: no time said
     ("上周五我参加了一个工作坊", MOMENT_EN, False),  # an English question reads English time words
@@ -74,3 +83,53 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
 ])
 def test_a_text_says_an_answer_of_the_kind(text, kind, said):
     assert says(None if text is None else textindex.normalise(text), kind) is said
+
+
+# A character standing for each class the English moment is written with, chosen to spell none of the
+# words every moment holds (a digit that is no 1, 2, 9 or 0).
+_STANDS_FOR = {sre.CATEGORY_DIGIT: "\u0663", sre.CATEGORY_SPACE: " "}
+
+
+def _ways(parsed) -> list[str]:
+    """The shortest text of each way through a parsed regex: every branch taken, every optional part
+    left out and put in, every repeat made once, every class written by its ``_STANDS_FOR``."""
+    texts = [""]
+    for op, av in parsed:
+        if op is sre.LITERAL:
+            parts = [chr(av)]
+        elif op is sre.IN:
+            kind, value = av[0]
+            parts = [chr(value) if kind is sre.LITERAL else _STANDS_FOR[value]]
+        elif op is sre.BRANCH:
+            parts = [text for branch in av[1] for text in _ways(branch)]
+        elif op is sre.SUBPATTERN:
+            parts = _ways(av[-1])
+        elif op is sre.MAX_REPEAT:
+            least, _, repeated = av
+            parts = [text * max(least, 1) for text in _ways(repeated)] + ([""] if least == 0 else [])
+        else:
+            assert op is sre.AT, op  # \b, which writes nothing
+            parts = [""]
+        texts = [text + part for text in texts for part in parts]
+    return texts
+
+
+def _holds_a_moment_word(text: str) -> bool:
+    return any(word in text for word in answerkind._IN_EVERY_MOMENT_EN)
+
+
+def test_every_way_of_saying_a_moment_in_english_holds_one_of_the_words_looked_for_first():
+    ways = _ways(_parser.parse(answerkind._A_MOMENT_EN.pattern))
+    assert len(ways) > 200
+    for text in ways:
+        assert answerkind._A_MOMENT_EN.fullmatch(text), text
+        assert _holds_a_moment_word(text), text
+
+
+def test_no_message_of_the_daily_sets_that_says_a_moment_in_english_is_passed_over():
+    texts = [textindex.normalise(text) for path in (zh_data.EN_PATH, zh_data.PATH)
+             for person in zh_data.load(path)["people"] for session in person["sessions"]
+             for _, text in session["messages"]]
+    said = [text for text in texts if answerkind._A_MOMENT_EN.search(text)]
+    assert len(said) > 30
+    assert all(_holds_a_moment_word(text) and says(text, MOMENT_EN) for text in said)

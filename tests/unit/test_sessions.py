@@ -51,7 +51,8 @@ def test_raised_moves_later_sessions_up_to_end_at_their_place_and_the_rest_down(
     assert raised(groups, ["c"], 3) is groups and raised(groups, ["z"], 3) is groups
     assert raised(groups, [], 3) is groups
     # The first place never moves, and a group moves whole, with its hits.
-    assert order(raised(groups, ["f", "g"], 2)) == "afgbcde"
+    assert order(raised(groups, ["f", "g"], 2)) == "afgbcde"  # two from place 2: past the place
+    assert order(raised(groups, ["f"], 1)) == "afbcdeg"  # to place 1: lands at 2
     assert raised(groups, ["e"], 2)[1].hits == [("e", 4)]
 
 
