@@ -23,6 +23,8 @@ two trips), the user's facts in short messages, questions in the user's own voic
 replies are written short; at build time (``answer_words`` in the set, or ``--answer-words``; 0 keeps
 them as written) each gets ``bench longhist``'s filler appended (see ``lengthen``), so a session
 reads like a chat assistant's: long answers restating the user's words around general advice.
+``bench/data/en_fresh.json`` (run with ``--data``) is a second such set, three other people and 101
+questions, written apart from en-daily and before any system ran on it, as a check no tuning has seen.
 
 ``distractors`` adds that many sessions that answer none of the questions: a LoCoMo-format file's
 conversations (LoCoMo-zh for zh-daily, LoCoMo for en-daily) cut into sessions of 2-4 turns, the

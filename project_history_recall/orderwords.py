@@ -52,9 +52,10 @@ _OUTCOME = re.compile(
     r"\b(?:in\s+the\s+end|eventually|finally|at\s+last(?!\s+(?:\w+day|week|weekend|night|month|year|time)\b)"
     r"|end(?:s|ed)?\s+up|end\s+result|turn(?:s|ed)?\s+out)\b"
     r"|后来|最后|最终|结果|到底|终于", re.IGNORECASE)
-# ...and words that ask how it stands now, or for its latest mention.
+# ...and words that ask how it stands now, or for its latest mention: "current" and a bare "now"
+# too, as 现在 is ("what is my current rent", "how much does she weigh now").
 _NOW = re.compile(
-    r"\b(?:latest|most\s+recent(?:ly)?|the\s+last\s+time|currently|nowadays|these\s+days|right\s+now"
+    r"\b(?:latest|most\s+recent(?:ly)?|the\s+last\s+time|current(?:ly)?|now(?:adays)?|these\s+days"
     r"|at\s+the\s+moment)\b"
     r"|现在|如今|目前|最近一次", re.IGNORECASE)
 

@@ -32,6 +32,15 @@ def test_the_set_is_whole_and_as_large_as_promised():
     assert all(25 <= n <= 40 for n in Counter(q["person"] for q in DATA["questions"]).values())
 
 
+def test_the_unseen_set_is_whole_too():
+    # en_fresh.json: the same format, gold also on what the assistant said ("what did you suggest").
+    fresh = zh_data.load(zh_data.EN_PATH.with_name("en_fresh.json"))
+    assert [len(p["sessions"]) for p in fresh["people"]] == [50, 50, 50]
+    assert {(q["person"], q["split"]) for q in fresh["questions"]} == {
+        (p["id"], s) for p in fresh["people"] for s in zh_data.SPLITS}
+    assert zh_data.problems(zh_daily.lengthen(fresh, 300)) == []
+
+
 def test_every_session_is_a_user_talking_with_the_assistant_and_gold_is_what_the_user_said():
     sessions = {s["id"]: s for p in DATA["people"] for s in p["sessions"]}
     for s in sessions.values():
