@@ -5,6 +5,9 @@ The set (``bench/data/zh_daily.json``, see ``zh_data``) is written for this proj
 260 sessions of 1-6 messages (chats with an assistant, messages between people), 126 questions the
 person asks later, mostly in other words, half "tune" and half "held-out". It stands in for the
 kind of data an independent check found our hybrid mode weak on and LoCoMo-zh did not predict.
+``bench/data/zh_sms.json`` (``--data``), in the same format, is an unseen check of that kind written
+after zh-daily had been tuned on: four people's SMS/WeChat threads and assistant chats, 240 sessions of
+1-3 messages, 80 questions, never edited to suit the system.
 
 Each person is one explicit project (folder) in one Hermes home, written with Hermes's own
 ``SessionDB``, a session at its date with its messages a minute apart. Each question is asked by a

@@ -13,7 +13,10 @@ later session among the hits that stands out as alike the session. A topic comes
 (asking the assistant about a cough, then the diagnosis; planning a purchase, then what was
 bought), and the question names the topic in the words of the first session while the outcome is
 told in the next one, in other words: a lift by time alone could not separate it from unrelated
-later sessions (the day after, in a spread of months).
+later sessions (the day after, in a spread of months). A question that asks for a number or a time
+(``keyword.answerkind``: 等了多长时间, 哪天, 多少钱) is a thread's question too, where the leader says no
+answer of that kind and its sequel says one (首保要做啥, then 首保做完了…等了两个小时): only such a
+pair is linked for it, so a leader that may answer keeps its place.
 
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
@@ -25,7 +28,7 @@ and lifting the earlier sessions lost there.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from .hits import Hit, lifted
 from .sessions import leading
@@ -89,14 +92,18 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     return lifted(hits, lambda h: weight * place(h.timestamp))
 
 
-def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int]) -> list[Hit]:
+def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int],
+            answered: Mapping[int, bool] | None = None) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
     just past it: the earliest session whose hits all come after the leader's, one of them among
     ``near`` (messages near the question in meaning: a sequel tells what it asks), and which is alike
     the leader ``SEQUEL_Z`` standard deviations above the leader's mean likeness to the other
     sessions of ``hits``. Two sessions are as alike as their most alike hits (``likeness`` of message
     ids, a square array in that order). A sequel already ahead keeps its place, a hit without a time
-    is none, and each session's hits keep their order."""
+    is none, and each session's hits keep their order. With ``answered`` (whether each hit's message
+    read says the kind of answer the question asks for, ``keyword.answerkind``; one not read may)
+    only a leader whose hits were all read and say none has a sequel, and only a session one of
+    whose hits says one is it."""
     import numpy as np
 
     groups: dict[str, list[int]] = {}
@@ -114,8 +121,13 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     ends = [max(hits[i].timestamp for i in groups[sid]) for sid in names]
     by_start = sorted(range(len(names)), key=lambda k: starts[k])
     told = [any(hits[i].message_id in near for i in groups[sid]) for sid in names]
+    if answered is not None:
+        says = [[answered.get(hits[i].message_id) for i in groups[sid]] for sid in names]
+        told = [t and True in s for t, s in zip(told, says, strict=True)]
     lift: dict[str, float] = {}
     for lead in range(min(SEQUEL_LEADS, len(names))):
+        if answered is not None and any(s is not False for s in says[lead]):
+            continue
         others = np.delete(alike[lead], lead)
         bar = others.mean() + SEQUEL_Z * others.std()
         sequel = next((k for k in by_start if ends[lead] and starts[k] > ends[lead] and alike[lead, k] >= bar

@@ -183,3 +183,31 @@ def test_a_search_puts_sequels_first_only_when_asked_how_something_turned_out() 
     assert first("儿子咳嗽是什么病") == "a"
     assert first("儿子咳嗽最后查出来是什么病", Settings(order_weight=0.0, time_weight=0.0)) == "a"
     assert search._lifted(search.SearchRequest("儿子咳嗽最后查出来是什么病"), settings, [], THREAD)[0].session_id == "a"
+
+
+def test_with_answers_only_a_leader_that_says_none_gets_a_sequel_that_says_one() -> None:
+    like = alike({(7, 4): 0.6})
+    read = {h.message_id: h.message_id == 4 for h in THREAD}  # only d's message says one
+    assert order(orderwords.sequels(THREAD, like, ALL, read))[:2] == ["d", "a"]
+    assert order(orderwords.sequels(THREAD, like, ALL, {**read, 1: True})) == order(THREAD)  # a says one
+    assert order(orderwords.sequels(THREAD, like, ALL, {**read, 4: False})) == order(THREAD)  # d says none
+    # One of a's messages was too long to read: it may say one.
+    assert order(orderwords.sequels(THREAD, like, ALL, {m: s for m, s in read.items() if m != 7})) == order(THREAD)
+
+
+def test_a_search_puts_sequels_first_for_a_number_or_a_time_only_where_the_sequel_says_one() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    like = alike({(1, 4): 0.6})
+    asked: list[str] = []
+
+    def first(question: str, says: set[int]) -> str:
+        def saying(ids: list[int], kind: str) -> dict[int, bool]:
+            asked.append(kind)
+            return {m: m in says for m in ids}
+        return search._lifted(search.SearchRequest(question), settings, [], THREAD, like, ALL, saying)[0].session_id
+
+    assert first("第一次保养等了多长时间", {4}) == "d"  # 首保要做啥 (a), then 等了两个小时 (d)
+    assert first("第一次保养等了多长时间", {1, 4}) == "a"  # the leader says one itself
+    assert first("第一次保养等了多长时间", set()) == "a"
+    assert first("第一次保养在哪家店", {4}) == "a"  # asks for no number or time: nothing read
+    assert asked == ["length of time"] * 3

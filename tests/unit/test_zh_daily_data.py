@@ -30,6 +30,19 @@ def test_the_set_is_whole_and_as_large_as_promised():
         (p["id"], s) for p in DATA["people"] for s in zh_data.SPLITS}
 
 
+def test_the_unseen_sms_set_is_whole_in_the_same_format():
+    sms = zh_data.load(zh_data.PATH.with_name("zh_sms.json"))
+    assert sms["name"] == "zh-sms" and zh_data.problems(sms) == []
+    assert len(sms["people"]) == 4 and sum(len(p["sessions"]) for p in sms["people"]) == 240
+    assert len(sms["questions"]) == 80
+    # Written apart from zh-daily: no session or question of one is in the other.
+    daily = {text for p in DATA["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not daily & {text for p in sms["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not {q["question"] for q in DATA["questions"]} & {q["question"] for q in sms["questions"]}
+    assert {(q["person"], q["split"]) for q in sms["questions"]} == {
+        (p["id"], s) for p in sms["people"] for s in zh_data.SPLITS}
+
+
 def _broken(path, value):
     data = copy.deepcopy(DATA)
     node = data
