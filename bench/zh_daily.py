@@ -8,6 +8,8 @@ kind of data an independent check found our hybrid mode weak on and LoCoMo-zh di
 ``bench/data/zh_sms.json`` (``--data``), in the same format, is an unseen check of that kind written
 after zh-daily had been tuned on: four people's SMS/WeChat threads and assistant chats, 240 sessions of
 1-3 messages, 80 questions, never edited to suit the system.
+``bench/data/zh_chat.json`` is a second such check, of chats with an assistant only: four people's
+questions and the assistant's replies in everyday Chinese, 198 sessions of 1-2 turns, 96 questions.
 
 Each person is one explicit project (folder) in one Hermes home, written with Hermes's own
 ``SessionDB``, a session at its date with its messages a minute apart. Each question is asked by a

@@ -11,7 +11,8 @@ answer, and a message that says one earns part of a share of the question
 Three kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time
 (七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
 that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
-moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named, or a time ago.
+moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named (腊月二十七 too), or a
+time ago.
 
 English questions are read for "when" only (when…, what or which day, date, month, year), answered
 by a time said in English (yesterday, last week, two weeks ago, Saturday, in May, 2022): on LoCoMo
@@ -47,9 +48,12 @@ _RUN = re.compile(rf"[\d.{_NUMERAL}点半几]*")
 _UNIT = re.compile(_UNIT_OF_TIME)
 _LENGTH_OF_TIME = re.compile(rf"[\d{_NUMERAL}半几]" + _UNIT_OF_TIME)
 _DAY = rf"[\d{_NUMERAL}]"
+# Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
+# 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.
+_LUNAR_DAY = rf"[正冬腊]月[初廿{_NUMERAL}]|大年[初{_NUMERAL}]|年三十|除夕"
 _A_MOMENT = re.compile(
     r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
-    rf"|{_DAY}+月|\d{{4}}年|{_DAY}+[号日]|[\d{_NUMERAL}几]+(?:天|周|星期|个月|年)前")
+    rf"|{_DAY}+月|\d{{4}}年|{_DAY}+[号日]|[\d{_NUMERAL}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.

@@ -61,6 +61,10 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("两周前我们去露营了", MOMENT, True),
     ("2023年夏天搬的家", MOMENT, True),
     ("你什么时候去露营？", MOMENT, False),  # asked back: no time said
+    ("春节车票抢到了 腊月二十七的", MOMENT, True),  # the lunar calendar's days
+    ("正月初六 还是望江楼", MOMENT, True),
+    ("年夜饭订在除夕晚上", MOMENT, True),
+    ("女儿初三 数学弱", MOMENT, False),  # a school year, no day
     ("我们一起去吧", MOMENT, False),
     (None, AMOUNT, False),
     ("I went to a LGBTQ support group yesterday", MOMENT_EN, True),

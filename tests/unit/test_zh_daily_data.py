@@ -43,6 +43,23 @@ def test_the_unseen_sms_set_is_whole_in_the_same_format():
         (p["id"], s) for p in sms["people"] for s in zh_data.SPLITS}
 
 
+
+def test_the_unseen_chat_set_is_whole_in_the_same_format():
+    chat = zh_data.load(zh_data.PATH.with_name("zh_chat.json"))
+    assert chat["name"] == "zh-chat" and zh_data.problems(chat) == []
+    assert len(chat["people"]) == 4 and sum(len(p["sessions"]) for p in chat["people"]) == 198
+    assert len(chat["questions"]) == 96
+    # Chats with the assistant only: every message is the person's or the assistant's.
+    said = [m for p in chat["people"] for s in p["sessions"] for m in s["messages"]]
+    assert {speaker for speaker, _ in said} == {zh_data.SPEAKERS["user"], zh_data.SPEAKERS["assistant"]}
+    # Written apart from zh-daily and zh-sms: no message or question of one is in another.
+    sms = zh_data.load(zh_data.PATH.with_name("zh_sms.json"))
+    others = {text for d in (DATA, sms) for p in d["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not others & {text for _, text in said}
+    assert not {q["question"] for d in (DATA, sms) for q in d["questions"]} & {q["question"] for q in chat["questions"]}
+    assert {(q["person"], q["split"]) for q in chat["questions"]} == {
+        (p["id"], s) for p in chat["people"] for s in zh_data.SPLITS}
+
 def _broken(path, value):
     data = copy.deepcopy(DATA)
     node = data
