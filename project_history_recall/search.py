@@ -320,7 +320,8 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
-              near: Collection[int] = (), saying: Callable[[list[int], str], dict[int, bool]] | None = None) -> list[Hit]:
+              near: Collection[int] = (), saying: Callable[[list[int], str], dict[int, bool | None]] | None = None
+              ) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
     when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
@@ -345,13 +346,12 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     return orderwords.reweigh(hits, settings.order_weight)
 
 
-def _saying(ctx: SearchContext) -> Callable[[list[int], str], dict[int, bool]]:
-    """Whether each of some message ids says an answer of a kind (``answerkind.says``), for those
-    read as the keyword engine reads a counted message for one: of ``keyword.ANSWER_CHARS`` at most.
-    A longer one says some number or time by chance, so it is not read, and may say one."""
-    def saying(ids: list[int], kind: str) -> dict[int, bool]:
-        return {mid: answerkind.says(textindex.normalise(text), kind)
-                for mid, text in messages.texts(ctx.conn, ids).items() if len(text) <= keyword.ANSWER_CHARS}
+def _saying(ctx: SearchContext) -> Callable[[list[int], str], dict[int, bool | None]]:
+    """Whether each of some message ids says an answer of a kind, read as the keyword engine reads
+    a counted message for one (``answerkind.answers``)."""
+    def saying(ids: list[int], kind: str) -> dict[int, bool | None]:
+        return {mid: answerkind.answers(textindex.normalise(text), kind)
+                for mid, text in messages.texts(ctx.conn, ids).items()}
     return saying
 
 
