@@ -494,6 +494,15 @@ class Ranking:
         return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
                     self.near, self.asks)
 
+    def answered(self, message_ids: list[int]) -> dict[int, bool | None]:
+        """Whether each of ``message_ids`` (any, not only candidates) says the kind of answer the
+        question asks for (``answerkind.answers``; empty when it asks for none), its text read as the
+        ranking reads its candidates': those the ranking read are not read again."""
+        if self.asks is None:
+            return {}
+        texts = self._reads().folded(message_ids)
+        return {m: answerkind.answers(texts.get(m), self.asks) for m in message_ids}
+
     def backed(self, message_ids: Collection[int], near: Collection[int] = ()) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
         credited for the ``backed_characters`` their text says, and those among ``near`` (a
