@@ -93,7 +93,7 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
 
 
 def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int],
-            answered: Mapping[int, bool] | None = None) -> list[Hit]:
+            answered: Mapping[int, bool | None] | None = None) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
     just past it: the earliest session whose hits all come after the leader's, one of them among
     ``near`` (messages near the question in meaning: a sequel tells what it asks), and which is alike
@@ -101,9 +101,9 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     sessions of ``hits``. Two sessions are as alike as their most alike hits (``likeness`` of message
     ids, a square array in that order). A sequel already ahead keeps its place, a hit without a time
     is none, and each session's hits keep their order. With ``answered`` (whether each hit's message
-    read says the kind of answer the question asks for, ``keyword.answerkind``; one not read may)
-    only a leader whose hits were all read and say none has a sequel, and only a session one of
-    whose hits says one is it."""
+    read says the kind of answer the question asks for, ``keyword.answerkind``; one not read, None
+    or absent, may) only a leader whose hits were all read and say none has a sequel, and only a
+    session one of whose hits says one is it."""
     import numpy as np
 
     groups: dict[str, list[int]] = {}

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from . import consenting, fusion, orderwords, redaction, results, sessions, timewords
 from . import settings as config
@@ -28,7 +28,6 @@ from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .hits import KEYWORD, SEMANTIC, Hit
-from .keyword import answerkind, textindex
 from .keyword import engine as keyword
 from .keyword.querytext import clean_text, parse
 from .scope.resolve import HOME_REASON, resolve_scope
@@ -320,39 +319,30 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
-              near: Collection[int] = (), saying: Callable[[list[int], str], dict[int, bool]] | None = None) -> list[Hit]:
+              near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None
+              ) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
     when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
     hits' messages are, hybrid mode) and a question that asks how something turned out, the best
     sessions' sequels among those with a message ``near`` the question first take their places.
     So do they for a question that asks for a number or a time (``answerkind``), where a leader
-    says none and its sequel one (``saying``: whether each of some message ids says an answer of a
-    kind, for those read): a thread asks the assistant about the topic (首保要做啥, 春节回长沙的机票提前多久买) and
+    says none and its sequel one (``answered``, given only for such a question: whether each of
+    some message ids says an answer of its kind, ``keyword.Ranking.answered``): a thread asks the
+    assistant about the topic (首保要做啥, 春节回长沙的机票提前多久买) and
     later tells what the question asks (等了两个小时, 2月15号 早上八点半) in other words, while the
     question's words and, more still, its form match the asking."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
-    kind = answerkind.asked(req.query)
-    if likeness is not None and saying is not None and settings.order_weight > 0 and kind \
-            and not orderwords.asks_for_latest(req.query):
-        return orderwords.sequels(hits, likeness, near, saying([h.message_id for h in hits], kind))
-    if not orderwords.asks_for_latest(req.query):
+    latest = orderwords.asks_for_latest(req.query)
+    if likeness is not None and answered is not None and settings.order_weight > 0 and not latest:
+        return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
+    if not latest:
         return hits
     if likeness is not None and settings.order_weight > 0 and orderwords.asks_for_outcome(req.query):
         hits = orderwords.sequels(hits, likeness, near)
     return orderwords.reweigh(hits, settings.order_weight)
-
-
-def _saying(ctx: SearchContext) -> Callable[[list[int], str], dict[int, bool]]:
-    """Whether each of some message ids says an answer of a kind (``answerkind.says``), for those
-    read as the keyword engine reads a counted message for one: of ``keyword.ANSWER_CHARS`` at most.
-    A longer one says some number or time by chance, so it is not read, and may say one."""
-    def saying(ids: list[int], kind: str) -> dict[int, bool]:
-        return {mid: answerkind.says(textindex.normalise(text), kind)
-                for mid, text in messages.texts(ctx.conn, ids).items() if len(text) <= keyword.ANSWER_CHARS}
-    return saying
 
 
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
@@ -430,8 +420,11 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = _lifted(req, settings, windows, fused, outcome.likeness, near, _saying(ctx)) + [h for h in kw_order
-                                                                       if h.message_id not in fused_ids]
+    # The keyword ranking read which kind of answer the question asks for, and the texts of its
+    # candidates, most of the fused hits.
+    answered = found.answered if found is not None and found.asks else None
+    ranked = _lifted(req, settings, windows, fused, outcome.likeness, near, answered) + [h for h in kw_order
+                                                                         if h.message_id not in fused_ids]
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))

@@ -108,15 +108,11 @@ NEAR_CREDIT = 0.25
 NEAR_WORDS = 4
 NEAR_CHARS = 400
 # A counted message that says a number or a time of the kind a question asks for
-# (``answerkind``: 多少钱, 多久, 什么时候, "when") earns this share of one more concept of the question: it
+# (``answerkind.answers``: 多少钱, 多久, 什么时候, "when") earns this share of one more concept of the question: it
 # answers the question word the way a word answers a word, but any number says it (as a piece,
 # PIECE_CREDIT, says part of a word). Chosen on the tune halves: a whole share lost LoCoMo-zh and
 # zh-daily questions whose words a message with a number also holds.
 ANSWER_CREDIT = 0.5
-# Only a message of at most this many characters is read for one: a longer one says some number or
-# time by chance (the longest of LoCoMo-zh and zh-daily has 208), and a hundred
-# candidates of 4,000 characters take ~10 ms to scan.
-ANSWER_CHARS = 400
 TF_CANDIDATES = 100
 TF_MAX_CHARS = 20_000
 TF_READ_CHARS = 400_000
@@ -497,6 +493,15 @@ class Ranking:
             return []
         return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
                     self.near, self.asks)
+
+    def answered(self, message_ids: list[int]) -> dict[int, bool | None]:
+        """Whether each of ``message_ids`` (any, not only candidates) says the kind of answer the
+        question asks for (``answerkind.answers``; empty when it asks for none), its text read as the
+        ranking reads its candidates': those the ranking read are not read again."""
+        if self.asks is None:
+            return {}
+        texts = self._reads().folded(message_ids)
+        return {m: answerkind.answers(texts.get(m), self.asks) for m in message_ids}
 
     def backed(self, message_ids: Collection[int], near: Collection[int] = ()) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
@@ -948,7 +953,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     together = np.zeros(len(keys))
     together[readable] = NEAR_CREDIT * nearness(concepts, said)
     if asks and concepts:
-        says = [t is not None and len(t) <= ANSWER_CHARS and answerkind.says(t, asks) for t in said]
+        # One not read for an answer (``answerkind.answers``: None) earns nothing for one.
+        says = [answerkind.answers(t, asks) is True for t in said]
         together[readable] += ANSWER_CREDIT / (len(concepts) + 1) * np.array(says)
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at] + together
     order = np.lexsort((-facts.message_ids, -facts.timestamps, -score))

@@ -89,6 +89,17 @@ def test_a_text_says_an_answer_of_the_kind(text, kind, said):
     assert says(None if text is None else textindex.normalise(text), kind) is said
 
 
+def test_a_text_is_read_for_an_answer_only_when_read_and_short_enough_by_its_normalised_length():
+    short = "等了两个小时" + "。" * (answerkind.ANSWER_CHARS - 6)
+    assert answerkind.answers(short, LENGTH) is True
+    assert answerkind.answers(short + "。", LENGTH) is None  # too long: it may say one, by chance or not
+    assert answerkind.answers(None, LENGTH) is None  # not read
+    assert answerkind.answers("等了很久", LENGTH) is False
+    # ﬁ folds to fi: the length that counts is the text's as read, normalised.
+    folded = textindex.normalise("等了两个小时" + "ﬁ" * (answerkind.ANSWER_CHARS // 2 - 2))
+    assert len(folded) == answerkind.ANSWER_CHARS + 2 and answerkind.answers(folded, LENGTH) is None
+
+
 # A character standing for each class the English moment is written with, chosen to spell none of the
 # words every moment holds (a digit that is no 1, 2, 9 or 0).
 _STANDS_FOR = {sre.CATEGORY_DIGIT: "\u0663", sre.CATEGORY_SPACE: " "}

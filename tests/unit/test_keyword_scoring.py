@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from project_history_recall.keyword import textindex
-from project_history_recall.keyword.answerkind import AMOUNT
+from project_history_recall.keyword.answerkind import AMOUNT, ANSWER_CHARS
 from project_history_recall.keyword.engine import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
                                                    TF_MAX_CHARS, TF_READ_CHARS, _Concept, _Facts, bm25_scores,
                                                    nearness, occurrences, rank, term_counts, to_read)
@@ -252,3 +252,20 @@ def test_a_message_that_says_the_number_a_question_asks_for_earns_part_of_a_shar
     assert hits[0].score - hits[1].score == pytest.approx(ANSWER_CREDIT / 3)
     plain = rank(concepts, np.arange(3), 3, backend, 3)
     assert [h.message_id for h in plain] == [102, 101, 100]  # without the question word, ties go to the newer
+
+
+def test_a_ranking_tells_which_messages_say_the_answer_asked_for_reading_only_those_it_has_not():
+    from project_history_recall.keyword.engine import Ranking
+
+    concepts = [_concept(1.0, [1, 1], "牙套", whole_word=False)]
+    backend = _OneMessageSessions(2)
+    said = {100: "牙套两千五", 101: "牙套多少钱", 7: "两千", 8: "二" * (ANSWER_CHARS + 1)}
+    read: list[list[int]] = []
+    backend.texts = lambda ids: read.append(sorted(ids)) or {m: said[m] for m in ids if m in said}
+    ranking = Ranking(concepts, np.arange(2), 2, backend, asks=AMOUNT)
+    ranking.hits(2)
+    assert read == [[100, 101]]
+    answered = ranking.answered([101, 100, 7, 8, 9])
+    assert answered == {101: False, 100: True, 7: True, 8: None, 9: None}  # 8 too long, 9 gone: not read
+    assert read == [[100, 101], [7, 8, 9]]  # a candidate's text is read once
+    assert Ranking(concepts, np.arange(2), 2, backend).answered([100]) == {}  # the question asks for none
