@@ -320,7 +320,8 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
-              near: Collection[int] = (), saying: Callable[[list[int], str], dict[int, bool]] | None = None) -> list[Hit]:
+              near: Collection[int] = (), saying: Callable[[list[int], str], dict[int, bool]] | None = None,
+              read: Callable[[list[int]], dict[int, str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
     when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
@@ -330,10 +331,16 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     says none and its sequel one (``saying``: whether each of some message ids says an answer of a
     kind, for those read): a thread asks the assistant about the topic (首保要做啥, 春节回长沙的机票提前多久买) and
     later tells what the question asks (等了两个小时, 2月15号 早上八点半) in other words, while the
-    question's words and, more still, its form match the asking."""
+    question's words and, more still, its form match the asking. Before them, for a Chinese
+    question that asks what a completed act came to, a leader that only asked about it or planned
+    it gives its place to its thread's report (``orderwords.reports``; ``read``: the texts of some
+    message ids, those of ordinary size)."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
+    if likeness is not None and read is not None and settings.order_weight > 0 \
+            and orderwords.asks_what_happened(req.query):
+        hits = orderwords.reports(hits, read([h.message_id for h in hits]), likeness)
     kind = answerkind.asked(req.query)
     if likeness is not None and saying is not None and settings.order_weight > 0 and kind \
             and not orderwords.asks_for_latest(req.query):
@@ -345,13 +352,23 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     return orderwords.reweigh(hits, settings.order_weight)
 
 
+def _reading(ctx: SearchContext) -> Callable[[list[int]], dict[int, str]]:
+    """The normalised text of each of some message ids, for those read as the keyword engine reads a
+    counted message for an answer: of ``keyword.ANSWER_CHARS`` at most. A longer one says, asks and
+    tells something by chance."""
+    def read(ids: list[int]) -> dict[int, str]:
+        return {mid: textindex.normalise(text) for mid, text in messages.texts(ctx.conn, ids).items()
+                if len(text) <= keyword.ANSWER_CHARS}
+    return read
+
+
 def _saying(ctx: SearchContext) -> Callable[[list[int], str], dict[int, bool]]:
     """Whether each of some message ids says an answer of a kind (``answerkind.says``), for those
-    read as the keyword engine reads a counted message for one: of ``keyword.ANSWER_CHARS`` at most.
-    A longer one says some number or time by chance, so it is not read, and may say one."""
+    ``_reading`` reads; one not read may say one."""
+    read = _reading(ctx)
+
     def saying(ids: list[int], kind: str) -> dict[int, bool]:
-        return {mid: answerkind.says(textindex.normalise(text), kind)
-                for mid, text in messages.texts(ctx.conn, ids).items() if len(text) <= keyword.ANSWER_CHARS}
+        return {mid: answerkind.says(text, kind) for mid, text in read(ids).items()}
     return saying
 
 
@@ -430,8 +447,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    ranked = _lifted(req, settings, windows, fused, outcome.likeness, near, _saying(ctx)) + [h for h in kw_order
-                                                                       if h.message_id not in fused_ids]
+    lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, _saying(ctx), _reading(ctx))
+    ranked = lifted + [h for h in kw_order if h.message_id not in fused_ids]
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
