@@ -18,7 +18,7 @@ later sessions (the day after, in a spread of months). A question that asks for 
 answer of that kind and its sequel says one (首保要做啥, then 首保做完了…等了两个小时): only such a
 pair is linked for it, so a leader that may answer keeps its place.
 
-A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开了哪些药, 那次…) asks
+A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
 what a completed act came to, so a session that only asks about it or plans it is not its answer
 while a later one of the same thread that tells it done is (``reports``): 首保要做啥 then 首保做完了
 …等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二, 本周五召开家长会 then 家长会讲了啥…. The
@@ -63,8 +63,9 @@ SEQUEL_PAST = 0.2
 REPORT_AMONG = 5
 
 # A Chinese question in the perfective: 了 after a verb (not 为了 "in order to", 除了 "besides", not
-# 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to"...
-_PERFECTIVE = re.compile(r"(?<![为除])(?<=[\u4e00-\u9fff])了(?!吗)|那次|那回|下来|出来")
+# 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to", or a past act's 的 asked about (住的哪家,
+# 开的什么药)...
+_PERFECTIVE = re.compile(r"(?<![为除])(?<=[\u4e00-\u9fff])了(?!吗)|那次|那回|下来|出来|(?<=[\u4e00-\u9fff])的(?:哪|什么|啥|多少|几)")
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
 # asks what ever happened (去过哪些城市), over many sessions.
 _ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
@@ -104,7 +105,7 @@ def asks_for_outcome(question: str) -> bool:
 
 def asks_what_happened(question: str) -> bool:
     """Whether ``question`` asks in Chinese what a completed act came to (``reports``): in the
-    perfective (花了多少, 那次…), and not about the asking or a plan itself (问过什么, 打算)."""
+    perfective (花了多少, 住的哪家, 那次…), and not about the asking or a plan itself (问过什么, 打算)."""
     return bool(_PERFECTIVE.search(question or "")) and not _ABOUT_ASKING.search(question or "")
 
 

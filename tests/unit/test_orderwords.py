@@ -221,6 +221,8 @@ def test_a_search_puts_sequels_first_for_a_number_or_a_time_only_where_the_seque
     "猫拉稀那次医院查出来是啥毛病",
     "那颗裂了的牙 治下来总共花了多少",
     "会员模块方案评审时被提了什么意见",
+    "跨年去上海住的哪家 一晚多少",
+    "眼睛干涩去医院开的什么药水",
 ])
 def test_a_chinese_question_in_the_perfective_asks_what_happened(question: str) -> None:
     assert orderwords.asks_what_happened(question)
@@ -228,6 +230,7 @@ def test_a_chinese_question_in_the_perfective_asks_what_happened(question: str) 
 
 @pytest.mark.parametrize("question", [
     "琴课一次收多少",  # no aspect said
+    "春节回湖南的票是哪天早上几点的",  # 的 of a thing (回湖南的票), not of a past act asked about
     "这场慈善跑是为了提高人们对什么的认识？",  # 为了: "in order to"
     "Jean和John都去过哪座城市？",  # 过: what ever happened, over many sessions
     "孩子写作业拖拉的事问过什么",  # about the asking itself
