@@ -58,8 +58,8 @@ SEQUEL_LEADS = 3
 SEQUEL_Z = 2.0
 # A sequel is placed this share of the gap between them past its leader (0.05-1 did the same).
 SEQUEL_PAST = 0.2
-# A report (``reports``) is one of the best sessions this many; a thread's sessions are alike, so
-# its report is near the top already.
+# A report (``reports``) is among this many best sessions: the sessions of a thread are alike, so
+# its report is near the top already (chosen before any run; 3 and 10 did the same on the tune halves).
 REPORT_AMONG = 5
 
 # A Chinese question in the perfective: 了 after a verb (not 为了 "in order to", 除了 "besides", not
