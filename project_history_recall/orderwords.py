@@ -18,6 +18,15 @@ later sessions (the day after, in a spread of months). A question that asks for 
 answer of that kind and its sequel says one (首保要做啥, then 首保做完了…等了两个小时): only such a
 pair is linked for it, so a leader that may answer keeps its place.
 
+A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
+what a completed act came to, so a session that only asks about it or plans it is not its answer
+while a later one of the same thread that tells it done is (``reports``): 首保要做啥 then 首保做完了
+…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二, 本周五召开家长会 then 家长会讲了啥…. The
+act of a message is read from its words only where it is one short act: a message of one sentence
+whose asking or planning clause asks ahead (no 了 but 了吗, "is it done yet"), or which tells
+something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
+tells in one message of several sentences, and reading its act there moved the wrong sessions.
+
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
 the event talked about, not to the asking. Asking for the first ("when did Caroline first…", 第一次)
@@ -49,6 +58,26 @@ SEQUEL_LEADS = 3
 SEQUEL_Z = 2.0
 # A sequel is placed this share of the gap between them past its leader (0.05-1 did the same).
 SEQUEL_PAST = 0.2
+# A report (``reports``) is among this many best sessions: the sessions of a thread are alike, so
+# its report is near the top already (chosen before any run; 3 and 10 did the same on the tune halves).
+REPORT_AMONG = 5
+
+# A Chinese question in the perfective: 了 after a verb (not 为了 "in order to", 除了 "besides", not
+# 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to", or a past act's 的 asked about (住的哪家,
+# 开的什么药)...
+_PERFECTIVE = re.compile(r"(?<![为除])(?<=[\u4e00-\u9fff])了(?!吗)|那次|那回|下来|出来|(?<=[\u4e00-\u9fff])的(?:哪|什么|啥|多少|几)")
+# ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
+# asks what ever happened (去过哪些城市), over many sessions.
+_ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
+# A clause that asks (吗, ？, 要不要, 啥, 多少, 靠谱不, 去不去, 哭了没) or plans (准备, 下周, 周五)...
+_ASKS = re.compile(r"[吗？?]|要不要|啥|什么|多少|多久|几|哪|怎么|推荐|合适|划算|靠谱|(\w)[不没]\1|\S[不没](?:\s|$)")
+_PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|周[一二三四五六日末]|礼拜|星期")
+# ...a clause that tells something done; 了吗 / 了没 ask whether it is.
+_DONE = re.compile(r"了")
+_WHETHER = re.compile(r"了(?=[吗没])")
+_CLAUSES = re.compile(r"[\s,，。;；!！]+")
+# A sentence end with more after it: a message of several sentences is no one act.
+_INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
 
 # Words that ask how something turned out...
 _OUTCOME = re.compile(
@@ -74,6 +103,28 @@ def asks_for_outcome(question: str) -> bool:
     return bool(_OUTCOME.search(question or ""))
 
 
+def asks_what_happened(question: str) -> bool:
+    """Whether ``question`` asks in Chinese what a completed act came to (``reports``): in the
+    perfective (花了多少, 住的哪家, 那次…), and not about the asking or a plan itself (问过什么, 打算)."""
+    return bool(_PERFECTIVE.search(question or "")) and not _ABOUT_ASKING.search(question or "")
+
+
+def _one_act(text: str) -> bool:
+    return not _INNER_END.search(text.strip())
+
+
+def _asks_ahead(text: str) -> bool:
+    """Whether a clause of ``text`` asks or plans about something not yet done (首保要做啥, 找好公司了吗),
+    not what a done act came to (今天你钓了几条)."""
+    return any((_ASKS.search(c) or _PLANS.search(c)) and not _DONE.search(_WHETHER.sub("", c))
+               for c in _CLAUSES.split(text))
+
+
+def _tells_done(text: str) -> bool:
+    """Whether ``text`` tells something done (首保做完了) and asks and plans nothing."""
+    return bool(_DONE.search(text)) and not (_ASKS.search(text) or _PLANS.search(text))
+
+
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     """``hits`` (best first) re-ordered by ``score × (1 + weight × place)``, ``place`` 0..1 being how
     late the hit lies between the earliest and the latest of the first ``TOP_SESSIONS`` sessions'
@@ -92,6 +143,54 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     return lifted(hits, lambda h: weight * place(h.timestamp))
 
 
+class _Sessions:
+    """The sessions of ``hits`` (best first, in order of their first hit) with each one's hit
+    positions, first and last time, and how alike each two are (as their most alike hits are)."""
+
+    def __init__(self, hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]):
+        import numpy as np
+
+        self.hits = hits
+        self.groups: dict[str, list[int]] = {}
+        for at, h in enumerate(hits):
+            self.groups.setdefault(h.session_id, []).append(at)
+        self.names = list(self.groups)
+        index = {sid: k for k, sid in enumerate(self.names)}
+        of = np.array([index[h.session_id] for h in hits])
+        self.alike = np.full((len(self.names), len(self.names)), -np.inf)
+        np.maximum.at(self.alike, (of[:, None], of[None, :]), likeness([h.message_id for h in hits]))
+        self.starts = [min(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
+        self.ends = [max(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
+
+    def ids(self, k: int) -> list[int]:
+        return [self.hits[i].message_id for i in self.groups[self.names[k]]]
+
+    def bar(self, lead: int, z: float) -> float:
+        """``z`` standard deviations above the leader's mean likeness to the other sessions."""
+        import numpy as np
+
+        others = np.delete(self.alike[lead], lead)
+        return float(others.mean() + z * others.std())
+
+    def later(self, lead: int, k: int) -> bool:
+        return bool(self.ends[lead]) and self.starts[k] > self.ends[lead]
+
+    def placed(self, pairs: dict[int, int]) -> list[Hit]:
+        """The hits with each session ``pairs`` maps a leader to placed just past it: lifted by
+        ``SEQUEL_PAST`` of the gap between their first hits; one already ahead stays."""
+        lift: dict[str, float] = {}
+        for lead, sequel in pairs.items():
+            name = self.names[sequel]
+            gap = self.hits[self.groups[self.names[lead]][0]].score - self.hits[self.groups[name][0]].score
+            if gap > 0:
+                lift[name] = max(lift.get(name, 0.0), gap * (1.0 + SEQUEL_PAST))
+        if not lift:
+            return self.hits
+        moved = sorted(((h.score + lift.get(h.session_id, 0.0), n, h) for n, h in enumerate(self.hits)),
+                       key=lambda entry: (-entry[0], entry[1]))
+        return [Hit(h.message_id, h.session_id, score, h.source, h.timestamp) for score, _, h in moved]
+
+
 def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int],
             answered: Mapping[int, bool | None] | None = None) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
@@ -104,41 +203,57 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     read says the kind of answer the question asks for, ``keyword.answerkind``; one not read, None
     or absent, may) only a leader whose hits were all read and say none has a sequel, and only a
     session one of whose hits says one is it."""
-    import numpy as np
-
-    groups: dict[str, list[int]] = {}
-    for at, h in enumerate(hits):
-        groups.setdefault(h.session_id, []).append(at)
-    if len(groups) < 3:  # a leader and at least two others to stand out from
+    if len({h.session_id for h in hits}) < 3:  # a leader and at least two others to stand out from
         return hits
-    names = list(groups)
-    index = {sid: k for k, sid in enumerate(names)}
-    of = np.array([index[h.session_id] for h in hits])
-    alike = np.full((len(names), len(names)), -np.inf)
-    pairs = likeness([h.message_id for h in hits])
-    np.maximum.at(alike, (of[:, None], of[None, :]), pairs)
-    starts = [min(hits[i].timestamp for i in groups[sid]) for sid in names]
-    ends = [max(hits[i].timestamp for i in groups[sid]) for sid in names]
-    by_start = sorted(range(len(names)), key=lambda k: starts[k])
-    told = [any(hits[i].message_id in near for i in groups[sid]) for sid in names]
+    s = _Sessions(hits, likeness)
+    by_start = sorted(range(len(s.names)), key=lambda k: s.starts[k])
+    told = [any(m in near for m in s.ids(k)) for k in range(len(s.names))]
     if answered is not None:
-        says = [[answered.get(hits[i].message_id) for i in groups[sid]] for sid in names]
-        told = [t and True in s for t, s in zip(told, says, strict=True)]
-    lift: dict[str, float] = {}
-    for lead in range(min(SEQUEL_LEADS, len(names))):
-        if answered is not None and any(s is not False for s in says[lead]):
+        says = [[answered.get(m) for m in s.ids(k)] for k in range(len(s.names))]
+        told = [t and True in said for t, said in zip(told, says, strict=True)]
+    pairs: dict[int, int] = {}
+    for lead in range(min(SEQUEL_LEADS, len(s.names))):
+        if answered is not None and any(said is not False for said in says[lead]):
             continue
-        others = np.delete(alike[lead], lead)
-        bar = others.mean() + SEQUEL_Z * others.std()
-        sequel = next((k for k in by_start if ends[lead] and starts[k] > ends[lead] and alike[lead, k] >= bar
-                       and told[k]), None)
-        if sequel is None:
-            continue
-        gap = hits[groups[names[lead]][0]].score - hits[groups[names[sequel]][0]].score
-        if gap > 0:
-            lift[names[sequel]] = max(lift.get(names[sequel], 0.0), gap * (1.0 + SEQUEL_PAST))
-    if not lift:
+        bar = s.bar(lead, SEQUEL_Z)
+        sequel = next((k for k in by_start if s.later(lead, k) and s.alike[lead, k] >= bar and told[k]), None)
+        if sequel is not None:
+            pairs[lead] = sequel
+    return s.placed(pairs)
+
+
+def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[int]], "np.ndarray"]) -> list[Hit]:
+    """``hits`` (best first) with the report of each of the first ``SEQUEL_LEADS`` sessions that
+    only asks about its act or plans it placed just past it (for a question ``asks_what_happened``).
+    Such a leader's hits were all read (``texts``: message id -> normalised text, for those read),
+    each is one act, one of them asks ahead and none tells something done; its report is the
+    earliest later session among the first ``REPORT_AMONG`` with a hit of one act telling something
+    done, and alike the leader above the leader's mean likeness to the other sessions: the same
+    thread, though a plan and its report are less alike than the topic's near-duplicates, which the
+    bar of ``sequels`` asks."""
+    if len({h.session_id for h in hits}) < 3:
         return hits
-    moved = sorted(((h.score + lift.get(h.session_id, 0.0), n, h) for n, h in enumerate(hits)),
-                   key=lambda entry: (-entry[0], entry[1]))
-    return [Hit(h.message_id, h.session_id, score, h.source, h.timestamp) for score, _, h in moved]
+    s = _Sessions(hits, likeness)
+
+    def said(k: int) -> list[str | None]:
+        return [texts.get(m) for m in s.ids(k)]
+
+    def asks_only(k: int) -> bool:
+        read = said(k)
+        return all(t is not None and _one_act(t) for t in read) \
+            and any(_asks_ahead(t) for t in read if t) and not any(_tells_done(t) for t in read if t)
+
+    def tells(k: int) -> bool:
+        return any(t is not None and _one_act(t) and _tells_done(t) for t in said(k))
+
+    among = range(min(REPORT_AMONG, len(s.names)))
+    pairs: dict[int, int] = {}
+    for lead in range(min(SEQUEL_LEADS, len(s.names))):
+        if not asks_only(lead):
+            continue
+        bar = s.bar(lead, 0.0)
+        found = sorted((k for k in among if s.later(lead, k) and s.alike[lead, k] >= bar and tells(k)),
+                       key=lambda k: s.starts[k])
+        if found:
+            pairs[lead] = found[0]
+    return s.placed(pairs)

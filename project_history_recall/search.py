@@ -319,8 +319,8 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
-              near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None
-              ) -> list[Hit]:
+              near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None,
+              texts: Callable[[list[int]], Mapping[int, str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
     when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
@@ -331,10 +331,16 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     some message ids says an answer of its kind, ``keyword.Ranking.answered``): a thread asks the
     assistant about the topic (首保要做啥, 春节回长沙的机票提前多久买) and
     later tells what the question asks (等了两个小时, 2月15号 早上八点半) in other words, while the
-    question's words and, more still, its form match the asking."""
+    question's words and, more still, its form match the asking. Before them, for a Chinese
+    question that asks what a completed act came to, a leader that only asked about it or planned
+    it gives its place to its thread's report (``orderwords.reports``; ``texts``: the texts of some
+    message ids, those read for an answer, ``keyword.Ranking.readable_texts``)."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
+    if likeness is not None and texts is not None and settings.order_weight > 0 \
+            and orderwords.asks_what_happened(req.query):
+        hits = orderwords.reports(hits, texts([h.message_id for h in hits]), likeness)
     latest = orderwords.asks_for_latest(req.query)
     if likeness is not None and answered is not None and settings.order_weight > 0 and not latest:
         return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
@@ -423,8 +429,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     # The keyword ranking read which kind of answer the question asks for, and the texts of its
     # candidates, most of the fused hits.
     answered = found.answered if found is not None and found.asks else None
-    ranked = _lifted(req, settings, windows, fused, outcome.likeness, near, answered) + [h for h in kw_order
-                                                                         if h.message_id not in fused_ids]
+    texts = found.readable_texts if found is not None else None
+    lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts)
+    ranked = lifted + [h for h in kw_order if h.message_id not in fused_ids]
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))

@@ -102,9 +102,13 @@ def answers(text: str | None, kind: str) -> bool | None:
     The length is that of the normalised text, the text every reader of an answer holds (the keyword
     ranking keeps no other): folding changes a length only for a rare character (ß, ﬁ, ㎏), so at
     the edge a message may be read that its raw length would not, and none of the benchmarks' does."""
-    if text is None or len(text) > ANSWER_CHARS:
-        return None
-    return says(text, kind)
+    return says(text, kind) if readable(text) else None
+
+
+def readable(text: str | None) -> bool:
+    """Whether ``text`` (normalised) is read for an answer: one longer than ``ANSWER_CHARS`` says,
+    asks and tells something by chance (see ``answers``)."""
+    return text is not None and len(text) <= ANSWER_CHARS
 
 
 def says(text: str | None, kind: str) -> bool:

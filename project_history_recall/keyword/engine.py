@@ -503,6 +503,12 @@ class Ranking:
         texts = self._reads().folded(message_ids)
         return {m: answerkind.answers(texts.get(m), self.asks) for m in message_ids}
 
+    def readable_texts(self, message_ids: list[int]) -> dict[int, str]:
+        """The normalised texts of those of ``message_ids`` read for an answer
+        (``answerkind.readable``), read as ``answered`` reads them."""
+        texts = self._reads().folded(message_ids)
+        return {m: t for m, t in texts.items() if answerkind.readable(t)}
+
     def backed(self, message_ids: Collection[int], near: Collection[int] = ()) -> Ranking | None:
         """This ranking with the candidates among ``message_ids`` (those the semantic side backs)
         credited for the ``backed_characters`` their text says, and those among ``near`` (a

@@ -269,3 +269,17 @@ def test_a_ranking_tells_which_messages_say_the_answer_asked_for_reading_only_th
     assert answered == {101: False, 100: True, 7: True, 8: None, 9: None}  # 8 too long, 9 gone: not read
     assert read == [[100, 101], [7, 8, 9]]  # a candidate's text is read once
     assert Ranking(concepts, np.arange(2), 2, backend).answered([100]) == {}  # the question asks for none
+
+
+def test_a_ranking_gives_the_texts_read_for_an_answer_reading_only_those_it_has_not():
+    from project_history_recall.keyword.engine import Ranking
+
+    concepts = [_concept(1.0, [1, 1], "首保", whole_word=False)]
+    backend = _OneMessageSessions(2)
+    said = {100: "首保要做啥", 101: "首保做完了", 7: "等了两个小时", 8: "保" * (ANSWER_CHARS + 1)}
+    read: list[list[int]] = []
+    backend.texts = lambda ids: read.append(sorted(ids)) or {m: said[m] for m in ids if m in said}
+    ranking = Ranking(concepts, np.arange(2), 2, backend)  # asks for no number or time: texts all the same
+    ranking.hits(2)
+    assert ranking.readable_texts([101, 7, 8, 9]) == {101: "首保做完了", 7: "等了两个小时"}  # 8 too long, 9 gone
+    assert read == [[100, 101], [7, 8, 9]]

@@ -210,3 +210,99 @@ def test_a_search_puts_sequels_first_for_a_number_or_a_time_only_where_the_seque
     assert first("第一次保养等了多长时间", set()) == "a"
     assert first("第一次保养在哪家店", None) == "a"  # asks for no number or time: nothing to read
     assert first("第一次保养最后等了多长时间", {1, 4}) == "d"  # how it turned out: the sequel, whatever they say
+
+
+@pytest.mark.parametrize("question", [
+    "第一次保养车子在4S店耗了多长时间",
+    "被拍闯灯最后罚了多少扣几分",
+    "孙子幼儿园运动会得了第几",
+    "那次喝茶都来了哪些老同事",
+    "猫拉稀那次医院查出来是啥毛病",
+    "那颗裂了的牙 治下来总共花了多少",
+    "会员模块方案评审时被提了什么意见",
+    "跨年去上海住的哪家 一晚多少",
+    "眼睛干涩去医院开的什么药水",
+])
+def test_a_chinese_question_in_the_perfective_asks_what_happened(question: str) -> None:
+    assert orderwords.asks_what_happened(question)
+
+
+@pytest.mark.parametrize("question", [
+    "琴课一次收多少",  # no aspect said
+    "春节回湖南的票是哪天早上几点的",  # 的 of a thing (回湖南的票), not of a past act asked about
+    "这场慈善跑是为了提高人们对什么的认识？",  # 为了: "in order to"
+    "Jean和John都去过哪座城市？",  # 过: what ever happened, over many sessions
+    "孩子写作业拖拉的事问过什么",  # about the asking itself
+    "孙子入学登记要准备哪些证件",  # about the plan
+    "新房装修找好公司了吗",  # whether it is done yet
+    "How much did the first service cost?",
+    "",
+])
+def test_other_questions_do_not_ask_what_happened(question: str) -> None:
+    assert not orderwords.asks_what_happened(question)
+
+
+# zh-sms's first car service: "a" asks the assistant what it takes (day 10), "d" tells it done and
+# how long it took (day 12); the others as in THREAD.
+ASKED = {1: "车子开到五千公里了 首保要做啥",
+         7: "首保一般更换机油和机油滤清器,检查各项油液、轮胎和底盘,很多品牌首保免费,具体看保养手册。",
+         4: "首保做完了 换了机油机滤 免费的 就是等了两个小时"}
+TOLD = {h.message_id: "好的" for h in THREAD} | ASKED
+
+
+def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
+    out = orderwords.reports(THREAD, TOLD, alike({(1, 4): 0.4}))
+    assert order(out) == ["d", "a", "b", "c", "e", "f"]
+    # Only the report moved; the others keep their scores and their order.
+    assert [(h.message_id, h.score) for h in out if h.session_id != "d"] == \
+        [(h.message_id, h.score) for h in THREAD if h.session_id != "d"]
+
+
+@pytest.mark.parametrize("leader", [
+    "钢琴课要不要也报一个 隔壁果果在学",  # asks (要不要)
+    "各位家长,本周五下午三点半召开二年级三班家长会,请至少一位家长参加。",  # plans (周五)
+    "新房装修找好公司了吗",  # asks whether it is done yet
+    "老年旅行团去云南 六天 三千多 靠谱不",  # 靠谱不
+])
+def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str) -> None:
+    texts = TOLD | {1: leader, 7: "好"}
+    assert order(orderwords.reports(THREAD, texts, alike({(1, 4): 0.4})))[:2] == ["d", "a"]
+
+
+@pytest.mark.parametrize("leader", [
+    "老孙:今天你钓了几条",  # asks what a done act came to: the session answers it
+    "二保做了 换了机油 机滤 空调滤 花了八百六",  # tells something done
+    "嘿 caroline,自从我们上次聊天后,我身上发生了好多事。你最近怎么样?",  # several sentences
+    "好",  # asks nothing
+])
+def test_a_leader_that_tells_or_asks_nothing_ahead_keeps_its_place(leader: str) -> None:
+    texts = TOLD | {1: leader, 7: "好"}
+    assert order(orderwords.reports(THREAD, texts, alike({(1, 4): 0.4}))) == order(THREAD)
+
+
+def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
+    like = alike({(1, 4): 0.4})
+    assert order(orderwords.reports(THREAD, TOLD | {4: "秀英:花了多少 一共"}, like)) == order(THREAD)  # asks
+    assert order(orderwords.reports(THREAD, TOLD | {4: "首保做完了。等了两个小时"}, like)) == order(THREAD)
+    assert order(orderwords.reports(THREAD, TOLD, alike({(1, 4): 0.1}))) == order(THREAD)  # below the mean
+    unread = {m: t for m, t in TOLD.items() if m != 7}  # a's answer too long to read
+    assert order(orderwords.reports(THREAD, unread, like)) == order(THREAD)
+    # "f" (day 25) tells, but is the 6th session: no report among the first five.
+    past = TOLD | {4: "好的", 6: "首保做完了 等了两个小时"}
+    assert order(orderwords.reports(THREAD, past, alike({(1, 6): 0.4}))) == order(THREAD)
+    assert orderwords.reports(THREAD[:2], TOLD, like) == THREAD[:2]
+
+
+def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    like = alike({(1, 4): 0.4})
+
+    def read(ids: list[int]) -> dict[int, str]:
+        return {m: TOLD[m] for m in ids}
+
+    def first(question: str, chosen: Settings = settings) -> str:
+        return search._lifted(search.SearchRequest(question), chosen, [], THREAD, like, ALL, None, read)[0].session_id
+
+    assert first("第一次保养车子在4S店耗了多长时间") == "d"
+    assert first("首保一般要做什么") == "a"
+    assert first("第一次保养车子在4S店耗了多长时间", Settings(order_weight=0.0, time_weight=0.0)) == "a"
