@@ -48,19 +48,20 @@ _RUN = re.compile(rf"[\d.{_NUMERAL}点半几]*")
 # Chinese numerals spell words as often as numbers (三亚, 四川, 七夕, 五花肉, 二手, 百度, 万达, 周五), and
 # each read as a number said would earn the answer credit and pass the number-or-time gate. Digits
 # are always a number; a Chinese one is said as one: numerals with a place (二十, 三百五, 两千, 一百,
-# 十几), a decimal or an hour (七点一, 三点半), or numerals before a measure word or a unit (三个人,
+# 十几), a decimal (七点一, 五点二), or numerals before a measure word or a unit (三个人,
 # 两晚, 打八折, 五公里, 十来个) or after 第 or 分之 (第三, 百分之五). 一 alone is mostly no number
 # (一起, 一下, 一直), nor is 百, 千, 万 or 亿 alone (百度, 千岛湖, 万达).
 _NUMBER = re.compile(rf"[\d{_NUMERAL}][\d.{_NUMERAL}几点]*")
 _DIGIT = re.compile(r"\d")
 # The measure words and units a number is said with in chat, but those that make words with a
 # numeral more often than counts: 下 (周五下午), 里 (三里屯), 级 (英语六级), 面 (二面, an interview
-# round), 手 (二手), 轮 (三轮车), 行 (周六行不). 晚 and 夜 are nights, not in 周五晚上 or 三夜里.
+# round), 手 (二手), 轮 (三轮车), 行 (周六行不); and 号 and 点, as 六号 and 三点 name a day and an hour,
+# moments, not amounts. 晚 and 夜 are nights, not in 周五晚上 or 三夜里.
 _MEASURE = re.compile(
     r"\s*[多来余几]?(?:个|块|元|毛|角|分|次|回|遍|趟|顿|人|位|名|口(?!子)|只|条|件|张|本|台|辆|套|间|家|颗|粒"
     r"|根|支|把|片|杯|碗|瓶|盒|包|袋|箱|桶|份|双|对|副|串|束|朵|棵|盘|桌|道|项|款|种|样|类|门|节|课|场|部|集"
-    r"|首|篇|页|章|针|批|组|届|等奖|层|楼|号|岁|室|厅|居|房|圈|步|站|局|座|所|栋|斤|两|克|公斤|千克|吨|毫克|毫升"
-    r"|升|公里|千米|米|厘米|毫米|寸|尺|度|平|亩|卡|倍|成|折|%|晚(?!上)|夜(?![里晚])|宿|点)")
+    r"|首|篇|页|章|针|批|组|届|等奖|层|楼|岁|室|厅|居|房|圈|步|站|局|座|所|栋|斤|两|克|公斤|千克|吨|毫克|毫升"
+    r"|升|公里|千米|米|厘米|毫米|寸|尺|度|平|亩|卡|倍|成|折|%|晚(?!上)|夜(?![里晚])|宿)")
 _ORDINAL = ("第", "分之")
 _NO_PLACE = ("一", "百", "千", "万", "亿")
 # Words a run of numerals spells that say no number, each too common in chat to leave to the rule

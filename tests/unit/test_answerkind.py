@@ -72,6 +72,8 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("周五晚上撸串？老地方", AMOUNT, False),  # a weekday, and 晚上 no night counted
     ("下礼拜三吃潮汕牛肉火锅咋样 我发现一家 八合里", AMOUNT, False),
     ("二面过了！下周 HR 面", AMOUNT, False),
+    ("六号就得走，七号有课", AMOUNT, False),  # a day and an hour are moments, not amounts
+    ("今晚部门聚餐，海底捞，七点半", AMOUNT, False),
     ("爸 千万别点 以后有啥先问我", AMOUNT, False),
     ("双十一买了个机械键盘", AMOUNT, False),
     ("去四川吃五花肉，万一下雨就去百度一下", AMOUNT, False),
