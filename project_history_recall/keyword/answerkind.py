@@ -34,7 +34,8 @@ MOMENT = "moment"
 # a Chinese message's bare 2023 is no year, which 2023年 is.
 MOMENT_EN = "moment, in English"
 
-_UNIT_OF_TIME = r"\s*个?(?:小时|钟头|分钟|天|周|星期|月|年)"
+_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|年"
+_UNIT_OF_TIME = rf"\s*个?(?:{_UNITS_BUT_MONTH}|月)"
 # 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
 _HOW_MANY = r"(?<![那这好])几(?!乎)"
 _ASKS = re.compile(r"多少|多大|多远|多久|多长|多高|多重|多贵|多深|" + _HOW_MANY)
@@ -70,7 +71,11 @@ _NO_PLACE = ("一", "百", "千", "万", "亿")
 _NO_NUMBER = frozenset(("千万", "万一", "一五一十"))
 _VERY = re.compile(r"分(?!钟)[\u4e00-\u9fff]")
 _UNIT = re.compile(_UNIT_OF_TIME)
-_LENGTH_OF_TIME = re.compile(rf"[\d{_NUMERAL}半几]" + _UNIT_OF_TIME)
+# A length of time is a number of units of time, and the words a numeral makes with one are not:
+# a month is counted with 个 (三个月; 三月 is March, 十一月 November), and 周一, 星期三, 第二天 and
+# 2023年 name a day or a year. (二年级, a school year, is left a length: 几年级 asks for one.)
+_LENGTH_OF_TIME = re.compile(
+    rf"(?:(?<!\d)\d{{1,3}}|(?<![周拜第])(?<!星期)[{_NUMERAL}半几])\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
 _DAY = rf"[\d{_NUMERAL}]"
 # Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
 # 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.

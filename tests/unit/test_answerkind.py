@@ -84,6 +84,14 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("大概练了半年", LENGTH, True),
     ("半马跑了 2 小时 5 分", LENGTH, True),
     ("花了三千二", LENGTH, False),
+    ("我两个半月，哭", LENGTH, True),
+    ("签了 回龙观的一居室 4200一个月", LENGTH, True),
+    ("提车了 比亚迪汉EV 落地21.6万 分期两年免息", LENGTH, True),
+    ("报名了明年三月的无锡半马！", LENGTH, False),  # March: a month is counted with 个
+    ("根管第二次做完了 医生说十月中旬来取牙冠", LENGTH, False),
+    ("新公司入职第一周 代码库好大 怎么快速上手", LENGTH, False),  # the first week, a moment
+    ("小雪 周一周二都在外地", LENGTH, False),  # weekdays
+    ("回测 2018-2023 年沪深 300 成分股", LENGTH, False),  # a year
     ("上周五我参加了一个工作坊", MOMENT, True),
     ("下个月七号开始实习", MOMENT, True),
     ("两周前我们去露营了", MOMENT, True),
