@@ -12,7 +12,8 @@ Three kinds. A length of time (多久, 多长时间, 几天) is answered by a nu
 (七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
 that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
 moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named (腊月二十七 too), or a
-time ago.
+time ago. A number said in Chinese is one of its own (二十, 两千五, 三个人, 五公里), not a numeral in a
+word (三亚, 七夕, 周五, 千万别).
 
 English questions are read for "when" only (when…, what or which day, date, month, year), answered
 by a time said in English (yesterday, last week, two weeks ago, Saturday, in May, 2022): on LoCoMo
@@ -33,20 +34,49 @@ MOMENT = "moment"
 # a Chinese message's bare 2023 is no year, which 2023年 is.
 MOMENT_EN = "moment, in English"
 
-_UNIT_OF_TIME = r"\s*个?(?:小时|钟头|分钟|天|周|星期|月|年)"
+_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|年"
+_UNIT_OF_TIME = rf"\s*个?(?:{_UNITS_BUT_MONTH}|月)"
 # 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
 _HOW_MANY = r"(?<![那这好])几(?!乎)"
 _ASKS = re.compile(r"多少|多大|多远|多久|多长|多高|多重|多贵|多深|" + _HOW_MANY)
 _ASKS_LENGTH = re.compile(r"多久|多长时间|" + _HOW_MANY + _UNIT_OF_TIME)
 # Asked before the rest: 几月 and 几号 ask which month and day, not how many.
 _ASKS_MOMENT = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪个月|几月|几号")
-# A number: digits (NFKC-folded) or Chinese numerals. 一 alone is mostly no number (一起, 一下,
-# 一直), so an amount is found by its other numerals (一百 by 百); the run it starts is the number.
+# A number: digits (NFKC-folded) or Chinese numerals; the run a numeral starts is the number.
 _NUMERAL = "零〇一二三四五六七八九十百千万亿两"
-_AMOUNT_DIGIT = re.compile(r"[\d零〇二三四五六七八九十百千万亿两]")
+_PLACE = "十百千万亿"
 _RUN = re.compile(rf"[\d.{_NUMERAL}点半几]*")
+# Chinese numerals spell words as often as numbers (三亚, 四川, 七夕, 五花肉, 二手, 百度, 万达, 周五), and
+# each read as a number said would earn the answer credit and pass the number-or-time gate. Digits
+# are always a number; a Chinese one is said as one: numerals with a place (二十, 三百五, 两千, 一百,
+# 十几), a decimal (七点一, 五点二), or numerals before a measure word or a unit (三个人,
+# 两晚, 打八折, 五公里, 十来个) or after 第 or 分之 (第三, 百分之五). 一 alone is mostly no number
+# (一起, 一下, 一直), nor is 百, 千, 万 or 亿 alone (百度, 千岛湖, 万达).
+_NUMBER = re.compile(rf"[\d{_NUMERAL}][\d.{_NUMERAL}几点]*")
+# The measure words and units a number is said with in chat, but those that make words with a
+# numeral more often than counts: 下 (周五下午), 里 (三里屯), 级 (英语六级), 面 (二面, an interview
+# round), 手 (二手), 轮 (三轮车), 行 (周六行不); and 号 and 点, as 六号 and 三点 name a day and an hour,
+# moments, not amounts. 晚 and 夜 are nights, not in 周五晚上 or 三夜里.
+_MEASURE = re.compile(
+    r"\s*[多来余几]?(?:个|块|元|毛|角|分|次|回|遍|趟|顿|人|位|名|口(?!子)|只|条|件|张|本|台|辆|套|间|家|颗|粒"
+    r"|根|支|把|片|杯|碗|瓶|盒|包|袋|箱|桶|份|双|对|副|串|束|朵|棵|盘|桌|道|项|款|种|样|类|门|节|课|场|部|集"
+    r"|首|篇|页|章|针|批|组|届|等奖|层|楼|岁|室|厅|居|房|圈|步|站|局|座|所|栋|斤|两|克|公斤|千克|吨|毫克|毫升"
+    r"|升|公里|千米|米|厘米|毫米|寸|尺|度|平|亩|卡|倍|成|折|%|晚(?!上)|夜(?![里晚])|宿)")
+_ORDINAL = ("第", "分之")
+_NO_PLACE = ("一", "百", "千", "万", "亿")
+# Words a run of numerals spells that say no number, each too common in chat to leave to the rule
+# above: 千万 "by all means" (千万别), 万一 "in case", 一五一十 "in full", and 十分 "very" before a word
+# (十分感谢; 十分钟 and 两小时十分 are minutes). 双十一 and 双十二 are shopping days.
+_NO_NUMBER = frozenset(("千万", "万一", "一五一十"))
+_VERY = re.compile(r"分(?!钟)[\u4e00-\u9fff]")
 _UNIT = re.compile(_UNIT_OF_TIME)
-_LENGTH_OF_TIME = re.compile(rf"[\d{_NUMERAL}半几]" + _UNIT_OF_TIME)
+# A length of time is a number of units of time, and the words a numeral makes with one are not:
+# a month is counted with 个 (三个月; 三月 is March, 十一月 November), and 周一, 星期三, 第二天 and
+# 2023年 name a day or a year. (二年级, a school year, is left a length: 几年级 asks for one.) The
+# number's last character comes first, which the regex engine scans for fast (a lookbehind or an
+# alternation first is four times slower), and what stands before it is looked at from there.
+_LENGTH_OF_TIME = re.compile(
+    rf"[\d{_NUMERAL}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
 _DAY = rf"[\d{_NUMERAL}]"
 # Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
 # 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.
@@ -123,7 +153,24 @@ def says(text: str | None, kind: str) -> bool:
         return bool(_LENGTH_OF_TIME.search(text))
     # Scanned from the numerals, rarer than the characters around them (a message of Chinese text
     # is read at ~25 ns a character, so ``answers`` reads short ones only: ``ANSWER_CHARS``).
-    return any(_no_length_of_time(text, m.start()) for m in _AMOUNT_DIGIT.finditer(text))
+    return any(_a_number(text, m.start(), m.group().rstrip("点.")) and _no_length_of_time(text, m.start())
+               for m in _NUMBER.finditer(text))
+
+
+def _a_number(text: str, start: int, run: str) -> bool:
+    """Whether ``run``, digits or Chinese numerals at ``start`` in ``text``, is said as a number."""
+    if run in _NO_PLACE:
+        return False
+    if run[0].isdigit() or run[-1].isdigit():
+        return True
+    end = start + len(run)
+    if run in _NO_NUMBER or text.endswith("双", 0, start) or (run == "十" and _VERY.match(text, end)):
+        return False
+    if len(run) > 1 and any(c in _PLACE or c == "点" for c in run):
+        return True
+    if not run.strip("一"):
+        return False
+    return bool(_MEASURE.match(text, end) or text.endswith(_ORDINAL, 0, start))
 
 
 def _no_length_of_time(text: str, at: int) -> bool:

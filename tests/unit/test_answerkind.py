@@ -52,10 +52,46 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("首付比例多少", AMOUNT, False),
     ("奶茶店打工两个月的钱全搭进去了", AMOUNT, False),  # a length of time answers no price
     ("超过二十四小时要注意", AMOUNT, False),
+    # A Chinese number is said with a place, a decimal point, a measure word or a unit (the sets' own
+    # messages); a word that holds a numeral says none.
+    ("行 我订位 六个人", AMOUNT, True),
+    ("三条鲫鱼 一条草鱼 草鱼有四斤多", AMOUNT, True),
+    ("刘经理 三张初稿发您邮箱了 麻烦查收", AMOUNT, True),
+    ("比赛得了二等奖 跳的是红红的中国结", AMOUNT, True),
+    ("煤球体检都正常 就是有点胖 五点二公斤 医生让换低卡粮", AMOUNT, True),
+    ("血糖空腹七点一算糖尿病吗", AMOUNT, True),
+    ("还没，听说这次 A 的名额只有百分之十", AMOUNT, True),
+    ("北京押一付三很常见，中介费一般是一个月租金，有的能谈到七八成。", AMOUNT, True),
+    ("三十年，每个月还一万一", AMOUNT, True),  # 一万一 is no 万一
+    ("跑了人生第一个二十公里，两小时十分", AMOUNT, True),
+    ("住了三晚 打八折 花了两千多", AMOUNT, True),
+    ("考了九十分", AMOUNT, True),
+    ("下次十来个人一起去", AMOUNT, True),
+    ("三亚太晒了，乐乐脸都晒红了", AMOUNT, False),
+    ("七夕想带小雨吃顿好的 三里屯附近有啥推荐", AMOUNT, False),
+    ("周五晚上撸串？老地方", AMOUNT, False),  # a weekday, and 晚上 no night counted
+    ("下礼拜三吃潮汕牛肉火锅咋样 我发现一家 八合里", AMOUNT, False),
+    ("二面过了！下周 HR 面", AMOUNT, False),
+    ("六号就得走，七号有课", AMOUNT, False),  # a day and an hour are moments, not amounts
+    ("今晚部门聚餐，海底捞，七点半", AMOUNT, False),
+    ("爸 千万别点 以后有啥先问我", AMOUNT, False),
+    ("双十一买了个机械键盘", AMOUNT, False),
+    ("去四川吃五花肉，万一下雨就去百度一下", AMOUNT, False),
+    ("这家店十分好吃，老板一五一十都说了", AMOUNT, False),
+    ("两个小时", AMOUNT, False),  # a length of time
+    ("两个小时", LENGTH, True),
     ("到现在七年了", LENGTH, True),
     ("大概练了半年", LENGTH, True),
     ("半马跑了 2 小时 5 分", LENGTH, True),
     ("花了三千二", LENGTH, False),
+    ("我两个半月，哭", LENGTH, True),
+    ("签了 回龙观的一居室 4200一个月", LENGTH, True),
+    ("提车了 比亚迪汉EV 落地21.6万 分期两年免息", LENGTH, True),
+    ("报名了明年三月的无锡半马！", LENGTH, False),  # March: a month is counted with 个
+    ("根管第二次做完了 医生说十月中旬来取牙冠", LENGTH, False),
+    ("新公司入职第一周 代码库好大 怎么快速上手", LENGTH, False),  # the first week, a moment
+    ("小雪 周一周二都在外地", LENGTH, False),  # weekdays
+    ("回测 2018-2023 年沪深 300 成分股", LENGTH, False),  # a year
     ("上周五我参加了一个工作坊", MOMENT, True),
     ("下个月七号开始实习", MOMENT, True),
     ("两周前我们去露营了", MOMENT, True),
