@@ -16,7 +16,11 @@ told in the next one, in other words: a lift by time alone could not separate it
 later sessions (the day after, in a spread of months). A question that asks for a number or a time
 (``keyword.answerkind``: 等了多长时间, 哪天, 多少钱) is a thread's question too, where the leader says no
 answer of that kind and its sequel says one (首保要做啥, then 首保做完了…等了两个小时): only such a
-pair is linked for it, so a leader that may answer keeps its place.
+pair is linked for it, so a leader that may answer keeps its place. So does, for a question that asks
+how something turned out, a leader one of whose messages tells something done in one short act
+(gbk就好了 after 读csv中文全是乱码, 对 是后面带了空格): the thread's outcome is told in it, and a later
+alike session is another episode (the next time the file or the table went wrong). 了 telling how
+long a state has lasted (咳嗽一周了) or letting a thing be (涨一百算了) tells nothing done.
 
 A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
 what a completed act came to, so a session that only asks about it or plans it is not its answer
@@ -75,6 +79,9 @@ _PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|�
 # ...a clause that tells something done; 了吗 / 了没 ask whether it is.
 _DONE = re.compile(r"了")
 _WHETHER = re.compile(r"了(?=[吗没])")
+# ...and 了 that tells how long a state has lasted (咳嗽一周了, 在新幼儿园两周了) or lets a thing be
+# (涨一百算了): nothing done.
+_LASTING = re.compile(r"(?:[\d一二两三四五六七八九十几半多]+个?(?:天|周|星期|礼拜|月|年|小时|分钟)|算|罢)了")
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
@@ -122,7 +129,12 @@ def _asks_ahead(text: str) -> bool:
 
 def _tells_done(text: str) -> bool:
     """Whether ``text`` tells something done (首保做完了) and asks and plans nothing."""
-    return bool(_DONE.search(text)) and not (_ASKS.search(text) or _PLANS.search(text))
+    return bool(_DONE.search(_LASTING.sub("", text))) and not (_ASKS.search(text) or _PLANS.search(text))
+
+
+def _tells_one(text: str | None) -> bool:
+    """Whether ``text`` (None: not read) is one act telling something done."""
+    return text is not None and _one_act(text) and _tells_done(text)
 
 
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
@@ -192,7 +204,7 @@ class _Sessions:
 
 
 def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int],
-            answered: Mapping[int, bool | None] | None = None) -> list[Hit]:
+            answered: Mapping[int, bool | None] | None = None, texts: Mapping[int, str] | None = None) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
     just past it: the earliest session whose hits all come after the leader's, one of them among
     ``near`` (messages near the question in meaning: a sequel tells what it asks), and which is alike
@@ -202,7 +214,9 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     is none, and each session's hits keep their order. With ``answered`` (whether each hit's message
     read says the kind of answer the question asks for, ``keyword.answerkind``; one not read, None
     or absent, may) only a leader whose hits were all read and say none has a sequel, and only a
-    session one of whose hits says one is it."""
+    session one of whose hits says one is it. With ``texts`` (message id -> normalised text, for
+    those read) a leader with a hit of one act telling something done (gbk就好了) tells the outcome
+    itself and keeps its place."""
     if len({h.session_id for h in hits}) < 3:  # a leader and at least two others to stand out from
         return hits
     s = _Sessions(hits, likeness)
@@ -214,6 +228,8 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     pairs: dict[int, int] = {}
     for lead in range(min(SEQUEL_LEADS, len(s.names))):
         if answered is not None and any(said is not False for said in says[lead]):
+            continue
+        if texts is not None and any(_tells_one(texts.get(m)) for m in s.ids(lead)):
             continue
         bar = s.bar(lead, SEQUEL_Z)
         sequel = next((k for k in by_start if s.later(lead, k) and s.alike[lead, k] >= bar and told[k]), None)
@@ -244,7 +260,7 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
             and any(_asks_ahead(t) for t in read if t) and not any(_tells_done(t) for t in read if t)
 
     def tells(k: int) -> bool:
-        return any(t is not None and _one_act(t) and _tells_done(t) for t in said(k))
+        return any(_tells_one(t) for t in said(k))
 
     among = range(min(REPORT_AMONG, len(s.names)))
     pairs: dict[int, int] = {}

@@ -334,7 +334,9 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     question's words and, more still, its form match the asking. Before them, for a Chinese
     question that asks what a completed act came to, a leader that only asked about it or planned
     it gives its place to its thread's report (``orderwords.reports``; ``texts``: the texts of some
-    message ids, those read for an answer, ``keyword.Ranking.readable_texts``)."""
+    message ids, those read for an answer, ``keyword.Ranking.readable_texts``). Those texts also show a
+    leader that tells how something turned out itself (gbk就好了): for a question that asks so, it
+    keeps its place before its sequel."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
@@ -347,7 +349,8 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     if not latest:
         return hits
     if likeness is not None and settings.order_weight > 0 and orderwords.asks_for_outcome(req.query):
-        hits = orderwords.sequels(hits, likeness, near)
+        read = texts([h.message_id for h in hits]) if texts is not None else None
+        hits = orderwords.sequels(hits, likeness, near, texts=read)
     return orderwords.reweigh(hits, settings.order_weight)
 
 

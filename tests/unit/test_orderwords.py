@@ -306,3 +306,45 @@ def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective()
     assert first("第一次保养车子在4S店耗了多长时间") == "d"
     assert first("首保一般要做什么") == "a"
     assert first("第一次保养车子在4S店耗了多长时间", Settings(order_weight=0.0, time_weight=0.0)) == "a"
+
+
+# zh-chat's garbled CSV: "a" asks and tells what fixed it (day 10); "d" (day 12), alike, is a later
+# episode. A leader that tells the outcome itself keeps its place for a question asking how it
+# turned out.
+@pytest.mark.parametrize("leader", [
+    "gbk就好了",
+    "找到了,有人在定时任务里用了 keys *,改成 scan 了",
+    "个税年度汇算退了1260 之前一直没弄",
+])
+def test_a_leader_that_tells_something_done_keeps_its_place_before_a_sequel(leader: str) -> None:
+    texts = {h.message_id: "pandas读csv中文全是乱码" for h in THREAD} | {7: leader}
+    like = alike({(7, 4): 0.6})
+    assert order(orderwords.sequels(THREAD, like, ALL, texts=texts)) == order(THREAD)
+    assert order(orderwords.sequels(THREAD, like, ALL))[:2] == ["d", "a"]
+
+
+@pytest.mark.parametrize("leader", [
+    "乐乐咳嗽一周了,晚上咳得厉害",  # how long a state has lasted
+    "阿凯:搬也麻烦 砍砍价 涨一百算了",  # lets a thing be
+    "房东要涨租两百 你觉得续还是搬",  # asks
+    "首保做完了。等了两个小时",  # several sentences
+    "We ended up buying the SUV.",  # no Chinese act read
+])
+def test_a_leader_that_tells_nothing_done_in_one_act_yields_to_its_sequel(leader: str) -> None:
+    texts = {h.message_id: "好的" for h in THREAD} | {7: leader}
+    assert order(orderwords.sequels(THREAD, alike({(7, 4): 0.6}), ALL, texts=texts))[:2] == ["d", "a"]
+    unread = {m: t for m, t in texts.items() if m != 7}  # a message not read tells nothing
+    assert order(orderwords.sequels(THREAD, alike({(7, 4): 0.6}), ALL, texts=unread))[:2] == ["d", "a"]
+
+
+def test_a_search_reads_whether_the_leader_tells_the_outcome() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    like = alike({(1, 4): 0.6})
+
+    def first(question: str, said: str) -> str:
+        def read(ids: list[int]) -> dict[int, str]:
+            return {m: said if m == 1 else "好的" for m in ids}
+        return search._lifted(search.SearchRequest(question), settings, [], THREAD, like, ALL, None, read)[0].session_id
+
+    assert first("读数据文件出现乱码最后换成哪个编码好的", "gbk就好了") == "a"
+    assert first("读数据文件出现乱码最后换成哪个编码好的", "pandas读csv中文全是乱码") == "d"
