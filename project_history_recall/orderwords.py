@@ -24,8 +24,8 @@ long a state has lasted (咳嗽一周了) or letting a thing be (涨一百算了
 
 A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
 what a completed act came to, so a session that only asks about it or plans it is not its answer
-while a later one of the same thread that tells it done is (``reports``): 首保要做啥 then 首保做完了
-…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二, 本周五召开家长会 then 家长会讲了啥…. The
+while a later one of the same thread, saying some word of it again, that tells it done is
+(``reports``): 首保要做啥 then 首保做完了…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二. The
 act of a message is read from its words only where it is one short act: a message of one sentence
 whose asking or planning clause asks ahead (no 了 but 了吗, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
@@ -44,6 +44,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from .hits import Hit, lifted
+from .keyword import cjk
 from .sessions import leading
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ _LASTING = re.compile(r"(?:[\d一二两三四五六七八九十几半多]+个?(?
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
 
 # Words that ask how something turned out...
 _OUTCOME = re.compile(
@@ -135,6 +137,14 @@ def _tells_done(text: str) -> bool:
 def _tells_one(text: str | None) -> bool:
     """Whether ``text`` (None: not read) is one act telling something done."""
     return text is not None and _one_act(text) and _tells_done(text)
+
+
+def _words(texts: list[str | None]) -> set[str]:
+    """The pairs of Han characters of ``texts`` with no grammar in them (``cjk.content_chars``,
+    ``cjk.is_function_word``: not 可以, 个月, 交了): the words, and the pieces of words, a thread's
+    sessions say again (押一付三, 中介费; 首保, 机油; 七夕, 餐厅), whatever the dictionary would cut."""
+    return {pair for text in texts if text for run in _HAN_RUN.findall(text) for pair in cjk.bigrams(run)
+            if len(cjk.content_chars(pair)) == 2 and not cjk.is_function_word(pair)}
 
 
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
@@ -244,9 +254,11 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
     Such a leader's hits were all read (``texts``: message id -> normalised text, for those read),
     each is one act, one of them asks ahead and none tells something done; its report is the
     earliest later session among the first ``REPORT_AMONG`` with a hit of one act telling something
-    done, and alike the leader above the leader's mean likeness to the other sessions: the same
-    thread, though a plan and its report are less alike than the topic's near-duplicates, which the
-    bar of ``sequels`` asks."""
+    done, alike the leader above the leader's mean likeness to the other sessions, and saying a word
+    of the leader's (``_words``): the same thread, though a plan and its report are less alike than
+    the topic's near-duplicates, which the bar of ``sequels`` asks. The likeness alone let another
+    topic told done through (花呗分12期…实际年化多少, answered in its session, gave its place to 七夕去了
+    那家意大利餐厅 两个人花了一千二)."""
     if len({h.session_id for h in hits}) < 3:
         return hits
     s = _Sessions(hits, likeness)
@@ -267,9 +279,9 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
     for lead in range(min(SEQUEL_LEADS, len(s.names))):
         if not asks_only(lead):
             continue
-        bar = s.bar(lead, 0.0)
-        found = sorted((k for k in among if s.later(lead, k) and s.alike[lead, k] >= bar and tells(k)),
-                       key=lambda k: s.starts[k])
+        bar, words = s.bar(lead, 0.0), _words(said(lead))
+        found = sorted((k for k in among if s.later(lead, k) and s.alike[lead, k] >= bar and tells(k)
+                        and words & _words(said(k))), key=lambda k: s.starts[k])
         if found:
             pairs[lead] = found[0]
     return s.placed(pairs)
