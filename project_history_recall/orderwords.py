@@ -183,19 +183,26 @@ class _Sessions:
     positions, first and last time, and how alike each two are (as their most alike hits are)."""
 
     def __init__(self, hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]):
-        import numpy as np
-
         self.hits = hits
+        self.likeness = likeness
         self.groups: dict[str, list[int]] = {}
         for at, h in enumerate(hits):
             self.groups.setdefault(h.session_id, []).append(at)
         self.names = list(self.groups)
-        index = {sid: k for k, sid in enumerate(self.names)}
-        of = np.array([index[h.session_id] for h in hits])
-        self.alike = np.full((len(self.names), len(self.names)), -np.inf)
-        np.maximum.at(self.alike, (of[:, None], of[None, :]), likeness([h.message_id for h in hits]))
         self.starts = [min(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
         self.ends = [max(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
+
+    @functools.cached_property
+    def alike(self) -> "np.ndarray":
+        """Sessions by sessions. Worked out on first use: ``reports`` reads the texts first, and most
+        questions' leaders ask nothing ahead, so they need no likeness."""
+        import numpy as np
+
+        index = {sid: k for k, sid in enumerate(self.names)}
+        of = np.array([index[h.session_id] for h in self.hits])
+        alike = np.full((len(self.names), len(self.names)), -np.inf)
+        np.maximum.at(alike, (of[:, None], of[None, :]), self.likeness([h.message_id for h in self.hits]))
+        return alike
 
     def ids(self, k: int) -> list[int]:
         return [self.hits[i].message_id for i in self.groups[self.names[k]]]
