@@ -1,4 +1,5 @@
-"""Whether a question asks how something turned out, and hits re-ordered so. Pure.
+"""Whether a question asks how something turned out or what a completed act came to, and hits
+re-ordered so. Pure.
 
 "How did the interview turn out?", "which laptop did I end up buying", 后来…怎么样了, 最后…,
 …的结果, 现在… ask for the latest of the sessions on a topic that comes back, where the words of
@@ -27,7 +28,7 @@ what a completed act came to, so a session that only asks about it or plans it i
 while a later one of the same thread, saying some word of it again, that tells it done is
 (``reports``): 首保要做啥 then 首保做完了…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二. The
 act of a message is read from its words only where it is one short act: a message of one sentence
-whose asking or planning clause asks ahead (no 了 but 了吗, "is it done yet"), or which tells
+whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
 tells in one message of several sentences, and reading its act there moved the wrong sessions.
 

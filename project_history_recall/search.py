@@ -432,8 +432,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    # The keyword ranking read which kind of answer the question asks for, and the texts of its
-    # candidates, most of the fused hits.
+    # The keyword ranking knows which kind of answer the question asks for and has read the texts
+    # of its candidates, most of the fused hits: the lifts read theirs through it.
     answered = found.answered if found is not None and found.asks else None
     texts = found.readable_texts if found is not None else None
     lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts)

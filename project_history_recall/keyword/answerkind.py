@@ -1,4 +1,5 @@
-"""Whether a question asks for a number or a time, and whether a text says one. Pure.
+"""Whether a question asks for a number or a time, and whether a text says one (``answers``: read
+only in a short text, ``ANSWER_CHARS``). Pure.
 
 A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少钱 by "全瓷牙冠，两千五",
 父母帮我们出了多少首付 by "我和你爸给你们出二十万". The messages that hold the question's words
