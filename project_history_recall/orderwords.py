@@ -1,4 +1,5 @@
-"""Whether a question asks how something turned out, and hits re-ordered so. Pure.
+"""Whether a question asks how something turned out or what a completed act came to, and hits
+re-ordered so. Pure.
 
 "How did the interview turn out?", "which laptop did I end up buying", 后来…怎么样了, 最后…,
 …的结果, 现在… ask for the latest of the sessions on a topic that comes back, where the words of
@@ -27,7 +28,7 @@ what a completed act came to, so a session that only asks about it or plans it i
 while a later one of the same thread, saying some word of it again, that tells it done is
 (``reports``): 首保要做啥 then 首保做完了…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二. The
 act of a message is read from its words only where it is one short act: a message of one sentence
-whose asking or planning clause asks ahead (no 了 but 了吗, "is it done yet"), or which tells
+whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
 tells in one message of several sentences, and reading its act there moved the wrong sessions.
 
@@ -40,6 +41,7 @@ and lifting the earlier sessions lost there.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
@@ -119,24 +121,36 @@ def asks_what_happened(question: str) -> bool:
 
 
 def _one_act(text: str) -> bool:
+    """Whether ``text`` is one sentence, the only message whose act is read."""
     return not _INNER_END.search(text.strip())
+
+
+def _asks_or_plans(text: str) -> bool:
+    return bool(_ASKS.search(text) or _PLANS.search(text))
 
 
 def _asks_ahead(text: str) -> bool:
     """Whether a clause of ``text`` asks or plans about something not yet done (首保要做啥, 找好公司了吗),
     not what a done act came to (今天你钓了几条)."""
-    return any((_ASKS.search(c) or _PLANS.search(c)) and not _DONE.search(_WHETHER.sub("", c))
-               for c in _CLAUSES.split(text))
+    return any(_asks_or_plans(c) and not _DONE.search(_WHETHER.sub("", c)) for c in _CLAUSES.split(text))
 
 
 def _tells_done(text: str) -> bool:
     """Whether ``text`` tells something done (首保做完了) and asks and plans nothing."""
-    return bool(_DONE.search(_LASTING.sub("", text))) and not (_ASKS.search(text) or _PLANS.search(text))
+    return bool(_DONE.search(_LASTING.sub("", text))) and not _asks_or_plans(text)
 
 
 def _tells_one(text: str | None) -> bool:
     """Whether ``text`` (None: not read) is one act telling something done."""
     return text is not None and _one_act(text) and _tells_done(text)
+
+
+def _only_asks_ahead(texts: list[str | None]) -> bool:
+    """Whether ``texts`` (None: not read) were all read, each one act, one of them asking or
+    planning ahead (``_asks_ahead``) and none telling something done (``_tells_one``)."""
+    read = [t for t in texts if t is not None]
+    return len(read) == len(texts) and all(map(_one_act, read)) and any(map(_asks_ahead, read)) \
+        and not any(map(_tells_one, read))
 
 
 def _words(texts: list[str | None]) -> set[str]:
@@ -170,19 +184,26 @@ class _Sessions:
     positions, first and last time, and how alike each two are (as their most alike hits are)."""
 
     def __init__(self, hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"]):
-        import numpy as np
-
         self.hits = hits
+        self.likeness = likeness
         self.groups: dict[str, list[int]] = {}
         for at, h in enumerate(hits):
             self.groups.setdefault(h.session_id, []).append(at)
         self.names = list(self.groups)
-        index = {sid: k for k, sid in enumerate(self.names)}
-        of = np.array([index[h.session_id] for h in hits])
-        self.alike = np.full((len(self.names), len(self.names)), -np.inf)
-        np.maximum.at(self.alike, (of[:, None], of[None, :]), likeness([h.message_id for h in hits]))
         self.starts = [min(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
         self.ends = [max(hits[i].timestamp for i in self.groups[sid]) for sid in self.names]
+
+    @functools.cached_property
+    def alike(self) -> "np.ndarray":
+        """Sessions by sessions. Worked out on first use: ``reports`` reads the texts first, and most
+        questions' leaders ask nothing ahead, so they need no likeness."""
+        import numpy as np
+
+        index = {sid: k for k, sid in enumerate(self.names)}
+        of = np.array([index[h.session_id] for h in self.hits])
+        alike = np.full((len(self.names), len(self.names)), -np.inf)
+        np.maximum.at(alike, (of[:, None], of[None, :]), self.likeness([h.message_id for h in self.hits]))
+        return alike
 
     def ids(self, k: int) -> list[int]:
         return [self.hits[i].message_id for i in self.groups[self.names[k]]]
@@ -262,26 +283,18 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
     if len({h.session_id for h in hits}) < 3:
         return hits
     s = _Sessions(hits, likeness)
-
-    def said(k: int) -> list[str | None]:
-        return [texts.get(m) for m in s.ids(k)]
-
-    def asks_only(k: int) -> bool:
-        read = said(k)
-        return all(t is not None and _one_act(t) for t in read) \
-            and any(_asks_ahead(t) for t in read if t) and not any(_tells_done(t) for t in read if t)
-
-    def tells(k: int) -> bool:
-        return any(_tells_one(t) for t in said(k))
-
+    said = [[texts.get(m) for m in s.ids(k)] for k in range(len(s.names))]
+    leads = [lead for lead in range(min(SEQUEL_LEADS, len(s.names))) if _only_asks_ahead(said[lead])]
+    if not leads:
+        return hits
     among = range(min(REPORT_AMONG, len(s.names)))
+    tells = [any(map(_tells_one, said[k])) for k in among]
+    words = functools.cache(lambda k: _words(said[k]))
     pairs: dict[int, int] = {}
-    for lead in range(min(SEQUEL_LEADS, len(s.names))):
-        if not asks_only(lead):
-            continue
-        bar, words = s.bar(lead, 0.0), _words(said(lead))
-        found = sorted((k for k in among if s.later(lead, k) and s.alike[lead, k] >= bar and tells(k)
-                        and words & _words(said(k))), key=lambda k: s.starts[k])
+    for lead in leads:
+        bar = s.bar(lead, 0.0)
+        found = sorted((k for k in among if s.later(lead, k) and s.alike[lead, k] >= bar and tells[k]
+                        and words(lead) & words(k)), key=lambda k: s.starts[k])
         if found:
             pairs[lead] = found[0]
     return s.placed(pairs)

@@ -336,20 +336,23 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     it gives its place to its thread's report (``orderwords.reports``; ``texts``: the texts of some
     message ids, those read for an answer, ``keyword.Ranking.readable_texts``). Those texts also show a
     leader that tells how something turned out itself (gbk就好了): for a question that asks so, it
-    keeps its place before its sequel."""
+    keeps its place before its sequel. Without ``likeness`` or with ``order_weight`` 0 only the
+    lift by time is left, and that weight 0 leaves the hits as they are."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
-    if likeness is not None and texts is not None and settings.order_weight > 0 \
-            and orderwords.asks_what_happened(req.query):
-        hits = orderwords.reports(hits, texts([h.message_id for h in hits]), likeness)
     latest = orderwords.asks_for_latest(req.query)
-    if likeness is not None and answered is not None and settings.order_weight > 0 and not latest:
-        return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
+    if likeness is None or settings.order_weight <= 0:
+        return orderwords.reweigh(hits, settings.order_weight) if latest else hits
+    what_happened, outcome = orderwords.asks_what_happened(req.query), orderwords.asks_for_outcome(req.query)
+    # The reports only re-order the hits, so one reading of their texts serves the outcome's sequels too.
+    read = texts([h.message_id for h in hits]) if texts is not None and (what_happened or outcome) else None
+    if what_happened and read is not None:
+        hits = orderwords.reports(hits, read, likeness)
     if not latest:
-        return hits
-    if likeness is not None and settings.order_weight > 0 and orderwords.asks_for_outcome(req.query):
-        read = texts([h.message_id for h in hits]) if texts is not None else None
+        return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits])) \
+            if answered is not None else hits
+    if outcome:
         hits = orderwords.sequels(hits, likeness, near, texts=read)
     return orderwords.reweigh(hits, settings.order_weight)
 
@@ -429,8 +432,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
                              outcome.evidence)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
-    # The keyword ranking read which kind of answer the question asks for, and the texts of its
-    # candidates, most of the fused hits.
+    # The keyword ranking knows which kind of answer the question asks for and has read the texts
+    # of its candidates, most of the fused hits: the lifts read theirs through it.
     answered = found.answered if found is not None and found.asks else None
     texts = found.readable_texts if found is not None else None
     lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts)

@@ -1,4 +1,5 @@
-"""Whether a question asks for a number or a time, and whether a text says one. Pure.
+"""Whether a question asks for a number or a time, and whether a text says one (``answers``: read
+only in a short text, ``ANSWER_CHARS``). Pure.
 
 A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少钱 by "全瓷牙冠，两千五",
 父母帮我们出了多少首付 by "我和你爸给你们出二十万". The messages that hold the question's words
@@ -44,15 +45,16 @@ _ASKS_LENGTH = re.compile(r"多久|多长时间|" + _HOW_MANY + _UNIT_OF_TIME)
 _ASKS_MOMENT = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪个月|几月|几号")
 # A number: digits (NFKC-folded) or Chinese numerals; the run a numeral starts is the number.
 _NUMERAL = "零〇一二三四五六七八九十百千万亿两"
+# Either, as the inside of a character class ([{_DIGIT}], [{_DIGIT}几]).
+_DIGIT = rf"\d{_NUMERAL}"
 _PLACE = "十百千万亿"
-_RUN = re.compile(rf"[\d.{_NUMERAL}点半几]*")
 # Chinese numerals spell words as often as numbers (三亚, 四川, 七夕, 五花肉, 二手, 百度, 万达, 周五), and
 # each read as a number said would earn the answer credit and pass the number-or-time gate. Digits
 # are always a number; a Chinese one is said as one: numerals with a place (二十, 三百五, 两千, 一百,
 # 十几), a decimal (七点一, 五点二), or numerals before a measure word or a unit (三个人,
 # 两晚, 打八折, 五公里, 十来个) or after 第 or 分之 (第三, 百分之五). 一 alone is mostly no number
 # (一起, 一下, 一直), nor is 百, 千, 万 or 亿 alone (百度, 千岛湖, 万达).
-_NUMBER = re.compile(rf"[\d{_NUMERAL}][\d.{_NUMERAL}几点]*")
+_NUMBER = re.compile(rf"[{_DIGIT}][{_DIGIT}.几点]*")
 # The measure words and units a number is said with in chat, but those that make words with a
 # numeral more often than counts: 下 (周五下午), 里 (三里屯), 级 (英语六级), 面 (二面, an interview
 # round), 手 (二手), 轮 (三轮车), 行 (周六行不); and 号 and 点, as 六号 and 三点 name a day and an hour,
@@ -69,21 +71,22 @@ _NO_PLACE = ("一", "百", "千", "万", "亿")
 # (十分感谢; 十分钟 and 两小时十分 are minutes). 双十一 and 双十二 are shopping days.
 _NO_NUMBER = frozenset(("千万", "万一", "一五一十"))
 _VERY = re.compile(r"分(?!钟)[\u4e00-\u9fff]")
-_UNIT = re.compile(_UNIT_OF_TIME)
+# A number (its run read whole, with 点, 半 and 几) and a unit of time after it; none of the run's
+# characters starts a unit, so the run that matches is the whole run.
+_NUMBER_OF_UNITS = re.compile(rf"[{_DIGIT}.点半几]*{_UNIT_OF_TIME}")
 # A length of time is a number of units of time, and the words a numeral makes with one are not:
 # a month is counted with 个 (三个月; 三月 is March, 十一月 November), and 周一, 星期三, 第二天 and
 # 2023年 name a day or a year. (二年级, a school year, is left a length: 几年级 asks for one.) The
 # number's last character comes first, which the regex engine scans for fast (a lookbehind or an
 # alternation first is four times slower), and what stands before it is looked at from there.
 _LENGTH_OF_TIME = re.compile(
-    rf"[\d{_NUMERAL}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
-_DAY = rf"[\d{_NUMERAL}]"
+    rf"[{_DIGIT}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
 # Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
 # 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.
 _LUNAR_DAY = rf"[正冬腊]月[初廿{_NUMERAL}]|大年[初{_NUMERAL}]|年三十|除夕"
 _A_MOMENT = re.compile(
     r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
-    rf"|{_DAY}+月|\d{{4}}年|{_DAY}+[号日]|[\d{_NUMERAL}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
+    rf"|[{_DIGIT}]+月|\d{{4}}年|[{_DIGIT}]+[号日]|[{_DIGIT}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.
@@ -175,5 +178,4 @@ def _a_number(text: str, start: int, run: str) -> bool:
 
 def _no_length_of_time(text: str, at: int) -> bool:
     """Whether the number that goes on from ``at`` in ``text`` has no unit of time after it."""
-    run = _RUN.match(text, at)
-    return not _UNIT.match(text, run.end() if run else at)
+    return not _NUMBER_OF_UNITS.match(text, at)

@@ -366,3 +366,21 @@ def test_a_search_reads_whether_the_leader_tells_the_outcome() -> None:
 
     assert first("读数据文件出现乱码最后换成哪个编码好的", "gbk就好了") == "a"
     assert first("读数据文件出现乱码最后换成哪个编码好的", "pandas读csv中文全是乱码") == "d"
+
+
+def test_a_search_reads_the_texts_once_for_a_question_asking_both_what_happened_and_how_it_turned_out() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    calls: list[list[int]] = []
+
+    def read(ids: list[int]) -> dict[int, str]:
+        calls.append(sorted(ids))
+        return {m: TOLD[m] for m in ids}
+
+    question = "第一次保养最后耗了多长时间"  # 了: what happened; 最后: how it turned out
+    assert orderwords.asks_what_happened(question) and orderwords.asks_for_outcome(question)
+    out = search._lifted(search.SearchRequest(question), settings, [], THREAD, alike({(1, 4): 0.4}), ALL, None, read)
+    assert out[0].session_id == "d"
+    assert calls == [sorted(h.message_id for h in THREAD)]
+    calls.clear()
+    search._lifted(search.SearchRequest("首保一般要做什么"), settings, [], THREAD, alike({(1, 4): 0.4}), ALL, None, read)
+    assert calls == []  # asks neither: nothing read
