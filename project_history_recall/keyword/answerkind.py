@@ -35,8 +35,8 @@ MOMENT = "moment"
 # a Chinese message's bare 2023 is no year, which 2023年 is.
 MOMENT_EN = "moment, in English"
 
-# A unit of time after a number (``UNIT_OF_TIME``, a regex).
-_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|年"
+# A unit of time after a number (``UNIT_OF_TIME``, a regex): 两个礼拜 is as long as 两个星期.
+_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|礼拜|年"
 UNIT_OF_TIME = rf"\s*个?(?:{_UNITS_BUT_MONTH}|月)"
 # 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
 _HOW_MANY = r"(?<![那这好])几(?!乎)"
