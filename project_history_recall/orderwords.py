@@ -46,7 +46,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from .hits import Hit, lifted
-from .keyword import cjk
+from .keyword import answerkind, cjk
 from .sessions import leading
 
 if TYPE_CHECKING:
@@ -82,9 +82,9 @@ _PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|�
 # ...a clause that tells something done; 了吗 / 了没 ask whether it is.
 _DONE = re.compile(r"了")
 _WHETHER = re.compile(r"了(?=[吗没])")
-# ...and 了 that tells how long a state has lasted (咳嗽一周了, 在新幼儿园两周了) or lets a thing be
-# (涨一百算了): nothing done.
-_LASTING = re.compile(r"(?:[\d一二两三四五六七八九十几半多]+个?(?:天|周|星期|礼拜|月|年|小时|分钟)|算|罢)了")
+# ...and 了 that tells how long a state has lasted (咳嗽一周了, 三百天了, 一个多月了: a number, or 几, 半
+# or 多, and a unit of time, as ``answerkind`` reads them) or lets a thing be (涨一百算了): nothing done.
+_LASTING = re.compile(rf"(?:[{answerkind.NUMBER_CHARS}几半多]+{answerkind.UNIT_OF_TIME}|算|罢)了")
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")

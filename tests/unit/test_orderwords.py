@@ -343,6 +343,9 @@ def test_a_leader_that_tells_something_done_keeps_its_place_before_a_sequel(lead
 
 @pytest.mark.parametrize("leader", [
     "乐乐咳嗽一周了,晚上咳得厉害",  # how long a state has lasted
+    "戒烟三百天了 一根都没碰",  # a number with a place
+    "这棵银杏两千年了",
+    "肚子疼三个钟头了",
     "阿凯:搬也麻烦 砍砍价 涨一百算了",  # lets a thing be
     "房东要涨租两百 你觉得续还是搬",  # asks
     "首保做完了。等了两个小时",  # several sentences
