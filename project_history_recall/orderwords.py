@@ -72,7 +72,7 @@ REPORT_AMONG = 5
 # A Chinese question in the perfective: 了 after a verb (not 为了 "in order to", 除了 "besides", not
 # 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to", or a past act's 的 asked about (住的哪家,
 # 开的什么药)...
-_PERFECTIVE = re.compile(r"(?<![为除])(?<=[\u4e00-\u9fff])了(?!吗)|那次|那回|下来|出来|(?<=[\u4e00-\u9fff])的(?:哪|什么|啥|多少|几)")
+_PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那回|下来|出来|(?<=[{cjk.HAN}])的(?:哪|什么|啥|多少|几)")
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
 # asks what ever happened (去过哪些城市), over many sessions.
 _ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
@@ -88,7 +88,7 @@ _LASTING = re.compile(rf"(?:[{answerkind.NUMBER_CHARS}几半多]+{answerkind.UNI
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_HAN_RUN = re.compile(f"[{cjk.HAN}]+")
 
 # Words that ask how something turned out...
 _OUTCOME = re.compile(

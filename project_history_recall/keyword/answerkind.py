@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from . import cjk
+
 # Kinds of answer a question asks for.
 LENGTH = "length of time"
 AMOUNT = "amount"
@@ -71,7 +73,7 @@ _NO_PLACE = ("一", "百", "千", "万", "亿")
 # above: 千万 "by all means" (千万别), 万一 "in case", 一五一十 "in full", and 十分 "very" before a word
 # (十分感谢; 十分钟 and 两小时十分 are minutes). 双十一 and 双十二 are shopping days.
 _NO_NUMBER = frozenset(("千万", "万一", "一五一十"))
-_VERY = re.compile(r"分(?!钟)[\u4e00-\u9fff]")
+_VERY = re.compile(rf"分(?!钟)[{cjk.HAN}]")
 # A number (its run read whole, with 点, 半 and 几) and a unit of time after it; none of the run's
 # characters starts a unit, so the run that matches is the whole run.
 _NUMBER_OF_UNITS = re.compile(rf"[{NUMBER_CHARS}.点半几]*{UNIT_OF_TIME}")

@@ -265,6 +265,8 @@ def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
     ("各位家长,本周五下午三点半召开二年级三班家长会,请至少一位家长参加。", "家长会开完了 老师让每天练十分钟口算"),
     ("新房装修找好公司了吗", "装修公司定了 就是比了很久那家 半包十六万五 砍下来一万五"),  # asks whether it is done yet
     ("老年旅行团去云南 六天 三千多 靠谱不", "云南团报了 两个人七千二 交了订金一千"),  # 靠谱不
+    # the word they share, 阿𠮷, has a character of extension B
+    ("阿𠮷的生日礼物 要不要提前准备", "阿𠮷那边送过去了 她很喜欢"),
 ])
 def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: "好", 4: report}
