@@ -179,6 +179,12 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     return lifted(hits, lambda h: weight * place(h.timestamp))
 
 
+def _enough_sessions(hits: list[Hit]) -> bool:
+    """Whether ``hits`` hold a leader and at least two other sessions for a sequel or a report to
+    stand out from."""
+    return len({h.session_id for h in hits}) >= 3
+
+
 class _Sessions:
     """The sessions of ``hits`` (best first, in order of their first hit) with each one's hit
     positions, first and last time, and how alike each two are (as their most alike hits are)."""
@@ -248,7 +254,7 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     session one of whose hits says one is it. With ``texts`` (message id -> normalised text, for
     those read) a leader with a hit of one act telling something done (gbk就好了) tells the outcome
     itself and keeps its place."""
-    if len({h.session_id for h in hits}) < 3:  # a leader and at least two others to stand out from
+    if not _enough_sessions(hits):
         return hits
     s = _Sessions(hits, likeness)
     by_start = sorted(range(len(s.names)), key=lambda k: s.starts[k])
@@ -269,7 +275,7 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     return s.placed(pairs)
 
 
-def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[int]], "np.ndarray"]) -> list[Hit]:
+def reports(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], texts: Mapping[int, str]) -> list[Hit]:
     """``hits`` (best first) with the report of each of the first ``SEQUEL_LEADS`` sessions that
     only asks about its act or plans it placed just past it (for a question ``asks_what_happened``).
     Such a leader's hits were all read (``texts``: message id -> normalised text, for those read),
@@ -280,7 +286,7 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
     the topic's near-duplicates, which the bar of ``sequels`` asks. The likeness alone let another
     topic told done through (花呗分12期…实际年化多少, answered in its session, gave its place to 七夕去了
     那家意大利餐厅 两个人花了一千二)."""
-    if len({h.session_id for h in hits}) < 3:
+    if not _enough_sessions(hits):
         return hits
     s = _Sessions(hits, likeness)
     said = [[texts.get(m) for m in s.ids(k)] for k in range(len(s.names))]
