@@ -46,7 +46,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from .hits import Hit, lifted
-from .keyword import cjk
+from .keyword import answerkind, cjk
 from .sessions import leading
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ REPORT_AMONG = 5
 # A Chinese question in the perfective: 了 after a verb (not 为了 "in order to", 除了 "besides", not
 # 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to", or a past act's 的 asked about (住的哪家,
 # 开的什么药)...
-_PERFECTIVE = re.compile(r"(?<![为除])(?<=[\u4e00-\u9fff])了(?!吗)|那次|那回|下来|出来|(?<=[\u4e00-\u9fff])的(?:哪|什么|啥|多少|几)")
+_PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那回|下来|出来|(?<=[{cjk.HAN}])的(?:哪|什么|啥|多少|几)")
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
 # asks what ever happened (去过哪些城市), over many sessions.
 _ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
@@ -82,13 +82,13 @@ _PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|�
 # ...a clause that tells something done; 了吗 / 了没 ask whether it is.
 _DONE = re.compile(r"了")
 _WHETHER = re.compile(r"了(?=[吗没])")
-# ...and 了 that tells how long a state has lasted (咳嗽一周了, 在新幼儿园两周了) or lets a thing be
-# (涨一百算了): nothing done.
-_LASTING = re.compile(r"(?:[\d一二两三四五六七八九十几半多]+个?(?:天|周|星期|礼拜|月|年|小时|分钟)|算|罢)了")
+# ...and 了 that tells how long a state has lasted (咳嗽一周了, 三百天了, 一个多月了: a number, or 几, 半
+# or 多, and a unit of time, as ``answerkind`` reads them) or lets a thing be (涨一百算了): nothing done.
+_LASTING = re.compile(rf"(?:[{answerkind.NUMBER_CHARS}几半多]+{answerkind.UNIT_OF_TIME}|算|罢)了")
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_HAN_RUN = re.compile(f"[{cjk.HAN}]+")
 
 # Words that ask how something turned out...
 _OUTCOME = re.compile(
@@ -179,6 +179,12 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     return lifted(hits, lambda h: weight * place(h.timestamp))
 
 
+def _enough_sessions(hits: list[Hit]) -> bool:
+    """Whether ``hits`` hold a leader and at least two other sessions for a sequel or a report to
+    stand out from."""
+    return len({h.session_id for h in hits}) >= 3
+
+
 class _Sessions:
     """The sessions of ``hits`` (best first, in order of their first hit) with each one's hit
     positions, first and last time, and how alike each two are (as their most alike hits are)."""
@@ -248,7 +254,7 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     session one of whose hits says one is it. With ``texts`` (message id -> normalised text, for
     those read) a leader with a hit of one act telling something done (gbk就好了) tells the outcome
     itself and keeps its place."""
-    if len({h.session_id for h in hits}) < 3:  # a leader and at least two others to stand out from
+    if not _enough_sessions(hits):
         return hits
     s = _Sessions(hits, likeness)
     by_start = sorted(range(len(s.names)), key=lambda k: s.starts[k])
@@ -269,7 +275,7 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     return s.placed(pairs)
 
 
-def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[int]], "np.ndarray"]) -> list[Hit]:
+def reports(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], texts: Mapping[int, str]) -> list[Hit]:
     """``hits`` (best first) with the report of each of the first ``SEQUEL_LEADS`` sessions that
     only asks about its act or plans it placed just past it (for a question ``asks_what_happened``).
     Such a leader's hits were all read (``texts``: message id -> normalised text, for those read),
@@ -280,7 +286,7 @@ def reports(hits: list[Hit], texts: Mapping[int, str], likeness: Callable[[list[
     the topic's near-duplicates, which the bar of ``sequels`` asks. The likeness alone let another
     topic told done through (花呗分12期…实际年化多少, answered in its session, gave its place to 七夕去了
     那家意大利餐厅 两个人花了一千二)."""
-    if len({h.session_id for h in hits}) < 3:
+    if not _enough_sessions(hits):
         return hits
     s = _Sessions(hits, likeness)
     said = [[texts.get(m) for m in s.ids(k)] for k in range(len(s.names))]

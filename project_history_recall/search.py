@@ -348,7 +348,7 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     # The reports only re-order the hits, so one reading of their texts serves the outcome's sequels too.
     read = texts([h.message_id for h in hits]) if texts is not None and (what_happened or outcome) else None
     if what_happened and read is not None:
-        hits = orderwords.reports(hits, read, likeness)
+        hits = orderwords.reports(hits, likeness, read)
     if not latest:
         return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits])) \
             if answered is not None else hits

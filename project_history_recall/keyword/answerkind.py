@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from . import cjk
+
 # Kinds of answer a question asks for.
 LENGTH = "length of time"
 AMOUNT = "amount"
@@ -35,18 +37,19 @@ MOMENT = "moment"
 # a Chinese message's bare 2023 is no year, which 2023年 is.
 MOMENT_EN = "moment, in English"
 
-_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|年"
-_UNIT_OF_TIME = rf"\s*个?(?:{_UNITS_BUT_MONTH}|月)"
+# A unit of time after a number (``UNIT_OF_TIME``, a regex): 两个礼拜 is as long as 两个星期.
+_UNITS_BUT_MONTH = "小时|钟头|分钟|天|周|星期|礼拜|年"
+UNIT_OF_TIME = rf"\s*个?(?:{_UNITS_BUT_MONTH}|月)"
 # 几 asks "how many" except in 那几 / 这几 / 好几 ("those few", "several") and 几乎 ("almost").
 _HOW_MANY = r"(?<![那这好])几(?!乎)"
 _ASKS = re.compile(r"多少|多大|多远|多久|多长|多高|多重|多贵|多深|" + _HOW_MANY)
-_ASKS_LENGTH = re.compile(r"多久|多长时间|" + _HOW_MANY + _UNIT_OF_TIME)
+_ASKS_LENGTH = re.compile(r"多久|多长时间|" + _HOW_MANY + UNIT_OF_TIME)
 # Asked before the rest: 几月 and 几号 ask which month and day, not how many.
 _ASKS_MOMENT = re.compile(r"什么时候|何时|哪天|哪一天|哪年|哪一年|哪个月|几月|几号")
 # A number: digits (NFKC-folded) or Chinese numerals; the run a numeral starts is the number.
-_NUMERAL = "零〇一二三四五六七八九十百千万亿两"
-# Either, as the inside of a character class ([{_DIGIT}], [{_DIGIT}几]).
-_DIGIT = rf"\d{_NUMERAL}"
+NUMERALS = "零〇一二三四五六七八九十百千万亿两"
+# Either, as the inside of a character class ([{NUMBER_CHARS}], [{NUMBER_CHARS}几]).
+NUMBER_CHARS = rf"\d{NUMERALS}"
 _PLACE = "十百千万亿"
 # Chinese numerals spell words as often as numbers (三亚, 四川, 七夕, 五花肉, 二手, 百度, 万达, 周五), and
 # each read as a number said would earn the answer credit and pass the number-or-time gate. Digits
@@ -54,7 +57,7 @@ _PLACE = "十百千万亿"
 # 十几), a decimal (七点一, 五点二), or numerals before a measure word or a unit (三个人,
 # 两晚, 打八折, 五公里, 十来个) or after 第 or 分之 (第三, 百分之五). 一 alone is mostly no number
 # (一起, 一下, 一直), nor is 百, 千, 万 or 亿 alone (百度, 千岛湖, 万达).
-_NUMBER = re.compile(rf"[{_DIGIT}][{_DIGIT}.几点]*")
+_NUMBER = re.compile(rf"[{NUMBER_CHARS}][{NUMBER_CHARS}.几点]*")
 # The measure words and units a number is said with in chat, but those that make words with a
 # numeral more often than counts: 下 (周五下午), 里 (三里屯), 级 (英语六级), 面 (二面, an interview
 # round), 手 (二手), 轮 (三轮车), 行 (周六行不); and 号 and 点, as 六号 and 三点 name a day and an hour,
@@ -70,23 +73,23 @@ _NO_PLACE = ("一", "百", "千", "万", "亿")
 # above: 千万 "by all means" (千万别), 万一 "in case", 一五一十 "in full", and 十分 "very" before a word
 # (十分感谢; 十分钟 and 两小时十分 are minutes). 双十一 and 双十二 are shopping days.
 _NO_NUMBER = frozenset(("千万", "万一", "一五一十"))
-_VERY = re.compile(r"分(?!钟)[\u4e00-\u9fff]")
+_VERY = re.compile(rf"分(?!钟)[{cjk.HAN}]")
 # A number (its run read whole, with 点, 半 and 几) and a unit of time after it; none of the run's
 # characters starts a unit, so the run that matches is the whole run.
-_NUMBER_OF_UNITS = re.compile(rf"[{_DIGIT}.点半几]*{_UNIT_OF_TIME}")
+_NUMBER_OF_UNITS = re.compile(rf"[{NUMBER_CHARS}.点半几]*{UNIT_OF_TIME}")
 # A length of time is a number of units of time, and the words a numeral makes with one are not:
 # a month is counted with 个 (三个月; 三月 is March, 十一月 November), and 周一, 星期三, 第二天 and
 # 2023年 name a day or a year. (二年级, a school year, is left a length: 几年级 asks for one.) The
 # number's last character comes first, which the regex engine scans for fast (a lookbehind or an
 # alternation first is four times slower), and what stands before it is looked at from there.
 _LENGTH_OF_TIME = re.compile(
-    rf"[{_DIGIT}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
+    rf"[{NUMBER_CHARS}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
 # Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
 # 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.
-_LUNAR_DAY = rf"[正冬腊]月[初廿{_NUMERAL}]|大年[初{_NUMERAL}]|年三十|除夕"
+_LUNAR_DAY = rf"[正冬腊]月[初廿{NUMERALS}]|大年[初{NUMERALS}]|年三十|除夕"
 _A_MOMENT = re.compile(
     r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
-    rf"|[{_DIGIT}]+月|\d{{4}}年|[{_DIGIT}]+[号日]|[{_DIGIT}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
+    rf"|[{NUMBER_CHARS}]+月|\d{{4}}年|[{NUMBER_CHARS}]+[号日]|[{NUMBER_CHARS}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.

@@ -59,12 +59,14 @@ FUNCTION_CHARS = frozenset(
     "我你他她它们咱有没会能要想说个些每各某前后上下里中内外时年月日天号次"
 )
 
-_HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+# A Han character: the basic block, extension A, the compatibility ideographs and extension B (rare
+# names and places, 𠮷), as the inside of a character class ([{HAN}]).
+HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
 _KANA = r"\u3040-\u30ff"
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
 _HANGUL = re.compile(r"^[\uac00-\ud7af]+$")
-_PIECES = re.compile(f"[{_HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+")
-_HAN_START = re.compile(f"[{_HAN}]")
+_PIECES = re.compile(f"[{HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+")
+_HAN_START = re.compile(f"[{HAN}]")
 
 _lock = threading.Lock()
 _segmenter = None  # rjieba.cut, False when it cannot be imported

@@ -83,7 +83,7 @@ _ALTERNATIVES = {"stem": STEM_CREDIT, "form": STEM_CREDIT, "glued": GLUED_CREDIT
 # A character of a two-character word the scope does say (``backed_characters``) earns this
 # times its rarity against the word's, and only in messages the semantic side backs.
 CHARACTER_CREDIT = 0.5
-_NUMERALS = frozenset("零〇一二三四五六七八九十百千万亿两")
+_NUMERALS = frozenset(answerkind.NUMERALS)
 # BM25's length normalisation (k1, b): a long message holds a word by chance
 # more often than a short one.
 LENGTH_K1 = 1.2

@@ -22,6 +22,7 @@ zh_data = bench("zh_data")
     ("Melanie练习艺术多久了？", LENGTH),
     ("开工作室花了多长时间", LENGTH),
     ("在医院住了几天", LENGTH),
+    ("体检报告要等几个礼拜", LENGTH),
     ("实习什么时候开始", MOMENT),
     ("Caroline哪天去的海边？", MOMENT),
     ("生日是几月几号", MOMENT),  # which month and day, not how many
@@ -91,6 +92,9 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("根管第二次做完了 医生说十月中旬来取牙冠", LENGTH, False),
     ("新公司入职第一周 代码库好大 怎么快速上手", LENGTH, False),  # the first week, a moment
     ("小雪 周一周二都在外地", LENGTH, False),  # weekdays
+    ("体检做了 抽了血 B超 心电图 报告一礼拜出", LENGTH, True),  # 礼拜, a week, as 星期 is
+    ("礼拜一礼拜二都在外地", LENGTH, False),
+    ("两个礼拜的药", AMOUNT, False),
     ("回测 2018-2023 年沪深 300 成分股", LENGTH, False),  # a year
     ("上周五我参加了一个工作坊", MOMENT, True),
     ("下个月七号开始实习", MOMENT, True),

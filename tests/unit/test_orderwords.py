@@ -251,7 +251,7 @@ TOLD = {h.message_id: "好的" for h in THREAD} | ASKED
 
 
 def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
-    out = orderwords.reports(THREAD, TOLD, alike({(1, 4): 0.4}))
+    out = orderwords.reports(THREAD, alike({(1, 4): 0.4}), TOLD)
     assert order(out) == ["d", "a", "b", "c", "e", "f"]
     # Only the report moved; the others keep their scores and their order.
     assert [(h.message_id, h.score) for h in out if h.session_id != "d"] == \
@@ -265,10 +265,12 @@ def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
     ("各位家长,本周五下午三点半召开二年级三班家长会,请至少一位家长参加。", "家长会开完了 老师让每天练十分钟口算"),
     ("新房装修找好公司了吗", "装修公司定了 就是比了很久那家 半包十六万五 砍下来一万五"),  # asks whether it is done yet
     ("老年旅行团去云南 六天 三千多 靠谱不", "云南团报了 两个人七千二 交了订金一千"),  # 靠谱不
+    # the word they share, 阿𠮷, has a character of extension B
+    ("阿𠮷的生日礼物 要不要提前准备", "阿𠮷那边送过去了 她很喜欢"),
 ])
 def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: "好", 4: report}
-    assert order(orderwords.reports(THREAD, texts, alike({(1, 4): 0.4})))[:2] == ["d", "a"]
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
 
 
 @pytest.mark.parametrize(("leader", "answer", "told"), [
@@ -284,7 +286,7 @@ def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, rep
 ])
 def test_a_session_telling_another_topic_done_is_no_report(leader: str, answer: str, told: str) -> None:
     texts = TOLD | {1: leader, 7: answer, 4: told}
-    assert order(orderwords.reports(THREAD, texts, alike({(1, 4): 0.4}))) == order(THREAD)
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
 
 
 @pytest.mark.parametrize("leader", [
@@ -295,20 +297,20 @@ def test_a_session_telling_another_topic_done_is_no_report(leader: str, answer: 
 ])
 def test_a_leader_that_tells_or_asks_nothing_ahead_keeps_its_place(leader: str) -> None:
     texts = TOLD | {1: leader, 7: "好"}
-    assert order(orderwords.reports(THREAD, texts, alike({(1, 4): 0.4}))) == order(THREAD)
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
 
 
 def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
     like = alike({(1, 4): 0.4})
-    assert order(orderwords.reports(THREAD, TOLD | {4: "秀英:花了多少 一共"}, like)) == order(THREAD)  # asks
-    assert order(orderwords.reports(THREAD, TOLD | {4: "首保做完了。等了两个小时"}, like)) == order(THREAD)
-    assert order(orderwords.reports(THREAD, TOLD, alike({(1, 4): 0.1}))) == order(THREAD)  # below the mean
+    assert order(orderwords.reports(THREAD, like, TOLD | {4: "秀英:花了多少 一共"})) == order(THREAD)  # asks
+    assert order(orderwords.reports(THREAD, like, TOLD | {4: "首保做完了。等了两个小时"})) == order(THREAD)
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.1}), TOLD)) == order(THREAD)  # below the mean
     unread = {m: t for m, t in TOLD.items() if m != 7}  # a's answer too long to read
-    assert order(orderwords.reports(THREAD, unread, like)) == order(THREAD)
+    assert order(orderwords.reports(THREAD, like, unread)) == order(THREAD)
     # "f" (day 25) tells, but is the 6th session: no report among the first five.
     past = TOLD | {4: "好的", 6: "首保做完了 等了两个小时"}
-    assert order(orderwords.reports(THREAD, past, alike({(1, 6): 0.4}))) == order(THREAD)
-    assert orderwords.reports(THREAD[:2], TOLD, like) == THREAD[:2]
+    assert order(orderwords.reports(THREAD, alike({(1, 6): 0.4}), past)) == order(THREAD)
+    assert orderwords.reports(THREAD[:2], like, TOLD) == THREAD[:2]
 
 
 def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective() -> None:
@@ -343,6 +345,9 @@ def test_a_leader_that_tells_something_done_keeps_its_place_before_a_sequel(lead
 
 @pytest.mark.parametrize("leader", [
     "乐乐咳嗽一周了,晚上咳得厉害",  # how long a state has lasted
+    "戒烟三百天了 一根都没碰",  # a number with a place
+    "这棵银杏两千年了",
+    "肚子疼三个钟头了",
     "阿凯:搬也麻烦 砍砍价 涨一百算了",  # lets a thing be
     "房东要涨租两百 你觉得续还是搬",  # asks
     "首保做完了。等了两个小时",  # several sentences
