@@ -24,8 +24,9 @@ alike session is another episode (the next time the file or the table went wrong
 long a state has lasted (咳嗽一周了) or letting a thing be (涨一百算了) tells nothing done.
 
 A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
-what a completed act came to, so a session that only asks about it or plans it is not its answer
-while a later one of the same thread, saying some word of it again, that tells it done is
+what a completed act came to, as one asking a figure of it does (``asks_for_a_figure``: 猫咪第一次打预防针
+多少钱), so a session that only asks about it or plans it is not its answer while a later one of the
+same thread, saying some word of it again, that tells it done is
 (``reports``): 首保要做啥 then 首保做完了…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二. The
 act of a message is read from its words only where it is one short act: a message of one sentence
 whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
@@ -79,6 +80,8 @@ _PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那�
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
 # asks what ever happened (去过哪些城市), over many sessions.
 _ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
+# The kinds of answer a Chinese question asks for (``answerkind``; its English "when" is not read here).
+_FIGURES = (answerkind.AMOUNT, answerkind.LENGTH, answerkind.MOMENT)
 # A clause that asks (吗, ？, 要不要, 啥, 多少, 靠谱不, 去不去, 哭了没) or plans (准备, 下周, 周五)...
 _ASKS = re.compile(r"[吗？?]|要不要|啥|什么|多少|多久|几|哪|怎么|推荐|合适|划算|靠谱|(\w)[不没]\1|\S[不没](?:\s|$)")
 _PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|周[一二三四五六日末]|礼拜|星期")
@@ -124,6 +127,14 @@ def asks_what_happened(question: str) -> bool:
     """Whether ``question`` asks in Chinese what a completed act came to (``reports``): in the
     perfective (花了多少, 住的哪家, 那次…), and not about the asking or a plan itself (问过什么, 打算)."""
     return bool(_PERFECTIVE.search(question or "")) and not _ABOUT_ASKING.search(question or "")
+
+
+def asks_for_a_figure(question: str) -> bool:
+    """Whether ``question`` asks in Chinese for a number or a time (``answerkind``: 打预防针多少钱,
+    哪天早上几点的), and not about the asking or a plan itself (你建议我每天摄入多少热量): a figure of
+    the person's own life is what an act came to (the fee paid, the day booked) even with no aspect
+    said, so its thread's report answers it as for ``asks_what_happened``."""
+    return answerkind.asked(question) in _FIGURES and not _ABOUT_ASKING.search(question or "")
 
 
 def _one_act(text: str) -> bool:

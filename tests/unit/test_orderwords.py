@@ -242,6 +242,22 @@ def test_other_questions_do_not_ask_what_happened(question: str) -> None:
     assert not orderwords.asks_what_happened(question)
 
 
+@pytest.mark.parametrize(("question", "figure"), [
+    ("猫咪第一次打预防针多少钱", True),  # an amount
+    ("房贷每月还多少", True),
+    ("春节回湖南的票是哪天早上几点的", True),  # a moment
+    ("第一次保养在4S店耗了多长时间", True),  # a length of time
+    ("减肥的时候你建议我每天摄入多少热量", False),  # about the asking itself
+    ("孙子入学登记要准备哪些证件", False),  # about the plan, and no figure
+    ("眼睛干涩去医院开的什么药水", False),  # no figure (asks_what_happened reads it)
+    ("How much did the first service cost?", False),
+    ("When did Caroline go to the support group?", False),  # English "when" is not read here
+    ("", False),
+])
+def test_a_chinese_question_asking_for_a_figure(question: str, figure: bool) -> None:
+    assert orderwords.asks_for_a_figure(question) is figure
+
+
 # zh-sms's first car service: "a" asks the assistant what it takes (day 10), "d" tells it done and
 # how long it took (day 12); the others as in THREAD.
 ASKED = {1: "车子开到五千公里了 首保要做啥",
@@ -338,7 +354,7 @@ def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
     assert orderwords.reports(THREAD[:2], like, TOLD) == THREAD[:2]
 
 
-def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective() -> None:
+def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective_or_asking_a_figure() -> None:
     settings = Settings(order_weight=0.05, time_weight=0.0)
     like = alike({(1, 4): 0.4})
 
@@ -349,6 +365,7 @@ def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective()
         return search._lifted(search.SearchRequest(question), chosen, [], THREAD, like, ALL, None, read)[0].session_id
 
     assert first("第一次保养车子在4S店耗了多长时间") == "d"
+    assert first("第一次保养车子在4S店要等多长时间") == "d"  # a figure, no aspect said
     assert first("首保一般要做什么") == "a"
     assert first("第一次保养车子在4S店耗了多长时间", Settings(order_weight=0.0, time_weight=0.0)) == "a"
 
