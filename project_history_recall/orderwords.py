@@ -24,13 +24,17 @@ alike session is another episode (the next time the file or the table went wrong
 long a state has lasted (咳嗽一周了) or letting a thing be (涨一百算了) tells nothing done.
 
 A Chinese question asked in the perfective (``asks_what_happened``: 花了多少, 开的什么药, 那次…) asks
-what a completed act came to, so a session that only asks about it or plans it is not its answer
-while a later one of the same thread, saying some word of it again, that tells it done is
+what a completed act came to, as one asking a figure of it does (``asks_for_a_figure``: 猫咪第一次打预防针
+多少钱), so a session that only asks about it or plans it is not its answer while a later one of the
+same thread, saying some word of it again, that tells it done is
 (``reports``): 首保要做啥 then 首保做完了…等了两个小时, 钢琴课要不要报一个 then 钢琴试听了…一节课二百二. The
 act of a message is read from its words only where it is one short act: a message of one sentence
 whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
-tells in one message of several sentences, and reading its act there moved the wrong sessions.
+tells in one message of several sentences, and reading its act there moved the wrong sessions. Nor
+is a session whose every message says nothing done (no 了 of a done act anywhere: a plan, a symptom,
+a quote, 老孙:今天去千岛湖钓鱼 车五点半楼下等 then 千岛湖钓了一条八斤的鳙鱼) the answer to what the act came to,
+however its sentences run.
 
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
@@ -76,6 +80,8 @@ _PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那�
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
 # asks what ever happened (去过哪些城市), over many sessions.
 _ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
+# The kinds of answer a Chinese question asks for (``answerkind``; its English "when" is not read here).
+_FIGURES = (answerkind.AMOUNT, answerkind.LENGTH, answerkind.MOMENT)
 # A clause that asks (吗, ？, 要不要, 啥, 多少, 靠谱不, 去不去, 哭了没) or plans (准备, 下周, 周五)...
 _ASKS = re.compile(r"[吗？?]|要不要|啥|什么|多少|多久|几|哪|怎么|推荐|合适|划算|靠谱|(\w)[不没]\1|\S[不没](?:\s|$)")
 _PLANS = re.compile(r"准备|打算|想|约了|下周|明年|明天|下个?月|周[一二三四五六日末]|礼拜|星期")
@@ -89,6 +95,9 @@ _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
 _HAN_RUN = re.compile(f"[{cjk.HAN}]+")
+# The name a quoted message, or a line of one, begins with ("老赵:", "妈妈:"; the text read is normalised, ：
+# to :): a few characters with no space or colon in them.
+_QUOTED_BY = re.compile(r"^[^:\s]{1,12}:", re.MULTILINE)
 
 # Words that ask how something turned out...
 _OUTCOME = re.compile(
@@ -120,6 +129,14 @@ def asks_what_happened(question: str) -> bool:
     return bool(_PERFECTIVE.search(question or "")) and not _ABOUT_ASKING.search(question or "")
 
 
+def asks_for_a_figure(question: str) -> bool:
+    """Whether ``question`` asks in Chinese for a number or a time (``answerkind``: 打预防针多少钱,
+    哪天早上几点的), and not about the asking or a plan itself (你建议我每天摄入多少热量): a figure of
+    the person's own life is what an act came to (the fee paid, the day booked) even with no aspect
+    said, so its thread's report answers it as for ``asks_what_happened``."""
+    return answerkind.asked(question) in _FIGURES and not _ABOUT_ASKING.search(question or "")
+
+
 def _one_act(text: str) -> bool:
     """Whether ``text`` is one sentence, the only message whose act is read."""
     return not _INNER_END.search(text.strip())
@@ -135,9 +152,15 @@ def _asks_ahead(text: str) -> bool:
     return any(_asks_or_plans(c) and not _DONE.search(_WHETHER.sub("", c)) for c in _CLAUSES.split(text))
 
 
+def _says_done(text: str) -> bool:
+    """Whether ``text`` says something done (了) anywhere, not whether it is yet (了吗) nor how long
+    a state has lasted (咳嗽一周了)."""
+    return bool(_DONE.search(_LASTING.sub("", _WHETHER.sub("", text))))
+
+
 def _tells_done(text: str) -> bool:
     """Whether ``text`` tells something done (首保做完了) and asks and plans nothing."""
-    return bool(_DONE.search(_LASTING.sub("", text))) and not _asks_or_plans(text)
+    return _says_done(text) and not _asks_or_plans(text)
 
 
 def _tells_one(text: str | None) -> bool:
@@ -153,12 +176,22 @@ def _only_asks_ahead(texts: list[str | None]) -> bool:
         and not any(map(_tells_one, read))
 
 
+def _yields_to_report(texts: list[str | None]) -> bool:
+    """Whether ``texts`` (None: not read) are a leader whose report may take its place: all read,
+    and either only asking or planning ahead (``_only_asks_ahead``) or saying nothing done in any
+    clause of any of them (``_says_done``), so not what a done act came to, however long."""
+    read = [t for t in texts if t is not None]
+    return _only_asks_ahead(texts) or (len(read) == len(texts) and not any(map(_says_done, read)))
+
+
 def _words(texts: list[str | None]) -> set[str]:
     """The pairs of Han characters of ``texts`` with no grammar in them (``cjk.content_chars``,
     ``cjk.is_function_word``: not 可以, 个月, 交了): the words, and the pieces of words, a thread's
-    sessions say again (押一付三, 中介费; 首保, 机油; 七夕, 餐厅), whatever the dictionary would cut."""
-    return {pair for text in texts if text for run in _HAN_RUN.findall(text) for pair in cjk.bigrams(run)
-            if len(cjk.content_chars(pair)) == 2 and not cjk.is_function_word(pair)}
+    sessions say again (押一付三, 中介费; 首保, 机油; 七夕, 餐厅), whatever the dictionary would cut.
+    Not the name a quoted message begins with (老赵:…, 妈妈:…): one person writes about
+    every topic, and the sessions of a friend's chats would all be one thread."""
+    return {pair for text in texts if text for run in _HAN_RUN.findall(_QUOTED_BY.sub("", text))
+            for pair in cjk.bigrams(run) if len(cjk.content_chars(pair)) == 2 and not cjk.is_function_word(pair)}
 
 
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
@@ -279,7 +312,8 @@ def reports(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], text
     """``hits`` (best first) with the report of each of the first ``SEQUEL_LEADS`` sessions that
     only asks about its act or plans it placed just past it (for a question ``asks_what_happened``).
     Such a leader's hits were all read (``texts``: message id -> normalised text, for those read),
-    each is one act, one of them asks ahead and none tells something done; its report is the
+    and either each is one act, one of them asks ahead and none tells something done, or none says
+    anything done at all (``_yields_to_report``); its report is the
     earliest later session among the first ``REPORT_AMONG`` with a hit of one act telling something
     done, alike the leader above the leader's mean likeness to the other sessions, and saying a word
     of the leader's (``_words``): the same thread, though a plan and its report are less alike than
@@ -290,7 +324,7 @@ def reports(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], text
         return hits
     s = _Sessions(hits, likeness)
     said = [[texts.get(m) for m in s.ids(k)] for k in range(len(s.names))]
-    leads = [lead for lead in range(min(SEQUEL_LEADS, len(s.names))) if _only_asks_ahead(said[lead])]
+    leads = [lead for lead in range(min(SEQUEL_LEADS, len(s.names))) if _yields_to_report(said[lead])]
     if not leads:
         return hits
     among = range(min(REPORT_AMONG, len(s.names)))

@@ -332,19 +332,20 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     assistant about the topic (首保要做啥, 春节回长沙的机票提前多久买) and
     later tells what the question asks (等了两个小时, 2月15号 早上八点半) in other words, while the
     question's words and, more still, its form match the asking. Before them, for a Chinese
-    question that asks what a completed act came to, a leader that only asked about it or planned
-    it gives its place to its thread's report (``orderwords.reports``; ``texts``: the texts of some
-    message ids, those read for an answer, ``keyword.Ranking.readable_texts``). Those texts also show a
-    leader that tells how something turned out itself (gbk就好了): for a question that asks so, it
-    keeps its place before its sequel. Without ``likeness`` or with ``order_weight`` 0 only the
-    lift by time is left, and that weight 0 leaves the hits as they are."""
+    question that asks what a completed act came to, or a figure of it, a leader that only asked
+    about it or planned it gives its place to its thread's report (``orderwords.reports``; ``texts``:
+    the texts of some message ids, those read for an answer, ``keyword.Ranking.readable_texts``).
+    Those texts also show a leader that tells how something turned out itself (gbk就好了): for a
+    question that asks so, it keeps its place before its sequel. Without ``likeness`` or with
+    ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves the hits as they are."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     if windows:
         return hits
     latest = orderwords.asks_for_latest(req.query)
     if likeness is None or settings.order_weight <= 0:
         return orderwords.reweigh(hits, settings.order_weight) if latest else hits
-    what_happened, outcome = orderwords.asks_what_happened(req.query), orderwords.asks_for_outcome(req.query)
+    what_happened = orderwords.asks_what_happened(req.query) or orderwords.asks_for_a_figure(req.query)
+    outcome = orderwords.asks_for_outcome(req.query)
     # The reports only re-order the hits, so one reading of their texts serves the outcome's sequels too.
     read = texts([h.message_id for h in hits]) if texts is not None and (what_happened or outcome) else None
     if what_happened and read is not None:

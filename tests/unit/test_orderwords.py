@@ -242,6 +242,22 @@ def test_other_questions_do_not_ask_what_happened(question: str) -> None:
     assert not orderwords.asks_what_happened(question)
 
 
+@pytest.mark.parametrize(("question", "figure"), [
+    ("猫咪第一次打预防针多少钱", True),  # an amount
+    ("房贷每月还多少", True),
+    ("春节回湖南的票是哪天早上几点的", True),  # a moment
+    ("第一次保养在4S店耗了多长时间", True),  # a length of time
+    ("减肥的时候你建议我每天摄入多少热量", False),  # about the asking itself
+    ("孙子入学登记要准备哪些证件", False),  # about the plan, and no figure
+    ("眼睛干涩去医院开的什么药水", False),  # no figure (asks_what_happened reads it)
+    ("How much did the first service cost?", False),
+    ("When did Caroline go to the support group?", False),  # English "when" is not read here
+    ("", False),
+])
+def test_a_chinese_question_asking_for_a_figure(question: str, figure: bool) -> None:
+    assert orderwords.asks_for_a_figure(question) is figure
+
+
 # zh-sms's first car service: "a" asks the assistant what it takes (day 10), "d" tells it done and
 # how long it took (day 12); the others as in THREAD.
 ASKED = {1: "车子开到五千公里了 首保要做啥",
@@ -292,12 +308,37 @@ def test_a_session_telling_another_topic_done_is_no_report(leader: str, answer: 
 @pytest.mark.parametrize("leader", [
     "老孙:今天你钓了几条",  # asks what a done act came to: the session answers it
     "二保做了 换了机油 机滤 空调滤 花了八百六",  # tells something done
-    "嘿 caroline,自从我们上次聊天后,我身上发生了好多事。你最近怎么样?",  # several sentences
-    "好",  # asks nothing
+    "嘿 caroline,自从我们上次聊天后,我身上发生了好多事。你最近怎么样?",  # several sentences, one tells
+    "首保做了吗?做了就好。",  # several sentences, and the second tells it done
 ])
-def test_a_leader_that_tells_or_asks_nothing_ahead_keeps_its_place(leader: str) -> None:
+def test_a_leader_that_tells_something_done_keeps_its_place(leader: str) -> None:
     texts = TOLD | {1: leader, 7: "好"}
     assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
+
+
+@pytest.mark.parametrize(("leader", "answer", "report"), [
+    # zh-daily: a plan in another's words, nothing done, then the catch
+    ("老孙:老周,今天去千岛湖钓鱼,车五点半楼下等", "好,鱼竿我带两根", "千岛湖钓了一条八斤的鳙鱼!"),
+    # zh-sms: a notice, nothing done, then the results
+    ("王主任:赵老师 社区8月12号免费体检 六十岁以上 早上空腹来社区卫生站", "好的王主任 我和老伴都去",
+     "王主任:赵老师 体检报告出来了 您血脂偏高 尿酸也高 建议复查"),
+    # a symptom and the assistant's advice, several sentences and none says anything done
+    ("最近下巴老长痘,红肿的那种,好痛", "可能和内分泌、熬夜有关。建议去皮肤科,别自己挤。",
+     "看了皮肤科 长痘是毛囊炎 开了阿达帕林"),
+])
+def test_a_leader_that_says_nothing_done_yields_to_its_report(leader: str, answer: str, report: str) -> None:
+    texts = TOLD | {1: leader, 7: answer, 4: report}
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
+    # A message of the leader not read may say something done: it keeps its place.
+    unread = {m: t for m, t in texts.items() if m != 7}
+    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), unread)) == order(THREAD)
+
+
+def test_the_name_a_quoted_message_begins_with_links_no_thread() -> None:
+    like = alike({(1, 4): 0.4})
+    texts = TOLD | {1: "老赵:周末去不去钓鱼", 7: "好"}
+    assert order(orderwords.reports(THREAD, like, texts | {4: "老赵:年终奖发了 比去年少了一半"})) == order(THREAD)
+    assert order(orderwords.reports(THREAD, like, texts | {4: "老赵:钓鱼回来了 一条没钓着"}))[:2] == ["d", "a"]
 
 
 def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
@@ -313,7 +354,7 @@ def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
     assert orderwords.reports(THREAD[:2], like, TOLD) == THREAD[:2]
 
 
-def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective() -> None:
+def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective_or_asking_a_figure() -> None:
     settings = Settings(order_weight=0.05, time_weight=0.0)
     like = alike({(1, 4): 0.4})
 
@@ -324,6 +365,7 @@ def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective()
         return search._lifted(search.SearchRequest(question), chosen, [], THREAD, like, ALL, None, read)[0].session_id
 
     assert first("第一次保养车子在4S店耗了多长时间") == "d"
+    assert first("第一次保养车子在4S店要等多长时间") == "d"  # a figure, no aspect said
     assert first("首保一般要做什么") == "a"
     assert first("第一次保养车子在4S店耗了多长时间", Settings(order_weight=0.0, time_weight=0.0)) == "a"
 
