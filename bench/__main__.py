@@ -86,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                           help="every session's answers carry the key words of its evidence turns (sessions "
                                "written around their facts)")
     longhist.add_argument("--json", type=Path, help="also write the figures here")
+    for p in (locomo, daily, longhist):
+        p.add_argument("--questions", type=Path, metavar="FILE",
+                       help="also write every system's answer to every question here, one JSON line each (which "
+                            "questions make a cell, and what each system ranked)")
+    zh.add_argument("--questions", type=Path, metavar="DIR",
+                    help="also write every system's answer to every question into DIR, one JSON line each, a file "
+                         "for each language (medium_locomo_zh.jsonl, medium_locomo.jsonl)")
     for p in (locomo, zh, daily, longhist):
         p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
                        help="the offline model of the semantic half (default: local, USE)")
@@ -194,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         root = args.root or Path(tempfile.mkdtemp(prefix="phr-locomo-zh-"))
         figures = mod.side_by_side([args.data / "medium_locomo_zh.json", args.data / "medium_locomo.json"], root,
                                    [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder, weights,
-                                   args.conversations, time_weights, args.merge)
+                                   args.conversations, time_weights, args.merge, args.questions)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -212,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = mod.run(args.data or (PATH if args.command == "zh-daily" else EN_PATH), home,
                           [m.strip() for m in args.modes.split(",") if m.strip()],
                           args.split, args.embedder, weights, args.one_project, args.answer_words,
-                          args.distractors, distractor_data)
+                          args.distractors, distractor_data, args.questions)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -226,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-longhist-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
-                          args.words, args.turns, args.sessions, args.names, picked, weights, args.focus)
+                          args.words, args.turns, args.sessions, args.names, picked, weights, args.focus,
+                          args.questions)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -242,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         home = args.home or Path(tempfile.mkdtemp(prefix="phr-locomo-")) / "home"
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
-                          weights, picked, time_weights, args.merge)
+                          weights, picked, time_weights, args.merge, questions_log=args.questions)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
     return 0

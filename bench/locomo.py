@@ -65,7 +65,7 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Collection
 
 from . import common
 
@@ -197,6 +197,12 @@ def _enable_plugin(home: Path, embedder: str) -> None:
         raise RuntimeError(f"plugin did not load through Hermes: {entry}")
 
 
+def gold_rank(sessions: list[str], gold_sessions: Collection[str]) -> int | None:
+    """The place (from 1) of the first gold session among the distinct sessions of the first ten
+    results; None when none of them is gold."""
+    return next((i + 1 for i, s in enumerate(dict.fromkeys(sessions[:10])) if s in gold_sessions), None)
+
+
 class Scores:
     def __init__(self):
         self.rows = defaultdict(list)  # category -> [(rank or None, turn recall, distinct sessions)]
@@ -204,7 +210,7 @@ class Scores:
     def add(self, category: int, sessions: list[str], messages: list[int], gold_sessions: set,
             gold_messages: set) -> None:
         distinct = list(dict.fromkeys(sessions[:10]))
-        rank = next((i + 1 for i, s in enumerate(distinct) if s in gold_sessions), None)
+        rank = gold_rank(sessions, gold_sessions)
         recall = len(gold_messages & set(messages[:10])) / len(gold_messages) if gold_messages else 0.0
         self.rows[category].append((rank, recall, len(distinct)))
 
@@ -221,6 +227,29 @@ class Scores:
             "sessions@10": sum(d for _, _, d in rows) / n,
             "zero": sum(1 for r, _, _ in rows if r is None) / n,
         }
+
+
+class QuestionLog:
+    """Every system's answer to every question, one JSON line each, when a path is given: where it
+    was asked (conversation or person), its category (or split), the question, the gold sessions, the
+    first ten distinct sessions in result order and the gold's place among them (null: not in ten).
+    A cell of the tables is a handful of questions; this says which, and what each system ranked."""
+
+    def __init__(self, path: Path | None):
+        self.out = path.open("w", encoding="utf-8") if path else None
+
+    def add(self, system: str, where: str, category: object, question: str, sessions: list[str],
+            gold_sessions: Collection[str]) -> None:
+        if self.out is None:
+            return
+        self.out.write(json.dumps({
+            "system": system, "where": where, "category": category, "question": question,
+            "gold": sorted(gold_sessions), "sessions": list(dict.fromkeys(sessions[:10])),
+            "rank": gold_rank(sessions, gold_sessions)}, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
 
 
 def _fts_or(conn, conv_sessions: list[str], question: str) -> list[tuple[int, str]]:
@@ -453,7 +482,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
         context_weights: list[float] | None = None, conversations: list[int] | None = None,
         time_weights: list[float] | None = None, merge: int = 1,
         layout: Callable[[list], list[list[dict]]] | None = None, layout_note: str = "",
-        halves: dict[str, list[int]] | None = None) -> dict:
+        halves: dict[str, list[int]] | None = None, questions_log: Path | None = None) -> dict:
     """``context_weights``: score the semantic modes again with each of these neighbour weights
     instead of the model's own (rows ``plugin:<mode> w=<weight>``), from the same vectors.
     ``conversations``: the positions in the file to use (all when None), so a tuning half and
@@ -462,7 +491,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     turns a message (see the module's docstring). ``layout``: from the whole file, every
     conversation's sessions as ``build`` takes them (``sessions_as_written`` when None), said in
     the data line as ``layout_note``. ``halves``: name -> positions in the file, each printed as a
-    table of its own too."""
+    table of its own too. ``questions_log``: write every answer there too (``QuestionLog``)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -489,6 +518,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     scores = {s: Scores() for s in systems.names}
     by_conv = {s: defaultdict(Scores) for s in systems.names}
     by_half = {s: defaultdict(Scores) for s in systems.names}
+    log = QuestionLog(questions_log)
     try:
         for sample in data:
             conv = convs[sample["sample_id"]]
@@ -501,6 +531,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                 gold_sessions = {conv["session_of"][m] for m in gold_msgs}
                 timed = bool(timewords.find(qa["question"], conv["asked_at"]))
                 for system, sessions, messages in systems.ask(qa["question"], conv["asker"]):
+                    log.add(system, sample["sample_id"], qa["category"], qa["question"], sessions, gold_sessions)
                     tables = [scores[system], by_conv[system][sample["sample_id"]]]
                     if sample["sample_id"] in half_of:
                         tables.append(by_half[system][half_of[sample["sample_id"]]])
@@ -510,6 +541,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
                         scores[system].add(TIMED + qa["category"], sessions, messages, gold_sessions, gold_msgs)
     finally:
         systems.close()
+        log.close()
 
     figures = {"machine": info, "embedder": embedder, "merge": merge, "systems": {}, "indexing": indexing}
     rows = []
@@ -558,20 +590,24 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
 
 def side_by_side(files: list[Path], root: Path, modes: list[str], embedder: str = "local",
                  context_weights: list[float] | None = None, conversations: str | None = None,
-                 time_weights: list[float] | None = None, merge: int = 1) -> dict:
+                 time_weights: list[float] | None = None, merge: int = 1, questions: Path | None = None) -> dict:
     """Each file in its own home (a fresh process each, Hermes caches its home per process), then one
-    table: every system and category, the files' figures next to each other."""
+    table: every system and category, the files' figures next to each other. ``questions``: a folder,
+    each file's answers written there as ``<file stem>.jsonl`` (``QuestionLog``)."""
     import subprocess
     import sys
 
     results = {}
+    if questions:
+        questions.mkdir(parents=True, exist_ok=True)
     for path in files:
         out = root / f"{path.stem}.json"
         subprocess.run([sys.executable, "-m", "bench", "locomo", "--data", str(path), "--home",
                         str(root / path.stem / "home"), "--modes", ",".join(modes), "--json", str(out),
                         "--embedder", embedder, "--context-weights", ",".join(f"{w:g}" for w in context_weights or []),
                         "--time-weights", ",".join(f"{w:g}" for w in time_weights or []),
-                        "--merge", str(merge), *(["--conversations", conversations] if conversations else [])],
+                        "--merge", str(merge), *(["--conversations", conversations] if conversations else []),
+                        *(["--questions", str(questions / f"{path.stem}.jsonl")] if questions else [])],
                        check=True, cwd=Path(__file__).resolve().parents[1])
         results[path.stem] = json.loads(out.read_text())
     names = list(results)

@@ -267,13 +267,14 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
-        context_weights: list[float] | None = None, focus: bool = False) -> dict:
-    """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too."""
+        context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None) -> dict:
+    """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too.
+    ``questions_log``: as ``locomo.run``'s."""
     check(words, turns, sessions, EXCHANGES, names)
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
             f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
                          layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus),
-                         layout_note=note, halves=HALVES)
+                         layout_note=note, halves=HALVES, questions_log=questions_log)
     figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus}
     return figures

@@ -160,12 +160,13 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
 
 def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
         context_weights: list[float] | None = None, one_project: bool = False, answer_words: int | None = None,
-        distractors: int = 0, distractor_data: Path | None = None) -> dict:
+        distractors: int = 0, distractor_data: Path | None = None, questions_log: Path | None = None) -> dict:
     """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
     ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note.
     ``answer_words``: words of filler after each assistant reply (0: as written; None: as the set says).
     ``distractors``: sessions of the LoCoMo-format file ``distractor_data`` added (see the module's note;
-    after the filler, so the set's own sessions read the same with or without them)."""
+    after the filler, so the set's own sessions read the same with or without them). ``questions_log``:
+    write every answer there too (``locomo.QuestionLog``)."""
     home.mkdir(parents=True, exist_ok=True)
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
@@ -190,6 +191,7 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     indexing = locomo._index_all(home, people) if any(m != "keyword" for m in modes) else None
     systems = locomo.Systems(home, modes, context_weights)
     scores = {s: locomo.Scores() for s in systems.names}
+    log = locomo.QuestionLog(questions_log)
     try:
         for pid, person in people.items():
             systems.enter(person["scope"], person["folder"])
@@ -199,10 +201,12 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
                 gold_messages = {person["ids"][g["session"], i] for g in q["gold"] for i in g["messages"]}
                 gold_sessions = {person["session_of"][g["session"]] for g in q["gold"]}
                 for system, sessions, messages in systems.ask(q["question"], person["asker"]):
+                    log.add(system, pid, q["split"], q["question"], sessions, gold_sessions)
                     # Keyed by split and person, so each split and each person can be read from one run.
                     scores[system].add((q["split"], pid), sessions, messages, gold_sessions, gold_messages)
     finally:
         systems.close()
+        log.close()
 
     splits = [s for s in zh_data.SPLITS if split in ("all", s)]
     keys = {s: [(s, p) for p in people] for s in splits}

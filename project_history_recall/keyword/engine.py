@@ -813,9 +813,11 @@ def lone(concepts: list[_Concept], at: list[int], texts: list[str | None], keep:
 def _said_as(word: str) -> tuple[str, re.Pattern[str]]:
     """How ``nearness`` finds a word of the question: (a substring every text that says it holds,
     the pattern that finds it), as a whole word or as any word beginning with all but its last
-    three letters (at least four: a word of four letters or fewer only as itself)."""
-    if len(word) > 4:
-        stem = word[:max(4, len(word) - 3)]
+    three letters (at least four: a word of four letters or fewer only as itself). A beginning that
+    is a stop word would find that word everywhere ("them" of theme, "than" of thank, "like" of
+    likely): such a word is found only as itself."""
+    stem = word[:max(4, len(word) - 3)]
+    if len(word) > 4 and stem not in STOP_WORDS:
         return stem, re.compile(re.escape(stem) + r"[^\W_]*")
     return word, re.compile(re.escape(word) + r"(?![^\W_])")
 

@@ -57,6 +57,16 @@ def test_nearness_is_the_share_of_neighbouring_question_words_said_close_togethe
     assert near == pytest.approx([0.5, 0, 0.25, 0, 0, 0, 0.25, 0])
 
 
+def test_nearness_finds_a_word_whose_beginning_is_a_stop_word_only_as_itself():
+    """"likely" by "like*" paired the name with every "it sounds like" (LoCoMo-zh English, "What fields would
+    Caroline be likely to pursue"); "theme" by "them*" and "thank" by "than*" found those words everywhere."""
+    caroline, likely, theme = _concept(1.0, [1], "caroline"), _concept(1.0, [1], "likely"), _concept(1.0, [1], "theme")
+    texts = ["caroline, it sounds like fun", "caroline is likely to", "caroline likes it"]
+    assert nearness([caroline, likely], texts).tolist() == [0, pytest.approx(0.5), 0]
+    assert nearness([caroline, theme], ["caroline told them", "caroline's themes"]).tolist() == [0, 0]
+    assert nearness([caroline, theme], ["caroline's theme"]).tolist() == [pytest.approx(0.5)]
+
+
 def test_nearness_pairs_whole_words_next_to_each_other_among_the_concepts():
     art, painting, melanie, caroline = (_concept(1.0, [1], "art"), _concept(1.0, [1], "画画", whole_word=False),
                                         _concept(1.0, [1], "melanie"), _concept(1.0, [1], "caroline"))
