@@ -28,7 +28,10 @@ Two methods (setting ``fusion``):
   disagreements, and every keyword background lost long histories, where
   every long answer holds the question's common words (docs/benchmarks.md,
   "Blend weights that follow the semantic side's confidence" and "Fusion
-  weighed by the keyword side").
+  weighed by the keyword side"). So did weights that follow the two rankings'
+  agreement (how many first sessions they share) or how many of the keyword
+  side's first sessions the semantic side backs (docs/benchmarks.md, "The
+  semantic first far above the blend's first").
 - ``rrf``: Reciprocal Rank Fusion. Each list votes ``weight / (k + rank)``;
   ranks, not scores, are fused.
 

@@ -33,7 +33,8 @@ the fused order. The semantic side's reserved sessions come up further, to end
 at the middle (``raised``), when their best message stands far out of the
 question's background over the scope: the paraphrase the keyword side cannot
 see, which the blend had left at the bottom of the ten under long answers that
-hold the question's words (see ``search.STANDOUT_Z``).
+hold the question's words (see ``search.STANDOUT_Z``); the first of them takes the first place
+when its best message stands as far above the fused first's (``search._led``).
 """
 
 from __future__ import annotations
