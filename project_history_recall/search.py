@@ -342,7 +342,9 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     question's words and, more still, its form match the asking. Before them, for a Chinese
     question that asks what a completed act came to, or a figure of it, a leader that only asked
     about it or planned it gives its place to its thread's report (``orderwords.reports``; ``texts``:
-    the texts of some message ids, those read for an answer, ``keyword.Ranking.readable_texts``).
+    the texts of some message ids, those read for an answer, ``keyword.Ranking.readable_texts``); a
+    report found further down only follows its leader, placed behind it last of all, so that no
+    sequel is sought for it as for a leader and the first place stays (``orderwords.behind``).
     Those texts also show a leader that tells how something turned out itself (gbk就好了): for a
     question that asks so, it keeps its place before its sequel. Without ``likeness`` or with
     ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves the hits as they are."""
@@ -356,14 +358,16 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     outcome = orderwords.asks_for_outcome(req.query)
     # The reports only re-order the hits, so one reading of their texts serves the outcome's sequels too.
     read = texts([h.message_id for h in hits]) if texts is not None and (what_happened or outcome) else None
+    follow: dict[str, str] = {}
     if what_happened and read is not None:
-        hits = orderwords.reports(hits, likeness, read)
-    if not latest:
-        return orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits])) \
-            if answered is not None else hits
-    if outcome:
-        hits = orderwords.sequels(hits, likeness, near, texts=read)
-    return orderwords.reweigh(hits, settings.order_weight)
+        hits, follow = orderwords.reports(hits, likeness, read)
+    if latest:
+        if outcome:
+            hits = orderwords.sequels(hits, likeness, near, texts=read)
+        hits = orderwords.reweigh(hits, settings.order_weight)
+    elif answered is not None:
+        hits = orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
+    return orderwords.behind(hits, follow)
 
 
 def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:

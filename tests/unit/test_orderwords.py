@@ -266,8 +266,14 @@ ASKED = {1: "车子开到五千公里了 首保要做啥",
 TOLD = {h.message_id: "好的" for h in THREAD} | ASKED
 
 
+def reported(hits: list[Hit], likeness, texts: dict[int, str]) -> list[Hit]:
+    """``hits`` with their reports placed as a search places them: a report near the top in its
+    leader's place, one further down behind it."""
+    return orderwords.behind(*orderwords.reports(hits, likeness, texts))
+
+
 def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
-    out = orderwords.reports(THREAD, alike({(1, 4): 0.4}), TOLD)
+    out = reported(THREAD, alike({(1, 4): 0.4}), TOLD)
     assert order(out) == ["d", "a", "b", "c", "e", "f"]
     # Only the report moved; the others keep their scores and their order.
     assert [(h.message_id, h.score) for h in out if h.session_id != "d"] == \
@@ -286,7 +292,7 @@ def test_a_report_takes_the_place_of_the_session_that_only_asked() -> None:
 ])
 def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: "好", 4: report}
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
 
 
 @pytest.mark.parametrize(("leader", "answer", "told"), [
@@ -302,7 +308,7 @@ def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, rep
 ])
 def test_a_session_telling_another_topic_done_is_no_report(leader: str, answer: str, told: str) -> None:
     texts = TOLD | {1: leader, 7: answer, 4: told}
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
 
 
 @pytest.mark.parametrize("leader", [
@@ -313,7 +319,7 @@ def test_a_session_telling_another_topic_done_is_no_report(leader: str, answer: 
 ])
 def test_a_leader_that_tells_something_done_keeps_its_place(leader: str) -> None:
     texts = TOLD | {1: leader, 7: "好"}
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts)) == order(THREAD)
 
 
 @pytest.mark.parametrize(("leader", "answer", "report"), [
@@ -328,30 +334,78 @@ def test_a_leader_that_tells_something_done_keeps_its_place(leader: str) -> None
 ])
 def test_a_leader_that_says_nothing_done_yields_to_its_report(leader: str, answer: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: answer, 4: report}
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
     # A message of the leader not read may say something done: it keeps its place.
     unread = {m: t for m, t in texts.items() if m != 7}
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.4}), unread)) == order(THREAD)
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), unread)) == order(THREAD)
 
 
 def test_the_name_a_quoted_message_begins_with_links_no_thread() -> None:
     like = alike({(1, 4): 0.4})
     texts = TOLD | {1: "老赵:周末去不去钓鱼", 7: "好"}
-    assert order(orderwords.reports(THREAD, like, texts | {4: "老赵:年终奖发了 比去年少了一半"})) == order(THREAD)
-    assert order(orderwords.reports(THREAD, like, texts | {4: "老赵:钓鱼回来了 一条没钓着"}))[:2] == ["d", "a"]
+    assert order(reported(THREAD, like, texts | {4: "老赵:年终奖发了 比去年少了一半"})) == order(THREAD)
+    assert order(reported(THREAD, like, texts | {4: "老赵:钓鱼回来了 一条没钓着"}))[:2] == ["d", "a"]
 
 
 def test_no_report_where_none_tells_is_alike_enough_or_near_the_top() -> None:
     like = alike({(1, 4): 0.4})
-    assert order(orderwords.reports(THREAD, like, TOLD | {4: "秀英:花了多少 一共"})) == order(THREAD)  # asks
-    assert order(orderwords.reports(THREAD, like, TOLD | {4: "首保做完了。等了两个小时"})) == order(THREAD)
-    assert order(orderwords.reports(THREAD, alike({(1, 4): 0.1}), TOLD)) == order(THREAD)  # below the mean
+    assert order(reported(THREAD, like, TOLD | {4: "秀英:花了多少 一共"})) == order(THREAD)  # asks
+    assert order(reported(THREAD, like, TOLD | {4: "首保做完了。等了两个小时"})) == order(THREAD)
+    assert order(reported(THREAD, alike({(1, 4): 0.1}), TOLD)) == order(THREAD)  # below the mean
     unread = {m: t for m, t in TOLD.items() if m != 7}  # a's answer too long to read
-    assert order(orderwords.reports(THREAD, like, unread)) == order(THREAD)
-    # "f" (day 25) tells, but is the 6th session: no report among the first five.
+    assert order(reported(THREAD, like, unread)) == order(THREAD)
+    # "f" (day 25) tells, but is the 6th session: not among the first five, and saying one word of
+    # the leader's (首保) it is not near enough to follow it either.
     past = TOLD | {4: "好的", 6: "首保做完了 等了两个小时"}
-    assert order(orderwords.reports(THREAD, alike({(1, 6): 0.4}), past)) == order(THREAD)
-    assert orderwords.reports(THREAD[:2], like, TOLD) == THREAD[:2]
+    assert order(reported(THREAD, alike({(1, 6): 0.4}), past)) == order(THREAD)
+    assert reported(THREAD[:2], like, TOLD) == THREAD[:2]
+
+
+# "f" (day 25, the 6th session) tells the first service done in two of the leader's words (首保, 机油).
+FURTHER = TOLD | {4: "好的", 6: "首保做完了 换了机油机滤 等了两个小时"}
+
+
+def test_a_report_further_down_follows_its_leader() -> None:
+    out = reported(THREAD, alike({(1, 6): 0.4}), FURTHER)
+    assert order(out) == ["a", "f", "b", "c", "d", "e"]
+    # The leader keeps its place and its score; the report stands just under it.
+    firsts = {h.session_id: h.score for h in reversed(out)}
+    assert firsts["a"] == 1.2 and firsts["b"] < firsts["f"] < firsts["a"]
+    assert [(h.message_id, h.score) for h in out if h.session_id != "f"] == \
+        [(h.message_id, h.score) for h in THREAD if h.session_id != "f"]
+
+
+def test_a_report_beyond_the_reach_or_below_the_bar_does_not_follow(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert reported(THREAD, alike({(1, 6): 0.1}), FURTHER) == THREAD  # below the mean likeness
+    monkeypatch.setattr(orderwords, "REPORT_BEHIND", 5)
+    assert reported(THREAD, alike({(1, 6): 0.4}), FURTHER) == THREAD
+
+
+def test_a_report_near_the_top_is_chosen_before_one_further_down() -> None:
+    texts = FURTHER | {4: ASKED[4]}
+    assert order(reported(THREAD, alike({(1, 4): 0.4, (1, 6): 0.4}), texts))[:3] == ["d", "a", "b"]
+
+
+def test_behind_places_each_report_right_behind_its_leader_wherever_it_stands() -> None:
+    assert order(orderwords.behind(THREAD, {"b": "e"})) == ["a", "b", "e", "c", "d", "f"]
+    assert orderwords.behind(THREAD, {"c": "a"}) == THREAD  # already ahead
+    assert orderwords.behind(THREAD, {}) == THREAD
+    # One report of two leaders follows the first of them.
+    assert order(orderwords.behind(THREAD, {"c": "f", "b": "f"})) == ["a", "b", "f", "c", "d", "e"]
+
+
+def test_a_search_keeps_the_leader_first_with_its_report_further_down_next() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+
+    def read(ids: list[int]) -> dict[int, str]:
+        return {m: FURTHER[m] for m in ids}
+
+    def lifted(question: str) -> list[Hit]:
+        return search._lifted(search.SearchRequest(question), settings, [], THREAD, alike({(1, 6): 0.4}), ALL,
+                              None, read)
+
+    assert order(lifted("第一次保养车子在4S店耗了多长时间"))[:2] == ["a", "f"]
+    assert order(lifted("首保一般要做什么")) == order(THREAD)  # asks nothing done
 
 
 def test_a_search_reads_a_report_only_for_a_chinese_question_in_the_perfective_or_asking_a_figure() -> None:
