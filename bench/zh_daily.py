@@ -178,9 +178,11 @@ def run(data_paths: list[Path], home: Path, modes: list[str], split: str = "all"
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
     common.print_machine(info)
-    sets = [zh_data.load(path) for path in data_paths]
-    words = sets[0].get("answer_words", 0) if answer_words is None else answer_words
-    data = zh_data.combined([lengthen(d, words) if words else d for d in sets])
+    # Each set at the words asked for, or its own (sets read as one must agree: ``zh_data.combined``).
+    sets = [{**d, "answer_words": d.get("answer_words", 0) if answer_words is None else answer_words}
+            for d in map(zh_data.load, data_paths)]
+    data = zh_data.combined([lengthen(d, d["answer_words"]) if d["answer_words"] else d for d in sets])
+    words = data["answer_words"]
     if distractors:
         assert distractor_data is not None
         data = with_distractors(data, json.loads(distractor_data.read_text(encoding="utf-8")), distractors)
