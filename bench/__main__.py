@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     daily = sub.add_parser("zh-daily", aliases=["en-daily"],
                            help="zh-daily: short Chinese daily-life sessions, questions that paraphrase; en-daily: "
                                 "one English user's focused chats with long answers")
-    daily.add_argument("--data", type=Path,
-                       help="the set (default: bench/data/zh_daily.json, or en_daily.json as en-daily, in the checkout)")
+    daily.add_argument("--data", type=Path, action="append",
+                       help="the set (default: bench/data/zh_daily.json, or en_daily.json as en-daily, in the "
+                            "checkout); given again, each set is added: one home, ids kept apart, figures also per set")
     daily.add_argument("--answer-words", type=int, metavar="N",
                        help="words of filler after each assistant reply (0: as written; default: as the set says)")
     daily.add_argument("--home", type=Path, help="Hermes home to build into (default: a temp dir)")
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         distractor_data = args.distractor_data or (
             data / "locomo-zh" / "medium_locomo_zh.json" if args.command == "zh-daily" else data / "locomo10.json")
         home = args.home or Path(tempfile.mkdtemp(prefix=f"phr-{args.command}-")) / "home"
-        figures = mod.run(args.data or (PATH if args.command == "zh-daily" else EN_PATH), home,
+        figures = mod.run(args.data or [PATH if args.command == "zh-daily" else EN_PATH], home,
                           [m.strip() for m in args.modes.split(",") if m.strip()],
                           args.split, args.embedder, weights, args.one_project, args.answer_words,
                           args.distractors, distractor_data, args.questions)

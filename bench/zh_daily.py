@@ -31,6 +31,12 @@ reads like a chat assistant's: long answers restating the user's words around ge
 ``bench/data/en_fresh.json`` (run with ``--data``) is a second such set, three other people and 101
 questions, written apart from en-daily and before any system ran on it, as a check no tuning has seen.
 
+``--data`` given several times reads the sets as one (``zh_data.combined``): every set's people,
+sessions and questions, ids prefixed with the set's name, figures printed per set as well. With
+``one_project`` and distractors, zh-daily + zh-sms + zh-chat make one project of ~1,000 short sessions
+of thirteen people, towards the independent check's ~1,900 a person: at that scale the question's
+words are in many sessions and the fusion chooses among more candidates alike.
+
 ``distractors`` adds that many sessions that answer none of the questions: a LoCoMo-format file's
 conversations (LoCoMo-zh for zh-daily, LoCoMo for en-daily) cut into sessions of 2-4 turns, the
 first speaker as the person and the other quoted by name, dealt in turn to the people's projects
@@ -158,10 +164,11 @@ def build(data: dict, home: Path, one_project: bool = False) -> dict:
     return people
 
 
-def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embedder: str = "local",
+def run(data_paths: list[Path], home: Path, modes: list[str], split: str = "all", embedder: str = "local",
         context_weights: list[float] | None = None, one_project: bool = False, answer_words: int | None = None,
         distractors: int = 0, distractor_data: Path | None = None, questions_log: Path | None = None) -> dict:
-    """``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
+    """``data_paths``: one set, or several read as one (``zh_data.combined``; each lengthened first), whose
+    figures are then also printed per set. ``split``: ask the "tune" questions, the "held-out" ones, or "all" (then each split is printed too).
     ``context_weights``: as in ``locomo.Systems``. ``one_project``: see the module's note.
     ``answer_words``: words of filler after each assistant reply (0: as written; None: as the set says).
     ``distractors``: sessions of the LoCoMo-format file ``distractor_data`` added (see the module's note;
@@ -171,17 +178,18 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
     os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
     info = common.machine()
     common.print_machine(info)
-    data = zh_data.load(data_path)
-    words = data.get("answer_words", 0) if answer_words is None else answer_words
-    if words:
-        data = lengthen(data, words)
+    # Each set at the words asked for, or its own (sets read as one must agree: ``zh_data.combined``).
+    sets = [{**d, "answer_words": d.get("answer_words", 0) if answer_words is None else answer_words}
+            for d in map(zh_data.load, data_paths)]
+    data = zh_data.combined([lengthen(d, d["answer_words"]) if d["answer_words"] else d for d in sets])
+    words = data["answer_words"]
     if distractors:
         assert distractor_data is not None
         data = with_distractors(data, json.loads(distractor_data.read_text(encoding="utf-8")), distractors)
     questions = [q for q in data["questions"] if split in ("all", q["split"])]
     t = time.time()
     people = build(data, home, one_project)
-    print(f"data: {data_path.name} ({len(data['people'])} people, "
+    print(f"data: {'+'.join(path.name for path in data_paths)} ({len(data['people'])} people, "
           f"{sum(len(p['sessions']) for p in data['people'])} sessions, {len(questions)} questions, split {split}"
           f"{', all in one project' if one_project else ''}{f', ~{words} words added to each answer' if words else ''}"
           f"{f', {distractors} of them distractors from {distractor_data.name}' if distractors else ''})"
@@ -209,6 +217,10 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
         log.close()
 
     splits = [s for s in zh_data.SPLITS if split in ("all", s)]
+    # The people of each set read as one (one set: all of them), for its own figures.
+    sources: dict[str, list[str]] = {}
+    for p in data["people"]:
+        sources.setdefault(p.get("source", data["name"]), []).append(p["id"])
     keys = {s: [(s, p) for p in people] for s in splits}
     figures: dict = {"set": data["name"], "machine": info, "embedder": embedder, "split": split,
                      "one_project": one_project, "answer_words": words, "distractors": distractors,
@@ -217,6 +229,9 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
         summary = systems.summary(system, scores[system], [k for ks in keys.values() for k in ks])
         summary["by_split"] = {s: scores[system].summary(ks) for s, ks in keys.items()}
         summary["by_person"] = {p: scores[system].summary([(s, p) for s in splits]) for p in people}
+        summary["by_set"] = {name: {label: scores[system].summary([(s, p) for s in kept for p in mine])
+                                    for label, kept in [(split, splits)] + [(s, [s]) for s in splits if s != split]}
+                             for name, mine in sources.items()}
         figures["systems"][system] = summary
     tables = [(split, figures["systems"])]
     if split == "all":
@@ -226,6 +241,13 @@ def run(data_path: Path, home: Path, modes: list[str], split: str = "all", embed
               f"{f' (+{distractors} distractor sessions)' if distractors else ''}, split {name}, questions as asked, 10 results (ms/q over all questions asked)\n")
         print(common.table(locomo.Systems.HEADERS, [
             locomo.Systems.row(n, {**summaries[n], "p50_ms": figures["systems"][n]["p50_ms"]}) for n in systems.names]))
+    if len(sources) > 1:
+        print("\nper set (hit@1 / hit@5 / hit@10 / MRR):")
+        for name in sources:
+            for system in systems.names:
+                print(f"  {name} {system}: " + " · ".join(f"{label} " + "/".join(
+                    f"{cell[k]:.3f}" for k in ("hit@1", "hit@5", "hit@10", "mrr"))
+                    for label, cell in figures["systems"][system]["by_set"][name].items()))
     print("\nper person (hit@1 / hit@5 / MRR):")
     for p in people:
         print(f"  {p}: " + " · ".join(

@@ -86,6 +86,29 @@ def problems(data: dict) -> list[str]:
     return out
 
 
+def combined(sets: list[dict]) -> dict:
+    """The sets as one: their people, sessions and questions side by side, each id prefixed with its
+    set's name and ``/`` so none clash, each person marked with it (``source``), each question's split
+    kept. One set comes back as it is. ValueError if the sets quote people differently or lengthen
+    answers differently: one run reads every set's messages one way (lengthen each set first)."""
+    if len(sets) == 1:
+        return sets[0]
+    speakers = [s.get("speakers", SPEAKERS) for s in sets]
+    if any(s != speakers[0] for s in speakers) or len({s.get("answer_words", 0) for s in sets}) > 1:
+        raise ValueError("the sets differ in speakers or answer_words; they cannot be read as one")
+    names = [s.get("name") or "daily" for s in sets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a set is given twice: {names}")
+    people, questions = [], []
+    for name, data in zip(names, sets, strict=True):
+        people += [{**p, "id": f"{name}/{p['id']}", "source": name,
+                    "sessions": [{**s, "id": f"{name}/{s['id']}"} for s in p["sessions"]]} for p in data["people"]]
+        questions += [{**q, "id": f"{name}/{q['id']}", "person": f"{name}/{q['person']}",
+                       "gold": [{**g, "session": f"{name}/{g['session']}"} for g in q["gold"]]}
+                      for q in data["questions"]]
+    return {**sets[0], "name": "+".join(names), "people": people, "questions": questions}
+
+
 def content(speaker: str, text: str, speakers: dict = SPEAKERS) -> tuple[str, str]:
     """(role, content) of one message as Hermes stores it, ``speakers`` as the set's."""
     if speaker == speakers["user"]:
