@@ -346,10 +346,12 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
 
 def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex.Lookup | None = None,
               sessions: int = 0) -> list[Hit]:
-    """``hits`` (the question's best ``limit``), and when they hold fewer than ``sessions``
+    """``hits`` (the question's best ``limit``), and when they hold some but fewer than ``sessions``
     sessions, the best ``limit`` messages of the others by the question's stop words after them
-    (``filled``). Only a question whose words the scope says little pays for the second search."""
-    if len({h.session_id for h in hits}) >= sessions:
+    (``filled``). Only a question whose words the scope says little pays for the second search; one
+    whose words it never says finds nothing still (a question is searched as its words: stop words
+    alone would answer any question with something)."""
+    if not hits or len({h.session_id for h in hits}) >= sessions:
         return hits
     stop = querytext.stop_words(ctx.query.raw)
     if stop.empty:
