@@ -39,6 +39,8 @@ from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
 if TYPE_CHECKING:
     import numpy as np
 
+    from .keyword.textindex import Lookup
+
 logger = logging.getLogger(__name__)
 
 # Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
@@ -419,6 +421,14 @@ def _standouts(outcome: semantic.Outcome, count: int) -> list[str]:
     return [sid for sid, hit in best.items() if hit.message_id in high]
 
 
+def _topped_up(req: SearchRequest, ctx: SearchContext, lookup: Lookup | None,
+               hits: list[Hit]) -> list[Hit]:
+    """A keyword search's ``hits`` as ranked, and when they hold fewer than ``req.limit`` sessions, the
+    best of the others by the question's stop words after them (``keyword.topped_up``): after the
+    lifts, so that none of those comes before a session the question's own words found."""
+    return keyword.topped_up(ctx, hits, KEYWORD_SCORED, lookup, req.limit)
+
+
 def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str], str, semantic.Outcome]:
     """(hits best first, enough of them for ``req.limit`` sessions; the sessions reserved a place
     among them (``sessions.by_session``); engines used; the semantic outcome). With the semantic
@@ -429,7 +439,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        return _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, lookup)), [], "keyword", outcome
+        return _topped_up(req, ctx, lookup, _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, lookup))), \
+            [], "keyword", outcome
     # In hybrid mode the characters of the question's words count where the semantic side backs
     # the message (``fusion.backed``), so they are looked up too.
     found = None if req.mode == "semantic" else keyword.find(ctx, lookup, gated=req.mode == "hybrid")
@@ -446,7 +457,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        return _lifted(req, settings, windows, kw_all), [], "keyword", outcome
+        return _topped_up(req, ctx, lookup, _lifted(req, settings, windows, kw_all)), [], "keyword", outcome
     if req.mode == "semantic":
         return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
     near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)

@@ -51,7 +51,7 @@ from ..hermes import messages
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
 from ..hits import KEYWORD, Hit
-from . import answerkind, cjk, textindex
+from . import answerkind, cjk, querytext, textindex
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
 if TYPE_CHECKING:
@@ -342,6 +342,35 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
     the scope is current in the plugin's own index) terms are looked up there, when it
     can answer them all."""
     return find(ctx, lookup).hits(limit)
+
+
+def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex.Lookup | None = None,
+              sessions: int = 0) -> list[Hit]:
+    """``hits`` (the question's best ``limit``), and when they hold some but fewer than ``sessions``
+    sessions, the best ``limit`` messages of the others by the question's stop words after them
+    (``filled``). Only a question whose words the scope says little pays for the second search; one
+    whose words it never says finds nothing still (a question is searched as its words: stop words
+    alone would answer any question with something)."""
+    if not hits or len({h.session_id for h in hits}) >= sessions:
+        return hits
+    stop = querytext.stop_words(ctx.query.raw)
+    if stop.empty:
+        return hits
+    return filled(hits, find(replace(ctx, query=stop), lookup).hits(limit))
+
+
+def filled(hits: list[Hit], others: list[Hit]) -> list[Hit]:
+    """``hits`` followed by those of ``others`` (best first) in sessions ``hits`` do not hold,
+    each scored below the last of ``hits``, in their order: a session found by the question's
+    words comes before any found by its stop words alone."""
+    seen = {h.session_id for h in hits}
+    rest = [h for h in others if h.session_id not in seen]
+    if not rest:
+        return hits
+    floor = min((h.score for h in hits), default=1.0)
+    top = max(h.score for h in rest) or 1.0
+    # Scaled into (0, floor/2]: below every hit of the question's words, their order kept.
+    return hits + [replace(h, score=floor / 2 * max(h.score, 0.0) / top) for h in rest]
 
 
 def find(ctx: SearchContext, lookup: textindex.Lookup | None = None, gated: bool = False) -> Ranking:

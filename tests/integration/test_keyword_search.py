@@ -132,6 +132,26 @@ def test_other_forms_of_a_word_find_it(lookalike_pq, world):
     assert ask("tracker") == {sid}
 
 
+def test_sessions_the_words_miss_follow_by_the_questions_stop_words(lookalike_pq, world):
+    """A question whose words the project says in fewer sessions than asked for: the sessions
+    that hold only its stop words ("she", "had") follow those, never before them; a session that
+    holds none of it stays out, and a question whose words fill the results brings none, nor one
+    whose words the project never says."""
+    p_dir = lookalike_pq["p_dir"]
+    said = world.session(("user", "The doctor checked the knee"), cwd=p_dir, title="doctor")
+    stop = world.session(("user", "Lily had a fever and she slept all day"), cwd=p_dir, title="fever")
+    garden = world.session(("user", "Tomatoes want full sun"), cwd=p_dir, title="garden")
+    ask = lambda q, limit=10: [r["session_id"] for r in call(  # noqa: E731
+        SEARCH, {"mode": "keyword", "query": q, "limit": limit, "context": 0},
+        session_id=lookalike_pq["asker_p"])["results"]]
+    # The project's other sessions say "the" and "to" at most: they follow.
+    found_ = ask("What did the doctor say my daughter had when she was ill?")
+    assert found_[:2] == [said, stop] and garden not in found_
+    assert ask("What did the doctor say my daughter had when she was ill?", limit=1) == [said]
+    assert ask("doctor") == [said]
+    assert ask("What did the dentist say about my daughter?") == []
+
+
 @pytest.mark.parametrize("query", ['NEAR(websocket reconnect)', 'websocket AND', 'OR', '"unbalanced', 'col:websocket',
                                    '*', '^websocket', 'a:b:c', "'; DROP TABLE messages; --", "(((", '"" AND ""',
                                    "websocket\x00", "\ud800websocket", "x" * 5000])

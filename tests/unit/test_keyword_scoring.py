@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from project_history_recall.hits import KEYWORD, Hit
 from project_history_recall.keyword import textindex
 from project_history_recall.keyword.answerkind import AMOUNT, ANSWER_CHARS
 from project_history_recall.keyword.engine import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
                                                    TF_MAX_CHARS, TF_READ_CHARS, _Concept, _Facts, bm25_scores,
-                                                   nearness, occurrences, rank, term_counts, to_read)
+                                                   filled, nearness, occurrences, rank, term_counts, to_read)
 
 
 @pytest.mark.parametrize("text, needle, whole_word, count", [
@@ -293,3 +294,15 @@ def test_a_ranking_gives_the_texts_read_for_an_answer_reading_only_those_it_has_
     ranking.hits(2)
     assert ranking.readable_texts([101, 7, 8, 9]) == {101: "首保做完了", 7: "等了两个小时"}  # 8 too long, 9 gone
     assert read == [[100, 101], [7, 8, 9]]
+
+
+def test_filled_appends_other_sessions_below_every_hit_in_their_order():
+    hits = [Hit(1, "a", 2.0, KEYWORD, 0.0), Hit(2, "b", 0.5, KEYWORD, 0.0)]
+    others = [Hit(3, "b", 9.0, KEYWORD, 0.0), Hit(4, "c", 6.0, KEYWORD, 0.0), Hit(5, "d", 3.0, KEYWORD, 0.0),
+              Hit(6, "c", 1.0, KEYWORD, 0.0)]
+    out = filled(hits, others)
+    assert [(h.message_id, h.session_id) for h in out] == [(1, "a"), (2, "b"), (4, "c"), (5, "d"), (6, "c")]
+    assert out[2].score == pytest.approx(0.25) and out[3].score == pytest.approx(0.125)
+    assert all(a.score >= b.score for a, b in zip(out, out[1:], strict=False))
+    assert filled(hits, others[:1]) == hits
+    assert [h.message_id for h in filled([], others)] == [3, 4, 5, 6]
