@@ -344,8 +344,8 @@ def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = Non
     return find(ctx, lookup).hits(limit)
 
 
-def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex.Lookup | None = None,
-              sessions: int = 0) -> list[Hit]:
+def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex.Lookup | None,
+              sessions: int) -> list[Hit]:
     """``hits`` (the question's best ``limit``), and when they hold some but fewer than ``sessions``
     sessions, the best ``limit`` messages of the others by the question's stop words after them
     (``filled``). Only a question whose words the scope says little pays for the second search; one
@@ -353,7 +353,7 @@ def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex
     alone would answer any question with something)."""
     if not hits or len({h.session_id for h in hits}) >= sessions:
         return hits
-    stop = querytext.stop_words(ctx.query.raw)
+    stop = querytext.stop_words(ctx.query)
     if stop.empty:
         return hits
     return filled(hits, find(replace(ctx, query=stop), lookup).hits(limit))

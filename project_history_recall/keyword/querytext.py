@@ -326,18 +326,16 @@ def parse(raw: object) -> ParsedQuery:
     return ParsedQuery(raw=text, terms=kept[:MAX_TERMS])
 
 
-def stop_words(raw: object) -> ParsedQuery:
-    """The stop words of a question whose other words ``parse`` keeps, each a concept of its own,
-    as typed: what ranks the sessions those other words do not find (``engine.search``). In a
-    short exchange they still tell something ("she" for a daughter, "didn't get" for a refusal),
+def stop_words(query: ParsedQuery) -> ParsedQuery:
+    """The stop words of a question (``parse``d) whose other words ``parse`` kept, each a concept of
+    its own, as typed: what ranks the sessions those other words do not find (``engine.topped_up``).
+    In a short exchange they still tell something ("she" for a daughter, "didn't get" for a refusal),
     as they do for a BM25 over whole sessions; among the other words they only crowd the ranking."""
-    text = clean_text(raw)
-    parsed = parse(text).terms
     # A question of stop words alone is looked for by them already.
-    content = any(t.kind != "word" or t.text not in STOP_WORDS for t in parsed)
-    words = dict.fromkeys(t.text for t in _terms(text, keep_stop=True) if content and t.kind == "word"
+    content = any(t.kind != "word" or t.text not in STOP_WORDS for t in query.terms)
+    words = dict.fromkeys(t.text for t in _terms(query.raw, keep_stop=True) if content and t.kind == "word"
                           and t.text in STOP_WORDS)
-    return ParsedQuery(raw=text, terms=[Term("word", w, concept=i) for i, w in enumerate(words)][:MAX_TERMS])
+    return ParsedQuery(raw=query.raw, terms=[Term("word", w, concept=i) for i, w in enumerate(words)][:MAX_TERMS])
 
 
 def fts_quote(text: str) -> str:

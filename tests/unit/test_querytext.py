@@ -243,7 +243,7 @@ def test_without_the_segmenter_a_character_cannot_be_told_inside_a_word(monkeypa
 
 
 def test_stop_words_are_the_questions_others_each_its_own_concept_once():
-    stop = stop_words("Why didn't she get the job she had wanted?")
+    stop = stop_words(parse("Why didn't she get the job she had wanted?"))
     assert [(t.kind, t.text, t.concept) for t in stop.terms] == [
         ("word", "why", 0), ("word", "didn", 1), ("word", "she", 2), ("word", "get", 3), ("word", "the", 4),
         ("word", "had", 5)]
@@ -252,4 +252,4 @@ def test_stop_words_are_the_questions_others_each_its_own_concept_once():
 
 @pytest.mark.parametrize("question", ["to be or not to be", "websocket reconnect", "什么时候去的", "", "->"])
 def test_a_question_of_stop_words_alone_or_of_none_has_no_further_stop_words(question):
-    assert stop_words(question).empty
+    assert stop_words(parse(question)).empty
