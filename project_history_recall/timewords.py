@@ -1,7 +1,7 @@
 """The times a question names, as soft windows, and hits re-weighted by them. Pure.
 
 "What did we decide last week about X", "What did Melanie do in October 2023?",
-"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…": each time phrase becomes a
+"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…": each time phrase becomes a
 ``Window`` (start, end in seconds since the epoch, and a strength), read relative to a
 reference time, the asking session's start. Dates without a year, and a month alone, are the
 most recent such day or month on or before the reference. A question that names a date reads its
@@ -148,8 +148,8 @@ class _Reader:
         end = monday + timedelta(days=7) if back else self.today + timedelta(days=1)
         return self.days(monday, end, EXACT, phrase)
 
-    def weekend(self, phrase: str) -> Window:
-        saturday = self.today - timedelta(days=(self.today.weekday() - 5) % 7 or 7)
+    def weekend(self, phrase: str, back: int = 1) -> Window:
+        saturday = self.today - timedelta(days=((self.today.weekday() - 5) % 7 or 7) + 7 * (back - 1))
         return self.days(saturday, saturday + timedelta(days=2), EXACT, phrase)
 
     def weekday(self, name: str, phrase: str) -> Window:
@@ -255,6 +255,10 @@ def _rules() -> list[_Rule]:
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,
          lambda r, m: _past(r, _english_amount(m["n"]) if m["n"] else 1, _unit(m["u"]), m[0])),
         # Weeks, weekends, months, years: last week, this month, 上周, 上个月, 去年, 前年, 今年.
+        # The week, weekend and month before last (上上周, 上上周末, 上上个月): the 上周 inside them is not theirs.
+        (r"上上(?:个)?周末", 0, lambda r, m: r.weekend(m[0], 2)),
+        (r"上上(?:个)?(?:周|星期|礼拜)(?!年)", 0, lambda r, m: r.week(2, m[0])),
+        (r"上上(?:个)?月(?!亮|球|光|饼)", 0, lambda r, m: r.ago(2, "month", m[0])),
         (r"\blast\s+weekend\b|上(?:个)?周末", i, lambda r, m: r.weekend(m[0])),
         (r"\blast\s+week\b|上(?:个)?(?:周|星期|礼拜)(?!年)", i, lambda r, m: r.week(1, m[0])),
         (r"\b(?:earlier\s+)?this\s+week\b|(?:这|本)(?:个)?(?:周|星期|礼拜)(?!年|末)", i,

@@ -145,3 +145,26 @@ def test_a_question_about_how_it_turned_out_lifts_the_later_session_in_keyword_m
     # Hybrid without its semantic engine is a keyword search, and ranks as keyword mode does.
     plugin_settings(world.home, order_weight=5.0, semantic=False)
     assert _sessions(asker, asked, "hybrid")[0] == late
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_the_week_and_month_before_last_are_not_last_week_and_month(world, work, monkeypatch, mode):
+    """上上周, 上上周末 and 上上个月 name the week, weekend and month before last. Read from a session
+    begun on Wednesday 24 June 2026, 上上周 is 8-14 June, 上上周末 13-14 June, 上上个月 April; the
+    上周 inside 上上周 was read instead, lifting last week's session (15-21 June) over the one asked about."""
+    import hermes_state
+
+    world.project("App", work)
+    said = {name: _at(world, datetime(*day, 15).timestamp(), work) for name, day in (
+        ("april", (2026, 4, 14)), ("may", (2026, 5, 14)), ("weekend before last", (2026, 6, 13)),
+        ("last weekend", (2026, 6, 20)), ("week before last", (2026, 6, 10)), ("last week", (2026, 6, 17)))}
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    asked = {"上上周": {"week before last", "weekend before last"}, "上上周末": {"weekend before last"},
+             "上上个月": {"april"}, "上周": {"last week", "last weekend"}, "上周末": {"last weekend"},
+             "上个月": {"may"}}
+    first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
+    assert {words: {name for name, sid in said.items() if sid == first[words]} <= names
+            for words, names in asked.items()} == dict.fromkeys(asked, True), first
