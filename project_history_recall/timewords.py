@@ -118,8 +118,8 @@ class _Reader:
         return self.month(year, month, 1, EXACT, phrase)
 
     def day(self, year: int | None, month: int, day: int, phrase: str) -> Window | None:
-        try:
-            found = date(year or self.today.year, month, day)
+        try:  # year 0 is no year datetime holds, not a date said without one
+            found = date(self.today.year if year is None else year, month, day)
             if year is None and found > self.today:
                 found = date(self.today.year - 1, month, day)
         except ValueError:  # 31 February, or 29 February in a year without one

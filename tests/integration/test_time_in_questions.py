@@ -168,3 +168,18 @@ def test_the_week_and_month_before_last_are_not_last_week_and_month(world, work,
     first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
     assert {words: {name for name, sid in said.items() if sid == first[words]} <= names
             for words, names in asked.items()} == dict.fromkeys(asked, True), first
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_date_in_year_0000_names_no_time(history, world, mode):
+    """Year 0000 is on no calendar: a question that names 0000-03-10 names no time, and ranks as
+    without one. Its year was read as absent, which means this year (a date said without one): it
+    lifted the session of 10 March 2026."""
+    _sessions_, asker = history
+    for query in ("what did we decide about the cache eviction policy on 0000-03-10?",
+                  "0000年3月10日缓存淘汰策略定了什么？"):
+        _with_weight(world.home, 0.0)
+        before = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
+        _with_weight(world.home, 0.5)
+        after = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
+        assert ids(after) == ids(before), query
