@@ -74,6 +74,7 @@ _VAGUE_NUMBERS = {"a few", "few", "several"}
 _AMOUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
               "九": 9}
+# A count of up to three digits: the rules that read one look behind it for more (1000天前 is no 000天前).
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3),
@@ -200,7 +201,8 @@ def _rules() -> list[_Rule]:
         # Days: 2023-10-13, 2023/10/13, 2023年10月13日, 9 February 2023, February 9th, 2023.
         (r"\b(?P<year>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})\b", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
-        (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
+        # A year of more digits is read whole, and names no day: not its last four (12026年6月24日).
+        (r"(?<!\d)(?P<year>\d{4,})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
         (rf"\b(?P<d>\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MON}{_THEN_YEAR}", i,
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
@@ -208,7 +210,7 @@ def _rules() -> list[_Rule]:
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
         # Months of a year: May 2022, mid-August 2023, 2023年10月, 2023年10月份.
         (rf"\b{_MON}(?:\s+of)?{_THEN_YEAR}", i, lambda r, m: r.month(year_of(m), mon(m), 1, EXACT, m[0])),
-        (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月", 0,
+        (r"(?<!\d)(?P<year>\d{4,})\s*年\s*(?P<m>\d{1,2})\s*月", 0,
          lambda r, m: r.month(int(m["year"]), int(m["m"]), 1, EXACT, m[0])),
         # Days without a year: 10月13日, 9 February, the 9th of February, February 9th.
         (r"(?<!\d)(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
@@ -249,7 +251,7 @@ def _rules() -> list[_Rule]:
         # N days, weeks, months, years ago; 三天前, 两周前, 3个月前, 几年前.
         (rf"\b{_AMOUNT}\s+(?P<u>days?|weeks?|months?|years?)\s+ago\b", i,
          lambda r, m: r.ago(_english_amount(m["n"]), _unit(m["u"]), m[0])),
-        (rf"(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
+        (rf"(?<!\d)(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
          lambda r, m: r.ago(_cn_int(m["n"]), _unit(m["u"]), m[0])),
         # The past N days / weeks …: from then until now.
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,

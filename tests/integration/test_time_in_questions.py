@@ -183,3 +183,24 @@ def test_a_date_in_year_0000_names_no_time(history, world, mode):
         _with_weight(world.home, 0.5)
         after = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
         assert ids(after) == ids(before), query
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_number_too_long_for_a_time_names_none(world, work, monkeypatch, mode):
+    """1000天前 (a thousand days ago), 12026年6月24日 and 12026年6月 name no time the rules read (a count of
+    up to three digits, a year of four): the question ranks as without one. The rules read their
+    last digits instead (000天前, today; 2026年6月24日), lifting the session of the asking day, 24
+    June 2026 (and its month), over the newer one the words alone put first."""
+    import hermes_state
+
+    world.project("App", work)
+    that_day = _at(world, datetime(2026, 6, 24, 15).timestamp(), work)
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    newer = _at(world, datetime(2026, 7, 1, 15).timestamp(), work)
+    enable_plugin(world.home)
+    _with_weight(world.home, 0.5)
+    assert _sessions(asker, "6月24日缓存淘汰策略定了什么？", mode)[0] == that_day  # a date read, as a check
+    for query in ("1000天前缓存淘汰策略定了什么？", "12026年6月24日缓存淘汰策略定了什么？", "12026年6月缓存淘汰策略定了什么？"):
+        assert _sessions(asker, query, mode)[0] == newer, query
