@@ -192,3 +192,30 @@ def test_hostile_questions_and_history_through_the_ranking_steps(tangled, calls)
     assert outcomes[True] > calls // 2 and outcomes[False] > 0, outcomes  # both paths really exercised
     assert db_digest(fx["home"] / "state.db") == before
 
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
+def test_sessions_that_say_the_same_keep_their_order_as_the_project_grows(world, work, mode):
+    """Eighty sessions say one text, so every engine scores them alike: which of them are shown,
+    and in which order, is the tie's order, the newer first in every engine. Sessions about
+    something else, added between searches, change neither. The semantic engine kept its tied
+    messages in the order a partial sort of the whole matrix left them, which moved as the
+    matrix grew: another ten of the eighty came up after unrelated sessions were added."""
+    import model_tools
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    same = [world.session(("user", "identical capybara text about the zebra"), cwd=app) for _ in range(80)]
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    shown = []
+    for step in range(4):  # 0, 30, 90 and 180 sessions about other things
+        for n in range(30 * step):
+            world.session(("user", f"unrelated note {step} {n} about gardening and tomatoes"),
+                          ("assistant", "noted, tomatoes"), cwd=app)
+        out = json.loads(model_tools.handle_function_call(
+            SEARCH, {"query": "capybara zebra", "mode": mode, "limit": 10, "context": 0}, session_id=asker))
+        shown.append([same.index(r["session_id"]) for r in out["results"] if r["session_id"] in same])
+    assert shown[0] and all(order == shown[0] for order in shown), shown
+    if mode != "hybrid":  # hybrid gives each engine's first sessions a place (its order is theirs)
+        assert shown[0] == sorted(shown[0], reverse=True)
