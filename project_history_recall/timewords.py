@@ -74,7 +74,8 @@ _VAGUE_NUMBERS = {"a few", "few", "several"}
 _AMOUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
               "九": 9}
-# A count of up to three digits: the rules that read one look behind it for more (1000天前 is no 000天前).
+# A count of up to three digits or Chinese numerals without a place above ten: the rules that read one
+# look behind it for more (1000天前 is no 000天前, 一百二十天前 no 二十天前).
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3),
@@ -251,7 +252,7 @@ def _rules() -> list[_Rule]:
         # N days, weeks, months, years ago; 三天前, 两周前, 3个月前, 几年前.
         (rf"\b{_AMOUNT}\s+(?P<u>days?|weeks?|months?|years?)\s+ago\b", i,
          lambda r, m: r.ago(_english_amount(m["n"]), _unit(m["u"]), m[0])),
-        (rf"(?<!\d)(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
+        (rf"(?<![\d零〇一二两三四五六七八九十百千万亿])(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
          lambda r, m: r.ago(_cn_int(m["n"]), _unit(m["u"]), m[0])),
         # The past N days / weeks …: from then until now.
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,

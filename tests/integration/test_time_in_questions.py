@@ -187,9 +187,10 @@ def test_a_date_in_year_0000_names_no_time(history, world, mode):
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_a_number_too_long_for_a_time_names_none(world, work, monkeypatch, mode):
-    """1000天前 (a thousand days ago), 12026年6月24日 and 12026年6月 name no time the rules read (a count of
-    up to three digits, a year of four): the question ranks as without one. The rules read their
-    last digits instead (000天前, today; 2026年6月24日), lifting the session of the asking day, 24
+    """1000天前 (a thousand days ago), 两千零五天前, 一百二十天前, 12026年6月24日 and 12026年6月 name no
+    time the rules read (a count of up to three digits or numerals without 百 or 千, a year of four):
+    the question ranks as without one. The rules read their last digits instead (000天前, today;
+    五天前; 2026年6月24日), lifting the session of the asking day, 24
     June 2026 (and its month), over the newer one the words alone put first."""
     import hermes_state
 
@@ -202,5 +203,6 @@ def test_a_number_too_long_for_a_time_names_none(world, work, monkeypatch, mode)
     enable_plugin(world.home)
     _with_weight(world.home, 0.5)
     assert _sessions(asker, "6月24日缓存淘汰策略定了什么？", mode)[0] == that_day  # a date read, as a check
-    for query in ("1000天前缓存淘汰策略定了什么？", "12026年6月24日缓存淘汰策略定了什么？", "12026年6月缓存淘汰策略定了什么？"):
+    for query in ("1000天前缓存淘汰策略定了什么？", "两千零五天前缓存淘汰策略定了什么？", "一百二十天前缓存淘汰策略定了什么？",
+                  "12026年6月24日缓存淘汰策略定了什么？", "12026年6月缓存淘汰策略定了什么？"):
         assert _sessions(asker, query, mode)[0] == newer, query
