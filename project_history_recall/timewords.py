@@ -270,6 +270,7 @@ def _rules() -> list[_Rule]:
         (r"\b(?:earlier\s+)?this\s+month\b|(?:这|本)(?:个)?月(?!亮|球|光|饼)", i,
          lambda r, m: r.ago(0, "month", m[0])),
         (r"\blast\s+year\b|去年", i, lambda r, m: r.ago(1, "year", m[0])),
+        (r"大前年", 0, lambda r, m: r.ago(3, "year", m[0])),  # as 大前天: not the 前年 inside it
         (r"(?<![以之从提当几多])前年(?![轻纪龄级度])", 0, lambda r, m: r.ago(2, "year", m[0])),
         (r"\b(?:earlier\s+)?this\s+year\b|今年", i,
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),
