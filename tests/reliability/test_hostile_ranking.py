@@ -91,7 +91,9 @@ def tangled(world, work):
     hidden = None
     if hermes_line() >= (0, 22):
         hidden = world.db.append_message(mine[2], "user", HIDDEN_TEXT, display_kind="hidden")
-    world.session(("user", "capybara 首保做完了 identical capybara text about the zebra and the cache"), cwd=other)
+    theirs = {world.session(("user", "capybara 首保做完了 identical capybara text about the zebra and the cache"),
+                            cwd=other),
+              world.session(("user", "首保要做啥？机油换哪种"), ("assistant", "首保做完了，等了两个小时"), cwd=other)}
     askers = [world.session(cwd=app), world.session(cwd=app)]
     world.close()
     times = {"inf": math.inf, "-inf": -math.inf, "1e300": 1e300, "-1e300": -1e300, "1969": -86400.0 * 200,
@@ -102,7 +104,7 @@ def tangled(world, work):
     _as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, odd["-inf"])
     _as_importer(world.home, "UPDATE sessions SET started_at = 'garbled' WHERE id = ?", askers[1])
     checkpoint(world.home)
-    return {"home": world.home, "mine": set(mine), "askers": askers, "hidden": hidden}
+    return {"home": world.home, "scopes": {None: set(mine), "Other": theirs}, "askers": askers, "hidden": hidden}
 
 
 def _question(rng: random.Random) -> str:
@@ -125,6 +127,8 @@ def _args(rng: random.Random) -> dict:
         args["include_tool_output"] = True
     if rng.random() < 0.3:
         args["context"] = rng.choice([0, 1, 5])
+    if rng.random() < 0.1:  # another project, named
+        args["project"] = "Other"
     return args
 
 
@@ -158,7 +162,7 @@ def _check(args: dict, raw: str, fx: dict, stored: dict) -> dict:
     found = out["results"]
     assert len(found) <= wanted, (args, len(found))
     assert len({r["session_id"] for r in found}) == len(found), args
-    assert {r["session_id"] for r in found} <= fx["mine"], (args, found)
+    assert {r["session_id"] for r in found} <= fx["scopes"][args.get("project")], (args, found)
     roles = {"user", "assistant", "tool"} if args.get("include_tool_output") else {"user", "assistant"}
     for r in found:
         for hit in [r, *r.get("more_hits", [])]:
