@@ -258,10 +258,11 @@ def _rules() -> list[_Rule]:
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,
          lambda r, m: _past(r, _english_amount(m["n"]) if m["n"] else 1, _unit(m["u"]), m[0])),
         # Weeks, weekends, months, years: last week, this month, 上周, 上个月, 去年, 前年, 今年.
-        # The week, weekend and month before last (上上周, 上上周末, 上上个月): the 上周 inside them is not theirs.
-        (r"上上(?:个)?周末", 0, lambda r, m: r.weekend(m[0], 2)),
-        (r"上上(?:个)?(?:周|星期|礼拜)(?!年)", 0, lambda r, m: r.week(2, m[0])),
-        (r"上上(?:个)?月(?!亮|球|光|饼)", 0, lambda r, m: r.ago(2, "month", m[0])),
+        # The week, weekend and month before last (上上周, 上上周末, 上上个月), each further 上 one more back:
+        # the 上周 inside them is not theirs.
+        (r"(?P<up>上{2,})(?:个)?周末", 0, lambda r, m: r.weekend(m[0], len(m["up"]))),
+        (r"(?P<up>上{2,})(?:个)?(?:周|星期|礼拜)(?!年)", 0, lambda r, m: r.week(len(m["up"]), m[0])),
+        (r"(?P<up>上{2,})(?:个)?月(?!亮|球|光|饼)", 0, lambda r, m: r.ago(len(m["up"]), "month", m[0])),
         (r"\blast\s+weekend\b|上(?:个)?周末", i, lambda r, m: r.weekend(m[0])),
         (r"\blast\s+week\b|上(?:个)?(?:周|星期|礼拜)(?!年)", i, lambda r, m: r.week(1, m[0])),
         (r"\b(?:earlier\s+)?this\s+week\b|(?:这|本)(?:个)?(?:周|星期|礼拜)(?!年|末)", i,
