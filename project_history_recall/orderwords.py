@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
 from .hits import Hit, lifted
@@ -204,6 +205,17 @@ def _words(texts: list[str | None]) -> set[str]:
             for pair in cjk.bigrams(run) if len(cjk.content_chars(pair)) == 2 and not cjk.is_function_word(pair)}
 
 
+# The times a calendar holds (years 1-9999, those the results show): only they set the spread a hit is
+# placed in. A number an importer wrote far beyond (-inf, 1e308) is still a time, placed at the spread's
+# end, but as one of its ends it left the spread infinite and every lift NaN.
+_CALENDAR = (datetime(1, 1, 1, tzinfo=timezone.utc).timestamp(),
+             datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp())
+
+
+def _on_the_calendar(ts: float) -> bool:
+    return bool(ts) and _CALENDAR[0] <= ts <= _CALENDAR[1]
+
+
 def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     """``hits`` (best first) re-ordered by ``score × (1 + weight × place)``, ``place`` 0..1 being how
     late the hit lies between the earliest and the latest of the first ``TOP_SESSIONS`` sessions'
@@ -211,7 +223,8 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     without a time gains nothing; ties keep their order."""
     if weight <= 0 or not hits:
         return hits
-    times = [h.timestamp for h in leading(hits, lambda h: h.session_id, TOP_SESSIONS) if h.timestamp]
+    times = [h.timestamp for h in leading(hits, lambda h: h.session_id, TOP_SESSIONS)
+             if _on_the_calendar(h.timestamp)]
     if not times or max(times) <= min(times):
         return hits
     low, spread = min(times), max(times) - min(times)

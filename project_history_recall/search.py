@@ -181,8 +181,10 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
     if token is not None and not isinstance(token, str):
         raise UsageError("'consent' is only ever the token from a consent_required response, passed after "
                             "the user agreed; nothing was recorded.")
-    since = parse_time("since", args.get("since"))
-    until = parse_time("until", args.get("until"))
+    # Both ages from one moment: "since 7d until 7d" is no span, not one of the microseconds between two clock reads.
+    now = time.time()
+    since = parse_time("since", args.get("since"), now)
+    until = parse_time("until", args.get("until"), now)
     if since is not None and until is not None and since >= until:
         raise UsageError("'since' must be earlier than 'until'.")
     return SearchRequest(

@@ -1,7 +1,7 @@
 """The times a question names, as soft windows, and hits re-weighted by them. Pure.
 
 "What did we decide last week about X", "What did Melanie do in October 2023?",
-"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…": each time phrase becomes a
+"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…": each time phrase becomes a
 ``Window`` (start, end in seconds since the epoch, and a strength), read relative to a
 reference time, the asking session's start. Dates without a year, and a month alone, are the
 most recent such day or month on or before the reference. A question that names a date reads its
@@ -74,6 +74,8 @@ _VAGUE_NUMBERS = {"a few", "few", "several"}
 _AMOUNT = r"(?P<n>\d{1,3}|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
               "九": 9}
+# A count of up to three digits or Chinese numerals without a place above ten: the rules that read one
+# look behind it for more (1000天前 is no 000天前, 一百二十天前 no 二十天前).
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3),
@@ -118,8 +120,8 @@ class _Reader:
         return self.month(year, month, 1, EXACT, phrase)
 
     def day(self, year: int | None, month: int, day: int, phrase: str) -> Window | None:
-        try:
-            found = date(year or self.today.year, month, day)
+        try:  # year 0 is no year datetime holds, not a date said without one
+            found = date(self.today.year if year is None else year, month, day)
             if year is None and found > self.today:
                 found = date(self.today.year - 1, month, day)
         except ValueError:  # 31 February, or 29 February in a year without one
@@ -148,8 +150,8 @@ class _Reader:
         end = monday + timedelta(days=7) if back else self.today + timedelta(days=1)
         return self.days(monday, end, EXACT, phrase)
 
-    def weekend(self, phrase: str) -> Window:
-        saturday = self.today - timedelta(days=(self.today.weekday() - 5) % 7 or 7)
+    def weekend(self, phrase: str, back: int = 1) -> Window:
+        saturday = self.today - timedelta(days=((self.today.weekday() - 5) % 7 or 7) + 7 * (back - 1))
         return self.days(saturday, saturday + timedelta(days=2), EXACT, phrase)
 
     def weekday(self, name: str, phrase: str) -> Window:
@@ -200,7 +202,8 @@ def _rules() -> list[_Rule]:
         # Days: 2023-10-13, 2023/10/13, 2023年10月13日, 9 February 2023, February 9th, 2023.
         (r"\b(?P<year>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})\b", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
-        (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
+        # A year of more digits is read whole, and names no day: not its last four (12026年6月24日).
+        (r"(?<!\d)(?P<year>\d{4,})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
         (rf"\b(?P<d>\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MON}{_THEN_YEAR}", i,
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
@@ -208,7 +211,7 @@ def _rules() -> list[_Rule]:
          lambda r, m: r.day(year_of(m), mon(m), int(m["d"]), m[0])),
         # Months of a year: May 2022, mid-August 2023, 2023年10月, 2023年10月份.
         (rf"\b{_MON}(?:\s+of)?{_THEN_YEAR}", i, lambda r, m: r.month(year_of(m), mon(m), 1, EXACT, m[0])),
-        (r"(?P<year>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月", 0,
+        (r"(?<!\d)(?P<year>\d{4,})\s*年\s*(?P<m>\d{1,2})\s*月", 0,
          lambda r, m: r.month(int(m["year"]), int(m["m"]), 1, EXACT, m[0])),
         # Days without a year: 10月13日, 9 February, the 9th of February, February 9th.
         (r"(?<!\d)(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]", 0,
@@ -249,12 +252,17 @@ def _rules() -> list[_Rule]:
         # N days, weeks, months, years ago; 三天前, 两周前, 3个月前, 几年前.
         (rf"\b{_AMOUNT}\s+(?P<u>days?|weeks?|months?|years?)\s+ago\b", i,
          lambda r, m: r.ago(_english_amount(m["n"]), _unit(m["u"]), m[0])),
-        (rf"(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
+        (rf"(?<![\d零〇一二两三四五六七八九十百千万亿])(?P<n>{_CN_NUMBER})\s*(?:个)?\s*(?P<u>天|日|周|星期|礼拜|月|年)(?:之|以)?前", 0,
          lambda r, m: r.ago(_cn_int(m["n"]), _unit(m["u"]), m[0])),
         # The past N days / weeks …: from then until now.
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,
          lambda r, m: _past(r, _english_amount(m["n"]) if m["n"] else 1, _unit(m["u"]), m[0])),
         # Weeks, weekends, months, years: last week, this month, 上周, 上个月, 去年, 前年, 今年.
+        # The week, weekend and month before last (上上周, 上上周末, 上上个月), each further 上 one more back:
+        # the 上周 inside them is not theirs.
+        (r"(?P<up>上{2,})(?:个)?周末", 0, lambda r, m: r.weekend(m[0], len(m["up"]))),
+        (r"(?P<up>上{2,})(?:个)?(?:周|星期|礼拜)(?!年)", 0, lambda r, m: r.week(len(m["up"]), m[0])),
+        (r"(?P<up>上{2,})(?:个)?月(?!亮|球|光|饼)", 0, lambda r, m: r.ago(len(m["up"]), "month", m[0])),
         (r"\blast\s+weekend\b|上(?:个)?周末", i, lambda r, m: r.weekend(m[0])),
         (r"\blast\s+week\b|上(?:个)?(?:周|星期|礼拜)(?!年)", i, lambda r, m: r.week(1, m[0])),
         (r"\b(?:earlier\s+)?this\s+week\b|(?:这|本)(?:个)?(?:周|星期|礼拜)(?!年|末)", i,
@@ -263,6 +271,7 @@ def _rules() -> list[_Rule]:
         (r"\b(?:earlier\s+)?this\s+month\b|(?:这|本)(?:个)?月(?!亮|球|光|饼)", i,
          lambda r, m: r.ago(0, "month", m[0])),
         (r"\blast\s+year\b|去年", i, lambda r, m: r.ago(1, "year", m[0])),
+        (r"大前年", 0, lambda r, m: r.ago(3, "year", m[0])),  # as 大前天: not the 前年 inside it
         (r"(?<![以之从提当几多])前年(?![轻纪龄级度])", 0, lambda r, m: r.ago(2, "year", m[0])),
         (r"\b(?:earlier\s+)?this\s+year\b|今年", i,
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),

@@ -455,7 +455,9 @@ class ScopeMatrix:
             if r in exact:
                 mid = int(self.mids[r])
                 similarity[mid] = max(similarity.get(mid, -1.0), exact[r])
-        top = sorted((r for r in pool.tolist() if r in exact), key=lambda r: -exact[r])[:k]
+        # Ties (the same text said again) go to the newer message, as in the keyword engine: the pool's
+        # own order is a partial sort's, which moves as the matrix grows.
+        top = sorted((r for r in pool.tolist() if r in exact), key=lambda r: (-exact[r], -int(self.mids[r])))[:k]
         best: dict[int, SemanticHit] = {}
         for r in top:
             mid = int(self.mids[r])

@@ -190,3 +190,33 @@ def test_a_huge_message_costs_what_is_shown(world, work, monkeypatch):
     assert seen["mask"] and max(seen["mask"]) <= 2 * redaction.MARGIN + 1000, max(seen["mask"])
     assert seen["normalise"] and max(seen["normalise"]) <= statedb.MAX_TEXT_CHARS + 100
     assert seen["prepare"] and max(seen["prepare"]) <= statedb.MAX_TEXT_CHARS
+
+
+@pytest.mark.parametrize("garbled", [(-math.inf,), (math.inf,), (-1.5e308, 1.5e308)],
+                         ids=["minus-infinite", "infinite", "far-apart"])
+def test_a_garbled_time_leaves_how_it_turned_out_to_the_others(world, work, garbled):
+    """A question that asks how something turned out lifts the later of its best sessions, placed
+    within the spread of their times. A message an importer stamped -inf, inf or ±1.5e308 (a number,
+    so a time) among them left that spread infinite and every lift NaN: the later session lost its
+    lift and the order fell to however a sort treats NaN."""
+    import time
+
+    world.project("App", work)
+    now = time.time()
+    world._clock = now - 60 * 86400
+    world.session(("user", "cache eviction policy: LRU or LFU? the cache eviction policy decides the cache hit rate"),
+                  cwd=work)
+    world._clock = now - 2 * 86400
+    late = world.session(("user", "we settled the eviction policy"), cwd=work)
+    for value in garbled:
+        odd = world.session(("user", "an eviction notice for the flat"), cwd=work)
+        _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE session_id = ?", value, odd)
+    asker = world.session(cwd=work)
+    plugin_settings(world.home, order_weight=5.0)
+    enable_plugin(world.home)
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    res = call(SEARCH, {"query": "what did we end up choosing for the cache eviction policy?", "mode": "keyword"},
+               session_id=asker)
+    assert [r["session_id"] for r in res["results"]][:1] == [late], res["results"]
+    assert db_digest(world.home / "state.db") == before

@@ -55,6 +55,11 @@ REFUSED = [
     {"since": "999999y"},
     {"since": "9999-12-31", "until": "0001-01-01"},
     {"since": "0001-01-01", "until": "99999y"},  # 99999 years ago is before year 1
+    # The same age twice is no span: both are read from one moment (each read its own clock once,
+    # so the later reading came a few microseconds after and the span was sometimes there).
+    {"since": "7d", "until": "7d"},
+    {"since": "99999y", "until": "99999y"},
+    {"since": "2w", "until": "14d"},
 ]
 
 

@@ -145,3 +145,64 @@ def test_a_question_about_how_it_turned_out_lifts_the_later_session_in_keyword_m
     # Hybrid without its semantic engine is a keyword search, and ranks as keyword mode does.
     plugin_settings(world.home, order_weight=5.0, semantic=False)
     assert _sessions(asker, asked, "hybrid")[0] == late
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_the_week_and_month_before_last_are_not_last_week_and_month(world, work, monkeypatch, mode):
+    """上上周, 上上周末 and 上上个月 name the week, weekend and month before last. Read from a session
+    begun on Wednesday 24 June 2026, 上上周 is 8-14 June, 上上周末 13-14 June, 上上个月 April; the
+    上周 inside 上上周 was read instead, lifting last week's session (15-21 June) over the one asked about."""
+    import hermes_state
+
+    world.project("App", work)
+    said = {name: _at(world, datetime(*day, 15).timestamp(), work) for name, day in (
+        ("april", (2026, 4, 14)), ("may", (2026, 5, 14)), ("weekend before last", (2026, 6, 13)),
+        ("last weekend", (2026, 6, 20)), ("week before last", (2026, 6, 10)), ("last week", (2026, 6, 17)))}
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    asked = {"上上周": {"week before last", "weekend before last"}, "上上周末": {"weekend before last"},
+             "上上个月": {"april"}, "上周": {"last week", "last weekend"}, "上周末": {"last weekend"},
+             "上个月": {"may"}}
+    first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
+    assert {words: {name for name, sid in said.items() if sid == first[words]} <= names
+            for words, names in asked.items()} == dict.fromkeys(asked, True), first
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_date_in_year_0000_names_no_time(history, world, mode):
+    """Year 0000 is on no calendar: a question that names 0000-03-10 names no time, and ranks as
+    without one. Its year was read as absent, which means this year (a date said without one): it
+    lifted the session of 10 March 2026."""
+    _sessions_, asker = history
+    for query in ("what did we decide about the cache eviction policy on 0000-03-10?",
+                  "0000年3月10日缓存淘汰策略定了什么？"):
+        _with_weight(world.home, 0.0)
+        before = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
+        _with_weight(world.home, 0.5)
+        after = call(SEARCH, {"query": query, "mode": mode, "context": 0}, session_id=asker)
+        assert ids(after) == ids(before), query
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_number_too_long_for_a_time_names_none(world, work, monkeypatch, mode):
+    """1000天前 (a thousand days ago), 两千零五天前, 一百二十天前, 12026年6月24日 and 12026年6月 name no
+    time the rules read (a count of up to three digits or numerals without 百 or 千, a year of four):
+    the question ranks as without one. The rules read their last digits instead (000天前, today;
+    五天前; 2026年6月24日), lifting the session of the asking day, 24
+    June 2026 (and its month), over the newer one the words alone put first."""
+    import hermes_state
+
+    world.project("App", work)
+    that_day = _at(world, datetime(2026, 6, 24, 15).timestamp(), work)
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    newer = _at(world, datetime(2026, 7, 1, 15).timestamp(), work)
+    enable_plugin(world.home)
+    _with_weight(world.home, 0.5)
+    assert _sessions(asker, "6月24日缓存淘汰策略定了什么？", mode)[0] == that_day  # a date read, as a check
+    for query in ("1000天前缓存淘汰策略定了什么？", "两千零五天前缓存淘汰策略定了什么？", "一百二十天前缓存淘汰策略定了什么？",
+                  "12026年6月24日缓存淘汰策略定了什么？", "12026年6月缓存淘汰策略定了什么？"):
+        assert _sessions(asker, query, mode)[0] == newer, query

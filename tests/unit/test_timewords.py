@@ -102,6 +102,14 @@ def year(y: int) -> list[tuple[date, date]]:
     ("last year", year(2022)),
     ("去年", year(2022)),
     ("前年", year(2021)),
+    ("大前年的合同", year(2020)),  # the year before 前年, not 前年 read inside it
+    ("上上周的决定", [(date(2023, 10, 9), date(2023, 10, 16))]),
+    ("上上个月", month(2023, 8)),
+    ("上上周末", [(date(2023, 10, 14), date(2023, 10, 16))]),
+    ("上上上周", [(date(2023, 10, 2), date(2023, 10, 9))]),  # each 上 a week further back
+    ("上上上个月", month(2023, 7)),
+    ("1000天前", []),  # no 000天前
+    ("一百二十天前", []),  # no 二十天前
     ("this year", [(date(2023, 1, 1), date(2023, 10, 26))]),
     ("今年", [(date(2023, 1, 1), date(2023, 10, 26))]),
     ("two weeks ago", [(date(2023, 10, 8), date(2023, 10, 15))]),
