@@ -448,8 +448,9 @@ class Lookup:
     rows: dict[int, int] = dataclasses.field(default_factory=dict)  # ordinal -> its rows (next_seq), searched
 
     def scope_lengths(self, kept: PerSession) -> Lengths:
-        """The searched sessions' message lengths (of every time: a scope's typical message is not
-        a window's), each session's kept in ``kept`` while it holds as many rows."""
+        """The searched sessions' message lengths, at any time (a window of time searched does not
+        change what the scope's messages are like), each session's kept in ``kept`` while it holds
+        as many rows."""
         def read(stale: list) -> dict:
             return {key: Lengths.of(self.index.lengths(self._ranges([key[1]]))) for key in stale}
 
