@@ -66,6 +66,19 @@ def scope_size(conn: sqlite3.Connection, scope_json: str) -> int:
     return int(row[0] or 0)
 
 
+def lengths(conn: sqlite3.Connection, shape: Shape, session_ids: list[str], roles: tuple[str, ...]
+            ) -> dict[str, list[int]]:
+    """Per session of ``session_ids``, the lengths of its messages' content that are part of the
+    record and of ``roles`` (as the keyword search's rows have them)."""
+    out: dict[str, list[int]] = {}
+    for sid, length in conn.execute(
+            f"SELECT m.session_id, length(m.content) FROM messages m WHERE m.session_id IN "
+            f"(SELECT value FROM json_each(?)) AND {shape.live_filter('m')} AND {_roles_sql(roles)}",
+            (json.dumps(session_ids), *roles)):
+        out.setdefault(sid, []).append(int(length or 0))
+    return out
+
+
 def folded(text: str) -> str:
     """``text`` as SQLite's lower() has the text it is looked for in: it folds ASCII only."""
     return "".join(c.lower() if c.isascii() else c for c in text)

@@ -48,10 +48,13 @@ from typing import TYPE_CHECKING, Callable, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
+from ..hermes.changes import session_counts
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
 from ..hits import KEYWORD, Hit
+from ..home import Home
 from . import answerkind, cjk, querytext, textindex
+from .lengths import Lengths, PerSession
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
 
 if TYPE_CHECKING:
@@ -432,6 +435,10 @@ class _Backend(Protocol):
         added."""
         ...
 
+    def scope_lengths(self) -> Lengths:
+        """The lengths of the scope's messages of the searched roles (as ``facts`` has them)."""
+        ...
+
 
 def _find(ctx: SearchContext, backend: _Backend, gated: bool) -> Ranking:
     import numpy as np
@@ -442,8 +449,14 @@ def _find(ctx: SearchContext, backend: _Backend, gated: bool) -> Ranking:
     found, counts = backend.find(groups, total, gated)
     arrays = [v for v in found.values() if len(v)]
     keys = np.unique(np.concatenate(arrays)) if arrays else _no_keys()
+    mean = backend.scope_lengths().unequal_mean() if len(keys) else None
     return Ranking(_concepts(groups, found, keys, total, counts), keys, len(scope.session_ids), backend, total,
-                   asks=answerkind.asked(ctx.query.raw))
+                   asks=answerkind.asked(ctx.query.raw), mean_length=mean)
+
+
+def _kept_lengths(ctx: SearchContext) -> PerSession:
+    """The home's sessions' message lengths, kept across searches (``lengths.PerSession``)."""
+    return Home.of(ctx.home).slot("keyword.lengths", lambda _home: PerSession())
 
 
 class _Reads:
@@ -501,6 +514,7 @@ class Ranking:
     reads: _Reads | None = None  # once anything is read; shared with the rankings made from this one (``backed``)
     near: frozenset[int] = frozenset()  # messages the semantic side finds near the question (``backed``)
     asks: str | None = None  # the kind of answer the question asks for (``answerkind.asked``)
+    mean_length: float | None = None  # the scope's mean message length, where its lengths are unequal
 
     def _reads(self) -> _Reads:
         if self.reads is None:
@@ -521,7 +535,7 @@ class Ranking:
         if not len(self.keys):
             return []
         return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
-                    self.near, self.asks)
+                    self.near, self.asks, self.mean_length)
 
     def answered(self, message_ids: list[int]) -> dict[int, bool | None]:
         """Whether each of ``message_ids`` (any, not only candidates) says the kind of answer the
@@ -635,6 +649,9 @@ class _OwnIndex:
     def character_count(self, term: Term) -> int:
         return self.lookup.count(self.characters[term])
 
+    def scope_lengths(self) -> Lengths:
+        return self.lookup.scope_lengths(_kept_lengths(self.ctx))
+
 
 class _HermesIndexes:
     """Hermes's own FTS tables (and the scope's rows). A key is the message's id, and the
@@ -680,6 +697,18 @@ class _HermesIndexes:
 
     def character_count(self, term: Term) -> int:
         return self.characters.get(term, 0)
+
+    def scope_lengths(self) -> Lengths:
+        ctx, roles = self.ctx, self.ctx.filters.roles
+        sessions = ctx.scope.session_ids
+
+        def read(stale: list) -> dict:
+            said = messages.lengths(ctx.conn, ctx.shape, [sid for sid, _ in stale], roles)
+            return {key: Lengths.of(said.get(key[0], ())) for key in stale}
+
+        # A session's rows counted and its last id: what changes when it is written to (a rewind aside).
+        return _kept_lengths(ctx).scope({(sid, roles): n for sid, n in session_counts(ctx.conn, sessions).items()},
+                                        read)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
@@ -930,7 +959,7 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
 
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
          facts: _Facts | None = None, reads: _Reads | None = None, near: Collection[int] = (),
-         asks: str | None = None) -> list[Hit]:
+         asks: str | None = None, mean_length: float | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -942,7 +971,10 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     keys' ``backend.facts``, if known; ``reads``: what an earlier ranking of these keys read;
     ``near``: message ids that keep a one-character word inside another word whole (``lone``);
     ``asks``: the kind of answer the question asks for, which a counted message that says one is
-    credited for (``ANSWER_CREDIT``)."""
+    credited for (``ANSWER_CREDIT``); ``mean_length``: the scope's mean message length where its
+    messages are unequal in length (``lengths.Lengths.unequal_mean``), which BM25 then weighs a
+    message's length against rather than its candidates' mean (mostly long replies that hold the
+    question's words by chance, and which that mean makes look ordinary)."""
     import numpy as np
 
     if not len(keys):
@@ -971,7 +1003,10 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     evidence = SESSION_WEIGHT * top / SESSION_TOP + COVERAGE_WEIGHT * coverage
     known = facts.message_ids >= 0  # a row the index lost its record of cannot be shown
     lengths = facts.lengths
-    avg = float(lengths[known].mean()) if known.any() else 1.0
+    # The candidates' mean stands for the scope's where its messages are alike in length (taking the
+    # scope's there cost LoCoMo and zh-daily questions: docs/benchmarks.md, "BM25's mean length from
+    # the scope").
+    avg = mean_length or (float(lengths[known].mean()) if known.any() else 1.0)
     counts = np.ones((len(concepts), len(keys)))
     score = bm25_scores(concepts, counts, lengths, avg) + evidence[session_at]
     # np.lexsort sorts by its last key first.

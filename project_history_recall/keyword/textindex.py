@@ -63,6 +63,7 @@ from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
+from .lengths import Lengths, PerSession
 
 if TYPE_CHECKING:
     import numpy as np
@@ -289,6 +290,12 @@ class TextIndex(derived.DerivedFile):
                                 "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
+    def lengths(self, ranges: list[tuple[int, int]]) -> list[int]:
+        """The lengths of the messages within ``ranges`` (rowids)."""
+        with self.using() as conn:
+            return [n for low, high in ranges for (n,) in conn.execute(
+                "SELECT length FROM docs WHERE rowid BETWEEN ? AND ?", (low, high))]
+
     def doc_arrays(self, rowids: "np.ndarray") -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
         """Per rowid of ``rowids`` (sorted, unique): message ids, lengths and timestamps (as
         ``docs`` has them; a rowid without a record: -1, 0, 0.0, and no timestamp: 0.0), as
@@ -438,6 +445,16 @@ class Lookup:
     session_of: dict[int, str]  # ordinal -> session id, for the sessions searched
     since: float | None = None
     until: float | None = None
+    rows: dict[int, int] = dataclasses.field(default_factory=dict)  # ordinal -> its rows (next_seq), searched
+
+    def scope_lengths(self, kept: PerSession) -> Lengths:
+        """The searched sessions' message lengths, at any time (a window of time searched does not
+        change what the scope's messages are like), each session's kept in ``kept`` while it holds
+        as many rows."""
+        def read(stale: list) -> dict:
+            return {key: Lengths.of(self.index.lengths(self._ranges([key[1]]))) for key in stale}
+
+        return kept.scope({(sid, o, self.with_tools): self.rows.get(o, 0) for o, sid in self.session_of.items()}, read)
 
     def _ranges(self, ordinals: list[int] | None) -> list[tuple[int, int]]:
         """Rowid ranges: each slot's whole (``ordinals`` None), or these sessions' rows.
@@ -529,7 +546,7 @@ def lookup_for(index: TextIndex, states: dict[str, KeywordState], searched: list
                since: float | None = None, until: float | None = None) -> Lookup:
     found = [states[sid] for sid in searched if sid in states]
     return Lookup(index, with_tools, {st.ordinal: st.slot for st in found}, {st.ordinal: st.session_id for st in found},
-                  since, until)
+                  since, until, {st.ordinal: st.next_seq for st in found})
 
 
 class Keeper(Worker[Change, dict[str, KeywordState]]):

@@ -101,3 +101,50 @@ def test_a_long_answer_about_the_words_ranks_above_one_that_names_them_once(worl
     enable_plugin(world.home)
     res = call(SEARCH, {"query": "kubernetes ingress", "mode": "keyword", "context": 0}, session_id=asker)
     assert res["success"] and [r["message_id"] for r in res["results"]][:1] == [about], res
+
+
+FILLER = ("papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu",
+          "amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor", "iris")
+
+
+def _unequal_project(world, work) -> tuple[str, int]:
+    """20 sessions of a short question and a ~300-word reply of filler words; three replies say "kilo",
+    "lima" and "mike" by chance, and one short question says "kilo lima" (the asker's answer; its
+    session's reply says "mike").
+    Returns (the asker, that question's message id)."""
+    folder = work / "chats"
+    folder.mkdir()
+    world.project("Chats", folder)
+    rnd = random.Random(5)
+    best = None
+    for s in range(20):
+        sid = world.session(cwd=folder, title=f"chat {s}")
+        words = [rnd.choice(FILLER) for _ in range(300)]
+        if s in (3, 8, 15):
+            for at, word in zip(rnd.sample(range(300), 3), ("kilo", "lima", "mike"), strict=True):
+                words[at] = word
+        if s == 11:
+            words[rnd.randrange(300)] = "mike"  # the session holds all three words, as the others do
+        if s == 11:
+            best = world.say(sid, "user", "what about the kilo lima")
+        else:
+            world.say(sid, "user", " ".join(rnd.choice(FILLER) for _ in range(5)))
+        world.say(sid, "assistant", " ".join(words))
+    return world.session(cwd=folder), best
+
+
+@pytest.mark.parametrize("index", ["own", "hermes-fts", "hermes-scan"])
+def test_a_short_message_with_the_words_beats_long_replies_that_say_them_by_chance(world, work, monkeypatch, index):
+    """A scope of short questions beside long replies weighs a message's length against the scope's
+    mean, not against its candidates' (the long replies, ``keyword.lengths``): a reply 60 times longer
+    that says the question's three words among 300 others is not the answer, the short message with
+    two is (not neighbours in the question: their nearness does not decide it)."""
+    asker, best = _unequal_project(world, work)
+    plugin_settings(world.home, keyword_index=index == "own", semantic=False)
+    enable_plugin(world.home)
+    if index == "own":
+        assert plugin_module("ui.cli").main(["--home", str(world.home), "index", "--all"]) == 0
+    if index == "hermes-fts":
+        monkeypatch.setattr(plugin_module("keyword.engine"), "SCAN_LIMIT", 0)
+    res = call(SEARCH, {"query": "kilo mike lima", "mode": "keyword", "context": 0}, session_id=asker)
+    assert res["success"] and res["results"][0]["message_id"] == best, res

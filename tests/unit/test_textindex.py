@@ -10,6 +10,7 @@ import pytest
 
 from project_history_recall.keyword import textindex
 from project_history_recall.hermes.changes import Change
+from project_history_recall.keyword.lengths import Lengths, PerSession
 from project_history_recall.keyword.textindex import match_for, normalise, tokens
 
 
@@ -130,6 +131,24 @@ def test_doc_arrays_line_up_with_the_rowids_asked_and_fill_what_is_unknown(tmp_p
     ids, lengths, times = index.doc_arrays(np.array([first, second, second + 1], dtype=np.int64))
     assert ids.tolist() == [7, 9, -1] and lengths.tolist() == [3.0, 6.0, 0.0] and times.tolist() == [10.5, 0.0, 0.0]
     assert [a.tolist() for a in index.doc_arrays(np.zeros(0, dtype=np.int64))] == [[], [], []]
+
+
+def test_a_scopes_lengths_are_its_searched_sessions_messages_read_again_only_where_written(tmp_path):
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    _write(index, "s1", [(1, "user", "abc", None, None, 1.0), (2, "tool", "abcdefgh", "t", None, 2.0)], (2, 2))
+    _write(index, "s2", [(3, "user", "ab", None, None, 3.0)], (1, 3))
+    _write(index, "s3", [(4, "user", "abcd", None, None, 4.0)], (1, 4), key=("auto", "/other"))
+    kept = PerSession()
+
+    def lengths(searched, tools, since=None):
+        return textindex.lookup_for(index, index.states(searched), searched, tools, since).scope_lengths(kept)
+
+    assert lengths(["s1", "s2", "s3"], False) == Lengths.of([3, 2, 4])
+    assert lengths(["s1", "s3"], True) == Lengths.of([3, 8, 4])  # a scope with tools: their rows too
+    assert lengths(["s1", "s3"], True, since=3.5) == Lengths.of([3, 8, 4])  # every time: the scope's messages
+    index.write(Change("s2", "append", 3, (2, 5)), ("auto", "/k"), [(5, "user", "abcde", None, None, 5.0)],
+                first=True, complete=True)
+    assert lengths(["s1", "s2"], False) == Lengths.of([3, 2, 5])
 
 
 def test_a_prefix_stands_for_the_indexed_words_it_starts(tmp_path):
