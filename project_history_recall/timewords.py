@@ -1,11 +1,12 @@
 """The times a question names, as soft windows, and hits re-weighted by them. Pure.
 
 "What did we decide last week about X", "What did Melanie do in October 2023?",
-"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…": each time phrase becomes a
-``Window`` (start, end in seconds since the epoch, and a strength), read relative to a
-reference time, the asking session's start. Dates without a year, and a month alone, are the
-most recent such day or month on or before the reference. A question that names a date reads its
-"last Friday" from that date, so only the date counts there. "Recently", "lately" and 最近 name
+"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…", "去年腊月二十七…", "中秋…": each time
+phrase becomes a ``Window`` (start, end in seconds since the epoch, and a strength), read relative to
+a reference time, the asking session's start. Dates without a year, and a month alone, are the most
+recent such day or month on or before the reference; so too a lunar day, month or festival without a
+year (its Gregorian days from ``lunar``'s table, none outside its years). A question that names a
+date reads its "last Friday" from that date, so only the date counts there. "Recently", "lately" and 最近 name
 no time: in LoCoMo they are recent to the event talked about, not to the asking, and a weak lean
 towards the last weeks before the asking measured a small loss in both languages.
 
