@@ -335,7 +335,9 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
               texts: Callable[[list[int]], Mapping[int, str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``): a time named says
-    when instead ("what is she currently doing in June 2023"). With ``likeness`` (how alike the
+    when instead ("what is she currently doing in June 2023"). It leaves the reports and sequels
+    below their places: it says when the thing was, and a thread tells of it weeks before
+    (春节回湖南的票是哪天: tickets are bought in December). With ``likeness`` (how alike the
     hits' messages are, hybrid mode) and a question that asks how something turned out, the best
     sessions' sequels among those with a message ``near`` the question first take their places.
     So do they for a question that asks for a number or a time (``answerkind``), where a leader
@@ -353,9 +355,7 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     question that asks so, it keeps its place before its sequel. Without ``likeness`` or with
     ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves the hits as they are."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
-    if windows:
-        return hits
-    latest = orderwords.asks_for_latest(req.query)
+    latest = not windows and orderwords.asks_for_latest(req.query)
     if likeness is None or settings.order_weight <= 0:
         return orderwords.reweigh(hits, settings.order_weight) if latest else hits
     what_happened = orderwords.asks_what_happened(req.query) or orderwords.asks_for_a_figure(req.query)

@@ -1,11 +1,12 @@
 """The times a question names, as soft windows, and hits re-weighted by them. Pure.
 
 "What did we decide last week about X", "What did Melanie do in October 2023?",
-"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…": each time phrase becomes a
-``Window`` (start, end in seconds since the epoch, and a strength), read relative to a
-reference time, the asking session's start. Dates without a year, and a month alone, are the
-most recent such day or month on or before the reference. A question that names a date reads its
-"last Friday" from that date, so only the date counts there. "Recently", "lately" and 最近 name
+"Melanie在2023年10月13日给Caroline看了哪幅画？", "上周…", "上上周…", "去年腊月二十七…", "中秋…": each time
+phrase becomes a ``Window`` (start, end in seconds since the epoch, and a strength), read relative to
+a reference time, the asking session's start. Dates without a year, and a month alone, are the most
+recent such day or month on or before the reference; so too a lunar day, month or festival without a
+year (its Gregorian days from ``lunar``'s table, none outside its years). A question that names a
+date reads its "last Friday" from that date, so only the date counts there. "Recently", "lately" and 最近 name
 no time: in LoCoMo they are recent to the event talked about, not to the asking, and a weak lean
 towards the last weeks before the asking measured a small loss in both languages.
 
@@ -29,6 +30,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as clock
 from typing import Callable, Sequence
 
+from . import lunar
 from .hits import Hit, lifted
 
 DAY = 86400.0
@@ -159,6 +161,34 @@ class _Reader:
         found = self.today - timedelta(days=back)
         return self.days(found, found + timedelta(days=1), EXACT, phrase)
 
+    def lunar(self, year: int | None, number: int, leap: bool, day: int | None, phrase: str, *,
+              festival: tuple[int, int] | None = None) -> Window | None:
+        """Lunar month ``number`` (the leap one when ``leap``) of lunar ``year``, or its ``day``;
+        without a year, the most recent one begun on or before today. A ``festival`` (days before
+        the day, days long) named with a year is the one in that Gregorian year: 2025年除夕 is the
+        eve of 2025's Spring Festival, the last day of lunar 2024."""
+        if year is None:  # after the table's years, which year had the last one is unknown
+            years: Sequence[int] = range(self.today.year, lunar.FIRST_YEAR - 1, -1)
+            if self.today.year > lunar.LAST_YEAR:
+                return None
+        else:
+            years = (year, year - 1) if festival else (year,)
+        for each in years:
+            found = _lunar_days(each, number, leap, day)
+            if found is None:
+                continue
+            first, after_last = found
+            if festival:
+                first -= timedelta(days=festival[0])
+                after_last = first + timedelta(days=festival[1])
+            if year is None:
+                wanted = first <= self.today
+            else:
+                wanted = not festival or first.year == year
+            if wanted:
+                return self.days(first, after_last, EXACT, phrase)
+        return None
+
     def season(self, name: str, year: int | None, phrase: str) -> Window | None:
         first, count = _SEASONS[name]
         if year is None:  # this season, or the last one if it has not begun this year
@@ -182,6 +212,56 @@ def _english_amount(text: str) -> int | None:
     return None if text in _VAGUE_NUMBERS else _NUMBER_WORDS.get(text)
 
 
+def _lunar_days(year: int, number: int, leap: bool, day: int | None) -> tuple[date, date] | None:
+    """The first day of a lunar month (``day`` None) or a lunar day, and the day after its last."""
+    month = lunar.month(year, number, leap)
+    if month is None:
+        return None
+    first, length = month
+    if day is None:
+        return first, first + timedelta(days=length)
+    if (number, leap, day) == (12, False, 30):  # 腊月三十 is New Year's Eve: the 29th in a 腊月 of 29 days
+        day = length
+    found = lunar.day(year, number, day, leap)
+    return None if found is None else (found, found + timedelta(days=1))
+
+
+# Days of the lunar calendar: a month and day marked as lunar by 农历 or 阴历 before them, by 闰 (a leap
+# month), by 正月, 冬月 or 腊月, or by a day of 初 or 廿 (五月初五, not 五月二十, which may be May's; nor
+# 三月初一起, early March together). The month alone only when so marked (正月, 腊月, 农历三月).
+_CN_ORDINAL = "一二三四五六七八九"
+_CN_MONTH = rf"十[一二]?|[{_CN_ORDINAL}]"
+_LUNAR_MONTH = rf"正|冬|腊|{_CN_MONTH}"
+_LUNAR_DAY = rf"初十|初[{_CN_ORDINAL}]|二十[{_CN_ORDINAL}]?|廿[{_CN_ORDINAL}]|三十|十[{_CN_ORDINAL}]?"
+_LUNAR_MARK = (rf"(?=农历|阴历|闰|(?<![真修纠改公更校反端立])[正冬腊]月|(?:{_CN_MONTH})月"
+               rf"(?:初(?!一起)[{_CN_ORDINAL}十]|廿[{_CN_ORDINAL}]))")
+_LUNAR_DATE = (_LUNAR_MARK + rf"(?P<nl>农历|阴历)?的?(?P<leap>闰)?(?P<m>{_LUNAR_MONTH}|1[0-2]|[1-9])月(?:份)?"
+               rf"(?:(?P<d>{_LUNAR_DAY}|[12]\d|30|[1-9])(?!\d)[日号]?|(?![亮球光饼子台薪票色天度报费]))")
+# Festivals of the lunar calendar, by their days (month, day) and the days before and after them
+# they name: 春节 is the holiday from 除夕 to 初七. 年三十 after a number is an age (2025年三十岁); 腊八粥
+# is a dish; 元宵 without 节 a dumpling.
+_FESTIVALS = {"除夕": (12, 30, 0, 1), "年三十": (12, 30, 0, 1), "春节": (1, 1, 1, 8), "元宵节": (1, 15, 0, 1),
+              "端午": (5, 5, 0, 1), "七夕": (7, 7, 0, 1), "中秋": (8, 15, 0, 1), "重阳节": (9, 9, 0, 1),
+              "腊八": (12, 8, 0, 1)}
+_FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十百千几])年三十(?!岁)|大年初(?:十|[一二三四五六七八九])"
+             r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜]))")
+_LUNAR = rf"(?:{_LUNAR_DATE}|{_FESTIVAL})"
+_YEARS_BACK = {"今年": 0, "去年": 1, "前年": 2, "大前年": 3}
+
+
+def _read_lunar(r: _Reader, m: re.Match, year: int | None) -> Window | None:
+    if m["f"]:
+        name = m["f"].removeprefix("大")
+        if name.startswith("年初"):  # 大年初六: 正月初六
+            return r.lunar(year, 1, False, _cn_int(name[2:]), m[0], festival=(0, 1))
+        number, on, before, length = _FESTIVALS[name]
+        return r.lunar(year, number, False, on, m[0], festival=(before, length))
+    word = m["m"]
+    number = {"正": 1, "冬": 11, "腊": 12}.get(word) or _cn_int(word) or 0
+    day = None if m["d"] is None else _cn_int(m["d"].replace("初", "").replace("廿", "二十"))
+    return r.lunar(year, number, bool(m["leap"]), day, m[0])
+
+
 # (pattern, reads relative to the asking time, reader). Where patterns overlap the first match
 # wins, so longer phrases come first.
 _Read = Callable[["_Reader", re.Match], "Window | None"]
@@ -199,6 +279,10 @@ def _rules() -> list[_Rule]:
         return int(m.group("year"))
 
     absolute: list[tuple[str, int, _Read]] = [
+        # Lunar days and months, of a numbered year or none: 2025年腊月二十七, 正月初六, 除夕; before the
+        # rules that would read 2025年 or 二月 in them.
+        (rf"(?<!\d)(?P<year>\d{{4}})\s*年\s*的?{_LUNAR}", 0, lambda r, m: _read_lunar(r, m, int(m["year"]))),
+        (_LUNAR, 0, lambda r, m: _read_lunar(r, m, None)),
         # Days: 2023-10-13, 2023/10/13, 2023年10月13日, 9 February 2023, February 9th, 2023.
         (r"\b(?P<year>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})\b", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
@@ -235,6 +319,9 @@ def _rules() -> list[_Rule]:
          lambda r, m: r.month(int(m["year"]), 1, 12, BROAD, m[0])),
     ]
     relative: list[tuple[str, int, _Read]] = [
+        # Lunar days and months of a year said relative to this one: 去年腊月二十七, 今年中秋, 前年春节.
+        (rf"(?P<yw>大前年|(?<![以之从提当几多])前年|去年|今年)的?{_LUNAR}", 0,
+         lambda r, m: _read_lunar(r, m, r.today.year - _YEARS_BACK[m["yw"]])),
         # Seasons: last summer, 今年夏天, 去年冬天.
         (r"\b(?P<which>this|last)\s+(?P<s>spring|summer|autumn|fall|winter)\b", i,
          lambda r, m: r.season(m["s"].lower(), r.today.year - 1 if m["which"].lower() == "last" else None,
@@ -242,7 +329,7 @@ def _rules() -> list[_Rule]:
         (r"(?P<which>今年|这个|去年)(?P<s>[春夏秋冬]天)", 0,
          lambda r, m: r.season(m["s"], r.today.year - 1 if m["which"] == "去年" else None, m[0])),
         # Days: the day before yesterday, yesterday, last night, today; 大前天, 前天, 昨天, 今天.
-        (r"\bthe\s+day\s+before\s+yesterday\b", i, lambda r, m: r.ago(2, "day", m[0])),
+        (r"\bthe\s+(?:day\s+before\s+yesterday|night\s+before\s+last)\b", i, lambda r, m: r.ago(2, "day", m[0])),
         (r"\b(?:yesterday|last\s+night)\b", i, lambda r, m: r.ago(1, "day", m[0])),
         (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", i, lambda r, m: r.ago(0, "day", m[0])),
         (r"大前天", 0, lambda r, m: r.ago(3, "day", m[0])),
@@ -263,6 +350,9 @@ def _rules() -> list[_Rule]:
         (r"(?P<up>上{2,})(?:个)?周末", 0, lambda r, m: r.weekend(m[0], len(m["up"]))),
         (r"(?P<up>上{2,})(?:个)?(?:周|星期|礼拜)(?!年)", 0, lambda r, m: r.week(len(m["up"]), m[0])),
         (r"(?P<up>上{2,})(?:个)?月(?!亮|球|光|饼)", 0, lambda r, m: r.ago(len(m["up"]), "month", m[0])),
+        (r"\bthe\s+weekend\s+before\s+last\b", i, lambda r, m: r.weekend(m[0], 2)),
+        (r"\bthe\s+week\s+before\s+last\b", i, lambda r, m: r.week(2, m[0])),
+        (r"\bthe\s+(?P<u>month|year)\s+before\s+last\b", i, lambda r, m: r.ago(2, m["u"].lower(), m[0])),
         (r"\blast\s+weekend\b|上(?:个)?周末", i, lambda r, m: r.weekend(m[0])),
         (r"\blast\s+week\b|上(?:个)?(?:周|星期|礼拜)(?!年)", i, lambda r, m: r.week(1, m[0])),
         (r"\b(?:earlier\s+)?this\s+week\b|(?:这|本)(?:个)?(?:周|星期|礼拜)(?!年|末)", i,

@@ -149,7 +149,7 @@ def test_a_question_about_how_it_turned_out_lifts_the_later_session_in_keyword_m
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
 def test_the_week_and_month_before_last_are_not_last_week_and_month(world, work, monkeypatch, mode):
-    """上上周, 上上周末 and 上上个月 name the week, weekend and month before last. Read from a session
+    """上上周, 上上周末 and 上上个月 (and "the week, weekend, month before last") name the week, weekend and month before last. Read from a session
     begun on Wednesday 24 June 2026, 上上周 is 8-14 June, 上上周末 13-14 June, 上上个月 April; the
     上周 inside 上上周 was read instead, lifting last week's session (15-21 June) over the one asked about."""
     import hermes_state
@@ -164,8 +164,10 @@ def test_the_week_and_month_before_last_are_not_last_week_and_month(world, work,
     enable_plugin(world.home)
     asked = {"上上周": {"week before last", "weekend before last"}, "上上周末": {"weekend before last"},
              "上上个月": {"april"}, "上周": {"last week", "last weekend"}, "上周末": {"last weekend"},
-             "上个月": {"may"}}
-    first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
+             "上个月": {"may"}, "the week before last": {"week before last", "weekend before last"},
+             "the weekend before last": {"weekend before last"}, "the month before last": {"april"}}
+    first = {words: _sessions(asker, f"what did we decide about the cache eviction policy {words}?"
+                              if words.isascii() else f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
     assert {words: {name for name, sid in said.items() if sid == first[words]} <= names
             for words, names in asked.items()} == dict.fromkeys(asked, True), first
 
@@ -206,3 +208,27 @@ def test_a_number_too_long_for_a_time_names_none(world, work, monkeypatch, mode)
     for query in ("1000天前缓存淘汰策略定了什么？", "两千零五天前缓存淘汰策略定了什么？", "一百二十天前缓存淘汰策略定了什么？",
                   "12026年6月24日缓存淘汰策略定了什么？", "12026年6月缓存淘汰策略定了什么？"):
         assert _sessions(asker, query, mode)[0] == newer, query
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_lunar_day_finds_its_session_first(world, work, monkeypatch, mode):
+    """Asked on 24 June 2026, 腊月二十七 (alone, of 去年 or of 2025年) is lunar 2025's, 14 February 2026;
+    前年's is lunar 2024's, 26 January 2025; 大年初一 is 17 February 2026. Without the time weighting
+    (or before lunar days were read: 去年 lifted all of 2025) another session comes first."""
+    import hermes_state
+
+    world.project("App", work)
+    said = {name: _at(world, datetime(*day, 15).timestamp(), work) for name, day in (
+        ("lunar 2024", (2025, 1, 26)), ("lunar 2025", (2026, 2, 14)), ("new year", (2026, 2, 17)),
+        ("newer", (2026, 6, 10)))}
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    asked = {"去年腊月二十七": "lunar 2025", "腊月二十七": "lunar 2025", "2025年腊月二十七": "lunar 2025",
+             "前年腊月二十七": "lunar 2024", "大年初一": "new year"}
+    _with_weight(world.home, 0.0)
+    assert {_sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked} == {said["newer"]}
+    _with_weight(world.home, 0.5)
+    first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
+    assert first == {words: said[name] for words, name in asked.items()}

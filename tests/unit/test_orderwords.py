@@ -199,10 +199,10 @@ def test_a_search_puts_sequels_first_for_a_number_or_a_time_only_where_the_seque
     settings = Settings(order_weight=0.05, time_weight=0.0)
     like = alike({(1, 4): 0.6})
 
-    def first(question: str, says: set[int] | None) -> str:
+    def first(question: str, says: set[int] | None, windows: list[timewords.Window] | None = None) -> str:
         def answered(ids: list[int]) -> dict[int, bool | None]:
             return {m: m in (says or ()) for m in ids}
-        return search._lifted(search.SearchRequest(question), settings, [], THREAD, like, ALL,
+        return search._lifted(search.SearchRequest(question), settings, windows or [], THREAD, like, ALL,
                               None if says is None else answered)[0].session_id
 
     assert first("第一次保养等了多长时间", {4}) == "d"  # 首保要做啥 (a), then 等了两个小时 (d)
@@ -210,6 +210,12 @@ def test_a_search_puts_sequels_first_for_a_number_or_a_time_only_where_the_seque
     assert first("第一次保养等了多长时间", set()) == "a"
     assert first("第一次保养在哪家店", None) == "a"  # asks for no number or time: nothing to read
     assert first("第一次保养最后等了多长时间", {1, 4}) == "d"  # how it turned out: the sequel, whatever they say
+    # A time named (春节, whose tickets are talked about weeks before it) leaves the sequel its place:
+    # it says when the thing was, not which of the thread's sessions tells it. But it says when
+    # instead of how something turned out, which then asks only for the number.
+    spring = [timewords.Window(0.0, DAY, 1.0, "春节")]
+    assert first("春节回湖南的票是哪天早上几点的", {4}, spring) == "d"
+    assert first("第一次保养最后等了多长时间", {1, 4}, spring) == "a"
 
 
 @pytest.mark.parametrize("question", [

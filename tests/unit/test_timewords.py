@@ -108,6 +108,11 @@ def year(y: int) -> list[tuple[date, date]]:
     ("上上周末", [(date(2023, 10, 14), date(2023, 10, 16))]),
     ("上上上周", [(date(2023, 10, 2), date(2023, 10, 9))]),  # each 上 a week further back
     ("上上上个月", month(2023, 7)),
+    ("the week before last", [(date(2023, 10, 9), date(2023, 10, 16))]),  # as 上上周
+    ("the weekend before last", [(date(2023, 10, 14), date(2023, 10, 16))]),
+    ("the month before last", month(2023, 8)),
+    ("the year before last", year(2021)),
+    ("the night before last", one_day(2023, 10, 23)),
     ("1000天前", []),  # no 000天前
     ("一百二十天前", []),  # no 二十天前
     ("this year", [(date(2023, 1, 1), date(2023, 10, 26))]),
@@ -127,6 +132,60 @@ def year(y: int) -> list[tuple[date, date]]:
 ])
 def test_reads_the_time_a_question_names(question, expected):
     assert days_of(question) == expected
+
+
+# Lunar days, asked on 25 October 2023 (lunar 2023, 九月十一; lunar 2022 began 1 February 2022, lunar
+# 2023 on 22 January 2023 with a leap second month). Each date as lunar-python and lunardate give it.
+@pytest.mark.parametrize("question, expected", [
+    ("去年腊月二十七我们定了什么", one_day(2023, 1, 18)),  # lunar 2022's 腊月 is January 2023's
+    ("腊月二十七那天", one_day(2023, 1, 18)),  # no year: the last one before asking, as 3月5号
+    ("2022年腊月二十七", one_day(2023, 1, 18)),
+    ("正月初六", one_day(2023, 1, 27)),
+    ("今年的正月十五", one_day(2023, 2, 5)),
+    ("二月初二", one_day(2023, 2, 21)),  # 初 marks the day lunar
+    ("十二月初八", one_day(2022, 12, 30)),
+    ("农历8月15日", one_day(2023, 9, 29)),
+    ("农历三月", [(date(2023, 4, 20), date(2023, 5, 19))]),
+    ("去年腊月", [(date(2022, 12, 23), date(2023, 1, 22))]),  # a lunar month alone: all of it
+    ("闰二月初五", one_day(2023, 3, 26)),  # the leap month, after the second
+    ("闰二月", [(date(2023, 3, 22), date(2023, 4, 20))]),
+    ("除夕", one_day(2023, 1, 21)),
+    ("年三十", one_day(2023, 1, 21)),
+    ("大年初一", one_day(2023, 1, 22)),
+    ("元宵节", one_day(2023, 2, 5)),
+    ("端午", one_day(2023, 6, 22)),
+    ("七夕", one_day(2023, 8, 22)),
+    ("中秋", one_day(2023, 9, 29)),
+    ("重阳节", one_day(2023, 10, 23)),
+    ("腊八", one_day(2022, 12, 30)),
+    ("春节", [(date(2023, 1, 21), date(2023, 1, 29))]),  # the holiday, 除夕 to 初七
+    ("前年中秋", one_day(2021, 9, 21)),
+    # A festival named with a year is the one in that year: 去年除夕 is the eve of 2022's Spring Festival.
+    ("去年除夕", one_day(2022, 1, 31)),
+    ("2023年除夕", one_day(2023, 1, 21)),
+    ("2023年春节", [(date(2023, 1, 21), date(2023, 1, 29))]),
+    # 腊月三十 is New Year's Eve: the 29th in a 腊月 of 29 days (lunar 2024's).
+    ("2022年腊月三十", one_day(2023, 1, 21)),
+    ("2024年腊月三十", one_day(2025, 1, 28)),
+    # Not lunar: no mark (八月十五 may be August's), early March together, words with 正月 or 腊八 inside.
+    ("八月十五", month(2023, 8)),
+    ("三月初一起讨论的", month(2023, 3)),
+    ("修正月报的格式", []),
+    ("腊八粥的做法", []),
+    ("元宵好吃吗", []),
+    # No such day, or outside the table's years (1979-2056): no time, no error.
+    ("2023年闰二月三十", []),  # that leap month has 29 days
+    ("闰正月初一", []),  # none in the table's years
+    ("1970年腊月二十七", []),
+    ("2060年中秋", []),
+])
+def test_reads_lunar_days_as_their_gregorian_days(question, expected):
+    assert days_of(question) == expected
+
+
+@pytest.mark.parametrize("asked", [datetime(1975, 6, 1, tzinfo=UTC), datetime(2070, 6, 1, tzinfo=UTC)])
+def test_a_lunar_day_asked_outside_the_tables_years_names_none(asked):
+    assert days_of("腊月二十七", asked.timestamp()) == days_of("去年中秋", asked.timestamp()) == []
 
 
 @pytest.mark.parametrize("question", ["the other day", "前几天", "前些日子"])

@@ -1,0 +1,74 @@
+"""Days of the Chinese lunar calendar as Gregorian days, for the lunar years 1979-2056. Pure.
+
+A table, not a package: the one pure-Python converter on PyPI (lunardate) is GPL-3.0, which this
+MIT plugin does not take on, and the few days a question names need only each year's months. The
+months are those of the Hong Kong Observatory's Gregorian-lunar conversion tables (1901-2100), as
+lunar-python's astronomical computation (MIT) gives them; the range is the span around today in
+which that computation and lunardate's table (drawn from the same tables) agree day for day: they
+differ on a month's length in 1978 and 2057. A year outside it has no lunar days here.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from functools import lru_cache
+from itertools import accumulate
+
+FIRST_YEAR, LAST_YEAR = 1979, 2056
+_FIRST_NEW_YEAR = date(1979, 1, 28)  # 正月初一 of lunar 1979
+# One number per lunar year from FIRST_YEAR: its leap month (0 for none) in bits 13-16, and its
+# months in order (the leap month after the month it repeats), the first in bit 12, a bit set for
+# a month of 30 days (29 otherwise); a year of 12 months leaves bit 0 clear.
+_YEARS = (
+    0x0d2da, 0x012b6, 0x00936, 0x09497, 0x01496, 0x1564b, 0x00d4a, 0x00da8,
+    0x0d5b4, 0x0156c, 0x012ae, 0x0a92f, 0x0092e, 0x00c96, 0x06d4a, 0x01d4a,
+    0x10d65, 0x00b58, 0x0156c, 0x0b26d, 0x0125c, 0x0192c, 0x09a95, 0x01a94,
+    0x01b4a, 0x04b55, 0x00ad4, 0x0f55b, 0x004ba, 0x0125a, 0x0b92b, 0x0152a,
+    0x01694, 0x096aa, 0x015aa, 0x12ab5, 0x00974, 0x014b6, 0x0ca57, 0x00a56,
+    0x01526, 0x08e95, 0x00d54, 0x015aa, 0x049b5, 0x0096c, 0x0d4ae, 0x0149c,
+    0x01a4c, 0x0bd26, 0x01aa6, 0x00b54, 0x06d6a, 0x012da, 0x1695d, 0x0095a,
+    0x0149a, 0x0da4b, 0x01a4a, 0x01aa4, 0x0bb54, 0x016b4, 0x00ada, 0x0495b,
+    0x00936, 0x0f497, 0x01496, 0x0154a, 0x0b6a5, 0x00da4, 0x015b4, 0x06ab6,
+    0x0126e, 0x1092f, 0x0092e, 0x00c96, 0x0cd4a, 0x01d4a,
+)
+
+
+def _lengths(year: int) -> list[int]:
+    """The lengths of lunar ``year``'s months, in order."""
+    code = _YEARS[year - FIRST_YEAR]
+    return [30 if code >> (12 - n) & 1 else 29 for n in range(13 if code >> 13 else 12)]
+
+
+_NEW_YEARS = list(accumulate((sum(_lengths(year)) for year in range(FIRST_YEAR, LAST_YEAR)),
+                             lambda day, length: day + timedelta(days=length), initial=_FIRST_NEW_YEAR))
+
+
+@lru_cache(maxsize=None)
+def _months(year: int) -> dict[tuple[int, bool], tuple[date, int]]:
+    """Each month of lunar ``year`` by (number, leap): its first day and its length."""
+    first = _NEW_YEARS[year - FIRST_YEAR]
+    leap = _YEARS[year - FIRST_YEAR] >> 13
+    order = [(n, False) for n in range(1, 13)]
+    if leap:
+        order.insert(leap, (leap, True))
+    months = {}
+    for key, length in zip(order, _lengths(year), strict=True):
+        months[key] = (first, length)
+        first += timedelta(days=length)
+    return months
+
+
+def month(year: int, number: int, leap: bool = False) -> tuple[date, int] | None:
+    """The first Gregorian day of lunar month ``number`` (the leap one when ``leap``) of lunar
+    ``year``, and its length in days; None if the table has no such month."""
+    if not FIRST_YEAR <= year <= LAST_YEAR:
+        return None
+    return _months(year).get((number, leap))
+
+
+def day(year: int, number: int, day_of_month: int, leap: bool = False) -> date | None:
+    """The Gregorian day of a lunar day; None if the table has no such day (day 30 of a month of 29)."""
+    found = month(year, number, leap)
+    if found is None or not 1 <= day_of_month <= found[1]:
+        return None
+    return found[0] + timedelta(days=day_of_month - 1)
