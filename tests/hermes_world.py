@@ -272,6 +272,16 @@ def db_digest(path: Path) -> dict:
     }
 
 
+def write_as_importer(home: Path, sql: str, *params) -> None:
+    """A write to state.db the way an importer makes one (Hermes's own API cannot make these rows)."""
+    conn = sqlite3.connect(home / "state.db")
+    try:
+        conn.execute(sql, params)
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def checkpoint(home: Path) -> None:
     """Fold Hermes's WAL into state.db so the main file's bytes are final."""
     conn = sqlite3.connect(home / "state.db")

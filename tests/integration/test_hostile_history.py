@@ -7,11 +7,10 @@ far as it can be, and every other message is searched as always.
 from __future__ import annotations
 
 import math
-import sqlite3
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, hits, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, hits, plugin_settings, write_as_importer
 from hermes_world import ids as ids_of
 
 SEARCH = "project_history_search"
@@ -23,16 +22,6 @@ def _nested(depth: int, text: str) -> list:
     for _ in range(depth):
         value = [value]
     return value
-
-
-def _as_importer(home, sql: str, *params) -> None:
-    """A write to state.db the way an importer makes one (Hermes's own API cannot make these rows)."""
-    conn = sqlite3.connect(home / "state.db")
-    try:
-        conn.execute(sql, params)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 def _search(asker: str, query: str, mode: str, **extra) -> dict:
@@ -50,7 +39,7 @@ def nested(world, work):
     deep = world.say(sid, "user", _nested(340, "a capybara in a deep burrow"))  # Hermes's own append_message
     deeper = world.say(sid, "assistant", "placeholder")
     # Deeper than Python's JSON parser goes: only an importer writes this.
-    _as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
+    write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
                  "\x00json:" + "[" * 5_000 + '"abyssal capybara"' + "]" * 5_000, deeper)
     asker = world.session(cwd=app)
     return {"app": app, "sid": sid, "deep": deep, "deeper": deeper, "asker": asker}
@@ -104,10 +93,10 @@ def garbled_times(world, work):
     ids = {}
     for name, (value, _since, _until) in TIMES.items():
         ids[name] = world.say(sid, "user", f"capybara {name} entry")
-        _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE id = ?", value, ids[name])
+        write_as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE id = ?", value, ids[name])
     odd = world.session(("user", "capybara in a session with a text start"), cwd=app)
-    _as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd)
-    _as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, sid)
+    write_as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd)
+    write_as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, sid)
     asker = world.session(cwd=app)
     return {"ids": ids, "fine": fine, "odd": odd, "asker": asker}
 
@@ -210,7 +199,7 @@ def test_a_garbled_time_leaves_how_it_turned_out_to_the_others(world, work, garb
     late = world.session(("user", "we settled the eviction policy"), cwd=work)
     for value in garbled:
         odd = world.session(("user", "an eviction notice for the flat"), cwd=work)
-        _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE session_id = ?", value, odd)
+        write_as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE session_id = ?", value, odd)
     asker = world.session(cwd=work)
     plugin_settings(world.home, order_weight=5.0)
     enable_plugin(world.home)

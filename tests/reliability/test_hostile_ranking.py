@@ -23,7 +23,7 @@ import sqlite3
 import pytest
 
 from conftest import sizes
-from hermes_world import checkpoint, db_digest, enable_plugin, hermes_line, plugin_settings
+from hermes_world import checkpoint, db_digest, enable_plugin, hermes_line, plugin_settings, write_as_importer
 
 SEARCH = "project_history_search"
 HIDDEN_TEXT = "hidden scaffolding capybara 首保 eviction"
@@ -43,16 +43,6 @@ NOISE = ["the", "of", "and", "a", "是", "的", "了", "我", "吗", "？", "!",
 SINCE_UNTIL = [None, None, None, "2000-01-01", "1970-01-01", "2030-01-01", "1d", "99999y", "0001-01-01",
                "9999-12-31"]
 LIMITS = [None, None, 0, 1, 2, 5, 50, 1000, -3, "7"]
-
-
-def _as_importer(home, sql: str, *params) -> None:
-    """A write to state.db the way an importer makes one (Hermes's own API cannot make these rows)."""
-    conn = sqlite3.connect(home / "state.db")
-    try:
-        conn.execute(sql, params)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -99,10 +89,10 @@ def tangled(world, work):
     times = {"inf": math.inf, "-inf": -math.inf, "1e300": 1e300, "-1e300": -1e300, "1969": -86400.0 * 200,
              "text": "yesterday", "zero": 0}
     for name, value in times.items():
-        _as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE session_id = ?", value, odd[name])
-    _as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd["text"])
-    _as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, odd["-inf"])
-    _as_importer(world.home, "UPDATE sessions SET started_at = 'garbled' WHERE id = ?", askers[1])
+        write_as_importer(world.home, "UPDATE messages SET timestamp = ? WHERE session_id = ?", value, odd[name])
+    write_as_importer(world.home, "UPDATE sessions SET started_at = 'last week' WHERE id = ?", odd["text"])
+    write_as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", -math.inf, odd["-inf"])
+    write_as_importer(world.home, "UPDATE sessions SET started_at = 'garbled' WHERE id = ?", askers[1])
     checkpoint(world.home)
     return {"home": world.home, "scopes": {None: set(mine), "Other": theirs}, "askers": askers, "hidden": hidden}
 
