@@ -1,4 +1,5 @@
-"""Days of the Chinese lunar calendar as Gregorian days, for the lunar years 1979-2056. Pure.
+"""Days of the Chinese lunar calendar: how chat names them, and which Gregorian days they are, for
+the lunar years 1979-2056. Pure.
 
 A table, not a package: the one pure-Python converter on PyPI (lunardate) is GPL-3.0, which this
 MIT plugin does not take on, and the few days a question names need only each year's months. The
@@ -72,3 +73,37 @@ def day(year: int, number: int, day_of_month: int, leap: bool = False) -> date |
     if found is None or not 1 <= day_of_month <= found[1]:
         return None
     return found[0] + timedelta(days=day_of_month - 1)
+
+
+# How a lunar day is named (``SAID``, read by ``timewords`` for a time asked about and by the keyword
+# side's ``answerkind`` for a time told). A month and day are lunar when marked by 农历 or 阴历 before
+# them, by 闰 (a leap month), by 正月, 冬月 or 腊月, or by a day of 初 or 廿 (五月初五, not 五月二十,
+# which may be May's; nor 三月初一起, early March together). The month alone only when so marked
+# (正月, 腊月, 农历三月). Its groups: ``nl`` the mark, ``leap``, ``m`` the month and ``d`` the day as
+# said; ``f`` a festival's name.
+_ORDINAL = "一二三四五六七八九"
+_MONTH = rf"十[一二]?|[{_ORDINAL}]"
+_MONTH_NAME = rf"正|冬|腊|{_MONTH}"
+_DAY = rf"初十|初[{_ORDINAL}]|二十[{_ORDINAL}]?|廿[{_ORDINAL}]|三十|十[{_ORDINAL}]?"
+_MARK = (rf"(?=农历|阴历|闰|(?<![真修纠改公更校反端立])[正冬腊]月|(?:{_MONTH})月"
+         rf"(?:初(?!一起)[{_ORDINAL}十]|廿[{_ORDINAL}]))")
+_DATE = (_MARK + rf"(?P<nl>农历|阴历)?的?(?P<leap>闰)?(?P<m>{_MONTH_NAME}|1[0-2]|[1-9])月(?:份)?"
+         rf"(?:(?P<d>{_DAY}|[12]\d|30|[1-9])(?!\d)[日号]?|(?![亮球光饼子台薪票色天度报费]))")
+# Festivals by their lunar day (month, day), the days before it and the days long they name: 春节 is
+# the holiday from 除夕 to 初七; 小年 is 腊月二十三 in the north and 二十四 in the south.
+FESTIVALS = {"除夕": (12, 30, 0, 1), "年三十": (12, 30, 0, 1), "春节": (1, 1, 1, 8), "元宵节": (1, 15, 0, 1),
+             "端午": (5, 5, 0, 1), "七夕": (7, 7, 0, 1), "中秋": (8, 15, 0, 1), "重阳节": (9, 9, 0, 1),
+             "腊八": (12, 8, 0, 1), "小年": (12, 23, 0, 2)}
+# 清明 is a day of the solar year, not the lunar one: 4 or 5 April in every year of the table, and
+# the three days' holiday around it. (month, first day, days long).
+SOLAR_FESTIVALS = {"清明": (4, 4, 3)}
+# 年三十 after a number is an age (2025年三十岁); 腊八粥 is a dish; 元宵 without 节 a dumpling; 小年轻 are
+# the young, and 大小年 a fruit tree's good and poor years; 清明 is also clear-headed (头脑清明), and
+# 清明上河图 a painting.
+_FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十百千几])年三十(?!岁)|大年初(?:十|[一二三四五六七八九])"
+             r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜])|(?<!大)小年(?![轻糕级])"
+             r"|(?<![治志脑])清明(?!上河))")
+SAID = rf"(?:{_DATE}|{_FESTIVAL})"
+# Every text ``SAID`` matches in holds one of these: a reader of many texts looks for them first, as
+# substring searches are many times faster than the pattern's lookaheads at every character.
+IN_EVERY_SAID = ("月", "除夕", "年三十", "大年初", "春节", "元宵节", "端午", "七夕", "中秋", "重阳节", "腊八", "小年", "清明")

@@ -121,14 +121,16 @@ class _Reader:
         year = self.today.year if month <= self.today.month else self.today.year - 1
         return self.month(year, month, 1, EXACT, phrase)
 
-    def day(self, year: int | None, month: int, day: int, phrase: str) -> Window | None:
+    def day(self, year: int | None, month: int, day: int, phrase: str, length: int = 1) -> Window | None:
+        """The day (and the ``length`` - 1 days after it) of ``year``; without one, the most recent
+        such day on or before today."""
         try:  # year 0 is no year datetime holds, not a date said without one
             found = date(self.today.year if year is None else year, month, day)
             if year is None and found > self.today:
                 found = date(self.today.year - 1, month, day)
         except ValueError:  # 31 February, or 29 February in a year without one
             return None
-        return self.days(found, found + timedelta(days=1), EXACT, phrase)
+        return self.days(found, found + timedelta(days=length), EXACT, phrase)
 
     def ago(self, amount: int | None, unit: str, phrase: str) -> Window | None:
         """A day, week, month or year ``amount`` of them before today (None amount: a few)."""
@@ -226,26 +228,6 @@ def _lunar_days(year: int, number: int, leap: bool, day: int | None) -> tuple[da
     return None if found is None else (found, found + timedelta(days=1))
 
 
-# Days of the lunar calendar: a month and day marked as lunar by 农历 or 阴历 before them, by 闰 (a leap
-# month), by 正月, 冬月 or 腊月, or by a day of 初 or 廿 (五月初五, not 五月二十, which may be May's; nor
-# 三月初一起, early March together). The month alone only when so marked (正月, 腊月, 农历三月).
-_CN_ORDINAL = "一二三四五六七八九"
-_CN_MONTH = rf"十[一二]?|[{_CN_ORDINAL}]"
-_LUNAR_MONTH = rf"正|冬|腊|{_CN_MONTH}"
-_LUNAR_DAY = rf"初十|初[{_CN_ORDINAL}]|二十[{_CN_ORDINAL}]?|廿[{_CN_ORDINAL}]|三十|十[{_CN_ORDINAL}]?"
-_LUNAR_MARK = (rf"(?=农历|阴历|闰|(?<![真修纠改公更校反端立])[正冬腊]月|(?:{_CN_MONTH})月"
-               rf"(?:初(?!一起)[{_CN_ORDINAL}十]|廿[{_CN_ORDINAL}]))")
-_LUNAR_DATE = (_LUNAR_MARK + rf"(?P<nl>农历|阴历)?的?(?P<leap>闰)?(?P<m>{_LUNAR_MONTH}|1[0-2]|[1-9])月(?:份)?"
-               rf"(?:(?P<d>{_LUNAR_DAY}|[12]\d|30|[1-9])(?!\d)[日号]?|(?![亮球光饼子台薪票色天度报费]))")
-# Festivals of the lunar calendar, by their days (month, day) and the days before and after them
-# they name: 春节 is the holiday from 除夕 to 初七. 年三十 after a number is an age (2025年三十岁); 腊八粥
-# is a dish; 元宵 without 节 a dumpling.
-_FESTIVALS = {"除夕": (12, 30, 0, 1), "年三十": (12, 30, 0, 1), "春节": (1, 1, 1, 8), "元宵节": (1, 15, 0, 1),
-              "端午": (5, 5, 0, 1), "七夕": (7, 7, 0, 1), "中秋": (8, 15, 0, 1), "重阳节": (9, 9, 0, 1),
-              "腊八": (12, 8, 0, 1)}
-_FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十百千几])年三十(?!岁)|大年初(?:十|[一二三四五六七八九])"
-             r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜]))")
-_LUNAR = rf"(?:{_LUNAR_DATE}|{_FESTIVAL})"
 _YEARS_BACK = {"今年": 0, "去年": 1, "前年": 2, "大前年": 3}
 
 
@@ -254,7 +236,10 @@ def _read_lunar(r: _Reader, m: re.Match, year: int | None) -> Window | None:
         name = m["f"].removeprefix("大")
         if name.startswith("年初"):  # 大年初六: 正月初六
             return r.lunar(year, 1, False, _cn_int(name[2:]), m[0], festival=(0, 1))
-        number, on, before, length = _FESTIVALS[name]
+        if name in lunar.SOLAR_FESTIVALS:
+            month, first, length = lunar.SOLAR_FESTIVALS[name]
+            return r.day(year, month, first, m[0], length)
+        number, on, before, length = lunar.FESTIVALS[name]
         return r.lunar(year, number, False, on, m[0], festival=(before, length))
     word = m["m"]
     number = {"正": 1, "冬": 11, "腊": 12}.get(word) or _cn_int(word) or 0
@@ -281,8 +266,8 @@ def _rules() -> list[_Rule]:
     absolute: list[tuple[str, int, _Read]] = [
         # Lunar days and months, of a numbered year or none: 2025年腊月二十七, 正月初六, 除夕; before the
         # rules that would read 2025年 or 二月 in them.
-        (rf"(?<!\d)(?P<year>\d{{4}})\s*年\s*的?{_LUNAR}", 0, lambda r, m: _read_lunar(r, m, int(m["year"]))),
-        (_LUNAR, 0, lambda r, m: _read_lunar(r, m, None)),
+        (rf"(?<!\d)(?P<year>\d{{4}})\s*年\s*的?{lunar.SAID}", 0, lambda r, m: _read_lunar(r, m, int(m["year"]))),
+        (lunar.SAID, 0, lambda r, m: _read_lunar(r, m, None)),
         # Days: 2023-10-13, 2023/10/13, 2023年10月13日, 9 February 2023, February 9th, 2023.
         (r"\b(?P<year>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})\b", 0,
          lambda r, m: r.day(int(m["year"]), int(m["m"]), int(m["d"]), m[0])),
@@ -320,7 +305,7 @@ def _rules() -> list[_Rule]:
     ]
     relative: list[tuple[str, int, _Read]] = [
         # Lunar days and months of a year said relative to this one: 去年腊月二十七, 今年中秋, 前年春节.
-        (rf"(?P<yw>大前年|(?<![以之从提当几多])前年|去年|今年)的?{_LUNAR}", 0,
+        (rf"(?P<yw>大前年|(?<![以之从提当几多])前年|去年|今年)的?{lunar.SAID}", 0,
          lambda r, m: _read_lunar(r, m, r.today.year - _YEARS_BACK[m["yw"]])),
         # Seasons: last summer, 今年夏天, 去年冬天.
         (r"\b(?P<which>this|last)\s+(?P<s>spring|summer|autumn|fall|winter)\b", i,

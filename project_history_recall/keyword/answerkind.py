@@ -12,7 +12,7 @@ answer, and a message that says one earns part of a share of the question
 Three kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time
 (七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
 that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
-moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named (腊月二十七 too), or a
+moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named (腊月二十七 and 中秋 too), or a
 time ago. A number said in Chinese is one of its own (二十, 两千五, 三个人, 五公里), not a numeral in a
 word (三亚, 七夕, 周五, 千万别).
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from .. import lunar
 from . import cjk
 
 # Kinds of answer a question asks for.
@@ -84,12 +85,14 @@ _NUMBER_OF_UNITS = re.compile(rf"[{NUMBER_CHARS}.点半几]*{UNIT_OF_TIME}")
 # alternation first is four times slower), and what stands before it is looked at from there.
 _LENGTH_OF_TIME = re.compile(
     rf"[{NUMBER_CHARS}半几](?<![周拜第].)(?<!星期.)(?<!\d{{4}})\s*个?(?:{_UNITS_BUT_MONTH}|(?<=[个半])月)")
-# Days of the lunar calendar, as the days around the Spring Festival are named (腊月二十七, 正月初六,
-# 大年初一, 年三十, 除夕). 初三 alone is a school year as often (初中三年级), so a day needs its month or 大年.
-_LUNAR_DAY = rf"[正冬腊]月[初廿{NUMERALS}]|大年[初{NUMERALS}]|年三十|除夕"
 _A_MOMENT = re.compile(
     r"昨天|前天|今天|上周|上个?星期|上个?礼拜|上个月|去年|前年|周末|星期[一二三四五六日天]|周[一二三四五六日]"
-    rf"|[{NUMBER_CHARS}]+月|\d{{4}}年|[{NUMBER_CHARS}]+[号日]|[{NUMBER_CHARS}几]+(?:天|周|星期|个月|年)前|{_LUNAR_DAY}")
+    rf"|[{NUMBER_CHARS}]+月|\d{{4}}年|[{NUMBER_CHARS}]+[号日]|[{NUMBER_CHARS}几]+(?:天|周|星期|个月|年)前")
+_A_LUNAR_DAY = re.compile(lunar.SAID)
+# 春节 names the whole New Year holiday and the trips home around it: the message that plans one
+# says 春节 without saying when (春节回长沙的机票一般提前多久买), and the zh-sms and zh-chat sets lost
+# their right sessions to such plans where 春节 counted as a time told.
+_NOT_WHEN = frozenset(("春节",))
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.
@@ -152,7 +155,8 @@ def says(text: str | None, kind: str) -> bool:
     if not text:
         return False
     if kind == MOMENT:
-        return bool(_A_MOMENT.search(text))
+        return bool(_A_MOMENT.search(text)) or (any(map(text.__contains__, lunar.IN_EVERY_SAID))
+                                                and any(m["f"] not in _NOT_WHEN for m in _A_LUNAR_DAY.finditer(text)))
     if kind == MOMENT_EN:
         return any(map(text.__contains__, _IN_EVERY_MOMENT_EN)) and bool(_A_MOMENT_EN.search(text))
     if kind == LENGTH:

@@ -105,6 +105,11 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("正月初六 还是望江楼", MOMENT, True),
     ("年夜饭订在除夕晚上", MOMENT, True),
     ("女儿初三 数学弱", MOMENT, False),  # a school year, no day
+    ("中秋回去的", MOMENT, True),  # a festival of the lunar calendar, as the time-reading side knows them
+    ("清明节那天扫的墓", MOMENT, True),
+    ("农历三月搬的家", MOMENT, True),
+    ("小年轻都这样", MOMENT, False),
+    ("春节回长沙的机票一般提前多久买便宜", MOMENT, False),  # the holiday planned, no time said
     ("我们一起去吧", MOMENT, False),
     (None, AMOUNT, False),
     ("I went to a LGBTQ support group yesterday", MOMENT_EN, True),

@@ -3,7 +3,10 @@ computation (every day of 1979-2056 was checked against it and lunardate when th
 
 from __future__ import annotations
 
+import re
 from datetime import date
+
+import pytest
 
 from project_history_recall import lunar
 
@@ -30,3 +33,11 @@ def test_days_and_years_it_does_not_hold():
     assert lunar.day(2024, 12, 30) is None  # lunar 2024's 腊月 has 29 days
     assert lunar.day(2023, 1, 0) is None
     assert lunar.day(1978, 1, 1) is None and lunar.month(2057, 1) is None
+
+
+@pytest.mark.parametrize("phrase", [*lunar.FESTIVALS, *lunar.SOLAR_FESTIVALS, "大年初六", "大年三十", "腊月二十七",
+                                    "正月", "农历三月", "阴历8月15日", "闰二月初五", "五月初五", "冬月廿三"])
+def test_every_lunar_day_said_holds_a_word_its_readers_look_for_first(phrase):
+    found = re.search(lunar.SAID, f"我们{phrase}见")
+    assert found, phrase
+    assert any(word in found[0] for word in lunar.IN_EVERY_SAID), found[0]

@@ -160,6 +160,11 @@ def test_reads_the_time_a_question_names(question, expected):
     ("腊八", one_day(2022, 12, 30)),
     ("春节", [(date(2023, 1, 21), date(2023, 1, 29))]),  # the holiday, 除夕 to 初七
     ("前年中秋", one_day(2021, 9, 21)),
+    ("小年", [(date(2023, 1, 14), date(2023, 1, 16))]),  # 腊月二十三 in the north, 二十四 in the south
+    # 清明 is a day of the solar year: the holiday of 4-6 April, any year.
+    ("清明回老家扫墓", [(date(2023, 4, 4), date(2023, 4, 7))]),
+    ("去年清明节", [(date(2022, 4, 4), date(2022, 4, 7))]),
+    ("2060年清明", [(date(2060, 4, 4), date(2060, 4, 7))]),
     # A festival named with a year is the one in that year: 去年除夕 is the eve of 2022's Spring Festival.
     ("去年除夕", one_day(2022, 1, 31)),
     ("2023年除夕", one_day(2023, 1, 21)),
@@ -173,6 +178,10 @@ def test_reads_the_time_a_question_names(question, expected):
     ("修正月报的格式", []),
     ("腊八粥的做法", []),
     ("元宵好吃吗", []),
+    ("小年轻都这样", []),
+    ("苹果树有大小年", []),
+    ("头脑清明的时候再决定", []),
+    ("清明上河图的复制品", []),
     # No such day, or outside the table's years (1979-2056): no time, no error.
     ("2023年闰二月三十", []),  # that leap month has 29 days
     ("闰正月初一", []),  # none in the table's years
