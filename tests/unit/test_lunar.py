@@ -30,3 +30,9 @@ def test_days_and_years_it_does_not_hold():
     assert lunar.day(2024, 12, 30) is None  # lunar 2024's 腊月 has 29 days
     assert lunar.day(2023, 1, 0) is None
     assert lunar.day(1978, 1, 1) is None and lunar.month(2057, 1) is None
+
+
+def test_the_lunar_year_a_day_falls_in():
+    assert lunar.year_of(date(2026, 1, 3)) == 2025 and lunar.year_of(date(2026, 2, 17)) == 2026
+    assert lunar.year_of(date(1979, 1, 28)) == 1979 and lunar.year_of(date(1979, 1, 27)) is None
+    assert lunar.year_of(date(2057, 2, 3)) == 2056 and lunar.year_of(date(2057, 2, 4)) is None
