@@ -38,3 +38,39 @@ def test_a_yaml_alias_bomb_in_a_setting_is_warned_about_in_a_few_characters(worl
     assert "[...]" in warning and len(warning) < len(str(config)) + 200, warning
     assert shown["settings"]["context"] == 2
     assert db_digest(world.home / "state.db") == before
+
+
+def test_a_project_is_found_by_its_name_in_any_unicode_form(world, work, capsys):
+    """The tools' text arguments are NFKC-normalised; the names they are compared with were not, so a
+    project named with full-width letters, or with accents decomposed (as macOS writes them), was
+    "No project 'Report' ... Did you mean Ｒeport?" even when named exactly as created."""
+    import unicodedata
+
+    names = {"Ｒeport": "full-width", unicodedata.normalize("NFD", "Résumé"): "decomposed", "ﬁnance": "ligature"}
+    asker = {}
+    for n, (name, how) in enumerate(names.items()):
+        folder = work / f"p{n}"
+        folder.mkdir()
+        world.project(name, folder)
+        world.session(("user", f"the pelican deploy of the {how} project"), cwd=folder)
+        asker[name] = world.session(cwd=folder)
+    other = work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    caller = world.session(cwd=other)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    before = db_digest(world.home / "state.db")
+    outputs = Outputs()
+    for name, how in names.items():
+        for ref in {name, unicodedata.normalize("NFC", name), unicodedata.normalize("NFKC", name).upper()}:
+            found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": ref},
+                         session_id=caller)
+            assert found["success"] and found["project"]["name"] == name, (ref, found)
+            assert how in found["results"][0]["snippet"]
+            assert run_cli(outputs, capsys, "--json", "search", "pelican deploy", "--project", ref,
+                           home=world.home) == 0
+            assert json.loads(outputs.texts[-1])["project"]["name"] == name
+    assert db_digest(world.home / "state.db") == before
