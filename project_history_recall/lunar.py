@@ -11,6 +11,7 @@ differ on a month's length in 1978 and 2057. A year outside it has no lunar days
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from datetime import date, timedelta
 from functools import lru_cache
 from itertools import accumulate
@@ -65,6 +66,15 @@ def month(year: int, number: int, leap: bool = False) -> tuple[date, int] | None
     if not FIRST_YEAR <= year <= LAST_YEAR:
         return None
     return _months(year).get((number, leap))
+
+
+def year_of(today: date) -> int | None:
+    """The lunar year ``today`` falls in; None outside the table's years."""
+    at = bisect_right(_NEW_YEARS, today) - 1
+    last = month(LAST_YEAR, 12)
+    if at < 0 or last is None or today >= last[0] + timedelta(days=last[1]):
+        return None
+    return FIRST_YEAR + at
 
 
 def day(year: int, number: int, day_of_month: int, leap: bool = False) -> date | None:

@@ -57,7 +57,7 @@ from .errors import DONE, NOTHING, DataError, PluginError, UsageError
 from .hermes import host, paths
 from .hermes.facts import ProjectInfo, SessionFacts
 from .hermes.host import Caller
-from .hermes.projects import load_projects
+from .hermes.projects import folded_name, load_projects
 from .hermes.statedb import reading
 from .results import link
 from .scope import gitroot, records, sessionref
@@ -381,11 +381,11 @@ def _auto_named(home: Path, projects: list[ProjectInfo], amap, ref: str, session
 
 def _left_automatic(home: Path, session_id: str, ref: str) -> Attribution | None:
     """The automatic project (by name or folder) a recorded move took this session out of, the latest."""
-    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
+    wanted = folded_name(ref.strip().removesuffix("(auto)"))
     for move in reversed(records.load_history(records.records_path(paths.data_dir(home)), session_id)):
         key = move.get("from_id") or ""
         if move.get("from_kind") == "auto" and key and (
-                auto_name(key).casefold() == wanted or path_key(ref.strip()) == key):
+                folded_name(auto_name(key)) == wanted or path_key(ref.strip()) == key):
             return Attribution("auto", key, auto_name(key), "recorded")
     return None
 

@@ -247,6 +247,17 @@ def _read_lunar(r: _Reader, m: re.Match, year: int | None) -> Window | None:
     return r.lunar(year, number, bool(m["leap"]), day, m[0])
 
 
+def _read_lunar_back(r: _Reader, m: re.Match, back: int) -> Window | None:
+    """A lunar day or month of the year ``back`` years before this one. A festival's year is the
+    Gregorian year it falls in (as ``_Reader.lunar`` reads a numbered one); a day's or month's is
+    counted in lunar years from the one under way: in January, before 正月初一, that is still last
+    year's, and 去年腊月 is the 腊月 of a year ago, not the coming one. None outside the table."""
+    if m["f"]:
+        return _read_lunar(r, m, r.today.year - back)
+    under_way = lunar.year_of(r.today)
+    return None if under_way is None else _read_lunar(r, m, under_way - back)
+
+
 # (pattern, reads relative to the asking time, reader). Where patterns overlap the first match
 # wins, so longer phrases come first.
 _Read = Callable[["_Reader", re.Match], "Window | None"]
@@ -306,7 +317,7 @@ def _rules() -> list[_Rule]:
     relative: list[tuple[str, int, _Read]] = [
         # Lunar days and months of a year said relative to this one: 去年腊月二十七, 今年中秋, 前年春节.
         (rf"(?P<yw>大前年|(?<![以之从提当几多])前年|去年|今年)的?{lunar.SAID}", 0,
-         lambda r, m: _read_lunar(r, m, r.today.year - _YEARS_BACK[m["yw"]])),
+         lambda r, m: _read_lunar_back(r, m, _YEARS_BACK[m["yw"]])),
         # Seasons: last summer, 今年夏天, 去年冬天.
         (r"\b(?P<which>this|last)\s+(?P<s>spring|summer|autumn|fall|winter)\b", i,
          lambda r, m: r.season(m["s"].lower(), r.today.year - 1 if m["which"].lower() == "last" else None,

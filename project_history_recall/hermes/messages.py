@@ -14,7 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from .statedb import READ_BATCH, Shape, content_sql, decode_content, prefix_sql, read_content, seconds_sql
+from .statedb import READ_BATCH, Shape, content_sql, decode_content, length_sql, prefix_sql, read_content, seconds_sql
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def lengths(conn: sqlite3.Connection, shape: Shape, session_ids: list[str], role
     record and of ``roles`` (as the keyword search's rows have them)."""
     out: dict[str, list[int]] = {}
     for sid, length in conn.execute(
-            f"SELECT m.session_id, length(m.content) FROM messages m WHERE m.session_id IN "
+            f"SELECT m.session_id, {length_sql('m.content')} FROM messages m WHERE m.session_id IN "
             f"(SELECT value FROM json_each(?)) AND {shape.live_filter('m')} AND {_roles_sql(roles)}",
             (json.dumps(session_ids), *roles)):
         out.setdefault(sid, []).append(int(length or 0))
@@ -87,7 +87,7 @@ def folded(text: str) -> str:
 # -- the keyword engine's lookups ------------------------------------------------------------
 
 _SCOPE_ROWS = "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))"
-_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, length(m.content)"
+_COLS = f"m.id, m.session_id, {seconds_sql('m.timestamp')}, {length_sql('m.content')}"
 Row = tuple  # (message id, session id, timestamp or None, length of the content)
 
 

@@ -8,6 +8,7 @@ has no explicit projects yet.
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from pathlib import Path
 
 from .facts import ProjectInfo
@@ -76,6 +77,13 @@ def current_projects(path: Path) -> list[ProjectInfo]:
         raise ProjectsDBError.wrap(path, exc) from exc
 
 
+def folded_name(text: str) -> str:
+    """A name as a reference to it is compared: NFKC-normalised (as the tools' text arguments are,
+    so a name typed in full-width letters or decomposed accents, as macOS spells them, is still
+    found by itself), trimmed and case-folded."""
+    return unicodedata.normalize("NFKC", text).strip().casefold()
+
+
 def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | None, list[ProjectInfo]]:
     """Resolve an id, slug or name (case-insensitive) to one project.
 
@@ -91,8 +99,8 @@ def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | N
     exact = [p for p in projects if p.id == ref]
     if len(exact) == 1:
         return exact[0], []
-    folded = ref.casefold()
-    matches = [p for p in projects if folded in (p.id.casefold(), p.slug.casefold(), p.name.casefold())]
+    folded = folded_name(ref)
+    matches = [p for p in projects if folded in (folded_name(p.id), folded_name(p.slug), folded_name(p.name))]
     if len(matches) == 1:
         return matches[0], []
     return None, matches

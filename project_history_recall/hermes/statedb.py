@@ -112,6 +112,14 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
+def length_sql(column: str) -> str:
+    """SQL: the length in characters of the text the plugin reads from ``column`` (``phr_text``'s,
+    as the keyword index measures it). length() stops at a text's first NUL, and Hermes stores list
+    content (a pasted block, an attachment) as NUL + 'json:' + JSON: its length() is 0. Measured in
+    Python (``phr_length``) where a NUL is: SQLite cannot count past one, even in its own results."""
+    return f"(CASE WHEN instr(CAST({column} AS BLOB), x'00') THEN phr_length({column}) ELSE length({column}) END)"
+
+
 # The UTF-8 bytes that hold at least a text's first MAX_TEXT_CHARS whole characters.
 _PREFIX_BYTES = 4 * MAX_TEXT_CHARS + 3
 
@@ -219,6 +227,7 @@ def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
     conn = connect_readonly(path)
     # List content is stored as escaped JSON; scans match its decoded text.
     conn.create_function("phr_text", 1, decode_content, deterministic=True)
+    conn.create_function("phr_length", 1, lambda content: len(decode_content(content)), deterministic=True)
     try:
         shape = inspect(conn, path)
         cookie = conn.execute("PRAGMA schema_version").fetchone()[0]

@@ -23,7 +23,7 @@ from ..hermes import paths
 from ..hermes.catalog import SessionCatalog, read_facts
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
-from ..hermes.projects import current_projects, find_project
+from ..hermes.projects import current_projects, find_project, folded_name
 from ..home import Home
 from . import gitroot
 from .attribution import (
@@ -260,8 +260,8 @@ def unknown_project(projects: list[ProjectInfo], ref: str, automatic: Sequence[s
     live = [p for p in projects if not p.archived]
     if _folder(ref):
         return ScopeError(f"No project in this profile owns {ref}.", _listed(live)[:20])
-    names = {name.casefold(): name for name in [*(p.name for p in live), *automatic]}
-    close = [names[n] for n in difflib.get_close_matches(ref.strip().casefold(), list(names), n=3, cutoff=0.6)]
+    names = {folded_name(name): name for name in [*(p.name for p in live), *automatic]}
+    close = [names[n] for n in difflib.get_close_matches(folded_name(ref), list(names), n=3, cutoff=0.6)]
     if close:
         hint = f" Did you mean {' or '.join(close)}?"
     elif names:
@@ -274,8 +274,8 @@ def unknown_project(projects: list[ProjectInfo], ref: str, automatic: Sequence[s
 
 def auto_project_named(amap: "_AttributionMap", ref: str) -> Attribution | None:
     """The automatic project ``ref`` names as ``projects`` prints it (``notes``, or ``notes (auto)``)."""
-    wanted = ref.strip().removesuffix("(auto)").strip().casefold()
-    found = [key for key in amap.by_project if key[0] == "auto" and auto_name(key[1]).casefold() == wanted]
+    wanted = folded_name(ref.strip().removesuffix("(auto)"))
+    found = [key for key in amap.by_project if key[0] == "auto" and folded_name(auto_name(key[1])) == wanted]
     if len(found) > 1:
         raise ScopeError(f"'{ref}' names several automatic projects; give the folder instead.",
                          [{"id": key[1], "name": auto_name(key[1])} for key in found], "ambiguous_project")

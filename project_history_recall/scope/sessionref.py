@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..hermes import paths
 from ..hermes.catalog import is_delegated
 from ..hermes.facts import SessionFacts
+from ..hermes.projects import folded_name
 from ..hermes.readonly import StateDBError, connect_readonly
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
@@ -65,10 +66,6 @@ class Ref:
     is_link: bool = False
 
 
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).strip().casefold()
-
-
 def parse(text: str) -> Ref:
     printable = "".join(ch for ch in str(text or "")[:2000] if unicodedata.category(ch)[0] != "C" or ch == " ")
     value = printable.strip().strip(_QUOTES).strip()
@@ -108,8 +105,8 @@ def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
     exact = conn.execute(f"SELECT {select} FROM sessions WHERE title = ?", (title,)).fetchall()
     if exact:
         return [_row(r) for r in exact]
-    folded = _fold(title)
-    titled = [(r, _fold(r[1] or "")) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")]
+    folded = folded_name(title)
+    titled = [(r, folded_name(r[1] or "")) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")]
     same = [_row(r) for r, t in titled if t == folded]
     return same or [_row(r) for r, t in titled if t.startswith(folded)]
 

@@ -137,6 +137,31 @@ def test_text_after_a_nul_is_searched_and_shown(world, work):
     assert [r["session_id"] for r in res["results"]] == [sid] and ">>>zebra<<<" in res["results"][0]["snippet"]
 
 
+@pytest.mark.parametrize("own_index", [True, False], ids=["own-keyword-index", "hermes-scan"])
+def test_a_pasted_block_weighs_its_length(world, work, own_index):
+    """Hermes stores list content (a pasted block, an attachment) as NUL + 'json:' + JSON, and
+    text after a NUL is text too; SQLite's length() stops at the first NUL, so the scan of
+    Hermes's indexes took a 4,000-character pasted log (and a long text after a NUL) for empty
+    messages, the shortest of all, and put them above a short message about the very word."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    log = "a long pasted log where kiwi shows up once " + " ".join(f"line{n} ok" for n in range(400))
+    pasted = world.session(cwd=app)
+    world.say(pasted, "user", [{"type": "text", "text": log}])  # Hermes's own append_message
+    after_nul = world.session(("user", "\x00" + log), cwd=app)
+    short = world.session(("user", "the kiwi rollout plan"), cwd=app)
+    for n in range(5):
+        world.session(("user", f"unrelated note {n}"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    plugin_settings(world.home, semantic=False, keyword_index=own_index)
+    enable_plugin(world.home)
+    res = _search(asker, "kiwi", "keyword", context=0)
+    assert [r["session_id"] for r in res["results"]][0] == short
+    assert {r["session_id"] for r in res["results"]} == {short, pasted, after_nul}
+
+
 PEM_BODY = [f"MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{n:04d}" + "Zq8x" * 3 for n in range(40)]
 PEM = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(PEM_BODY) + "\n-----END PRIVATE KEY-----"
 

@@ -41,3 +41,9 @@ def test_every_lunar_day_said_holds_a_word_its_readers_look_for_first(phrase):
     found = re.search(lunar.SAID, f"我们{phrase}见")
     assert found, phrase
     assert any(word in found[0] for word in lunar.IN_EVERY_SAID), found[0]
+
+
+def test_the_lunar_year_a_day_falls_in():
+    assert lunar.year_of(date(2026, 1, 3)) == 2025 and lunar.year_of(date(2026, 2, 17)) == 2026
+    assert lunar.year_of(date(1979, 1, 28)) == 1979 and lunar.year_of(date(1979, 1, 27)) is None
+    assert lunar.year_of(date(2057, 2, 3)) == 2056 and lunar.year_of(date(2057, 2, 4)) is None

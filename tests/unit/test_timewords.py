@@ -192,6 +192,20 @@ def test_reads_lunar_days_as_their_gregorian_days(question, expected):
     assert days_of(question) == expected
 
 
+# Asked on 3 January 2026, lunar 2025's 冬月十五 (lunar 2026 begins 17 February 2026): the lunar year under
+# way is still 2025, so 去年 names lunar 2024 and its 腊月 of January 2025, not the 腊月 still to come.
+# A festival named with a year keeps the Gregorian year it falls in (去年除夕: 2025's, 28 January).
+@pytest.mark.parametrize("question, expected", [
+    ("去年腊月二十七", one_day(2025, 1, 26)),
+    ("去年腊月", [(date(2024, 12, 31), date(2025, 1, 29))]),
+    ("今年的正月十五", one_day(2025, 2, 12)),
+    ("前年腊月二十七", one_day(2024, 2, 6)),
+    ("去年除夕", one_day(2025, 1, 28)),
+])
+def test_a_lunar_year_said_in_january_counts_from_the_lunar_year_under_way(question, expected):
+    assert days_of(question, datetime(2026, 1, 3, 12, tzinfo=UTC).timestamp()) == expected
+
+
 @pytest.mark.parametrize("asked", [datetime(1975, 6, 1, tzinfo=UTC), datetime(2070, 6, 1, tzinfo=UTC)])
 def test_a_lunar_day_asked_outside_the_tables_years_names_none(asked):
     assert days_of("腊月二十七", asked.timestamp()) == days_of("去年中秋", asked.timestamp()) == []

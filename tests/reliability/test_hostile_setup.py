@@ -1,0 +1,76 @@
+"""Hostile settings and homes (the third hostile sweep): a config.yaml built to cost, through Hermes's
+dispatch and the command line. The rule is the plugin's own answer, a warning that names what was
+wrong, and state.db unchanged: never a traceback, a hang or a wrong answer."""
+
+from __future__ import annotations
+
+import json
+
+from cli_runs import Outputs, run_cli
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_settings
+
+
+def test_a_yaml_alias_bomb_in_a_setting_is_warned_about_in_a_few_characters(world, work, capsys):
+    """Aliases make a ten-line config.yaml hold a list of 9^7 strings under 'context': the warning
+    shows a few levels of it (the whole repr, cut to 80 characters afterwards, cost seconds at 9^7
+    and minutes and gigabytes at 9^9), and the search goes on with the default."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the pelican deploy uses blue-green switching"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    levels = [f'l0: &l0 [{", ".join(["lol"] * 9)}]'] + [
+        f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]" for n in range(1, 7)]
+    config = world.home / "project-history-recall" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n".join(levels) + "\ncontext: *l6\n", encoding="utf-8")
+    before = db_digest(world.home / "state.db")
+
+    found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword"}, session_id=asker)
+    assert found["success"] and found["results"], found
+    outputs = Outputs()
+    assert run_cli(outputs, capsys, "config", "--json", home=world.home) == 0
+    shown = json.loads(outputs.texts[-1])
+    warning = next(w for w in shown["warnings"] if "'context'" in w)
+    assert "[...]" in warning and len(warning) < len(str(config)) + 200, warning
+    assert shown["settings"]["context"] == 2
+    assert db_digest(world.home / "state.db") == before
+
+
+def test_a_project_is_found_by_its_name_in_any_unicode_form(world, work, capsys):
+    """The tools' text arguments are NFKC-normalised; the names they are compared with were not, so a
+    project named with full-width letters, or with accents decomposed (as macOS writes them), was
+    "No project 'Report' ... Did you mean Ｒeport?" even when named exactly as created."""
+    import unicodedata
+
+    names = {"Ｒeport": "full-width", unicodedata.normalize("NFD", "Résumé"): "decomposed", "ﬁnance": "ligature"}
+    asker = {}
+    for n, (name, how) in enumerate(names.items()):
+        folder = work / f"p{n}"
+        folder.mkdir()
+        world.project(name, folder)
+        world.session(("user", f"the pelican deploy of the {how} project"), cwd=folder)
+        asker[name] = world.session(cwd=folder)
+    other = work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    caller = world.session(cwd=other)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    before = db_digest(world.home / "state.db")
+    outputs = Outputs()
+    for name, how in names.items():
+        for ref in {name, unicodedata.normalize("NFC", name), unicodedata.normalize("NFKC", name).upper()}:
+            found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": ref},
+                         session_id=caller)
+            assert found["success"] and found["project"]["name"] == name, (ref, found)
+            assert how in found["results"][0]["snippet"]
+            assert run_cli(outputs, capsys, "--json", "search", "pelican deploy", "--project", ref,
+                           home=world.home) == 0
+            assert json.loads(outputs.texts[-1])["project"]["name"] == name
+    assert db_digest(world.home / "state.db") == before
