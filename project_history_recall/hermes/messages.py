@@ -308,7 +308,7 @@ def pieces(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, size: i
     session's user and assistant messages in ``(after_id, upto]`` cut into, from their
     lengths alone (no text is read)."""
     row = conn.execute(
-        "SELECT count(*), sum((max(0, length(content) - ?) + ? - 1) / ?) FROM messages "
+        f"SELECT count(*), sum((max(0, {length_sql('content')} - ?) + ? - 1) / ?) FROM messages "
         f"WHERE session_id = ? AND id > ? AND id <= ? AND {_CONVERSATION}",
         (size, step, step, sid, after_id, upto)).fetchone()
     return (row[0] or 0) + (row[1] or 0)
@@ -318,7 +318,7 @@ def conversation_size(conn: sqlite3.Connection, members: list[str]) -> dict:
     """``{"messages", "sessions", "characters"}`` of the user and assistant messages of
     ``members``."""
     row = conn.execute(
-        "SELECT count(*), count(DISTINCT session_id), coalesce(sum(length(content)), 0) FROM messages "
+        f"SELECT count(*), count(DISTINCT session_id), coalesce(sum({length_sql('content')}), 0) FROM messages "
         f"WHERE session_id IN (SELECT value FROM json_each(?)) AND {_CONVERSATION}",
         (json.dumps(members),)).fetchone()
     return {"messages": int(row[0]), "sessions": int(row[1]), "characters": int(row[2])}

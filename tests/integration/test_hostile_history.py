@@ -234,3 +234,18 @@ def test_a_garbled_time_leaves_how_it_turned_out_to_the_others(world, work, garb
                session_id=asker)
     assert [r["session_id"] for r in res["results"]][:1] == [late], res["results"]
     assert db_digest(world.home / "state.db") == before
+
+
+def test_a_pasted_block_counts_in_what_indexing_would_read(world, work):
+    """The estimate shown before a backfill and the consent request count a pasted block's
+    characters, as indexing reads them: SQLite's length() stops at the NUL Hermes stores it behind."""
+    from project_history_recall.hermes import messages
+    from project_history_recall.hermes.statedb import reading
+
+    sid = world.session(cwd=work)
+    world.say(sid, "user", [{"type": "text", "text": "pasted " * 600}])  # Hermes's own append_message
+    world.close()
+    with reading(world.home / "state.db") as (conn, _shape):
+        size = messages.conversation_size(conn, [sid])
+        pieces = messages.pieces(conn, sid, 0, 2**62, 1000, 800)
+    assert size["characters"] >= 4200 and pieces == 5, (size, pieces)  # 1,000 characters, then one for each 800 more
