@@ -4,8 +4,8 @@ The embedded models cap it around each call (USE's package does so itself); the 
 likeness of a search's hits (``matrix.ScopeMatrix.likeness``) is capped here. Uncapped, a product
 of ~70 rows of 512 (Chinese questions that ask how something turned out, at 1M messages) woke
 OpenBLAS's second thread, which then spun on the other core for ~20 ms after each such search, into
-the searches that followed: on a shared 2-core machine the questions' hybrid p50 rose by 4-5 ms
-(docs/benchmarks.md, "One BLAS thread for the likeness of a search's hits").
+the searches that followed: on a busy 2-core machine those questions' hybrid p95 was 17-46 ms
+higher, and their keyword p95 up to 24 ms (docs/benchmarks.md, "Hybrid's margin at 1M messages").
 """
 
 from __future__ import annotations
