@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import arrays
+from . import blas
 from . import store as vectors
 
 NORM_SLICE = 2048
@@ -489,7 +490,8 @@ class ScopeMatrix:
         norms = np.linalg.norm(floats, axis=1)
         norms[norms == 0] = 1.0
         floats /= norms[:, None]
-        cos = floats @ floats.T
+        with blas.one_thread():  # as many rows as this wake OpenBLAS's other thread, to spin (``blas``)
+            cos = floats @ floats.T
         at = {m: i for i, m in enumerate(message_ids)}
         which = np.array([at[int(m)] for m in self.mids[rows]], dtype=np.int64)
         # The best chunk pair of each message pair.

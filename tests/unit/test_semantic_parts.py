@@ -204,6 +204,38 @@ def test_likeness_is_the_cosine_of_two_messages_nearest_chunks(tmp_path):
     assert not engine.Outcome("disabled").likeness([1, 2]).any()
 
 
+def test_likeness_takes_one_blas_thread_and_gives_the_pool_back(tmp_path, monkeypatch):
+    # Its product of ~70 rows woke OpenBLAS's other thread, which spun on into the next searches.
+    from contextlib import contextmanager
+
+    from threadpoolctl import threadpool_info
+
+    from project_history_recall.semantic import blas
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    rng = np.random.default_rng(8)
+    store = vectors.VectorStore(tmp_path / "embeddings.db")
+    _add(store, "s1", list(range(1, 81)), _unit(rng, 80, d=512))
+    m = matrix.ScopeMatrix(512)
+    m.sync(store, "fp", ["s1"], store.states("fp"))
+    before = blas_threads()
+    seen: list[list[int]] = []
+    real = blas.one_thread
+
+    @contextmanager
+    def watched():
+        with real():
+            seen.append(blas_threads())
+            yield
+
+    monkeypatch.setattr(blas, "one_thread", watched)
+    like = m.likeness(list(range(1, 81)))
+    assert seen and all(n == 1 for n in seen[0]) and blas_threads() == before
+    assert np.allclose(np.diag(like), 1.0, atol=0.01)
+
+
 def _leaning(tmp_path, rng, d, sessions, chunks_of):
     """(store, its matrix, the session ids, the topic): each session's turns lean a little
     towards one topic, so scores crowd near the top. ``chunks_of(n)``: the message id of each

@@ -25,13 +25,12 @@ package is deleted once no process has read it for ``UNUSED_VERSION``.
 from __future__ import annotations
 
 import re
-import threading
 from array import array
 from pathlib import Path
 from typing import Sequence
 
 from ...files import arrays
-from .. import chunking
+from .. import blas, chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
 
 # Another version's saved state is deleted after this long unread (its last access time: Linux's
@@ -180,19 +179,9 @@ class UniversalSentenceEncoder(EmbeddedModel):
 
     def _encode(self, texts: list[str], query: bool):
         # USE has one encoder for questions and answers alike.
-        with _one_call_at_a_time:
+        # The package caps numpy's BLAS pool around each call: one call at a time (``blas``).
+        with blas.one_call_at_a_time:
             return self._use.encode(texts)
-
-
-# The package caps numpy's BLAS pool around each call and then puts back what it found. That
-# pool is the whole process's: when a search embedded its query while the background indexer
-# embedded a batch, the call that ended last put back the cap the other had set, and Hermes's
-# process was left with one BLAS thread for good (seen with three threads embedding at once;
-# threadpoolctl 3.8 lets only one thread set the pool, so a cap held across threads cannot be
-# given back by another). One call at a time keeps every cap and its undoing in one thread. A
-# search may wait for a batch the indexer is embedding (32 chunks, about 0.1 s), only while it
-# indexes; the two would share the cores anyway.
-_one_call_at_a_time = threading.Lock()
 
 
 # What the backend holds besides its arrays, set afresh when it is mapped: the tokenizer,
