@@ -105,6 +105,13 @@ def inspect(conn: sqlite3.Connection, path: Path) -> Shape:
     return retry(_read, path)
 
 
+def add_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions the plugin's statements use (``phr_text``, ``phr_length``). List content
+    is stored as escaped JSON; scans match and measure its decoded text."""
+    conn.create_function("phr_text", 1, decode_content, deterministic=True)
+    conn.create_function("phr_length", 1, lambda content: len(decode_content(content)), deterministic=True)
+
+
 def seconds_sql(column: str) -> str:
     """``column``, a time, where it holds a number, else NULL: Hermes writes times as REAL, but SQLite
     keeps whatever an importer wrote there ('yesterday', a blob) despite the column's affinity. A
@@ -225,9 +232,7 @@ def _pooled(path: Path) -> tuple[sqlite3.Connection, Shape]:
         pool.pop(key, None)
         conn.close()
     conn = connect_readonly(path)
-    # List content is stored as escaped JSON; scans match its decoded text.
-    conn.create_function("phr_text", 1, decode_content, deterministic=True)
-    conn.create_function("phr_length", 1, lambda content: len(decode_content(content)), deterministic=True)
+    add_functions(conn)
     try:
         shape = inspect(conn, path)
         cookie = conn.execute("PRAGMA schema_version").fetchone()[0]

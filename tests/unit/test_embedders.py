@@ -17,6 +17,7 @@ import pytest
 from conftest import SRC
 from project_history_recall import settings as config
 from project_history_recall.files import arrays
+from project_history_recall.hermes import statedb
 from project_history_recall.semantic import chunking, embedders, indexer
 from project_history_recall.semantic.embedders import e5
 from project_history_recall.semantic.embedders.base import EmbedderUnavailable
@@ -173,6 +174,7 @@ def test_e5_thread_cap_leaves_the_environment_as_it_was(before):
 # -- the estimate ------------------------------------------------------------------------------------
 def test_pending_chunks_counts_what_indexing_will_embed():
     conn = sqlite3.connect(":memory:")
+    statedb.add_functions(conn)  # as every connection the plugin reads state.db through
     conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
     texts = {"a": ["short", "x" * 800, "y" * 801, "z" * 3000], "b": ["one", "two"]}
     for sid, items in texts.items():
