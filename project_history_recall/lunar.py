@@ -114,6 +114,7 @@ _FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十�
              r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜])|(?<!大)小年(?![轻糕级纪龄])"
              r"|(?<![治志脑神识])清明(?!上河))")
 SAID = rf"(?:{_DATE}|{_FESTIVAL})"
-# Every text ``SAID`` matches in holds one of these: a reader of many texts looks for them first, as
-# substring searches are many times faster than the pattern's lookaheads at every character.
-IN_EVERY_SAID = ("月", "除夕", "年三十", "大年初", "春节", "元宵节", "端午", "七夕", "中秋", "重阳节", "腊八", "小年", "清明")
+# Every text ``SAID`` matches in holds one of these (a date its 月, 大年初六 its 大年初, a festival its
+# name): a reader of many texts looks for them first, as substring searches are many times faster
+# than the pattern's lookaheads at every character.
+IN_EVERY_SAID = ("月", "大年初", *FESTIVALS, *SOLAR_FESTIVALS)
