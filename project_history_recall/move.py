@@ -67,6 +67,7 @@ from .scope.resolve import (
     attribution_map,
     attribution_of,
     auto_name,
+    auto_name_in,
     auto_names,
     auto_project_named,
     catalog,
@@ -381,7 +382,7 @@ def _auto_named(home: Path, projects: list[ProjectInfo], amap, ref: str, session
 
 def _left_automatic(home: Path, session_id: str, ref: str) -> Attribution | None:
     """The automatic project (by name or folder) a recorded move took this session out of, the latest."""
-    wanted = folded_name(ref.strip().removesuffix("(auto)"))
+    wanted = auto_name_in(ref)
     for move in reversed(records.load_history(records.records_path(paths.data_dir(home)), session_id)):
         key = move.get("from_id") or ""
         if move.get("from_kind") == "auto" and key and (

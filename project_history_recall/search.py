@@ -29,7 +29,7 @@ from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
-from .keyword.querytext import clean_text, parse
+from .keyword.querytext import clean_ref, clean_text, parse
 from .scope.resolve import HOME_REASON, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
@@ -195,7 +195,7 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
         include_tool_output=_as_bool("include_tool_output", _given(args, "include_tool_output", False)),
         since=since,
         until=until,
-        project=(clean_text(project) or None) if project else None,
+        project=(clean_ref(project) or None) if project else None,
         include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
         consent=(token.strip()[:200] or None) if token else None,
     )

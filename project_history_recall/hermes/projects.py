@@ -78,9 +78,9 @@ def current_projects(path: Path) -> list[ProjectInfo]:
 
 
 def folded_name(text: str) -> str:
-    """A name as a reference to it is compared: NFKC-normalised (as the tools' text arguments are,
-    so a name typed in full-width letters or decomposed accents, as macOS spells them, is still
-    found by itself), trimmed and case-folded."""
+    """A name as a reference to it is compared: NFKC-normalised (so a name typed in full-width
+    letters or decomposed accents, as macOS spells them, is found by itself and by its plain
+    spelling), trimmed and case-folded. A reference arrives as typed: a folder is not folded."""
     return unicodedata.normalize("NFKC", text).strip().casefold()
 
 

@@ -121,10 +121,12 @@ def seconds_sql(column: str) -> str:
 
 def length_sql(column: str) -> str:
     """SQL: the length in characters of the text the plugin reads from ``column`` (``phr_text``'s,
-    as the keyword index measures it). length() stops at a text's first NUL, and Hermes stores list
-    content (a pasted block, an attachment) as NUL + 'json:' + JSON: its length() is 0. Measured in
-    Python (``phr_length``) where a NUL is: SQLite cannot count past one, even in its own results."""
-    return f"(CASE WHEN instr(CAST({column} AS BLOB), x'00') THEN phr_length({column}) ELSE length({column}) END)"
+    its first ``MAX_TEXT_CHARS``, as the keyword index measures it). length() stops at a text's first
+    NUL, and Hermes stores list content (a pasted block, an attachment) as NUL + 'json:' + JSON: its
+    length() is 0. Measured in Python (``phr_length``) where a NUL is: SQLite cannot count past one,
+    even in its own results."""
+    return (f"(CASE WHEN instr(CAST({column} AS BLOB), x'00') THEN phr_length({column}) "
+            f"ELSE min(length({column}), {MAX_TEXT_CHARS}) END)")
 
 
 # The UTF-8 bytes that hold at least a text's first MAX_TEXT_CHARS whole characters.

@@ -107,15 +107,25 @@ class ParsedQuery:
         return not self.terms
 
 
-def clean_text(value: object) -> str:
-    """A str with no NULs, lone surrogates or control characters, length-capped."""
+def _printable(value: object) -> str:
+    """``value`` as a str with no NULs, lone surrogates or control characters, cut to twice the cap."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
     text = text[: MAX_QUERY_CHARS * 2]
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> '?'
-    text = "".join(
-        ch if ch in "\t\n" or unicodedata.category(ch)[0] != "C" else " " for ch in text
-    )
-    return unicodedata.normalize("NFKC", text)[:MAX_QUERY_CHARS].strip()
+    return "".join(ch if ch in "\t\n" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+
+
+def clean_text(value: object) -> str:
+    """A str with no NULs, lone surrogates or control characters, NFKC-normalised, length-capped."""
+    return unicodedata.normalize("NFKC", _printable(value))[:MAX_QUERY_CHARS].strip()
+
+
+def clean_ref(value: object) -> str:
+    """A reference to a project (a name or a folder) as ``clean_text`` makes a text, but not
+    normalised: a folder is spelled as its file system spells it, and NFKC folds full-width
+    brackets and digits, common in Chinese folder names, into another folder's name. Names are
+    compared NFKC-folded on both sides (``projects.folded_name``)."""
+    return _printable(value)[:MAX_QUERY_CHARS].strip()
 
 
 def _extract_phrases(text: str) -> tuple[list[str], str]:

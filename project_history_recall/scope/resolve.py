@@ -272,9 +272,15 @@ def unknown_project(projects: list[ProjectInfo], ref: str, automatic: Sequence[s
     return ScopeError(f"No project '{ref}' in this profile.{hint}", _listed(candidates)[:20])
 
 
+def auto_name_in(ref: str) -> str:
+    """The folded name ``ref`` gives an automatic project as ``projects`` prints it (``notes``, or
+    ``notes (auto)``): folded first, so the mark is one in any case or width (``NOTES (AUTO)``)."""
+    return folded_name(ref).removesuffix("(auto)").strip()
+
+
 def auto_project_named(amap: "_AttributionMap", ref: str) -> Attribution | None:
     """The automatic project ``ref`` names as ``projects`` prints it (``notes``, or ``notes (auto)``)."""
-    wanted = folded_name(ref.strip().removesuffix("(auto)"))
+    wanted = auto_name_in(ref)
     found = [key for key in amap.by_project if key[0] == "auto" and folded_name(auto_name(key[1])) == wanted]
     if len(found) > 1:
         raise ScopeError(f"'{ref}' names several automatic projects; give the folder instead.",

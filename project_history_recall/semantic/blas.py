@@ -1,6 +1,6 @@
 """numpy's BLAS thread pool, which is the whole process's, as the plugin's products use it.
 
-The embedded models cap it around each call (USE's package does so itself); the pairwise
+USE's package caps it around each of its calls (e5 runs in its own C engine, apart from it); the pairwise
 likeness of a search's hits (``matrix.ScopeMatrix.likeness``) is capped here. Uncapped, a product
 of ~70 rows of 512 (Chinese questions that ask how something turned out, at 1M messages) woke
 OpenBLAS's second thread, which then spun on the other core for ~20 ms after each such search, into
@@ -20,7 +20,9 @@ from contextlib import contextmanager
 # embedding at once; threadpoolctl 3.8 lets only one thread set the pool, so a cap held across
 # threads cannot be given back by another). One capped call at a time keeps every cap and its
 # undoing in one thread. A search may wait for a batch the indexer is embedding (32 chunks, about
-# 0.1 s), only while it indexes; the two would share the cores anyway.
+# 0.1 s), only while it indexes; the two would share the cores anyway. Not re-entrant: neither
+# capped call (USE's encode, the likeness's product) calls back into the plugin, so none runs
+# inside another; one that did would wait on itself.
 one_call_at_a_time = threading.Lock()
 
 _limit: list = []  # threadpoolctl's ``limit`` of a controller found once (finding one scans the libraries)
@@ -28,8 +30,8 @@ _limit: list = []  # threadpoolctl's ``limit`` of a controller found once (findi
 
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """numpy's BLAS capped to one thread (``one_call_at_a_time`` held), as the embedded models
-    run; uncapped where threadpoolctl is missing."""
+    """numpy's BLAS capped to one thread (``one_call_at_a_time`` held), as USE runs; uncapped
+    where threadpoolctl is missing."""
     with one_call_at_a_time:
         if not _limit:
             try:

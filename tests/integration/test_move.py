@@ -454,7 +454,7 @@ def printed_auto_names(home: Path) -> set[str]:
     return {p["name"] for p in overview.list_projects(home)["projects"] if p["kind"] == "auto"}
 
 
-@pytest.mark.parametrize("name", ["notes", "notes (auto)", "NOTES"])
+@pytest.mark.parametrize("name", ["notes", "notes (auto)", "NOTES", "NOTES (AUTO)"])
 def test_out_to_an_explicit_project_and_back_by_the_printed_name(autos, world, name, monkeypatch):
     from hermes_state import SessionDB
 

@@ -74,3 +74,29 @@ def test_a_project_is_found_by_its_name_in_any_unicode_form(world, work, capsys)
                            home=world.home) == 0
             assert json.loads(outputs.texts[-1])["project"]["name"] == name
     assert db_digest(world.home / "state.db") == before
+
+
+def test_a_project_is_found_by_its_folder_spelled_in_full_width(world, work, capsys):
+    """A folder is named as the file system spells it: NFKC folds full-width brackets and digits
+    (common in Chinese folder names) into others, which name another folder, so the search's
+    ``project`` argument, normalised with the query, named no project by the very folder Hermes
+    recorded."""
+    folder = work / "报告（２０２４）"
+    folder.mkdir()
+    world.project("Report", folder)
+    world.session(("user", "the pelican deploy of the report"), cwd=folder)
+    other = work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    caller = world.session(cwd=other)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": str(folder)},
+                 session_id=caller)
+    assert found["success"] and found["project"]["name"] == "Report", found
+    outputs = Outputs()
+    assert run_cli(outputs, capsys, "--json", "search", "pelican deploy", "--project", str(folder),
+                   home=world.home) == 0
+    assert json.loads(outputs.texts[-1])["project"]["name"] == "Report"

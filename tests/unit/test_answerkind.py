@@ -109,6 +109,9 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("清明节那天扫的墓", MOMENT, True),
     ("农历三月搬的家", MOMENT, True),
     ("小年轻都这样", MOMENT, False),
+    ("小小年纪就懂事", MOMENT, False),  # an age, not 小年
+    ("报名的最小年龄是几岁", MOMENT, False),
+    ("眼神清明", MOMENT, False),
     ("春节回长沙的机票一般提前多久买便宜", MOMENT, False),  # the holiday planned, no time said
     ("我们一起去吧", MOMENT, False),
     (None, AMOUNT, False),

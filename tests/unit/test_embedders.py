@@ -190,6 +190,22 @@ def test_pending_chunks_counts_what_indexing_will_embed():
     assert indexer.estimate(10, embedders.OFFLINE["local"], measured=5.0)["estimated_seconds"] == 2
 
 
+def test_a_message_longer_than_what_is_read_counts_as_what_is_read():
+    # Indexing reads a message's first MAX_TEXT_CHARS; a 20 MB paste counted whole made the
+    # estimate and the consent request's characters two hundred times what would be sent.
+    from project_history_recall.hermes import messages
+
+    conn = sqlite3.connect(":memory:")
+    statedb.add_functions(conn)
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
+    long = "x" * (statedb.MAX_TEXT_CHARS + 50_000)
+    for text in (long, "\x00" + long):  # measured by SQLite, and in Python past a NUL
+        conn.execute("INSERT INTO messages (session_id, role, content) VALUES ('a', 'user', ?)", (text,))
+    assert messages.conversation_size(conn, ["a"])["characters"] == 2 * statedb.MAX_TEXT_CHARS
+    read = len(chunking.split("x" * statedb.MAX_TEXT_CHARS, 800, 100))
+    assert indexer.pending_chunks(conn, {"a": indexer.Work("a", "reconcile", 0, (2, 2))}, 800, 100) == 2 * read
+
+
 def test_estimate_is_shown_to_a_person():
     from project_history_recall.ui import render
 

@@ -180,6 +180,9 @@ def test_reads_the_time_a_question_names(question, expected):
     ("元宵好吃吗", []),
     ("小年轻都这样", []),
     ("苹果树有大小年", []),
+    ("小小年纪就懂事", []),
+    ("报名的最小年龄", []),
+    ("意识清明的时候签的字", []),
     ("头脑清明的时候再决定", []),
     ("清明上河图的复制品", []),
     # No such day, or outside the table's years (1979-2056): no time, no error.
