@@ -71,8 +71,7 @@ def month(year: int, number: int, leap: bool = False) -> tuple[date, int] | None
 def year_of(today: date) -> int | None:
     """The lunar year ``today`` falls in; None outside the table's years."""
     at = bisect_right(_NEW_YEARS, today) - 1
-    last = month(LAST_YEAR, 12)
-    if at < 0 or last is None or today >= last[0] + timedelta(days=last[1]):
+    if at < 0 or today >= _NEW_YEARS[-1] + timedelta(days=sum(_lengths(LAST_YEAR))):
         return None
     return FIRST_YEAR + at
 
