@@ -11,7 +11,8 @@ answer, and a message that says one earns part of a share of the question
 
 Three kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time
 (七年, 两个月, 二十四小时); any other amount (a price, a score, a count, a distance) by a number
-that is not one: 打工时薪多少 is not answered by "打工两个月", nor 花了多少 by "超过二十四小时"; a
+that is not one, nor a day or an hour (8月15号, 下午3点, 9:30): 打工时薪多少 is not answered by
+"打工两个月", nor 花了多少 by "超过二十四小时" or by "合同签了 8月15号搬"; a
 moment (什么时候, 哪天, 几月) by a day, a week, a month or a year named (腊月二十七 and 中秋 too), or a
 time ago. A number said in Chinese is one of its own (二十, 两千五, 三个人, 五公里), not a numeral in a
 word (三亚, 七夕, 周五, 千万别).
@@ -69,6 +70,9 @@ _MEASURE = re.compile(
     r"|首|篇|页|章|针|批|组|届|等奖|层|楼|岁|室|厅|居|房|圈|步|站|局|座|所|栋|斤|两|克|公斤|千克|吨|毫克|毫升"
     r"|升|公里|千米|米|厘米|毫米|寸|尺|度|平|亩|卡|倍|成|折|%|晚(?!上)|夜(?![里晚])|宿)")
 _ORDINAL = ("第", "分之")
+# A number that names a day (五号, 12日) or a time on the clock (9:30) tells when, not how much.
+_DAY_AFTER = re.compile(r"\s*[号日]")
+_CLOCK = re.compile(r"\d[:：]\d")
 _NO_PLACE = ("一", "百", "千", "万", "亿")
 # Words a run of numerals spells that say no number, each too common in chat to leave to the rule
 # above: 千万 "by all means" (千万别), 万一 "in case", 一五一十 "in full", and 十分 "very" before a word
@@ -164,7 +168,7 @@ def says(text: str | None, kind: str) -> bool:
     # Scanned from the numerals, rarer than the characters around them (a message of Chinese text
     # is read at ~25 ns a character, so ``answers`` reads short ones only: ``ANSWER_CHARS``).
     return any(_a_number(text, m.start(), m.group().rstrip("点.")) and _no_length_of_time(text, m.start())
-               for m in _NUMBER.finditer(text))
+               and not _a_day_or_hour(text, m) for m in _NUMBER.finditer(text))
 
 
 def _a_number(text: str, start: int, run: str) -> bool:
@@ -181,6 +185,14 @@ def _a_number(text: str, start: int, run: str) -> bool:
     if not run.strip("一"):
         return False
     return bool(_MEASURE.match(text, end) or text.endswith(_ORDINAL, 0, start))
+
+
+def _a_day_or_hour(text: str, number: re.Match) -> bool:
+    """Whether ``number`` (a ``_NUMBER`` match in ``text``) names a day or an hour, not an amount:
+    五号, 12日, 三点 and 三点半 (a run that ends in 点), 9:30 (either side of the colon)."""
+    start, end = number.span()
+    return (number.group().endswith("点") or _DAY_AFTER.match(text, end) is not None
+            or _CLOCK.match(text, end - 1) is not None or _CLOCK.match(text, max(0, start - 2)) is not None)
 
 
 def _no_length_of_time(text: str, at: int) -> bool:

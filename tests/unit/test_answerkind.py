@@ -75,6 +75,11 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("二面过了！下周 HR 面", AMOUNT, False),
     ("六号就得走，七号有课", AMOUNT, False),  # a day and an hour are moments, not amounts
     ("今晚部门聚餐，海底捞，七点半", AMOUNT, False),
+    ("合同签了 8月15号搬", AMOUNT, False),  # in digits as well: a day,
+    ("周五下午3点到", AMOUNT, False),  # an hour,
+    ("明早9:30出发", AMOUNT, False),  # a time on the clock
+    ("不用啦 找了货拉拉 两百块搞定", AMOUNT, True),
+    ("改到12日了 房租还是2800", AMOUNT, True),  # the day set aside, the rent is still said
     ("爸 千万别点 以后有啥先问我", AMOUNT, False),
     ("双十一买了个机械键盘", AMOUNT, False),
     ("去四川吃五花肉，万一下雨就去百度一下", AMOUNT, False),
