@@ -700,15 +700,15 @@ class _HermesIndexes:
 
     def scope_lengths(self) -> Lengths:
         ctx, roles = self.ctx, self.ctx.filters.roles
-        sessions = ctx.scope.session_ids
 
         def read(stale: list) -> dict:
             said = messages.lengths(ctx.conn, ctx.shape, [sid for sid, _ in stale], roles)
             return {key: Lengths.of(said.get(key[0], ())) for key in stale}
 
-        # A session's rows counted and its last id: what changes when it is written to (a rewind aside).
-        return _kept_lengths(ctx).scope({(sid, roles): n for sid, n in session_counts(ctx.conn, sessions).items()},
-                                        read)
+        # A session's rows counted, its last id and its active rows: what changes when it is written
+        # to, rewound or restored.
+        counts = session_counts(ctx.conn, ctx.scope.session_ids, ctx.shape)
+        return _kept_lengths(ctx).scope({(sid, roles): n for sid, n in counts.items()}, read)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],

@@ -171,7 +171,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             work = plan(conn, states, members)
         for sid in members:
             if sid in states and sid not in work:
-                work[sid] = Work(sid, "reconcile", 0, counts.get(sid, (0, 0)))
+                work[sid] = Work(sid, "reconcile", 0, counts[sid].seen)
         total = len(work)
         for n, sid in enumerate(sorted(work, reverse=True), 1):
             work[sid].project = key
