@@ -19,7 +19,7 @@ no longer matches what was indexed).
 The same query counts each session's active rows too (``Counted.active``), from the
 same index: a rewind (/undo) and a restore change neither the row count nor the last id,
 only ``active``, and the lengths of a scope's messages (``keyword.lengths``) must follow
-them.
+them. One search reads all of this once (``Once``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, NamedTuple
 
+from .readonly import file_fingerprint
 from .statedb import Shape
 
 
@@ -79,6 +81,30 @@ def session_counts(conn: sqlite3.Connection, session_ids: list[str], shape: Shap
         (json.dumps(session_ids),)).fetchall()
     counts = {r[0]: Counted(int(r[1]), int(r[2] or 0), int(r[3] or 0)) for r in rows}
     return {sid: counts.get(sid, Counted()) for sid in session_ids}
+
+
+class Once:
+    """One search's ``session_counts`` of its scope, read once for all that asks (the checks of both
+    indexes, the scope's message lengths) while state.db is as it was before they were read.
+
+    An index's check remembers its answer with state.db's fingerprint taken before it (``Worker``):
+    counts read before a commit that came ahead of that fingerprint would let it remember the scope
+    as current with the commit's rows missing. So a check passes its fingerprint, and counts read
+    under another are read again."""
+
+    def __init__(self, conn: sqlite3.Connection, shape: Shape, path: Path):
+        self.conn, self.shape, self.path = conn, shape, path
+        self._read: tuple[tuple, frozenset[str], dict[str, Counted]] | None = None
+
+    def __call__(self, session_ids: list[str], fingerprint: tuple | None = None) -> dict[str, Counted]:
+        """``session_counts`` of ``session_ids``, read after ``fingerprint`` (None: any time in the search)."""
+        read = self._read
+        if read is not None and (fingerprint is None or fingerprint == read[0]) and read[1].issuperset(session_ids):
+            return {sid: read[2][sid] for sid in session_ids}
+        before = fingerprint if fingerprint is not None else file_fingerprint(self.path)
+        counts = session_counts(self.conn, session_ids, self.shape)
+        self._read = (before, frozenset(session_ids), counts)
+        return counts
 
 
 def changes(conn: sqlite3.Connection, states: Mapping[str, SessionState], members: list[str],

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Callable, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
-from ..hermes.changes import session_counts
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
 from ..hits import KEYWORD, Hit
@@ -328,7 +327,7 @@ def own_index(ctx: SearchContext) -> textindex.Lookup | None:
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
-        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members)
+        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)
@@ -706,9 +705,9 @@ class _HermesIndexes:
             return {key: Lengths.of(said.get(key[0], ())) for key in stale}
 
         # A session's rows counted, its last id and its active rows: what changes when it is written
-        # to, rewound or restored.
-        counts = session_counts(ctx.conn, ctx.scope.session_ids, ctx.shape)
-        return _kept_lengths(ctx).scope({(sid, roles): n for sid, n in counts.items()}, read)
+        # to, rewound or restored. Read for all members, as the semantic index's check asks for them.
+        counts = ctx.counts(ctx.scope.members)
+        return _kept_lengths(ctx).scope({(sid, roles): counts[sid] for sid in ctx.scope.session_ids}, read)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import Change, SessionState, changes
+from ..hermes.changes import Change, Once, SessionState, changes
 from ..hermes.messages import index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -560,17 +560,18 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         super().__init__(home, index)
         self.index = index
 
-    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str]) -> dict[str, KeywordState] | None:
+    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None
+              ) -> dict[str, KeywordState] | None:
         """The members' states when every one is current (indexing a few new
         messages on the way), else None (the rest goes on in the background).
-        ``key``: the scope's attribution key."""
+        ``key``: the scope's attribution key; ``counts``: the search's, if any."""
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
         states = self._index_unchanged(key, stamp)
         if states is None:
             states = self.index.states(members)
-        work = changes(conn, states, members)
+        work = changes(conn, states, members, counts(members, stamp[0]) if counts is not None else None)
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())
