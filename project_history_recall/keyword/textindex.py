@@ -31,7 +31,9 @@ So the plugin keeps a derived index in its data folder, never in
   indexed again (FTS5 cannot delete contentless rows, so the old rows stay
   behind, unreachable, until the index is rebuilt when they pile up). Small
   updates are done inline; a first build runs in a background thread while
-  searches use Hermes's indexes.
+  searches use Hermes's indexes. A text edited in place (the row count and
+  last id unchanged) is told by its length, when a search reads it
+  (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``).
 - **Merging**, after a build or some of searches' small updates (the
   background thread's idle time, the ``index`` command): FTS5's segments, one
   a commit, merged in small committed steps until no level holds two, as a
@@ -420,6 +422,12 @@ class TextIndex(derived.DerivedFile):
                          dataclasses.astuple(st))
 
         self.transaction(_do)
+
+    def mark_dirty(self, session_ids: list[str]) -> None:
+        """Have the next check index these sessions again (``changes``: a negative ``seen_count``)."""
+        self.transaction(lambda conn: conn.execute(
+            "UPDATE sessions SET seen_count = -1 WHERE session_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(session_ids),)))
 
     def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS) -> None:
         """Do one session's work, reading state.db through ``conn``, batch by batch."""
