@@ -6,6 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from .hermes.changes import Once
 from .hermes.messages import Filters
 from .hermes.statedb import Shape
 from .keyword.querytext import ParsedQuery
@@ -22,3 +23,4 @@ class SearchContext:
     scope: Scope
     filters: Filters  # the request's roles, since and until
     query: ParsedQuery  # ``query.raw``: the text as asked, which the semantic engine embeds
+    counts: Once  # the scope's sessions' rows in state.db, read once for both engines

@@ -23,6 +23,7 @@ from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError
 from .files import derived
 from .hermes import messages, paths
+from .hermes.changes import Once
 from .hermes.host import Caller
 from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
@@ -528,7 +529,8 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                     **outcome.fields(), "reason": HOME_REASON,
                 }, note)
             ctx = SearchContext(home, settings, conn, shape, scope,
-                                Filters(roles=req.roles, since=req.since, until=req.until), query)
+                                Filters(roles=req.roles, since=req.since, until=req.until), query,
+                                Once(conn, shape, paths.state_db_path(home)))
             groups, searched_with, outcome = _search(req, ctx)
             return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
     except PluginError as exc:

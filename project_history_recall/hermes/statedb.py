@@ -50,6 +50,11 @@ class Shape:
             parts.append(self.shown_filter(alias))
         return " AND ".join(parts) or "1"
 
+    def active_sum(self) -> str:
+        """SQL: how many of the rows aggregated are active, which a rewind (/undo) and a restore
+        change (``active`` only: they neither delete nor add a row); 0 where there is no such flag."""
+        return "sum(active)" if self.has_active else "0"
+
     def shown_filter(self, alias: str = "m") -> str:
         """Rows Hermes ever shows: main marks model-only scaffolding ``display_kind='hidden'``."""
         return f"COALESCE({alias}.display_kind, '') != 'hidden'" if self.has_display_kind else "1"

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Callable, Collection, Protocol
 
 from ..files import derived
 from ..hermes import messages
-from ..hermes.changes import session_counts
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
 from ..hits import KEYWORD, Hit
@@ -328,7 +327,7 @@ def own_index(ctx: SearchContext) -> textindex.Lookup | None:
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
-        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members)
+        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)
@@ -428,6 +427,13 @@ class _Backend(Protocol):
 
     def texts(self, message_ids: list[int]) -> dict[int, str]:
         """The text of each of ``message_ids`` (of ordinary size) that state.db still holds."""
+        ...
+
+    def outdated(self, keys: "np.ndarray", message_ids: list[int], lengths: "np.ndarray",
+                 texts: list[str | None]) -> set[int]:
+        """Every message found in this search whose text, read now, is not what was looked up:
+        among these candidates (``keys``, their ``message_ids``, their ``lengths`` as ``facts``
+        has them), those whose normalised text (``texts``; None: not read) is not that long."""
         ...
 
     def character_count(self, term: Term) -> int:
@@ -607,6 +613,7 @@ class _OwnIndex:
         self.ctx, self.lookup, self.matches = ctx, lookup, matches
         self.names = lookup.session_of
         self.characters: dict[Term, str] = {}  # the backed characters' matches, counted when asked
+        self.edited: set[int] = set()  # messages whose text is no longer what was indexed (``outdated``)
 
     def find(self, groups: dict[int, list[Term]], total: int, gated: bool
              ) -> tuple[dict[Term, "np.ndarray"], dict[Term, int]]:
@@ -645,6 +652,24 @@ class _OwnIndex:
 
     def texts(self, message_ids: list[int]) -> dict[int, str]:
         return messages.texts(self.ctx.conn, message_ids)
+
+    def outdated(self, keys: "np.ndarray", message_ids: list[int], lengths: "np.ndarray",
+                 texts: list[str | None]) -> set[int]:
+        """The index's length of a message is its normalised text's (``textindex.index_texts``): one
+        read otherwise was edited in place since it was indexed, its row count and last id unchanged
+        (an importer; Hermes never does this), and would be found by words it no longer says. Such a
+        message is dropped, and its session marked to be indexed again by the next search. (An edit
+        that keeps the length is not seen: telling it would take a hash of every indexed message.)"""
+        fresh = [i for i, (n, text) in enumerate(zip(lengths.tolist(), texts, strict=True))
+                 if text is not None and len(text) != n and message_ids[i] not in self.edited]
+        if fresh:
+            self.edited.update(message_ids[i] for i in fresh)
+            sessions = sorted({self.names[o] for o in self.lookup.sessions_of(keys[fresh]).tolist()})
+            try:
+                self.lookup.index.mark_dirty(sessions)
+            except derived.StoreError as exc:  # the hits are right without them; a later search marks them
+                logger.warning("could not mark edited messages for re-indexing: %s", exc)
+        return self.edited
 
     def character_count(self, term: Term) -> int:
         return self.lookup.count(self.characters[term])
@@ -695,20 +720,24 @@ class _HermesIndexes:
     def texts(self, message_ids: list[int]) -> dict[int, str]:
         return messages.texts(self.ctx.conn, message_ids)
 
+    def outdated(self, keys: "np.ndarray", message_ids: list[int], lengths: "np.ndarray",
+                 texts: list[str | None]) -> set[int]:
+        return set()  # its candidates were found in the rows as they are now
+
     def character_count(self, term: Term) -> int:
         return self.characters.get(term, 0)
 
     def scope_lengths(self) -> Lengths:
         ctx, roles = self.ctx, self.ctx.filters.roles
-        sessions = ctx.scope.session_ids
 
         def read(stale: list) -> dict:
             said = messages.lengths(ctx.conn, ctx.shape, [sid for sid, _ in stale], roles)
             return {key: Lengths.of(said.get(key[0], ())) for key in stale}
 
-        # A session's rows counted and its last id: what changes when it is written to (a rewind aside).
-        return _kept_lengths(ctx).scope({(sid, roles): n for sid, n in session_counts(ctx.conn, sessions).items()},
-                                        read)
+        # A session's rows counted, its last id and its active rows: what changes when it is written
+        # to, rewound or restored. Read for all members, as the semantic index's check asks for them.
+        counts = ctx.counts(ctx.scope.members)
+        return _kept_lengths(ctx).scope({(sid, roles): counts[sid] for sid in ctx.scope.session_ids}, read)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
@@ -1019,6 +1048,7 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     counts[:, readable] = reads.counts(concepts, readable_ids)
     folded = reads.folded(readable_ids)
     said = [folded.get(m) for m in readable_ids]
+    outdated = backend.outdated(keys[readable], readable_ids, lengths[readable], said)
     if any(c.single for c in concepts):
         at = readable.tolist()
         concepts = lone(concepts, at, said, {i for i, m in zip(at, readable_ids, strict=True) if m in near})
@@ -1033,9 +1063,9 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     pick = order[known[order]][:max(keep, RERANKED)]
     ids = facts.message_ids[pick].tolist()
     # Almost every message is live: the best ``keep`` are checked first, the rest only if one is not.
-    alive = reads.live(ids[:keep])
+    alive = reads.live(ids[:keep]) - outdated
     if len(alive) < min(keep, len(ids)):
-        alive |= reads.live(ids[keep:])
+        alive |= reads.live(ids[keep:]) - outdated
     # Converted a column at a time: a numpy scalar at a time cost ~0.3 ms for 200 hits.
     columns = zip(ids, session_ids[session_at[pick]].tolist(), score[pick].tolist(), facts.timestamps[pick].tolist(),
                   strict=True)

@@ -31,7 +31,9 @@ So the plugin keeps a derived index in its data folder, never in
   indexed again (FTS5 cannot delete contentless rows, so the old rows stay
   behind, unreachable, until the index is rebuilt when they pile up). Small
   updates are done inline; a first build runs in a background thread while
-  searches use Hermes's indexes.
+  searches use Hermes's indexes. A text edited in place (the row count and
+  last id unchanged) is told by its length, when a search reads it
+  (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``).
 - **Merging**, after a build or some of searches' small updates (the
   background thread's idle time, the ``index`` command): FTS5's segments, one
   a commit, merged in small committed steps until no level holds two, as a
@@ -57,7 +59,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import Change, SessionState, changes
+from ..hermes.changes import Change, Once, SessionState, changes
 from ..hermes.messages import index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -421,6 +423,12 @@ class TextIndex(derived.DerivedFile):
 
         self.transaction(_do)
 
+    def mark_dirty(self, session_ids: list[str]) -> None:
+        """Have the next check index these sessions again (``changes``: a negative ``seen_count``)."""
+        self.transaction(lambda conn: conn.execute(
+            "UPDATE sessions SET seen_count = -1 WHERE session_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(session_ids),)))
+
     def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS) -> None:
         """Do one session's work, reading state.db through ``conn``, batch by batch."""
         after, first = work.after_id, True
@@ -560,17 +568,18 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         super().__init__(home, index)
         self.index = index
 
-    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str]) -> dict[str, KeywordState] | None:
+    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None
+              ) -> dict[str, KeywordState] | None:
         """The members' states when every one is current (indexing a few new
         messages on the way), else None (the rest goes on in the background).
-        ``key``: the scope's attribution key."""
+        ``key``: the scope's attribution key; ``counts``: the search's, if any."""
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
         states = self._index_unchanged(key, stamp)
         if states is None:
             states = self.index.states(members)
-        work = changes(conn, states, members)
+        work = changes(conn, states, members, counts(members, stamp[0]) if counts is not None else None)
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())

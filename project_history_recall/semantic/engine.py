@@ -147,7 +147,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
                                        "the semantic index is updated from the next hybrid or semantic search")
         learn_size(embedder, query, as_query=True)
         worker = kept.of(home).indexer(settings, embedder, store)
-        summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()))
+        summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()), ctx.counts)
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent_request.request(
             home, conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars,

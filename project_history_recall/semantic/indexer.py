@@ -23,7 +23,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from ..background import Step, Stop, Worker
 from ..files import derived
@@ -66,13 +66,15 @@ class Progress:
     seconds: float = 0.0
 
 
-def plan(conn: sqlite3.Connection, states: dict[str, vectors.VectorState], members: list[str]) -> dict[str, Work]:
-    """What must happen for ``members`` to be fully indexed. Reads state.db only.
+def plan(conn: sqlite3.Connection, states: dict[str, vectors.VectorState], members: list[str],
+         counts: Mapping[str, changes.Counted] | None = None) -> dict[str, Work]:
+    """What must happen for ``members`` to be fully indexed (``counts``: their ``session_counts``,
+    if read already). Reads state.db only.
 
     (A session with only new tool rows is an append that embeds nothing; its
     counts are remembered.)"""
     return {sid: Work(sid, "append" if c.kind == "append" else "reconcile", c.after_id, c.seen)
-            for sid, c in changes.changes(conn, states, members).items()}
+            for sid, c in changes.changes(conn, states, members, counts).items()}
 
 
 def pending_chunks(conn: sqlite3.Connection, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
@@ -133,9 +135,10 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         return len(gone)
 
     # -- the search side ---------------------------------------------------------
-    def top_up(self, conn: sqlite3.Connection, key: tuple, members: list[str], budget_s: float) -> dict:
+    def top_up(self, conn: sqlite3.Connection, key: tuple, members: list[str], budget_s: float,
+               counts: changes.Once | None = None) -> dict:
         """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn``
-        is the caller's read-only state.db connection.
+        is the caller's read-only state.db connection, ``counts`` the search's, if any.
 
         Returns ``{"pending": sessions still to do, "indexed": sessions with
         vectors, "states": each member's row in embeddings.db}``.
@@ -145,7 +148,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             return self._summary(0, known)
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
-        work = plan(conn, states, members)
+        work = plan(conn, states, members, counts(members, stamp[0]) if counts is not None else None)
         for item in work.values():
             item.project = key
         pending = self._submit(key, work, wait=budget_s)
@@ -168,10 +171,10 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         states = self.store.states(self.fp, members)
         with reading(paths.state_db_path(self.home)) as (conn, _shape):
             counts = changes.session_counts(conn, members)
-            work = plan(conn, states, members)
+            work = plan(conn, states, members, counts)
         for sid in members:
             if sid in states and sid not in work:
-                work[sid] = Work(sid, "reconcile", 0, counts.get(sid, (0, 0)))
+                work[sid] = Work(sid, "reconcile", 0, counts[sid].seen)
         total = len(work)
         for n, sid in enumerate(sorted(work, reverse=True), 1):
             work[sid].project = key

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, found, plugin_module, plugin_settings
+from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, ids, plugin_module, plugin_settings,
+                          write_as_importer)
 
 SEARCH = "project_history_search"
 
@@ -237,6 +238,23 @@ def test_rewound_messages_are_hidden_and_compacted_ones_stay(lookalike_pq, world
     snippets = [r["snippet"] for r in
                 call(SEARCH, {"mode": "keyword", "query": "zebra"}, session_id=lookalike_pq["asker_p"])["results"]]
     assert any("compacted" in s for s in snippets) and not any("rewound" in s for s in snippets)
+
+
+def test_a_text_edited_in_place_is_found_by_the_words_it_says_now(lookalike_pq, world):
+    """An importer may rewrite a message's text in place (Hermes never does), the session's row count
+    and last id unchanged: the message is found by what it says now, never by what it said."""
+    sid = world.session(cwd=lookalike_pq["p_dir"], title="edited")
+    mid = world.say(sid, "user", "the pelican migration crosses the estuary in spring")
+
+    def found_by(query: str) -> list[int]:
+        return ids(call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"]))
+
+    assert found_by("pelican estuary") == [mid]
+    write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
+                      "the office plants are watered by a robot", mid)
+    assert mid not in found_by("pelican estuary")
+    assert found_by("watered robot") == [mid]
+    assert mid not in found_by("pelican estuary")
 
 
 def test_list_content_is_decoded(lookalike_pq, world):

@@ -8,6 +8,8 @@ or place in the keyword index's build order happens to sort first.
 from __future__ import annotations
 
 import random
+import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -148,3 +150,40 @@ def test_a_short_message_with_the_words_beats_long_replies_that_say_them_by_chan
         monkeypatch.setattr(plugin_module("keyword.engine"), "SCAN_LIMIT", 0)
     res = call(SEARCH, {"query": "kilo mike lima", "mode": "keyword", "context": 0}, session_id=asker)
     assert res["success"] and res["results"][0]["message_id"] == best, res
+
+
+def test_the_scope_s_lengths_follow_a_rewind_and_a_restore_at_once(world, work, monkeypatch):
+    """On Hermes's indexes each session's message lengths are kept across searches while it is
+    unchanged (``keyword.lengths``). A rewind (/undo) and a restore change neither a session's row
+    count nor its last id, only Hermes's ``active`` flag: the next search weighs lengths without the
+    rewound messages, and with the restored ones, as a cold process does."""
+    asker, _best = _unequal_project(world, work)
+    folder = work / "chats"
+    long = world.session(cwd=folder, title="a long aside")
+    asked = world.say(long, "user", "tell me all about the kilo")
+    world.say(long, "assistant", " ".join(["zulu kilo"] * 2000))
+    plugin_settings(world.home, keyword_index=False, semantic=False)
+    enable_plugin(world.home)
+    engine = plugin_module("keyword.engine")
+    used = []
+    read = engine._HermesIndexes.scope_lengths
+    monkeypatch.setattr(engine._HermesIndexes, "scope_lengths", lambda self: used.append(read(self)) or used[-1])
+    with closing(sqlite3.connect(f"file:{world.home / 'state.db'}?mode=ro", uri=True)) as conn:
+        scope = [sid for (sid,) in conn.execute("SELECT id FROM sessions WHERE cwd = ? AND id != ?",
+                                                (str(folder), asker))]
+
+    def weighed_as_hermes_shows_them() -> None:
+        res = call(SEARCH, {"query": "kilo mike lima", "mode": "keyword", "context": 0}, session_id=asker)
+        assert res["success"] and res["results"], res
+        shown = [len(m["content"]) for sid in scope for m in world.db.get_messages(sid)
+                 if m["role"] in ("user", "assistant")]
+        expected = plugin_module("keyword.lengths").Lengths.of(shown)
+        assert (used[-1].count, used[-1].total) == (expected.count, expected.total)
+        assert used[-1].logs == pytest.approx(expected.logs)
+
+    weighed_as_hermes_shows_them()
+    world.db.rewind_to_message(long, asked)
+    weighed_as_hermes_shows_them()
+    if hasattr(world.db, "restore_rewound"):  # 0.19's (0.22 has none)
+        world.db.restore_rewound(long, asked)
+        weighed_as_hermes_shows_them()

@@ -117,6 +117,27 @@ def test_new_message_is_picked_up_by_the_next_search(docs, world):
     assert new_id in ids(res)[:2] and res["semantic_status"] == "ready"
 
 
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-index", "hermes-indexes"])
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_search_counts_its_sessions_rows_once(docs, world, keyword_index, mode):
+    """After Hermes wrote, a search asks state.db once for its scope's row counts, last ids and
+    active rows, whichever of the keyword index's check, the lengths of the scope's messages
+    (on Hermes's indexes) and the semantic index's check need them: each is a pass over Hermes's
+    index of the scope's rows."""
+    plugin_settings(world.home, keyword_index=keyword_index)
+    assert ask(docs, "EN", "server memory", "hybrid")["semantic_status"] == "ready"
+    wait_idle()
+    # The search's own connection (Hermes dispatches in this thread), every statement it runs.
+    conn = plugin_module("hermes.statedb")._local.pool[str(plugin_module("hermes.paths").state_db_path(world.home))][0]
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    world.say(docs[("EN", "css")][0], "assistant", "Dark mode now follows the operating system's colour scheme.")
+    res = ask(docs, "EN", "server memory", mode)
+    conn.set_trace_callback(None)
+    assert res["success"] and res["results"], res
+    assert len([s for s in statements if "count(*), max(id)" in s]) == 1, statements
+
+
 def test_changed_message_is_re_embedded(docs, world):
     sid, mid = docs[("EN", "refund")]
     assert ids(ask(docs, "EN", "money back to customers overnight"))[0] == mid

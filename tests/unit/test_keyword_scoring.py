@@ -158,6 +158,9 @@ class _OneMessageSessions:
     def texts(self, message_ids):
         return {}
 
+    def outdated(self, keys, message_ids, lengths, texts):
+        return set()
+
 
 def test_sessions_that_hold_the_same_tie_to_the_last_bit_and_the_newest_comes_first():
     """Many sessions hold the same part of every concept, a few hold less; the same ones must
