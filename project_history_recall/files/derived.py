@@ -4,7 +4,9 @@ Both hold only what can be rebuilt from ``state.db``. So a file that is not
 a readable database, was written by another schema version, or turns out
 damaged while in use (a page that no longer parses, a file cut short in
 place) is moved aside, the last such copy kept for inspection, and started
-afresh: a search goes on with what is left, never fails for it.
+afresh: a search goes on with what is left, never fails for it. Something
+there that is not a file at all (a FIFO, a folder) is not the plugin's to
+move: the file is reported unusable until it is gone.
 
 Every error of these files' connections leaves this module as a
 ``StoreError`` naming the file and the cause, never as an ``sqlite3``
