@@ -60,7 +60,10 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
     header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer (_TEMPORARY)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The file's folder and the data folder above it, never the Hermes home that holds them:
+        # a home deleted while a search runs stays deleted.
+        for folder in (path.parent.parent, path.parent):
+            folder.mkdir(exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(MAGIC)
             head = struct.pack("<Q", len(header)) + header

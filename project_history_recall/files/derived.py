@@ -195,7 +195,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
 
     ``schema`` must create a ``meta (key, value)`` table."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
         lock = _lock(path)
         lock.acquire(_LOCK_WAIT)
     except LockTimeout as exc:
