@@ -109,7 +109,7 @@ def request_from_args(args: object) -> MoveRequest:
         raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
     project, session = args.get("project"), args.get("session")
     # Cut and cleaned as the search's ``project`` is: both tools name a project alike, and a
-    # folder 100 KB deep cost seconds per 10,000 levels (each of its ancestors is a key).
+    # refusal does not quote 100 KB of a reference back to the agent.
     project = clean_ref(project) if isinstance(project, str) else ""
     if not project:
         raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
