@@ -59,6 +59,7 @@ from .hermes.facts import ProjectInfo, SessionFacts
 from .hermes.host import Caller
 from .hermes.projects import folded_name, load_projects
 from .hermes.statedb import reading
+from .keyword.querytext import clean_ref
 from .results import link
 from .scope import gitroot, records, sessionref
 from .scope.attribution import Attribution, FolderIndex, deepest_match, resolve_own
@@ -107,11 +108,14 @@ def request_from_args(args: object) -> MoveRequest:
     if not isinstance(args, dict):
         raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
     project, session = args.get("project"), args.get("session")
-    if not isinstance(project, str) or not project.strip():
+    # Cut and cleaned as the search's ``project`` is: both tools name a project alike, and a
+    # refusal does not quote 100 KB of a reference back to the agent.
+    project = clean_ref(project) if isinstance(project, str) else ""
+    if not project:
         raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
     if session is not None and not isinstance(session, str):
         raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
-    return MoveRequest(project.strip(), session.strip() if session and session.strip() else None)
+    return MoveRequest(project, session.strip() if session and session.strip() else None)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import re
+import stat
 import struct
 import threading
 import time
@@ -59,7 +60,10 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
     header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer (_TEMPORARY)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The file's folder and the data folder above it, never the Hermes home that holds them:
+        # a home deleted while a search runs stays deleted.
+        for folder in (path.parent.parent, path.parent):
+            folder.mkdir(exist_ok=True)
         with open(tmp, "wb") as fh:
             fh.write(MAGIC)
             head = struct.pack("<Q", len(header)) + header
@@ -124,7 +128,7 @@ def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] 
     import numpy as np
 
     try:
-        with open(path, "rb") as fh:
+        with _open_file(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if fh.read(len(MAGIC)) != MAGIC:
                 raise _Unusable("not such a file")
@@ -166,6 +170,20 @@ def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] 
         logger.info("not using %s (%s); rebuilding what it held", path, exc)
         return None
     return described["fields"], arrays
+
+
+def _open_file(path: Path):
+    """``path`` opened for reading, if it is a regular file: opening a FIFO put in its place would
+    wait for a writer that never comes (without ``O_NONBLOCK``, which a regular file's reads
+    ignore), and reading a device may not end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Unusable("not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _crc_of(fh, nbytes: int, crc: int) -> int:

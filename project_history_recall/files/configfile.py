@@ -112,7 +112,7 @@ def _replace(text: str, before: dict, key: str, value: Any) -> str:
 @contextlib.contextmanager
 def locked(folder: Path):
     """An exclusive lock between processes and threads (advisory)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
     with FileLock(folder / LOCK_NAME):
         yield
 

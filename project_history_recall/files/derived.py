@@ -4,7 +4,9 @@ Both hold only what can be rebuilt from ``state.db``. So a file that is not
 a readable database, was written by another schema version, or turns out
 damaged while in use (a page that no longer parses, a file cut short in
 place) is moved aside, the last such copy kept for inspection, and started
-afresh: a search goes on with what is left, never fails for it.
+afresh: a search goes on with what is left, never fails for it. Something
+there that is not a file at all (a FIFO, a folder) is not the plugin's to
+move: the file is reported unusable until it is gone.
 
 Every error of these files' connections leaves this module as a
 ``StoreError`` naming the file and the cause, never as an ``sqlite3``
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import stat
 import threading
 import time
 from contextlib import contextmanager, suppress
@@ -117,6 +120,26 @@ def sqlite_uri(path: Path, query: str) -> str:
     return f"file:{escaped}?{query}"
 
 
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFDIR: "a folder", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why an SQLite file at ``path`` cannot be opened though something is there, or None (a
+    regular file, or nothing). SQLite would wait for ever on a FIFO put in its place: its reads
+    wait for a writer that never comes. (A derived file's path holding such a thing is not
+    moved aside and rebuilt: it is not a file this plugin made.)"""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # a symlink loop, a folder on the way that cannot be searched
+        return exc.strerror or str(exc)
+    if stat.S_ISREG(mode):
+        return None
+    return f"it is {_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a file"
+
+
 def _not_a_database(path: Path) -> bool:
     """Whether the file at ``path`` has stopped being a database: emptied, or overwritten from
     its start (the header). False when SQLite cannot tell (a missing file, say): opening it does.
@@ -172,7 +195,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
 
     ``schema`` must create a ``meta (key, value)`` table."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
         lock = _lock(path)
         lock.acquire(_LOCK_WAIT)
     except LockTimeout as exc:
@@ -180,6 +203,9 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
     except OSError as exc:
         raise StoreError(f"cannot create or open {path}: {exc}") from exc
     try:
+        why = not_a_file(path)
+        if why is not None:
+            raise StoreError(f"cannot use {path}: {why}; remove it and it is rebuilt")
         reason = None
         if _not_a_database(path):  # under the lock, so never a file another process is creating
             reason = f"{path.name} was not a database; moved to {_set_aside(path, 'not a database')} and rebuilt"
@@ -233,7 +259,7 @@ def _answers(conn: sqlite3.Connection) -> bool:
 
 def healthy(path: Path, conn: sqlite3.Connection, seen_inode: int | None) -> bool:
     """False when the file was deleted, replaced or overwritten under an open connection."""
-    if _not_a_database(path):
+    if not_a_file(path) is not None or _not_a_database(path):
         return False
     return _answers(conn) and seen_inode is not None and inode(path) == seen_inode
 

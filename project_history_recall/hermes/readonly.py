@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from ..errors import DataError
-from ..files.derived import sqlite_uri, write_limit
+from ..files.derived import not_a_file, sqlite_uri, write_limit
 from ..files.filestamp import file_stamp
 
 T = TypeVar("T")
@@ -78,6 +78,9 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
     whose WAL holds nothing (see :func:`_wal_is_empty`), closed right after.
     """
     timeout_ms = BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    why = not_a_file(path)
+    if why is not None:
+        raise StateDBError(f"Cannot open {path} for reading: {why}.", "unreadable")
     if not path.is_file():
         raise StateDBError(
             f"No Hermes session database at {path}. Has Hermes run in this profile yet?",

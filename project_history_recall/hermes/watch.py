@@ -41,10 +41,12 @@ class _Watcher(Generic[T]):
     def get(self) -> T:
         with self.lock:
             try:
-                inode = os.stat(self.path).st_ino
-            except OSError:
+                inode: int | None = os.stat(self.path).st_ino
+            except (FileNotFoundError, NotADirectoryError):
                 self.close()
                 return self.missing
+            except OSError:  # there but out of reach (a symlink loop): connect_readonly says why
+                inode = None
             try:
                 if self.conn is None or inode != self.inode:
                     self.close()

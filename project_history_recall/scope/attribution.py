@@ -59,9 +59,12 @@ class FolderIndex:
                 keys = ancestor_keys(folder)
                 if keys and keys[0] not in self._by_key:
                     self._by_key[keys[0]] = (project, len(keys))
+        # No folder deeper than the deepest project's can match: a session's folder 20,000 levels
+        # deep (an importer's) cost seconds per search of a new process, each level a key.
+        self._deepest = max((depth for _project, depth in self._by_key.values()), default=0)
 
     def match(self, target: str | None) -> tuple[ProjectInfo | None, int]:
-        for key in ancestor_keys(target):
+        for key in ancestor_keys(target, self._deepest):
             hit = self._by_key.get(key)
             if hit:
                 return hit

@@ -44,11 +44,13 @@ def path_key(path: str | None) -> str:
     return _root_prefix(path) + "/".join(segs) if segs else ""
 
 
-def ancestor_keys(path: str | None) -> list[str]:
-    """Keys of ``path`` and each of its ancestors, deepest first."""
+def ancestor_keys(path: str | None, deepest: int | None = None) -> list[str]:
+    """Keys of ``path`` and each of its ancestors, deepest first; only those at most ``deepest``
+    segments deep when given (the keys of a path n segments deep hold n²/2 segments in all)."""
     segs = comparison_segments(path)
     prefix = _root_prefix(path)
-    return [prefix + "/".join(segs[:end]) for end in range(len(segs), 0, -1)]
+    top = len(segs) if deepest is None else min(len(segs), deepest)
+    return [prefix + "/".join(segs[:end]) for end in range(top, 0, -1)]
 
 
 def is_under(folder: str | None, target: str | None) -> bool:

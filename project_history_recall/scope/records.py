@@ -246,7 +246,7 @@ def moving(data_dir: Path) -> Iterator[None]:
     """
     lock = FileLock(data_dir / LOCK_NAME)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(exist_ok=True)  # never the Hermes home (one deleted stays so)
         lock.acquire(MOVE_WAIT_SECONDS)
     except LockTimeout:
         raise RecordError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
@@ -289,7 +289,7 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     """
     path = records_path(data_dir)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(exist_ok=True)  # never the Hermes home (one deleted stays so)
     except OSError as exc:
         raise _save_failed(path, exc) from exc
     if path.exists():

@@ -25,7 +25,7 @@ def key(home: Path) -> bytes:
         if len(data) >= 32:
             return data
         path.unlink()  # not a key we made: one that every later token can rely on replaces it
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
     fd, tmp = tempfile.mkstemp(prefix=".consent.", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:

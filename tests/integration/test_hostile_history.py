@@ -249,3 +249,33 @@ def test_a_pasted_block_counts_in_what_indexing_would_read(world, work):
         size = messages.conversation_size(conn, [sid])
         pieces = messages.pieces(conn, sid, 0, 2**62, 1000, 800)
     assert size["characters"] >= 4200 and pieces == 5, (size, pieces)  # 1,000 characters, then one for each 800 more
+
+
+def test_a_folder_ten_thousand_levels_deep_costs_the_depth_of_the_projects(world, work, monkeypatch):
+    """An importer's session whose folder is 10,000 levels inside App's: it belongs to App, and
+    finding that looks up only as many of its ancestors as the deepest project folder has levels.
+    Each ancestor was a key, all 10,000 of them (50 million characters, 3 s and 300 MB in the
+    first search of each process; the fourth hostile sweep)."""
+    from hermes_world import plugin_module
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    deep = world.session(("user", "a capybara far down"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    write_as_importer(world.home, "UPDATE sessions SET cwd = ? WHERE id = ?", str(app) + "/level" * 10_000, deep)
+    checkpoint(world.home)
+    enable_plugin(world.home)
+    attribution = plugin_module("scope.attribution")
+    looked_up: list[int] = []
+
+    def recorded(path, *args, _real=attribution.ancestor_keys):
+        keys = _real(path, *args)
+        looked_up.append(len(keys))
+        return keys
+
+    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    res = _search(asker, "capybara", "keyword")
+    assert [r["session_id"] for r in res["results"]] == [deep]
+    assert looked_up and max(looked_up) <= len(app.parts), looked_up

@@ -155,3 +155,52 @@ def test_a_read_only_data_folder(world, work, earlier_move):
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
     assert store_state(world.home) == store_before and _digest(data) == files_before
+
+
+@pytest.mark.parametrize("by", ["warm-up", "search"])
+def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_path, monkeypatch, by):
+    """The Hermes home removed (a profile deleted) once the plugin has read the sessions, before
+    it opens its own files: the data folder was made again with its parents, bringing back a
+    home that held only ``project-history-recall/`` (seen with the home deleted 0.1 to 0.8 s after
+    a session started; the fourth hostile sweep). Hermes's hook and search still answer."""
+    import importlib
+    import pkgutil
+    import threading
+
+    from hermes_cli import plugins
+    from hermes_world import plugin_module
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    world.close()
+    plugin_settings(world.home, index_budget_ms=5000)
+    enable_plugin(world.home)
+    package = plugin_module("warmup").__name__.rpartition(".")[0]
+    for found in pkgutil.walk_packages(importlib.import_module(package).__path__, f"{package}."):
+        importlib.import_module(found.name)  # the code of a directory install goes with the home
+    gone = tmp_path / "deleted"
+    resolve, user = plugin_module("scope.resolve"), plugin_module("warmup" if by == "warm-up" else "search")
+    real = resolve.resolve_scope
+
+    def then_deleted(*args, **kw):
+        scope = real(*args, **kw)
+        if world.home.exists():
+            shutil.move(world.home, gone)
+        return scope
+
+    monkeypatch.setattr(resolve if by == "warm-up" else user, "resolve_scope", then_deleted)
+    failures: list = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    if by == "warm-up":
+        assert plugins.invoke_hook("on_session_start", session_id=asker, model="m", platform="cli") == []
+        for thread in threading.enumerate():
+            if thread.name == "phr-warm-up":
+                thread.join()
+    else:
+        res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+        assert res["success"] or res["error_code"] != "internal", res
+    assert gone.exists() and not world.home.exists(), sorted(p.name for p in world.home.rglob("*"))
+    assert not failures

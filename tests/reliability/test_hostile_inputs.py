@@ -141,3 +141,19 @@ def test_hostile_cli_arguments_never_print_a_traceback(fuzz_world, monkeypatch, 
                 code = exc.code
         assert code in (0, 1, 2, 3), (argv, code, err.getvalue()[-500:])
         assert "Traceback" not in err.getvalue() and "Traceback" not in out.getvalue(), argv
+
+
+def test_a_folder_named_50000_levels_deep_is_answered_by_the_move_as_by_the_search(fuzz_world):
+    """The search cuts its ``project`` to the query's cap; the move took the whole reference: a
+    folder 100 KB long, 50,000 levels deep, took 27 s to refuse (each of its ancestors became a
+    key to look up) and the refusal quoted all 100 KB back to the agent (the fourth hostile sweep)."""
+    import model_tools
+
+    deep = "/" + "level/" * 50_000
+    answers = [json.loads(model_tools.handle_function_call(tool, {"project": deep, **extra},
+                                                           session_id=fuzz_world["asker"]))
+               for tool, extra in (("project_history_search", {"query": "websocket"}), ("project_session_move", {}))]
+    for out in answers:
+        assert out["success"] is False and out["error_code"] == "unknown_project", out
+        assert len(out["error"]) < 5_000
+    assert answers[0]["error"] == answers[1]["error"]
