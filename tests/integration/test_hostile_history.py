@@ -279,3 +279,32 @@ def test_a_folder_ten_thousand_levels_deep_costs_the_depth_of_the_projects(world
     res = _search(asker, "capybara", "keyword")
     assert [r["session_id"] for r in res["results"]] == [deep]
     assert looked_up and max(looked_up) <= len(app.parts), looked_up
+
+
+def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_projects(world, work, monkeypatch):
+    """A project whose folder Hermes's ``projects_db`` took 10,000 levels deep, and a session there: the
+    session is the project's, and finding that builds a key only at the depths project folders have.
+    Before, the project's folder was indexed by building all 10,000 of its ancestors' keys, and each
+    session's folder was looked up at every depth down to the deepest project's (50 million characters
+    each, a second per new process)."""
+    from hermes_world import plugin_module
+
+    deep = work / "app"
+    deep.mkdir()
+    folder = str(deep) + "/level" * 10_000
+    world.project("Deep", folder)
+    here = world.session(("user", "a capybara far down"), cwd=folder)
+    asker = world.session(cwd=folder)
+    enable_plugin(world.home)
+    attribution = plugin_module("scope.attribution")
+    built: list[int] = []
+
+    def recorded(path, *args, _real=attribution.ancestor_keys):
+        keys = _real(path, *args)
+        built.append(len(keys))
+        return keys
+
+    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    res = _search(asker, "capybara", "keyword")
+    assert [r["session_id"] for r in res["results"]] == [here]
+    assert built and max(built) <= 2, built
