@@ -308,3 +308,29 @@ def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_proje
     res = _search(asker, "capybara", "keyword")
     assert [r["session_id"] for r in res["results"]] == [here]
     assert built and max(built) <= 2, built
+
+
+@pytest.mark.parametrize("content, query", [
+    (1e20, "20"), (12345678901234, "12345678901234"), ("zebra\x00quagga here", "zebra"),
+    ("\x00zebra quagga", "zebra"), (b"zebra quagga \xff\xfe bytes", "zebra"),
+    ([{"type": "text", "text": "zebra\x00 in a list"}], "zebra"), ("zebra " + "ﷺ" * 100_500, "zebra"),
+], ids=["float", "int", "nul-inside", "nul-first", "not-utf8", "list-with-nul", "nfkc-past-the-cap"])
+def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, monkeypatch, content, query):
+    """The keyword index tells a text edited in place by its length (``_OwnIndex.outdated``): each
+    shape Hermes stores must read back as long as it was indexed, or its session would be indexed
+    again by every search that reads it."""
+    from hermes_world import plugin_module
+
+    folder = work / "p"
+    folder.mkdir()
+    world.project("P", folder)
+    sid = world.session(("user", "hello there"), cwd=folder)
+    asker = world.session(cwd=folder)
+    mid = world.say(sid, "user", content)
+    enable_plugin(world.home)
+    textindex = plugin_module("keyword.textindex")
+    marked: list = []
+    monkeypatch.setattr(textindex.TextIndex, "mark_dirty", lambda self, sessions: marked.append(sessions))
+    for _ in range(2):
+        assert mid in ids_of(_search(asker, query, "keyword"))
+    assert not marked, marked
