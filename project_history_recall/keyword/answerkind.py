@@ -71,8 +71,9 @@ _MEASURE = re.compile(
     r"|升|公里|千米|米|厘米|毫米|寸|尺|度|平|亩|卡|倍|成|折|%|晚(?!上)|夜(?![里晚])|宿)")
 _ORDINAL = ("第", "分之")
 # A number that names a day (五号, 12日) or a time on the clock (9:30) tells when, not how much.
+# The clock's minutes are two digits: a score (3:2) and a ratio (1:1, 16:9) are amounts.
 _DAY_AFTER = re.compile(r"\s*[号日]")
-_CLOCK = re.compile(r"\d[:：]\d")
+_CLOCK = re.compile(r"\d[:：][0-5]\d(?!\d)")
 _NO_PLACE = ("一", "百", "千", "万", "亿")
 # Words a run of numerals spells that say no number, each too common in chat to leave to the rule
 # above: 千万 "by all means" (千万别), 万一 "in case", 一五一十 "in full", and 十分 "very" before a word

@@ -657,7 +657,8 @@ class _OwnIndex:
                  texts: list[str | None]) -> set[int]:
         """The index's length of a message is its normalised text's (``textindex.index_texts``): one
         read otherwise was edited in place since it was indexed, its row count and last id unchanged
-        (an importer; Hermes never does this), and would be found by words it no longer says. Such a
+        (an importer; Hermes 0.22 too, when a turn's prologue rewrites the user row it wrote on submit,
+        ``SessionDB.set_user_message_content``), and would be found by words it no longer says. Such a
         message is dropped, and its session marked to be indexed again by the next search. (An edit
         that keeps the length is not seen: telling it would take a hash of every indexed message.)"""
         fresh = [i for i, (n, text) in enumerate(zip(lengths.tolist(), texts, strict=True))

@@ -107,12 +107,14 @@ class ParsedQuery:
         return not self.terms
 
 
-def _printable(value: object) -> str:
-    """``value`` as a str with no NULs, lone surrogates or control characters, cut to twice the cap."""
+def _printable(value: object, formats: bool = False) -> str:
+    """``value`` as a str with no NULs, lone surrogates or control characters, cut to twice the cap;
+    with ``formats``, format characters (Cf: the joiners of 👩\u200d💻 and of Persian words) kept."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
     text = text[: MAX_QUERY_CHARS * 2]
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> '?'
-    return "".join(ch if ch in "\t\n" or unicodedata.category(ch)[0] != "C" else " " for ch in text)
+    return "".join(ch if ch in "\t\n" or unicodedata.category(ch)[0] != "C"
+                   or formats and unicodedata.category(ch) == "Cf" else " " for ch in text)
 
 
 def clean_text(value: object) -> str:
@@ -124,8 +126,9 @@ def clean_ref(value: object) -> str:
     """A reference to a project (a name or a folder) as ``clean_text`` makes a text, but not
     normalised: a folder is spelled as its file system spells it, and NFKC folds full-width
     brackets and digits, common in Chinese folder names, into another folder's name. Names are
-    compared NFKC-folded on both sides (``projects.folded_name``)."""
-    return _printable(value)[:MAX_QUERY_CHARS].strip()
+    compared NFKC-folded on both sides (``projects.folded_name``). Format characters stay: a
+    folder's name may hold them (a joiner), and one made a space names no folder."""
+    return _printable(value, formats=True)[:MAX_QUERY_CHARS].strip()
 
 
 def _extract_phrases(text: str) -> tuple[list[str], str]:

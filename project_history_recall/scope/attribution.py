@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from ..hermes.facts import ProjectInfo, SessionFacts
-from .pathkeys import ancestor_keys, base_name, is_under, path_key
+from .pathkeys import ancestor_keys, base_name, is_under, key_depth, path_key
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,16 @@ class FolderIndex:
             if project.archived:
                 continue
             for folder in project.folders:
-                keys = ancestor_keys(folder)
-                if keys and keys[0] not in self._by_key:
-                    self._by_key[keys[0]] = (project, len(keys))
-        # No folder deeper than the deepest project's can match: a session's folder 20,000 levels
-        # deep (an importer's) cost seconds per search of a new process, each level a key.
-        self._deepest = max((depth for _project, depth in self._by_key.values()), default=0)
+                key = path_key(folder)
+                if key and key not in self._by_key:
+                    self._by_key[key] = (project, key_depth(folder))
+        # A folder can match only at a depth some project folder has: a session's folder 20,000 levels
+        # deep (an importer's), each level a key, cost seconds per search of a new process, and so did
+        # a project folder as deep, for its own ancestors and as the depth every folder was looked up to.
+        self._depths = frozenset(d for _project, d in self._by_key.values())
 
     def match(self, target: str | None) -> tuple[ProjectInfo | None, int]:
-        for key in ancestor_keys(target, self._deepest):
+        for key in ancestor_keys(target, self._depths):
             hit = self._by_key.get(key)
             if hit:
                 return hit

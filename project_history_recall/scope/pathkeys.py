@@ -10,6 +10,7 @@ prefixes.
 from __future__ import annotations
 
 import re
+from typing import Collection
 
 _SEPARATORS = re.compile(r"[/\\]")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
@@ -44,13 +45,19 @@ def path_key(path: str | None) -> str:
     return _root_prefix(path) + "/".join(segs) if segs else ""
 
 
-def ancestor_keys(path: str | None, deepest: int | None = None) -> list[str]:
-    """Keys of ``path`` and each of its ancestors, deepest first; only those at most ``deepest``
-    segments deep when given (the keys of a path n segments deep hold n²/2 segments in all)."""
+def ancestor_keys(path: str | None, depths: Collection[int] | None = None) -> list[str]:
+    """Keys of ``path`` and each of its ancestors, deepest first; with ``depths``, only of those that
+    many segments deep (the keys of a path n segments deep hold n²/2 segments in all)."""
     segs = comparison_segments(path)
     prefix = _root_prefix(path)
-    top = len(segs) if deepest is None else min(len(segs), deepest)
-    return [prefix + "/".join(segs[:end]) for end in range(top, 0, -1)]
+    ends = range(len(segs), 0, -1) if depths is None else sorted((d for d in depths if 0 < d <= len(segs)),
+                                                                  reverse=True)
+    return [prefix + "/".join(segs[:end]) for end in ends]
+
+
+def key_depth(path: str | None) -> int:
+    """How many segments ``path``'s key has (its own key is the first of ``ancestor_keys``)."""
+    return len(comparison_segments(path))
 
 
 def is_under(folder: str | None, target: str | None) -> bool:

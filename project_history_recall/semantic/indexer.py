@@ -9,8 +9,9 @@ Work goes to one background thread per store and model; a search waits for
 it at most ``index_budget_ms`` and then uses what is there. Every batch is
 committed with its progress, so a killed run resumes where it stopped.
 
-Not detected by the per-search check (Hermes itself never does this): a
-message's text edited in place with the row count unchanged. That is caught
+Not detected by the per-search check: a message's text edited in place with
+the row count unchanged (an importer; Hermes 0.22 when a turn's prologue
+rewrites the user row it wrote on submit, an @-file expanded). That is caught
 when such a message comes up as a semantic hit (its hash no longer matches,
 so the hit is dropped and the session reconciled) and by ``index`` on the
 command line, which always reconciles by hash.

@@ -279,3 +279,58 @@ def test_a_folder_ten_thousand_levels_deep_costs_the_depth_of_the_projects(world
     res = _search(asker, "capybara", "keyword")
     assert [r["session_id"] for r in res["results"]] == [deep]
     assert looked_up and max(looked_up) <= len(app.parts), looked_up
+
+
+def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_projects(world, work, monkeypatch):
+    """A project whose folder Hermes's ``projects_db`` took 10,000 levels deep, and a session there: the
+    session is the project's, and finding that builds a key only at the depths project folders have.
+    Before, the project's folder was indexed by building all 10,000 of its ancestors' keys, and each
+    session's folder was looked up at every depth down to the deepest project's (50 million characters
+    each, a second per new process)."""
+    from hermes_world import plugin_module
+
+    deep = work / "app"
+    deep.mkdir()
+    folder = str(deep) + "/level" * 10_000
+    world.project("Deep", folder)
+    here = world.session(("user", "a capybara far down"), cwd=folder)
+    asker = world.session(cwd=folder)
+    enable_plugin(world.home)
+    attribution = plugin_module("scope.attribution")
+    built: list[int] = []
+
+    def recorded(path, *args, _real=attribution.ancestor_keys):
+        keys = _real(path, *args)
+        built.append(len(keys))
+        return keys
+
+    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    res = _search(asker, "capybara", "keyword")
+    assert [r["session_id"] for r in res["results"]] == [here]
+    assert built and max(built) <= 2, built
+
+
+@pytest.mark.parametrize("content, query", [
+    (1e20, "20"), (12345678901234, "12345678901234"), ("zebra\x00quagga here", "zebra"),
+    ("\x00zebra quagga", "zebra"), (b"zebra quagga \xff\xfe bytes", "zebra"),
+    ([{"type": "text", "text": "zebra\x00 in a list"}], "zebra"), ("zebra " + "ﷺ" * 100_500, "zebra"),
+], ids=["float", "int", "nul-inside", "nul-first", "not-utf8", "list-with-nul", "nfkc-past-the-cap"])
+def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, monkeypatch, content, query):
+    """The keyword index tells a text edited in place by its length (``_OwnIndex.outdated``): each
+    shape Hermes stores must read back as long as it was indexed, or its session would be indexed
+    again by every search that reads it."""
+    from hermes_world import plugin_module
+
+    folder = work / "p"
+    folder.mkdir()
+    world.project("P", folder)
+    sid = world.session(("user", "hello there"), cwd=folder)
+    asker = world.session(cwd=folder)
+    mid = world.say(sid, "user", content)
+    enable_plugin(world.home)
+    textindex = plugin_module("keyword.textindex")
+    marked: list = []
+    monkeypatch.setattr(textindex.TextIndex, "mark_dirty", lambda self, sessions: marked.append(sessions))
+    for _ in range(2):
+        assert mid in ids_of(_search(asker, query, "keyword"))
+    assert not marked, marked

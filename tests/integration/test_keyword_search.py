@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, ids, plugin_module, plugin_settings,
-                          write_as_importer)
+from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, ids, only_on, plugin_module,
+                          plugin_settings, write_as_importer)
 
 SEARCH = "project_history_search"
 
@@ -241,7 +241,7 @@ def test_rewound_messages_are_hidden_and_compacted_ones_stay(lookalike_pq, world
 
 
 def test_a_text_edited_in_place_is_found_by_the_words_it_says_now(lookalike_pq, world):
-    """An importer may rewrite a message's text in place (Hermes never does), the session's row count
+    """An importer may rewrite a message's text in place (so does Hermes 0.22: below), the session's row count
     and last id unchanged: the message is found by what it says now, never by what it said."""
     sid = world.session(cwd=lookalike_pq["p_dir"], title="edited")
     mid = world.say(sid, "user", "the pelican migration crosses the estuary in spring")
@@ -255,6 +255,23 @@ def test_a_text_edited_in_place_is_found_by_the_words_it_says_now(lookalike_pq, 
     assert mid not in found_by("pelican estuary")
     assert found_by("watered robot") == [mid]
     assert mid not in found_by("pelican estuary")
+
+
+@only_on((0, 22), "SessionDB.set_user_message_content, which rewrites a user row's text in place")
+def test_a_user_turn_hermes_rewrites_in_place_is_found_by_its_new_words(lookalike_pq, world):
+    """Hermes 0.22 writes a user turn when it is submitted and rewrites that row's text in place when
+    the turn's prologue expands it (an @-file, say): the row count and last id stay as they were, so
+    only the length check (``_OwnIndex.outdated``) tells the search the indexed words are gone."""
+    sid = world.session(cwd=lookalike_pq["p_dir"], title="expanded")
+    mid = world.say(sid, "user", "summarise @notes.md about the heron")
+
+    def found_by(query: str) -> list[int]:
+        return ids(call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"]))
+
+    assert found_by("heron summarise") == [mid]
+    assert world.db.set_user_message_content(sid, mid, "summarise these notes: the kingfisher nests by the weir") == 1
+    assert mid not in found_by("heron")
+    assert found_by("kingfisher weir") == [mid]
 
 
 def test_list_content_is_decoded(lookalike_pq, world):

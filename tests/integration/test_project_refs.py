@@ -125,3 +125,20 @@ def test_a_folder_under_the_home_directory_may_start_with_a_tilde(world, tmp_pat
         import shutil
 
         shutil.rmtree(folder)
+
+
+def test_a_folder_whose_name_holds_a_joiner_names_its_project_in_both_tools(world, work):
+    """Persian writes a zero-width non-joiner inside words (کتاب‌ها) and an emoji sequence holds a
+    zero-width joiner (👩‍💻): both are format characters, part of a folder's name. Made into spaces
+    (as control characters are), the folder named no project: the search refused it, and since the
+    move's ``project`` is cleaned as the search's, the move too."""
+    folder = work / "کتاب\u200cها 👩\u200d💻"
+    folder.mkdir()
+    pid = world.project("Books", folder)
+    sid = world.session(("user", "okapi notes in the books"), cwd=folder)
+    loose = world.session(("user", "a loose okapi note"), cwd=work)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"mode": "keyword", "query": "okapi", "project": str(folder)})
+    assert res.get("project", {}).get("id") == pid and found(res) == {sid}, res
+    res = call(MOVE, {"project": str(folder), "session": loose})
+    assert res.get("moved") and res["project"]["id"] == pid, res

@@ -78,6 +78,8 @@ def test_the_kind_of_number_a_question_asks_for(question, kind):
     ("合同签了 8月15号搬", AMOUNT, False),  # in digits as well: a day,
     ("周五下午3点到", AMOUNT, False),  # an hour,
     ("明早9:30出发", AMOUNT, False),  # a time on the clock
+    ("最后3:2赢了", AMOUNT, True),  # but a score,
+    ("按1:1兑换积分", AMOUNT, True),  # and a ratio, are amounts
     ("不用啦 找了货拉拉 两百块搞定", AMOUNT, True),
     ("改到12日了 房租还是2800", AMOUNT, True),  # the day set aside, the rent is still said
     ("爸 千万别点 以后有啥先问我", AMOUNT, False),
