@@ -256,8 +256,6 @@ def test_a_folder_ten_thousand_levels_deep_costs_the_depth_of_the_projects(world
     finding that looks up only as many of its ancestors as the deepest project folder has levels.
     Each ancestor was a key, all 10,000 of them (50 million characters, 3 s and 300 MB in the
     first search of each process; the fourth hostile sweep)."""
-    from hermes_world import plugin_module
-
     app = work / "app"
     app.mkdir()
     world.project("App", app)
@@ -267,15 +265,7 @@ def test_a_folder_ten_thousand_levels_deep_costs_the_depth_of_the_projects(world
     write_as_importer(world.home, "UPDATE sessions SET cwd = ? WHERE id = ?", str(app) + "/level" * 10_000, deep)
     checkpoint(world.home)
     enable_plugin(world.home)
-    attribution = plugin_module("scope.attribution")
-    looked_up: list[int] = []
-
-    def recorded(path, *args, _real=attribution.ancestor_keys):
-        keys = _real(path, *args)
-        looked_up.append(len(keys))
-        return keys
-
-    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    looked_up = _ancestor_keys_built(monkeypatch)
     res = _search(asker, "capybara", "keyword")
     assert [r["session_id"] for r in res["results"]] == [deep]
     assert looked_up and max(looked_up) <= len(app.parts), looked_up
@@ -287,8 +277,6 @@ def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_proje
     Before, the project's folder was indexed by building all 10,000 of its ancestors' keys, and each
     session's folder was looked up at every depth down to the deepest project's (50 million characters
     each, a second per new process)."""
-    from hermes_world import plugin_module
-
     deep = work / "app"
     deep.mkdir()
     folder = str(deep) + "/level" * 10_000
@@ -296,15 +284,7 @@ def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_proje
     here = world.session(("user", "a capybara far down"), cwd=folder)
     asker = world.session(cwd=folder)
     enable_plugin(world.home)
-    attribution = plugin_module("scope.attribution")
-    built: list[int] = []
-
-    def recorded(path, *args, _real=attribution.ancestor_keys):
-        keys = _real(path, *args)
-        built.append(len(keys))
-        return keys
-
-    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    built = _ancestor_keys_built(monkeypatch)
     res = _search(asker, "capybara", "keyword")
     assert [r["session_id"] for r in res["results"]] == [here]
     assert built and max(built) <= 2, built
@@ -334,3 +314,19 @@ def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, mon
     for _ in range(2):
         assert mid in ids_of(_search(asker, query, "keyword"))
     assert not marked, marked
+
+
+def _ancestor_keys_built(monkeypatch) -> list[int]:
+    """How many ancestor keys each call of ``attribution.ancestor_keys`` builds, from now on."""
+    from hermes_world import plugin_module
+
+    attribution = plugin_module("scope.attribution")
+    built: list[int] = []
+
+    def recorded(path, *args, _real=attribution.ancestor_keys):
+        keys = _real(path, *args)
+        built.append(len(keys))
+        return keys
+
+    monkeypatch.setattr(attribution, "ancestor_keys", recorded)
+    return built
