@@ -54,14 +54,7 @@ def test_a_project_is_found_by_its_name_in_any_unicode_form(world, work, capsys)
         world.project(name, folder)
         world.session(("user", f"the pelican deploy of the {how} project"), cwd=folder)
         asker[name] = world.session(cwd=folder)
-    other = work / "other"
-    other.mkdir()
-    world.project("Other", other)
-    caller = world.session(cwd=other)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
-    enable_plugin(world.home)
+    caller = _asking_from_another_project(world, work)
     before = db_digest(world.home / "state.db")
     outputs = Outputs()
     for name, how in names.items():
@@ -85,6 +78,19 @@ def test_a_project_is_found_by_its_folder_spelled_in_full_width(world, work, cap
     folder.mkdir()
     world.project("Report", folder)
     world.session(("user", "the pelican deploy of the report"), cwd=folder)
+    caller = _asking_from_another_project(world, work)
+    found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": str(folder)},
+                 session_id=caller)
+    assert found["success"] and found["project"]["name"] == "Report", found
+    outputs = Outputs()
+    assert run_cli(outputs, capsys, "--json", "search", "pelican deploy", "--project", str(folder),
+                   home=world.home) == 0
+    assert json.loads(outputs.texts[-1])["project"]["name"] == "Report"
+
+
+def _asking_from_another_project(world, work) -> str:
+    """The asking session, in a project "Other" apart from the one its search names; the home
+    closed and the plugin enabled, keyword search only."""
     other = work / "other"
     other.mkdir()
     world.project("Other", other)
@@ -93,10 +99,4 @@ def test_a_project_is_found_by_its_folder_spelled_in_full_width(world, work, cap
     checkpoint(world.home)
     plugin_settings(world.home, semantic=False)
     enable_plugin(world.home)
-    found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": str(folder)},
-                 session_id=caller)
-    assert found["success"] and found["project"]["name"] == "Report", found
-    outputs = Outputs()
-    assert run_cli(outputs, capsys, "--json", "search", "pelican deploy", "--project", str(folder),
-                   home=world.home) == 0
-    assert json.loads(outputs.texts[-1])["project"]["name"] == "Report"
+    return caller
