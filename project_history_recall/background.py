@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from .files.derived import DerivedFile
+from .hermes.changes import Counted, Once
 from .hermes.paths import state_db_path
 from .hermes.readonly import file_fingerprint
 
@@ -110,6 +111,13 @@ class Worker(Generic[W, A]):
             if known is not None and known[0] == stamp and not self._queues.get(key):
                 return stamp, known[1]
         return stamp, None
+
+    @staticmethod
+    def _counted(counts: Once | None, members: list[str], stamp: tuple) -> dict[str, Counted] | None:
+        """The search's ``counts`` of ``members``, read after ``stamp`` (``_recall``'s) was taken so
+        that an answer remembered with that stamp misses no later commit; None when the caller
+        has none (the index then reads its own)."""
+        return counts(members, stamp[0]) if counts is not None else None
 
     def _index_unchanged(self, key: tuple, stamp: tuple) -> A | None:
         """The answer remembered for ``key`` when only state.db changed since (Hermes writes it all

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from . import settings as config
 from .errors import CONSENT, DONE, DataError, PluginError, UsageError
 from .files import derived
+from .files.folders import make_own
 from .files.locks import FileLock, LockTimeout
 from .hermes import paths
 from .hermes.host import Caller
@@ -69,7 +70,7 @@ LOCK_NAME = "index.lock"
 def _one_run_at_a_time(home: Path, on_wait: Callable[[], None] | None) -> Iterator[None]:
     lock = FileLock(paths.data_dir(home) / LOCK_NAME)
     try:
-        paths.data_dir(home).mkdir(exist_ok=True)
+        make_own(paths.data_dir(home))
         lock.acquire(timeout=0)
     except LockTimeout:
         if on_wait is not None:

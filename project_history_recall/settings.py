@@ -108,6 +108,7 @@ _META = {"home", "origins", "sources", "warnings"}
 DEFAULTS: dict[str, Any] = Settings().values()
 
 _CHOICES = {"embedder": ("local", "e5-small", "openai"), "fusion": ("blend", "rrf")}
+# Inclusive bounds; bounds both written as integers make the setting a whole number.
 _RANGES = {
     "batch_size": (1, 2048),
     "chunk_chars": (100, 20000),
@@ -217,11 +218,13 @@ def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
         low, high = _RANGES[key]
         if value is None and default is None:
             return True, None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             return False, value
-        if not low <= value <= high:
-            return False, value
-        return True, type(default)(value) if isinstance(default, (int, float)) else value
+        if isinstance(low, int) and isinstance(high, int):
+            # A count: 5.5 dimensions or 7.9 texts a batch is a mistake to show, not 5 or 7 to use.
+            whole = float(value).is_integer()
+            return whole, int(value) if whole else value
+        return True, type(default)(value) if isinstance(default, float) else value
     if isinstance(default, str) or default is None:
         return isinstance(value, str) and bool(value.strip()), value.strip() if isinstance(value, str) else value
     return isinstance(value, type(default)), value

@@ -6,4 +6,5 @@
 - ``envfile``: the profile's ``.env`` (the remote embedder's key) and scrubbing the key;
 - ``filestamp``: values read from small files, recomputed only when a file changes;
 - ``locks``: one exclusive file lock for threads and processes.
+- ``folders``: creating the plugin's own folders, never the Hermes home above them.
 """

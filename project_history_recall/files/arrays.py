@@ -33,6 +33,8 @@ from collections.abc import Container
 from contextlib import suppress
 from pathlib import Path
 
+from .folders import make_own
+
 logger = logging.getLogger(__name__)
 
 MAGIC = b"project-history-recall arrays 1\n"
@@ -60,10 +62,8 @@ def save(path: Path, fields: dict, arrays: list) -> bool:
     header = json.dumps({"fields": fields, "arrays": [[a.dtype.str, list(a.shape)] for a in parts]}).encode()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer (_TEMPORARY)
     try:
-        # The file's folder and the data folder above it, never the Hermes home that holds them:
-        # a home deleted while a search runs stays deleted.
-        for folder in (path.parent.parent, path.parent):
-            folder.mkdir(exist_ok=True)
+        for folder in (path.parent.parent, path.parent):  # the data folder, then the file's own
+            make_own(folder)
         with open(tmp, "wb") as fh:
             fh.write(MAGIC)
             head = struct.pack("<Q", len(header)) + header

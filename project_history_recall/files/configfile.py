@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import DataError
+from .folders import make_own
 from .locks import FileLock
 
 LOCK_NAME = ".config.lock"
@@ -112,7 +113,7 @@ def _replace(text: str, before: dict, key: str, value: Any) -> str:
 @contextlib.contextmanager
 def locked(folder: Path):
     """An exclusive lock between processes and threads (advisory)."""
-    folder.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
+    make_own(folder)
     with FileLock(folder / LOCK_NAME):
         yield
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import DataError
+from .folders import make_own
 from .locks import FileLock, LockTimeout
 
 # SQLite's primary result codes (the low byte of an extended code) that mean the file's bytes are wrong.
@@ -195,7 +196,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
 
     ``schema`` must create a ``meta (key, value)`` table."""
     try:
-        path.parent.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
+        make_own(path.parent)
         lock = _lock(path)
         lock.acquire(_LOCK_WAIT)
     except LockTimeout as exc:

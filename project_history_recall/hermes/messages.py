@@ -68,12 +68,17 @@ def scope_size(conn: sqlite3.Connection, scope_json: str) -> int:
 
 def lengths(conn: sqlite3.Connection, shape: Shape, session_ids: list[str], roles: tuple[str, ...]
             ) -> dict[str, list[int]]:
-    """Per session of ``session_ids``, the lengths of its messages' content that are part of the
-    record and of ``roles`` (as the keyword search's rows have them)."""
+    """Per session of ``session_ids``, the lengths of its messages' content that are not rewound
+    and of ``roles`` (as the keyword search's rows have them).
+
+    Rows Hermes hides are counted, as the plugin's own index counts them: Hermes 0.22 marks a
+    turn's row hidden after writing it, which changes none of the counts these lengths are kept
+    by (``changes.Counted``), and a length kept from before would rank otherwise than a new
+    process does."""
     out: dict[str, list[int]] = {}
     for sid, length in conn.execute(
             f"SELECT m.session_id, {length_sql('m.content')} FROM messages m WHERE m.session_id IN "
-            f"(SELECT value FROM json_each(?)) AND {shape.live_filter('m')} AND {_roles_sql(roles)}",
+            f"(SELECT value FROM json_each(?)) AND {shape.kept_filter('m')} AND {_roles_sql(roles)}",
             (json.dumps(session_ids), *roles)):
         out.setdefault(sid, []).append(int(length or 0))
     return out

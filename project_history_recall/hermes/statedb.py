@@ -40,15 +40,15 @@ class Shape:
     schema_version: int | None
 
     def live_filter(self, alias: str = "m") -> str:
-        """Rows that are part of the record: live, or compacted away (not rewound)."""
-        parts = []
-        if self.has_active:
-            parts.append(
-                f"({alias}.active = 1 OR {alias}.compacted = 1)" if self.has_compacted else f"{alias}.active = 1"
-            )
-        if self.has_display_kind:
-            parts.append(self.shown_filter(alias))
+        """Rows that are part of the record: not rewound (``kept_filter``) and shown (``shown_filter``)."""
+        parts = [part for part in (self.kept_filter(alias), self.shown_filter(alias)) if part != "1"]
         return " AND ".join(parts) or "1"
+
+    def kept_filter(self, alias: str = "m") -> str:
+        """Rows not rewound: live, or compacted away."""
+        if not self.has_active:
+            return "1"
+        return f"({alias}.active = 1 OR {alias}.compacted = 1)" if self.has_compacted else f"{alias}.active = 1"
 
     def active_sum(self) -> str:
         """SQL: how many of the rows aggregated are active, which a rewind (/undo) and a restore

@@ -579,7 +579,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         states = self._index_unchanged(key, stamp)
         if states is None:
             states = self.index.states(members)
-        work = changes(conn, states, members, counts(members, stamp[0]) if counts is not None else None)
+        work = changes(conn, states, members, self._counted(counts, members, stamp))
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())

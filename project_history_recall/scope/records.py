@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
+from ..files.folders import make_own
 from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
 from ..hermes.watch import watched
@@ -246,7 +247,7 @@ def moving(data_dir: Path) -> Iterator[None]:
     """
     lock = FileLock(data_dir / LOCK_NAME)
     try:
-        data_dir.mkdir(exist_ok=True)  # never the Hermes home (one deleted stays so)
+        make_own(data_dir)
         lock.acquire(MOVE_WAIT_SECONDS)
     except LockTimeout:
         raise RecordError(f"Another move in this profile did not finish within {MOVE_WAIT_SECONDS:.0f} s; "
@@ -289,7 +290,7 @@ def recording(data_dir: Path) -> Iterator[Recorder]:
     """
     path = records_path(data_dir)
     try:
-        data_dir.mkdir(exist_ok=True)  # never the Hermes home (one deleted stays so)
+        make_own(data_dir)
     except OSError as exc:
         raise _save_failed(path, exc) from exc
     if path.exists():

@@ -9,6 +9,7 @@ import secrets as _random
 import tempfile
 from pathlib import Path
 
+from ..files.folders import make_own
 from ..hermes import paths
 
 SECRET_FILE = "consent.secret"
@@ -25,7 +26,7 @@ def key(home: Path) -> bytes:
         if len(data) >= 32:
             return data
         path.unlink()  # not a key we made: one that every later token can rely on replaces it
-    path.parent.mkdir(exist_ok=True)  # the data folder, never the Hermes home (one deleted stays so)
+    make_own(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".consent.", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as fh:

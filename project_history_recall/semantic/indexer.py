@@ -149,7 +149,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             return self._summary(0, known)
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
-        work = plan(conn, states, members, counts(members, stamp[0]) if counts is not None else None)
+        work = plan(conn, states, members, self._counted(counts, members, stamp))
         for item in work.values():
             item.project = key
         pending = self._submit(key, work, wait=budget_s)

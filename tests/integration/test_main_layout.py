@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from hermes_world import World, call, enable_plugin, only_on, plugin_module
+from hermes_world import World, call, enable_plugin, only_on, plugin_module, plugin_settings
 
 MAIN_FTS = """
 DROP TRIGGER IF EXISTS messages_fts_insert; DROP TRIGGER IF EXISTS messages_fts_delete;
@@ -167,3 +167,39 @@ def test_archiving_a_session_takes_it_out_after_the_background_reread(world, wor
     catalog.wait_idle()
     res = call("project_history_search", {"query": "okapi", "mode": "keyword"}, session_id=asker)
     assert {r["session_id"] for r in res["results"]} == {chat}
+
+
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-index", "hermes-indexes"])
+@only_on((0, 22), "SessionDB.set_latest_matching_message_display_kind, which marks a written row hidden in place")
+def test_a_row_hermes_hides_after_writing_it_ranks_as_a_new_process_would(world, work, keyword_index):
+    """Hermes 0.22's TUI gateway stamps a synthesized turn's display_kind on its user row after the
+    turn is written ('hidden' when the turn is muted; a fallback for a row written without it): the
+    session's row count, last id and active rows stay as they were, and so did the message lengths
+    kept for BM25 (``keyword.lengths``). Here whether the long row counts makes the scope's lengths
+    unequal or not, which decides the two hits' order: the search must order them as a process that
+    never saw the row shown does."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(cwd=app)
+    for i in range(6):
+        world.say(sid, "user", f"short note {i} about nothing")
+        world.say(sid, "assistant", f"reply {i} ok")
+    world.say(sid, "user", "okapi seen near the river bank today")
+    world.say(sid, "assistant", "the okapi okapi okapi was in the zoo with " + " ".join(f"w{i}" for i in range(40)))
+    synthesized = "wake-up notice " + "lorem ipsum dolor sit amet " * 200
+    world.say(sid, "user", synthesized)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, keyword_index=keyword_index, semantic=False)
+    enable_plugin(world.home)
+
+    def order() -> list[int]:
+        res = call("project_history_search", {"query": "okapi", "mode": "keyword", "context": 0}, session_id=asker)
+        return [h["message_id"] for r in res["results"] for h in [r, *r.get("more_hits", [])]]
+
+    before = order()
+    assert world.db.set_latest_matching_message_display_kind(sid, role="user", content=synthesized,
+                                                             display_kind="hidden")
+    after = order()
+    plugin_module("home").Home.of(world.home).slot("keyword.lengths", lambda _home: None)._kept.clear()
+    assert after == order() == before and len(before) == 2

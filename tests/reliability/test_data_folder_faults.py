@@ -157,6 +157,24 @@ def test_a_read_only_data_folder(world, work, earlier_move):
     assert store_state(world.home) == store_before and _digest(data) == files_before
 
 
+def test_the_plugin_makes_its_own_folders_and_never_the_home_above_them(tmp_path):
+    """Every folder the plugin creates goes through ``make_own``: made if missing, kept if there,
+    and never with its parents, so a deleted Hermes home is not brought back by our files."""
+    from project_history_recall.files.folders import make_own
+
+    home = tmp_path / "home"
+    home.mkdir()
+    data = home / PLUGIN_KEY
+    make_own(data)
+    make_own(data)  # a second process finding it made
+    make_own(data / "matrices")
+    assert data.is_dir() and (data / "matrices").is_dir()
+    shutil.rmtree(home)
+    with pytest.raises(FileNotFoundError):
+        make_own(data)
+    assert not home.exists()
+
+
 @pytest.mark.parametrize("by", ["warm-up", "search"])
 def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_path, monkeypatch, by):
     """The Hermes home removed (a profile deleted) once the plugin has read the sessions, before

@@ -80,6 +80,28 @@ def test_bad_values_are_named_and_fall_back_without_showing_secrets(home):
     assert s.openai.base_url == "https://api.openai.com/v1"
 
 
+def test_a_fraction_where_a_whole_number_belongs_is_named_not_cut_down(home):
+    """openai.dimensions: 5.5 is no size a model answers in; it was asked for as 5, a size
+    nobody wrote. A whole number written 64.0 is that number."""
+    (home / "config.yaml").write_text(textwrap.dedent("""\
+        plugins:
+          project-history-recall:
+            batch_size: 7.9
+            context: 1.5
+            openai: {dimensions: 5.5, max_retries: 2.0, timeout: 2.5}
+        """), encoding="utf-8")
+    s = config.load(home)
+    text = "\n".join(s.warnings)
+    for key in ("'batch_size' = 7.9", "'context' = 1.5", "'openai.dimensions' = 5.5"):
+        assert key in text, text
+    assert (s.batch_size, s.context, s.openai.dimensions) == (32, 2, None)
+    assert (s.openai.max_retries, s.openai.timeout) == (2, 2.5) and type(s.openai.max_retries) is int
+    own_config(home, "openai:\n  dimensions: 64.0\n")
+    (home / "config.yaml").unlink()
+    s = config.load(home)
+    assert s.openai.dimensions == 64 and type(s.openai.dimensions) is int and not s.warnings
+
+
 def test_base_url_is_normalised(home):
     own_config(home, "openai:\n  base_url: 'HTTP://LocalHost:11434/v1/'\n")
     assert config.load(home).openai.base_url == "http://localhost:11434/v1"
