@@ -42,6 +42,16 @@ that set did. What each part here imitates, and why:
   every session's answers, from the first on, may name the key words of its evidence turns (the
   turns its own conversation's questions point to), distractors' as well as the asked
   conversation's: the asked session is no more about its fact than a distractor about its own.
+- Sessions alike in length (``even``, off by default): a distractor window (8 messages at most)
+  is shorter than the asked conversation's whole sessions (11-12 messages on average), so a
+  session-as-document BM25, which weighs a document's length, would meet the gold sessions
+  handicapped against the distractors, while in the set evidence and distractor sessions are alike
+  (about 10 messages). With ``even`` every distractor is its whole source session (the same
+  distractors, at other times), 10-12 messages a session on average for the asked and the
+  other conversations alike (550-600 messages a project). Every session kept whole, rather than
+  all cut to a window around their evidence turns: a cut picked around the evidence makes the
+  gold session's words more about its fact than a distractor's, which the lengths alone should
+  not do (measured both ways: docs/benchmarks.md, "Long histories with sessions alike in length").
 - Dates: a distractor starts at a time drawn between the asked conversation's first and last
   session (at least an hour before the last), so the questions are still asked after everything
   and "last year" reads as in ``bench locomo``.
@@ -229,10 +239,12 @@ def check(words: int, turns: int, sessions: int, exchanges: int, names: str) -> 
 
 
 def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = EXCHANGES,
-            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
+            names: str = "shared", seed: str = "longhist", focus: bool = False,
+            even: bool = False) -> list[list[dict]]:
     """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
     in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
-    answers of every session carry the key words of its evidence turns (see the module's note)."""
+    answers of every session carry the key words of its evidence turns; ``even``: distractors are
+    whole sessions (see the module's note)."""
     check(words, turns, sessions, exchanges, names)
     corpus = corpus_of(data)
     impersonal = [corpus.impersonal(t["text"] for t in _turns(sample)) for sample in data]
@@ -254,8 +266,10 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
         first, last = own[0]["t0"], own[-1]["t0"] - 3600
         distractors = []
         for m, k, s in rng.sample(sources, min(len(sources), max(0, sessions - len(own)))):
-            start = rng.randrange(max(1, len(s["messages"]) - exchanges + 1))
-            window = s["messages"][start: start + exchanges]
+            window = s["messages"]
+            if not even:
+                start = rng.randrange(max(1, len(s["messages"]) - exchanges + 1))
+                window = window[start: start + exchanges]
             base = window[0][3]
             t0 = rng.uniform(min(first, last), last)
             kept = {"t0": t0, "end": t0 + window[-1][3] - base,
@@ -267,14 +281,17 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
-        context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None) -> dict:
+        context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None,
+        even: bool = False) -> dict:
     """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too.
     ``questions_log``: as ``locomo.run``'s."""
     check(words, turns, sessions, EXCHANGES, names)
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
-            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
+            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}"
+            f"{', whole distractor sessions' if even else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
-                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus),
+                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus, even=even),
                          layout_note=note, halves=HALVES, questions_log=questions_log)
-    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus}
+    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus,
+                           "even": even}
     return figures

@@ -164,3 +164,15 @@ def test_with_focus_a_session_is_answered_about_its_evidence_turn_from_the_first
         return found
 
     assert foreign_in_first_answers(False) == 0 and foreign_in_first_answers(True) > 0
+
+
+def test_even_keeps_the_same_distractors_whole():
+    data = _data(sessions=3, turns=24)  # 3 user messages a session at 8 turns, more than one exchange
+    windows = longhist.layouts(data, words=120, turns=8, sessions=8, exchanges=1)
+    whole = longhist.layouts(data, words=120, turns=8, sessions=8, exchanges=1, even=True)
+    for sample, cut, kept in zip(data, windows, whole, strict=True):
+        assert sorted(s["source"] for s in cut) == sorted(s["source"] for s in kept)
+        mine = [s for s in cut if s["source"][0] == sample["sample_id"]]
+        assert mine == [s for s in kept if s["source"][0] == sample["sample_id"]]
+        assert {len(s["messages"]) for s in cut if s not in mine} == {2}
+        assert {len(s["messages"]) for s in kept if s not in mine} == {6}
