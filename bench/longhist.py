@@ -6,7 +6,8 @@ several paragraphs that restate the user's topic and add general advice; most se
 distractors of the same everyday domain; the question asks which session held the fact. We do
 not have it, and LoCoMo as it is (two people, short turns, one conversation a project), or with
 turns merged (``bench locomo --merge``), never put a session-level BM25 ahead of keyword mode as
-that set did. What each part here imitates, and why:
+that set did; this stand-in does only with ``about`` (sessions about what is asked of them). What
+each part here imitates, and why:
 
 - Sessions and size: each LoCoMo conversation is one project holding its own 19-32 sessions and,
   to ``sessions`` (50) in all, distractor sessions of other LoCoMo conversations: the same
@@ -43,12 +44,12 @@ that set did. What each part here imitates, and why:
   turns its own conversation's questions point to), distractors' as well as the asked
   conversation's: the asked session is no more about its fact than a distractor about its own.
 - Sessions alike in length (``even``, off by default): a distractor window (8 messages at most)
-  is shorter than the asked conversation's whole sessions (11-12 messages on average), so a
+  is shorter than the asked conversation's whole sessions (10-13 messages on average), so a
   session-as-document BM25, which weighs a document's length, would meet the gold sessions
   handicapped against the distractors, while in the set evidence and distractor sessions are alike
   (about 10 messages). With ``even`` every distractor is its whole source session (the same
-  distractors, at other times), 10-12 messages a session on average for the asked and the
-  other conversations alike (550-600 messages a project). Every session kept whole, rather than
+  distractors, at other times), 10-13 messages a session on average for the asked and the
+  other conversations alike (540-600 messages a project). Every session kept whole, rather than
   all cut to a window around their evidence turns: a cut picked around the evidence makes the
   gold session's words more about its fact than a distractor's, which the lengths alone should
   not do (measured both ways: docs/benchmarks.md, "Long histories with sessions alike in length").
@@ -59,9 +60,9 @@ that set did. What each part here imitates, and why:
   session names the key words (``Corpus.keys``) of the questions its turns answer, all in its first
   paragraph and one in each later one, and no earlier message's words: a distractor's answers
   about its own conversation's questions as well, so the asked session is no more about its
-  questions than a distractor about its own. A question's words then come 12 times in 1,000 in its
-  gold sessions, against 1.5 in distractors and 2 in the asked conversation's other sessions (3.2,
-  1.35 and 1.65 without it).
+  questions than a distractor about its own. A question's words then come 12 times in 1,000 words in
+  its gold sessions, against 1.5 in distractors and 2 in the asked conversation's other sessions
+  (3.2, 1.35 and 1.65 without it; the tune half, with ``even``).
 - Dates: a distractor starts at a time drawn between the asked conversation's first and last
   session (at least an hour before the last), so the questions are still asked after everything
   and "last year" reads as in ``bench locomo``.
