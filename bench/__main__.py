@@ -86,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     longhist.add_argument("--focus", action="store_true",
                           help="every session's answers carry the key words of its evidence turns (sessions "
                                "written around their facts)")
+    longhist.add_argument("--even", action="store_true",
+                          help="distractors are whole sessions, as long as the asked conversation's, not windows")
+    longhist.add_argument("--about", action="store_true",
+                          help="every session's answers restate the key words of the questions its turns answer "
+                               "(sessions about what is asked of them)")
     longhist.add_argument("--json", type=Path, help="also write the figures here")
     for p in (locomo, daily, longhist):
         p.add_argument("--questions", type=Path, metavar="FILE",
@@ -235,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
                           args.words, args.turns, args.sessions, args.names, picked, weights, args.focus,
-                          args.questions)
+                          args.questions, args.even, args.about)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -6,7 +6,8 @@ several paragraphs that restate the user's topic and add general advice; most se
 distractors of the same everyday domain; the question asks which session held the fact. We do
 not have it, and LoCoMo as it is (two people, short turns, one conversation a project), or with
 turns merged (``bench locomo --merge``), never put a session-level BM25 ahead of keyword mode as
-that set did. What each part here imitates, and why:
+that set did; this stand-in does only with ``about`` (sessions about what is asked of them). What
+each part here imitates, and why:
 
 - Sessions and size: each LoCoMo conversation is one project holding its own 19-32 sessions and,
   to ``sessions`` (50) in all, distractor sessions of other LoCoMo conversations: the same
@@ -42,6 +43,26 @@ that set did. What each part here imitates, and why:
   every session's answers, from the first on, may name the key words of its evidence turns (the
   turns its own conversation's questions point to), distractors' as well as the asked
   conversation's: the asked session is no more about its fact than a distractor about its own.
+- Sessions alike in length (``even``, off by default): a distractor window (8 messages at most)
+  is shorter than the asked conversation's whole sessions (10-13 messages on average), so a
+  session-as-document BM25, which weighs a document's length, would meet the gold sessions
+  handicapped against the distractors, while in the set evidence and distractor sessions are alike
+  (about 10 messages). With ``even`` every distractor is its whole source session (the same
+  distractors, at other times), 10-13 messages a session on average for the asked and the
+  other conversations alike (540-600 messages a project). Every session kept whole, rather than
+  all cut to a window around their evidence turns: a cut picked around the evidence makes the
+  gold session's words more about its fact than a distractor's, which the lengths alone should
+  not do (measured both ways: docs/benchmarks.md, "Long histories with sessions alike in length").
+- Sessions about what is asked of them (``about``, off by default): the set's questions are written
+  from its evidence sessions, which are about the asked fact, so a question's own words recur
+  through its session; LoCoMo's questions were written by annotators in words of their own, which
+  ``focus`` (the evidence turns' rarest words) seldom restates. With ``about`` every answer of a
+  session names the key words (``Corpus.keys``) of the questions its turns answer, all in its first
+  paragraph and one in each later one, and no earlier message's words: a distractor's answers
+  about its own conversation's questions as well, so the asked session is no more about its
+  questions than a distractor about its own. A question's words then come 12 times in 1,000 words in
+  its gold sessions, against 1.5 in distractors and 2 in the asked conversation's other sessions
+  (3.2, 1.35 and 1.65 without it; the tune half, with ``even``).
 - Dates: a distractor starts at a time drawn between the asked conversation's first and last
   session (at least an hour before the last), so the questions are still asked after everything
   and "last year" reads as in ``bench locomo``.
@@ -160,16 +181,18 @@ class Pool:
         return sentence
 
 
-def answer(keys: list[str], words: int, pool: Pool, rng: random.Random, earlier: list[str] = ()) -> str:
+def answer(keys: list[str], words: int, pool: Pool, rng: random.Random, earlier: list[str] = (),
+           carry: float = CARRY) -> str:
     """An assistant answer of about ``words`` words restating ``keys``, filled from ``pool``; each
-    later paragraph may name one of the session's ``earlier`` key words instead of its own."""
+    later paragraph names, with chance ``carry``, one of the session's ``earlier`` key words instead
+    of one of its own."""
     keys = keys or ["that"]
     paragraphs = max(2, round(words / 90))
     out: list[str] = []
     used: set[str] = set()
     for p in range(paragraphs):
         named = keys if p == 0 else rng.sample(keys, min(len(keys), rng.randint(1, 2)))
-        if p and earlier and rng.random() < CARRY:
+        if p and earlier and rng.random() < carry:
             named = [*named[:-1], rng.choice(earlier)]
         sentences = [rng.choice(OPENERS if p == 0 else FRAMES).format(_listed(named))]
         count = len(sentences[0].split())
@@ -203,19 +226,32 @@ def _evidence_turns(sample: dict) -> dict[str, str]:
     return {t["dia_id"]: t["text"] for t in _turns(sample) if t["dia_id"] in pointed}
 
 
+def _asked(sample: dict) -> dict[str, str]:
+    """dia id -> the questions of ``sample`` that point to that turn, in one text."""
+    out: dict[str, list[str]] = {}
+    for qa in sample.get("qa", []):
+        for d in locomo.evidence_ids(qa.get("evidence")):
+            out.setdefault(d, []).append(qa["question"])
+    return {d: " ".join(questions) for d, questions in out.items()}
+
+
 def _talk(session: dict, source: tuple[str, int], keep_dias: bool, corpus: Corpus, words: int, pool: Pool,
-          rng: random.Random, evidence: dict[str, str] | None = None) -> dict:
+          rng: random.Random, evidence: dict[str, str] | None = None, about: bool = False) -> dict:
     """``session``'s blocks of turns as user messages, each answered; its dia ids kept only when
     ``keep_dias`` (a distractor holds no evidence). ``evidence`` (dia id -> text of the turns its
     conversation's questions point to): every answer may name the key words of the session's
-    evidence turns, from the first answer on, as a session written around its facts does."""
-    focus = [k for _r, _t, dias, _o in session["messages"] for d in dias if d in (evidence or {})
-             for k in corpus.keys((evidence or {})[d])]
-    messages, earlier = [], list(dict.fromkeys(focus))
+    evidence turns, from the first answer on, as a session written around its facts does.
+    ``about`` (``evidence`` then holds the questions, ``_asked``): every answer names them in its
+    first paragraph and one of them in each later one, and no other message's words."""
+    focus = list(dict.fromkeys(k for _r, _t, dias, _o in session["messages"] for d in dias
+                               if d in (evidence or {}) for k in corpus.keys((evidence or {})[d])))
+    messages, earlier = [], list(focus)
     for _role, text, dias, offset in session["messages"]:
         keys = corpus.keys(text)
         messages.append(("user", text, dias if keep_dias else [], offset))
-        messages.append(("assistant", answer(keys, words, pool, rng, earlier), [], offset + 5))
+        reply = answer(keys + focus, words, pool, rng, focus, carry=1.0) if about else \
+            answer(keys, words, pool, rng, earlier)
+        messages.append(("assistant", reply, [], offset + 5))
         earlier += keys
     return {**session, "source": source, "messages": messages}
 
@@ -229,22 +265,25 @@ def check(words: int, turns: int, sessions: int, exchanges: int, names: str) -> 
 
 
 def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = EXCHANGES,
-            names: str = "shared", seed: str = "longhist", focus: bool = False) -> list[list[dict]]:
+            names: str = "shared", seed: str = "longhist", focus: bool = False,
+            even: bool = False, about: bool = False) -> list[list[dict]]:
     """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
     in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
-    answers of every session carry the key words of its evidence turns (see the module's note)."""
+    answers of every session carry the key words of its evidence turns; ``even``: distractors are
+    whole sessions; ``about``: every answer restates the key words of the questions its session's
+    turns answer (see the module's note)."""
     check(words, turns, sessions, exchanges, names)
     corpus = corpus_of(data)
     impersonal = [corpus.impersonal(t["text"] for t in _turns(sample)) for sample in data]
     evidence: list[dict[str, str] | None] = [None] * len(data)
-    if focus:
-        evidence = [_evidence_turns(sample) for sample in data]
+    if focus or about:
+        evidence = [(_asked if about else _evidence_turns)(sample) for sample in data]
     out = []
     for n, sample in enumerate(data):
         rng = random.Random(f"{seed}:{sample['sample_id']}")
         pool = Pool([s for m, sentences in enumerate(impersonal) if m != n for s in sentences])
 
-        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng, evidence[n])
+        own = [_talk(s, (sample["sample_id"], k), True, corpus, words, pool, rng, evidence[n], about)
                for k, s in enumerate(locomo.sessions_as_written(sample, turns), 1)]
         mine = {x.casefold() for x in _names(sample)}
         sources = [(m, k, s) for m, other in enumerate(data) if m != n
@@ -254,27 +293,34 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
         first, last = own[0]["t0"], own[-1]["t0"] - 3600
         distractors = []
         for m, k, s in rng.sample(sources, min(len(sources), max(0, sessions - len(own)))):
-            start = rng.randrange(max(1, len(s["messages"]) - exchanges + 1))
-            window = s["messages"][start: start + exchanges]
+            window = s["messages"]
+            if not even:
+                start = rng.randrange(max(1, len(s["messages"]) - exchanges + 1))
+                window = window[start: start + exchanges]
             base = window[0][3]
             t0 = rng.uniform(min(first, last), last)
             kept = {"t0": t0, "end": t0 + window[-1][3] - base,
                     "messages": [(role, text, dias, offset - base) for role, text, dias, offset in window]}
-            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng, evidence[m]))
+            distractors.append(_talk(kept, (data[m]["sample_id"], k), False, corpus, words, pool, rng, evidence[m],
+                                     about))
         out.append(sorted(own + distractors, key=lambda s: s["t0"]))
     return out
 
 
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
-        context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None) -> dict:
+        context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None,
+        even: bool = False, about: bool = False) -> dict:
     """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too.
     ``questions_log``: as ``locomo.run``'s."""
     check(words, turns, sessions, EXCHANGES, names)
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
-            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}")
+            f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}"
+            f"{', whole distractor sessions' if even else ''}{', answers about the questions' if about else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
-                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus),
+                         layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus, even=even,
+                                                     about=about),
                          layout_note=note, halves=HALVES, questions_log=questions_log)
-    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus}
+    figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus,
+                           "even": even, "about": about}
     return figures

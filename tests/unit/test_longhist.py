@@ -164,3 +164,35 @@ def test_with_focus_a_session_is_answered_about_its_evidence_turn_from_the_first
         return found
 
     assert foreign_in_first_answers(False) == 0 and foreign_in_first_answers(True) > 0
+
+
+def test_even_keeps_the_same_distractors_whole():
+    data = _data(sessions=3, turns=24)  # 3 user messages a session at 8 turns, more than one exchange
+    windows = longhist.layouts(data, words=120, turns=8, sessions=8, exchanges=1)
+    whole = longhist.layouts(data, words=120, turns=8, sessions=8, exchanges=1, even=True)
+    for sample, cut, kept in zip(data, windows, whole, strict=True):
+        assert sorted(s["source"] for s in cut) == sorted(s["source"] for s in kept)
+        mine = [s for s in cut if s["source"][0] == sample["sample_id"]]
+        assert mine == [s for s in kept if s["source"][0] == sample["sample_id"]]
+        assert {len(s["messages"]) for s in cut if s not in mine} == {2}
+        assert {len(s["messages"]) for s in kept if s not in mine} == {6}
+
+
+def test_with_about_every_answer_of_a_session_restates_its_questions_in_every_paragraph():
+    def asked_word(conv: str, session: int) -> str:  # letters only: a digit would split the word
+        return "zq" + "abcd"[int(conv[-1])] + "xyz"[session - 1]
+
+    data = _data()
+    for sample in data:
+        for k, qa in enumerate(sample["qa"], 1):
+            # Its one key word: every turn says "near the", so they are common words.
+            qa["question"] = f"Near the {asked_word(sample['sample_id'], k)}?"
+
+    for about in (False, True):
+        for sessions in longhist.layouts(data, words=400, sessions=8, about=about):
+            for s in sessions:  # distractors about their own conversation's questions too
+                for _, (_, reply, _, _) in _user_and_answers(s):
+                    paragraphs = reply.split("\n\n")
+                    assert len(paragraphs) > 2
+                    named = [re.search(rf"\b{asked_word(*s['source'])}\b", p) for p in paragraphs]
+                    assert all(named) if about else not any(named)
