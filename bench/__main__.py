@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="also write every system's answer to every question into DIR, one JSON line each, a file "
                          "for each language (medium_locomo_zh.jsonl, medium_locomo.jsonl)")
     for p in (locomo, zh, daily, longhist):
-        p.add_argument("--embedder", choices=("local", "e5-small"), default="local",
+        p.add_argument("--embedder", choices=("local", "e5-small", "local+e5"), default="local",
                        help="the offline model of the semantic half (default: local, USE)")
         p.add_argument("--context-weights", default="",
                        help="also score the semantic modes with these neighbour weights, comma-separated")
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     first = sub.add_parser("firstrun", help="first-run indexing cost of one project, per offline model and threads")
     first.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-firstrun")
     first.add_argument("--messages", type=int, default=10_000, help="messages in the project")
-    first.add_argument("--embedders", default="local,e5-small", help="comma-separated: local, e5-small")
+    first.add_argument("--embedders", default="local,e5-small", help="comma-separated: local, e5-small, local+e5")
     first.add_argument("--threads", default="1", help="comma-separated thread counts to measure each model with")
     first.add_argument("--json", type=Path, help="also write the figures here")
     one = sub.add_parser("_firstrun")  # internal: one model and thread count in a fresh process

