@@ -5,9 +5,15 @@ where nothing should be, never a hang."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
 
 from cli_runs import cli_env, cli_process
-from hermes_world import World, plugin_settings
+from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings
 
 
 def _tree(folder) -> dict:
@@ -50,3 +56,46 @@ def test_the_command_lines_profile_is_named_as_hermes_names_it(world, work, tmp_
         assert done.returncode == 2 and done.stdout == "", (name, done.stdout)
         assert len(done.stderr.strip().splitlines()) == 1 and "profile" in done.stderr, (name, done.stderr)
     assert _tree(tmp_path) == before
+
+
+SEARCH_CHILD = textwrap.dedent("""
+    import json, sys
+    import model_tools
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    print(json.dumps([json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "pelican worker version", "mode": mode}, session_id=sys.argv[1]))
+        for mode in ("keyword", "hybrid")]))
+""")
+
+
+@pytest.mark.parametrize("name", [".env", f"{PLUGIN_KEY}/config.yaml", f"{PLUGIN_KEY}/consent.secret"])
+def test_a_fifo_among_the_homes_small_files_holds_nothing_up(remote_pq, world, name):
+    """A FIFO at ``.env`` (where the remote embedder's key is), at the plugin's ``config.yaml``
+    (where consents are) or at ``consent.secret`` (the key consent tokens are signed with): every
+    search with a remote embedder, ``config`` and ``consent list`` waited for ever, in ``open()``,
+    for a writer that never comes (the fourth sweep left ``.env`` untried). Each is now read only
+    if it is a regular file: the search answers, by keyword at least, and the commands answer."""
+    home = remote_pq["home"]
+    world.close()
+    checkpoint(home)
+    path = home / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    before = db_digest(home / "state.db")
+    env = dict(cli_env(home), PHR_TEST_KEY="")
+    if name != ".env":  # Hermes 0.22 reads .env itself as model_tools is imported (and waits there)
+        proc = subprocess.run([sys.executable, "-c", SEARCH_CHILD, remote_pq["askP"]], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for res in json.loads(proc.stdout.strip().splitlines()[-1]):
+            assert res["success"] and res["results"], res
+            if name.endswith("consent.secret") and res["mode"] == "hybrid":
+                assert "token" not in res["consent"] and "consent.secret" in res["consent"]["how_to_record"], res
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    for argv in (["search", "pelican worker version"], ["config"], ["consent", "list"]):
+        done = cli_process("--json", *argv, env=env, cwd=remote_pq["p_dir"], timeout=120)
+        assert done.returncode in (0, 3) and "Traceback" not in done.stderr, (argv, done.stdout, done.stderr)
+        assert json.loads(done.stdout)["success"] is True, (argv, done.stdout)
+    assert path.is_fifo()
+    assert db_digest(home / "state.db") == before
