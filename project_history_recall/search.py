@@ -31,7 +31,7 @@ from .hermes.statedb import reading
 from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import clean_ref, clean_text, parse
-from .scope.resolve import HOME_REASON, resolve_scope
+from .scope.resolve import HOME_REASON, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
@@ -532,6 +532,14 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
                                 Once(conn, shape, paths.state_db_path(home)))
             groups, searched_with, outcome = _search(req, ctx)
+            if left_scope(home, conn, scope, [g.session_id for g in groups]):
+                # A session found has left the project since the sessions were last read whole (Hermes
+                # moved or archived it): its messages are not this project's to show. Once more, on
+                # the scope as it is now.
+                scope = resolve_scope(home, conn, caller, project_ref=req.project,
+                                      include_current=req.include_current_session)
+                ctx = dataclasses.replace(ctx, scope=scope, counts=Once(conn, shape, paths.state_db_path(home)))
+                groups, searched_with, outcome = _search(req, ctx)
             return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
     except PluginError as exc:
         return exc.envelope()

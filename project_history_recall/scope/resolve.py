@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import SessionCatalog, read_facts
+from ..hermes.catalog import SessionCatalog, read_facts, read_facts_of
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project, folded_name
@@ -226,6 +226,25 @@ def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,
 def attribution_of(amap: _AttributionMap, facts: SessionFacts) -> Attribution:
     """The attribution of a session whose row was just read: its own facts, then its ancestors'."""
     return attribute(facts.id, ChainMap({facts.id: facts}, amap.facts), amap.ctx)
+
+
+def left_scope(home: Path, conn: sqlite3.Connection, scope: Scope, session_ids: list[str]) -> bool:
+    """Whether any of ``session_ids``, sessions a search of ``scope`` found, has left it by what its
+    row says now: moved by Hermes (its desktop's move, ``project_switch``), archived, hidden or
+    deleted. The catalog takes in such a change to a row only with its next full read, in the
+    background (``SessionCatalog``); when one is seen here, the catalog is read again whole by the
+    next resolution, so that the search can be made again on the scope as it is."""
+    kept, mine = _kept(home)
+    with kept.lock:
+        amap = mine.map
+    if amap is None or not session_ids:
+        return False
+    now = read_facts_of(conn, session_ids)
+    if all(sid in now and now[sid].searchable and attribution_of(amap, now[sid]).key == scope.attribution.key
+           for sid in session_ids):
+        return False
+    mine.catalog.invalidate()
+    return True
 
 
 def _listed(projects: list[ProjectInfo]) -> list[dict]:
