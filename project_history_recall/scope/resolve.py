@@ -211,16 +211,17 @@ def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,
     """(attribution, the caller's own row when it exists in state.db).
 
     The row is read afresh: its own facts decide, even for a session the
-    catalog has not taken in, and a row without a folder is in no project."""
-    for sid in caller.session_ids:
-        facts = read_facts(conn, sid)
-        if facts is not None:
-            return attribution_of(amap, facts), facts
+    catalog has not taken in, and a row without a folder is in no project;
+    for the command line the folder decides (``Caller.by_folder``)."""
+    own_row = next((facts for facts in (read_facts(conn, sid) for sid in caller.session_ids) if facts is not None),
+                   None)
+    if own_row is not None and not caller.by_folder:
+        return attribution_of(amap, own_row), own_row
     # The row is written lazily before the first flush: fall back to where
     # the caller is working.
-    first = caller.session_ids[0] if caller.session_ids else ""
+    first = caller.session_ids[0] if caller.session_ids and not caller.by_folder else ""
     own = resolve_own(SessionFacts(id=first, cwd=caller.cwd), amap.ctx)
-    return own or HOME, None
+    return own or HOME, own_row
 
 
 def attribution_of(amap: _AttributionMap, facts: SessionFacts) -> Attribution:

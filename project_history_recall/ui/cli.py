@@ -99,7 +99,7 @@ def _folder(value: str | None) -> str:
 
 
 def _caller(folder: str) -> Caller:
-    return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder)
+    return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder, by_folder=True)
 
 
 @dataclasses.dataclass

@@ -1,6 +1,7 @@
-"""The fifth hostile sweep: profiles named as Hermes names them, and files of the home that are
-not files. The rule as before: the plugin's own answer or a one-line usage error, nothing written
-where nothing should be, never a hang."""
+"""The fifth hostile sweep: what the command line and the tools meet in the environment they run
+in. Profiles named as Hermes names them, the session Hermes names to the commands its agent runs,
+and files of the home that are not files. The rule as before: the plugin's own answer or a
+one-line usage error, about what was asked, nothing written where nothing should be, never a hang."""
 
 from __future__ import annotations
 
@@ -99,3 +100,34 @@ def test_a_fifo_among_the_homes_small_files_holds_nothing_up(remote_pq, world, n
         assert json.loads(done.stdout)["success"] is True, (argv, done.stdout)
     assert path.is_fifo()
     assert db_digest(home / "state.db") == before
+
+
+def test_a_folder_named_to_the_command_line_run_inside_a_hermes_session_decides(world, work, tmp_path):
+    """Hermes puts its session's id in the environment of every command its agent runs
+    (``HERMES_SESSION_ID``), so that the command line leaves the running conversation out of its
+    results. The command line took that session's project for the folder's: ``search --dir B``,
+    ``status B`` and a search run in B's folder answered about the session's project A."""
+    a, b = work / "a", work / "b"
+    a.mkdir()
+    b.mkdir()
+    world.project("A", a)
+    world.project("B", b)
+    world.session(("user", "the websocket reconnect loop of project A"), cwd=a)
+    in_b = world.session(("user", "the websocket reconnect loop of project B"), cwd=b)
+    running = world.session(("user", "what about the websocket reconnect loop"), cwd=a)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    env = dict(cli_env(world.home), HERMES_SESSION_ID=running)
+    for argv, cwd in ((["search", "websocket reconnect", "--dir", str(b)], tmp_path),
+                      (["search", "websocket reconnect"], b)):
+        done = cli_process("--json", *argv, env=env, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+        res = json.loads(done.stdout)
+        assert res["project"]["name"] == "B" and [r["session_id"] for r in res["results"]] == [in_b], (argv, res)
+    done = cli_process("--json", "status", str(b), env=env, cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["project"]["name"] == "B", done.stdout
+    # In the session's own project, its conversation is still left out.
+    done = cli_process("--json", "search", "websocket reconnect", "--dir", str(a), env=env, cwd=tmp_path)
+    res = json.loads(done.stdout)
+    assert res["project"]["name"] == "A" and res.get("current_session_excluded") is True, res
+    assert running not in {r["session_id"] for r in res["results"]} and len(res["results"]) == 1, res
