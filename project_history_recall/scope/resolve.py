@@ -38,7 +38,7 @@ from .attribution import (
     resolve_own,
 )
 from .pathkeys import base_name, is_windows_path
-from .records import current_records, records_path
+from .records import Records, current_records, records_path
 
 
 # Why a caller in no project gets nothing searched (or indexed), and what it can do instead.
@@ -115,7 +115,7 @@ _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
 
 
-def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -> AttributionContext:
+def _context(home: Path, projects: list[ProjectInfo], records: Records) -> AttributionContext:
     homes, hermes_homes = paths.junk_roots(home)
     return AttributionContext(
         projects=projects,
