@@ -26,11 +26,25 @@ response is built; the command line's exit code is read from it
 
 from __future__ import annotations
 
+import reprlib
+
 FOUND, DONE, NOTHING, USAGE = "found", "done", "nothing", "usage"
 DATA, INTERNAL, CONSENT = "data", "internal", "consent"
 EXIT_FOUND, EXIT_NOTHING, EXIT_USAGE, EXIT_DATA, EXIT_CONSENT = 0, 1, 2, 3, 4
 _EXIT_BY_OUTCOME = {FOUND: EXIT_FOUND, DONE: EXIT_FOUND, NOTHING: EXIT_NOTHING, USAGE: EXIT_USAGE,
                     DATA: EXIT_DATA, INTERNAL: EXIT_DATA, CONSENT: EXIT_CONSENT}
+
+
+# How a message shows a value it refuses: a few levels and items of it. Its whole ``repr`` goes as
+# deep as the value (an argument nested thousands of levels raised RecursionError) and as wide (a
+# YAML alias bomb: nine levels of nine aliases in ten lines took minutes and gigabytes).
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxother = 2, 80, 80
+
+
+def brief(value: object, width: int = 80) -> str:
+    """``value`` as Python writes it, a few levels deep, in at most ``width`` characters."""
+    return _BRIEF.repr(value)[:width]
 
 
 class PluginError(Exception):

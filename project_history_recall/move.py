@@ -24,7 +24,9 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
    That step only adds to what is already durable; a failure is reported.
 
 A crash between 3 and 4 leaves the cwd moved without a record: the folder,
-which is the target project's, then attributes the session to it anyway.
+which is the target project's, then attributes the session to it anyway (an
+earlier record left behind holds only while the session is in the folder
+that move left it in). The move's log row is lost with the transaction.
 
 Automatic projects. A session also moves into an automatic project (named
 as ``projects`` prints it, ``notes`` or ``notes (auto)``, or by its folder;

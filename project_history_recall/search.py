@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Collection, Mapping
 from . import consenting, fusion, orderwords, redaction, results, sessions, timewords
 from . import settings as config
 from .context import SearchContext
-from .errors import FOUND, NOTHING, PluginError, UsageError
+from .errors import FOUND, NOTHING, PluginError, UsageError, brief
 from .files import derived
 from .hermes import messages, paths
 from .hermes.changes import Once
@@ -31,7 +31,7 @@ from .hermes.statedb import reading
 from .hits import KEYWORD, SEMANTIC, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import clean_ref, clean_text, parse
-from .scope.resolve import HOME_REASON, resolve_scope
+from .scope.resolve import HOME_REASON, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
 from .semantic.chunking import content_hash, prepare
@@ -112,7 +112,7 @@ def _as_bool(name: str, value: object) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "yes", "no", ""):
         return value.strip().lower() in ("true", "1", "yes")
-    raise UsageError(f"'{name}' must be true or false, not {value!r:.40}.")
+    raise UsageError(f"'{name}' must be true or false, not {brief(value, 40)}.")
 
 
 def _as_int(name: str, value: object, low: int, high: int) -> int:
@@ -123,7 +123,7 @@ def _as_int(name: str, value: object, low: int, high: int) -> int:
     if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,9}\s*", value):
         value = int(value)
     if not isinstance(value, int):
-        raise UsageError(f"'{name}' must be a whole number, not {value!r:.40}.")
+        raise UsageError(f"'{name}' must be a whole number, not {brief(value, 40)}.")
     return max(low, min(high, value))
 
 
@@ -174,7 +174,7 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
         raise UsageError("'query' is empty: say what to look for (words, an error code, a file name…).")
     mode = args.get("mode") or "hybrid"
     if not isinstance(mode, str) or mode.strip().lower() not in MODES:
-        raise UsageError(f"'mode' must be one of {', '.join(MODES)}, not {mode!r:.40}.")
+        raise UsageError(f"'mode' must be one of {', '.join(MODES)}, not {brief(mode, 40)}.")
     project = args.get("project")
     if project is not None and not isinstance(project, str):
         raise UsageError("'project' must be a project id, slug, name or folder.")
@@ -532,6 +532,14 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
                                 Once(conn, shape, paths.state_db_path(home)))
             groups, searched_with, outcome = _search(req, ctx)
+            if left_scope(home, conn, scope, [g.session_id for g in groups]):
+                # A session found has left the project since the sessions were last read whole (Hermes
+                # moved or archived it): its messages are not this project's to show. Once more, on
+                # the scope as it is now.
+                scope = resolve_scope(home, conn, caller, project_ref=req.project,
+                                      include_current=req.include_current_session)
+                ctx = dataclasses.replace(ctx, scope=scope, counts=Once(conn, shape, paths.state_db_path(home)))
+                groups, searched_with, outcome = _search(req, ctx)
             return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
     except PluginError as exc:
         return exc.envelope()

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import copy
 import re
-import reprlib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .errors import brief
 from .files import envfile
 from .files.filestamp import StampCache, file_stamp
 from .hermes import paths
@@ -231,13 +231,6 @@ def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
     return isinstance(value, type(default)), value
 
 
-# How a bad value is shown in its warning: a few levels and items of it. YAML's aliases let a
-# ten-line file hold a list of 9^9 strings (each level nine references to the one below); the
-# whole of its repr would take minutes and gigabytes before being cut to 80 characters.
-_SHOWN = reprlib.Repr()
-_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 80, 80
-
-
 def _invalid(source: str, dotted: str, value: Any, default: Any) -> str:
     if dotted in _SECRET_PRONE:
         return (f"{source}: '{dotted}' must be the name of a variable in $HERMES_HOME/.env (like OPENAI_API_KEY), "
@@ -245,7 +238,7 @@ def _invalid(source: str, dotted: str, value: Any, default: Any) -> str:
     if dotted == "openai.base_url":
         return (f"{source}: '{dotted}' must be an http(s) address like https://api.openai.com/v1 without "
                 f"credentials or a query (the value is not shown); using {default!r}")
-    return f"{source}: '{dotted}' = {_SHOWN.repr(value):.80} is not valid; using {default!r}"
+    return f"{source}: '{dotted}' = {brief(value)} is not valid; using {default!r}"
 
 
 def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: list[str], prefix: str = "",

@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import re
-import stat
 import struct
 import threading
 import time
@@ -33,6 +32,7 @@ from collections.abc import Container
 from contextlib import suppress
 from pathlib import Path
 
+from .filestamp import open_regular
 from .folders import make_own
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] 
     import numpy as np
 
     try:
-        with _open_file(path) as fh:
+        with open_regular(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if fh.read(len(MAGIC)) != MAGIC:
                 raise _Unusable("not such a file")
@@ -170,20 +170,6 @@ def load(path: Path, mapped: bool = False, spare: int = 0) -> tuple[dict, list] 
         logger.info("not using %s (%s); rebuilding what it held", path, exc)
         return None
     return described["fields"], arrays
-
-
-def _open_file(path: Path):
-    """``path`` opened for reading, if it is a regular file: opening a FIFO put in its place would
-    wait for a writer that never comes (without ``O_NONBLOCK``, which a regular file's reads
-    ignore), and reading a device may not end."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _Unusable("not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _crc_of(fh, nbytes: int, crc: int) -> int:

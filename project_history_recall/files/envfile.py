@@ -21,7 +21,7 @@ import os
 import re
 from pathlib import Path
 
-from .filestamp import StampCache, file_stamp
+from .filestamp import StampCache, file_stamp, read_regular
 
 ENV_FILE = ".env"
 # What a variable name may look like (the same rule as Hermes's save_env_value).
@@ -74,7 +74,7 @@ def read(home: Path) -> dict[str, str]:
     if stamp is None:
         return {}
     try:
-        return _parsed.get(str(path), stamp, lambda: parse(path.read_text(encoding="utf-8", errors="replace")))
+        return _parsed.get(str(path), stamp, lambda: parse(read_regular(path).decode("utf-8", errors="replace")))
     except OSError:
         return {}
 

@@ -8,7 +8,10 @@ is rewritten (mtime, size) or replaced (inode, as atomic writes do).
 
 from __future__ import annotations
 
+import errno
+import io
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Callable, Hashable, TypeVar
@@ -23,6 +26,30 @@ def file_stamp(path: Path | str) -> tuple | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class NotAFile(OSError):
+    """Something other than a regular file where one is read: a FIFO, a device, a folder."""
+
+
+def open_regular(path: Path | str) -> io.BufferedReader:
+    """``path`` opened for reading, if it is a regular file (else ``NotAFile``): opening a FIFO
+    put in its place would wait for a writer that never comes (without ``O_NONBLOCK``, which a
+    regular file's reads ignore), and reading a device may not end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFile(errno.EINVAL, "not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path | str) -> bytes:
+    """The bytes of the regular file at ``path`` (see ``open_regular``)."""
+    with open_regular(path) as fh:
+        return fh.read()
 
 
 class StampCache:

@@ -64,6 +64,13 @@ def read_facts(conn: sqlite3.Connection, session_id: str) -> SessionFacts | None
     return _facts(row)[1] if row else None
 
 
+def read_facts_of(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, SessionFacts]:
+    """The facts of each of ``session_ids`` as its row says right now (no row: left out)."""
+    rows = conn.execute(_session_select(conn) + " WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(session_ids),)).fetchall()
+    return {facts.id: facts for facts in (_facts(row)[1] for row in rows)}
+
+
 # (sessions, the highest rowid, the id in that row): an index count and one
 # descent that reads a single id. ``sessions`` has a TEXT key, so SQLite hands a deleted
 # newest session's rowid to the next new one, and count and highest rowid can

@@ -22,10 +22,13 @@ class Caller:
 
     session_ids: tuple[str, ...] = ()
     cwd: str | None = None
+    # The command line: the folder it is given (or runs in) decides the project, and the session
+    # (the one Hermes names to the commands its agent runs) only which conversation to leave out.
+    by_folder: bool = False
 
     @classmethod
-    def of(cls, *ids: str | None, cwd: str | None = None) -> "Caller":
-        return cls(tuple(i.strip() for i in ids if isinstance(i, str) and i.strip()), cwd)
+    def of(cls, *ids: str | None, cwd: str | None = None, by_folder: bool = False) -> "Caller":
+        return cls(tuple(i.strip() for i in ids if isinstance(i, str) and i.strip()), cwd, by_folder)
 
 
 def _session_env(name: str) -> str:

@@ -37,6 +37,17 @@ def hermes_home_root() -> Path:
     return Path(get_default_hermes_root())
 
 
+def profile_home(name: str) -> Path | None:
+    """The home of the profile named ``name`` as Hermes's own ``--profile`` finds it: ``default``
+    (in any case) is the root, another name is lower-cased; None when it is no profile name
+    (``../..`` or a folder would name a folder outside ``profiles/``)."""
+    canon = name.strip()
+    if canon.casefold() == "default":
+        return hermes_home_root()
+    canon = canon.lower()
+    return hermes_home_root() / "profiles" / canon if _PROFILE_ID.fullmatch(canon) else None
+
+
 def state_db_path(home: Path) -> Path:
     return home / "state.db"
 
@@ -56,7 +67,7 @@ def data_dir(home: Path) -> Path:
 
 def profile_name(home: Path) -> str:
     """The profile segment Hermes puts in ``@session:<profile>/<id>`` links."""
-    if home.parent.name == "profiles" and _PROFILE_ID.match(home.name):
+    if home.parent.name == "profiles" and _PROFILE_ID.fullmatch(home.name):
         return home.name
     return "default"
 

@@ -2,7 +2,8 @@
 
 First match wins:
 
-1. recorded  - a move recorded by this plugin, naming a live project;
+1. recorded  - a move recorded by this plugin, naming a live project, while the
+               session's folder is still the one that move left it in;
 2. folder    - the deepest folder of a live explicit project that holds the
                session's cwd or git root (a tie goes to the cwd);
 3. workspace - an automatic project keyed by the git root or else the cwd,
@@ -113,7 +114,8 @@ class AttributionContext:
     """Everything resolution needs besides the session rows."""
 
     projects: list[ProjectInfo]
-    records: Mapping[str, str] = field(default_factory=dict)  # session id -> project id
+    # session id -> (project id, the folder its move left it in; None: not known)
+    records: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     junk: JunkPolicy = field(default_factory=JunkPolicy)
     # cwd -> the repository it is in, probed on disk like Hermes's sidebar
     # does (0.19.0 only persists git roots for TUI sessions). None: no probe.
@@ -148,8 +150,11 @@ def _effective_root(facts: SessionFacts, ctx: AttributionContext) -> str:
 def resolve_own(facts: SessionFacts, ctx: AttributionContext) -> Attribution | None:
     """Attribution from the session's own record or location; None if it has neither."""
     recorded = ctx.records.get(facts.id)
-    if recorded and recorded in ctx.live:
-        return _explicit(ctx.live[recorded], "recorded")
+    # A record holds while the session is where its move left it: once Hermes puts it elsewhere (its
+    # own move, ``project_switch``, a deleted folder healed), Hermes's folder decides, as in its sidebar.
+    if recorded and recorded[0] in ctx.live and (
+            recorded[1] is None or path_key(recorded[1]) == path_key(facts.cwd or "")):
+        return _explicit(ctx.live[recorded[0]], "recorded")
     location = (facts.cwd, facts.git_repo_root)
     if location not in ctx.by_location:
         ctx.by_location[location] = _resolve_location(facts, ctx)

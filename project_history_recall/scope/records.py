@@ -102,14 +102,23 @@ def records_path(data_dir: Path) -> Path:
     return data_dir / FILE_NAME
 
 
-def _read_attributions(conn: sqlite3.Connection) -> dict[str, str]:
-    if "attributions" not in table_names(conn):
+# session id -> (the project it was moved into, the folder that move left it in: None in a store
+# whose moves did not say)
+Records = dict[str, tuple[str, str | None]]
+
+
+def _read_attributions(conn: sqlite3.Connection) -> Records:
+    tables = table_names(conn)
+    if "attributions" not in tables:
         return {}
-    return {row[0]: row[1] for row in conn.execute("SELECT session_id, project_id FROM attributions")}
+    moved_to = ("(SELECT to_cwd FROM moves m WHERE m.session_id = a.session_id ORDER BY m.id DESC LIMIT 1)"
+                if "moves" in tables else "NULL")
+    return {row[0]: (row[1], row[2])
+            for row in conn.execute(f"SELECT a.session_id, a.project_id, {moved_to} FROM attributions a")}
 
 
-def load_records(path: Path) -> dict[str, str]:
-    """session id -> project id from ``recall.db``; empty when nothing was ever moved."""
+def load_records(path: Path) -> Records:
+    """Every recorded session's project and folder from ``recall.db``; empty when nothing was ever moved."""
     if not path.exists():
         return {}
     conn = connect_readonly(path, timeout_ms=2000)
@@ -136,7 +145,7 @@ def load_history(path: Path, session_id: str) -> list[dict]:
         conn.close()
 
 
-def current_records(path: Path) -> dict[str, str]:
+def current_records(path: Path) -> Records:
     """Like :func:`load_records`, cached per process until the next commit; do not mutate."""
     return watched(path, _read_attributions, {})
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import SessionCatalog, read_facts
+from ..hermes.catalog import SessionCatalog, read_facts, read_facts_of
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project, folded_name
@@ -38,7 +38,7 @@ from .attribution import (
     resolve_own,
 )
 from .pathkeys import base_name, is_windows_path
-from .records import current_records, records_path
+from .records import Records, current_records, records_path
 
 
 # Why a caller in no project gets nothing searched (or indexed), and what it can do instead.
@@ -115,7 +115,7 @@ _GIT_ROOTS = gitroot.GitRootCache()
 _MAP_TTL = 60.0  # the git probe's answers age; rebuild at least this often
 
 
-def _context(home: Path, projects: list[ProjectInfo], records: dict[str, str]) -> AttributionContext:
+def _context(home: Path, projects: list[ProjectInfo], records: Records) -> AttributionContext:
     homes, hermes_homes = paths.junk_roots(home)
     return AttributionContext(
         projects=projects,
@@ -211,21 +211,41 @@ def attribution_for_caller(amap: _AttributionMap, conn: sqlite3.Connection,
     """(attribution, the caller's own row when it exists in state.db).
 
     The row is read afresh: its own facts decide, even for a session the
-    catalog has not taken in, and a row without a folder is in no project."""
-    for sid in caller.session_ids:
-        facts = read_facts(conn, sid)
-        if facts is not None:
-            return attribution_of(amap, facts), facts
+    catalog has not taken in, and a row without a folder is in no project;
+    for the command line the folder decides (``Caller.by_folder``)."""
+    own_row = next((facts for facts in (read_facts(conn, sid) for sid in caller.session_ids) if facts is not None),
+                   None)
+    if own_row is not None and not caller.by_folder:
+        return attribution_of(amap, own_row), own_row
     # The row is written lazily before the first flush: fall back to where
     # the caller is working.
-    first = caller.session_ids[0] if caller.session_ids else ""
+    first = caller.session_ids[0] if caller.session_ids and not caller.by_folder else ""
     own = resolve_own(SessionFacts(id=first, cwd=caller.cwd), amap.ctx)
-    return own or HOME, None
+    return own or HOME, own_row
 
 
 def attribution_of(amap: _AttributionMap, facts: SessionFacts) -> Attribution:
     """The attribution of a session whose row was just read: its own facts, then its ancestors'."""
     return attribute(facts.id, ChainMap({facts.id: facts}, amap.facts), amap.ctx)
+
+
+def left_scope(home: Path, conn: sqlite3.Connection, scope: Scope, session_ids: list[str]) -> bool:
+    """Whether any of ``session_ids``, sessions a search of ``scope`` found, has left it by what its
+    row says now: moved by Hermes (its desktop's move, ``project_switch``), archived, hidden or
+    deleted. The catalog takes in such a change to a row only with its next full read, in the
+    background (``SessionCatalog``); when one is seen here, the catalog is read again whole by the
+    next resolution, so that the search can be made again on the scope as it is."""
+    kept, mine = _kept(home)
+    with kept.lock:
+        amap = mine.map
+    if amap is None or not session_ids:
+        return False
+    now = read_facts_of(conn, session_ids)
+    if all(sid in now and now[sid].searchable and attribution_of(amap, now[sid]).key == scope.attribution.key
+           for sid in session_ids):
+        return False
+    mine.catalog.invalidate()
+    return True
 
 
 def _listed(projects: list[ProjectInfo]) -> list[dict]:

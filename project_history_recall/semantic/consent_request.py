@@ -27,11 +27,15 @@ def describe(conn, embedder, project: dict, members: list[str], chunk_chars: int
 def request(home: Path, conn, embedder, project: dict, members: list[str], chunk_chars: int,
             conversation: tuple[str, ...]) -> dict:
     """``describe`` plus the token for ``conversation``, for the agent's tool response only. A
-    call that names no conversation (no session id from the host) gets no token."""
+    call that names no conversation (no session id from the host) gets no token, nor one made where
+    the key tokens are signed with cannot be read or kept (``no_token`` says why)."""
     out = describe(conn, embedder, project, members, chunk_chars)
     if conversation:
-        out["token"] = token_for(home, embedder.provider, embedder.model, (project["kind"], project["id"]),
-                                 conversation[0])
+        try:
+            out["token"] = token_for(home, embedder.provider, embedder.model, (project["kind"], project["id"]),
+                                     conversation[0])
+        except OSError as exc:  # consent.secret a FIFO or a folder, or a data folder that cannot be written
+            out["no_token"] = f"The key consent tokens are signed with ({exc.filename}) cannot be used: {exc.strerror}"
     return out
 
 

@@ -9,6 +9,7 @@ import secrets as _random
 import tempfile
 from pathlib import Path
 
+from ..files.filestamp import read_regular
 from ..files.folders import make_own
 from ..hermes import paths
 
@@ -22,7 +23,7 @@ def key(home: Path) -> bytes:
     place), so two processes asking at once end up with the same key."""
     path = paths.data_dir(home) / SECRET_FILE
     with contextlib.suppress(FileNotFoundError):
-        data = path.read_bytes()
+        data = read_regular(path)
         if len(data) >= 32:
             return data
         path.unlink()  # not a key we made: one that every later token can rely on replaces it
@@ -42,4 +43,4 @@ def key(home: Path) -> bytes:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    return path.read_bytes()
+    return read_regular(path)

@@ -61,7 +61,7 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
     unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     if standalone:
         p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
-        p.add_argument("--profile", help="Hermes profile to read (under ~/.hermes/profiles/)", **unset)
+        p.add_argument("--profile", help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)
     p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
 
 

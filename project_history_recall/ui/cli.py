@@ -99,7 +99,7 @@ def _folder(value: str | None) -> str:
 
 
 def _caller(folder: str) -> Caller:
-    return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder)
+    return Caller.of(os.environ.get("HERMES_SESSION_ID"), cwd=folder, by_folder=True)
 
 
 @dataclasses.dataclass
@@ -410,8 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.home:
         home = args.home.expanduser()
     elif args.profile:
-        home = paths.hermes_home_root() / "profiles" / args.profile
-        if not home.is_dir():
+        home = paths.profile_home(args.profile)
+        if home is None:
+            parser.error(f"'{args.profile}' is not a profile name (lower-case letters, digits, - and _)")
+        elif not home.is_dir():
             parser.error(f"no Hermes profile '{args.profile}' at {home}")
     else:
         home = paths.hermes_home()

@@ -41,9 +41,9 @@ def for_agent(asked: dict) -> dict:
     line instead."""
     out = described(asked)
     if "token" not in asked:
+        why = asked.get("no_token", "This call does not say which conversation it comes from")
         out["how_to_record"] = (
-            "This call does not say which conversation it comes from, so the user's answer cannot be "
-            "recorded through this tool. Tell the user what ask_user says; if they agree, they can run: "
+            f"{why}, so the user's answer cannot be recorded through this tool. Tell the user what ask_user says; if they agree, they can run: "
             + grant_command("hermes recall", asked["project"]["id"]))
         return out
     out["how_to_record"] = (

@@ -24,6 +24,7 @@ from hermes_world import (
     make_repo,
     only_on,
     plugin_module,
+    plugin_settings,
     session_rows,
     sidebar_groups,
     store_state,
@@ -601,3 +602,60 @@ def test_live_gui_session_moves_back_through_the_workspace_callback(autos, world
         assert info and info[-1]["payload"]["cwd"] == notes
     assert session_rows(world.home)[n1]["cwd"] == notes
     assert attributions(world.home)[n1] == ("auto", notes)
+
+
+KILLED_AFTER_HERMES_WRITES = textwrap.dedent("""
+    import os, signal, sys
+    import model_tools
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    import importlib
+    from tools.registry import registry
+    host = importlib.import_module(
+        registry.get_entry("project_history_search").handler.__module__.removesuffix(".ui.tools") + ".hermes.host")
+    write = host.write_session_cwd
+
+    def written_then_killed(*args, **kw):
+        write(*args, **kw)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    host.write_session_cwd = written_then_killed
+    model_tools.handle_function_call("project_session_move", {"project": sys.argv[2], "session": sys.argv[1]})
+""")
+
+
+@pytest.mark.parametrize("how", ["Hermes's own move", "a move killed after Hermes wrote"])
+def test_a_moved_session_that_hermes_moves_on_is_searched_where_hermes_shows_it(world, work, how):
+    """A record of the plugin's (a session moved into P) decided for good: once Hermes itself put
+    the session elsewhere (its desktop's move and ``project_switch`` write the folder with
+    ``update_session_cwd``; Hermes heals a folder that was deleted), the session was still searched
+    in P, and never where Hermes shows it. So too when a move back into an automatic project was
+    killed between Hermes's write and the record's commit (the fifth hostile sweep). A record now
+    holds only while the session is where its move left it."""
+    from cli_runs import cli_env
+
+    p, q, r = work / "p", work / "q", work / "r"
+    for folder in (p, q, r):
+        folder.mkdir()
+    world.project("P", p)
+    world.project("Q", q)
+    s = world.session(("user", "the zanzibar ledger note"), cwd=r)
+    ask_p = world.session(cwd=p)
+    world.session(("user", "a note of the automatic project r"), cwd=r)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    assert call(MOVE, {"project": "P", "session": s}, session_id=ask_p)["moved"]
+    if how == "Hermes's own move":
+        world.db.update_session_cwd(s, str(q))
+        where = "Q"
+    else:
+        world.close()
+        child = subprocess.run([sys.executable, "-c", KILLED_AFTER_HERMES_WRITES, s, str(r)],
+                               env=cli_env(world.home), capture_output=True, text=True, timeout=120)
+        assert child.returncode == -9, child.stderr[-2000:]
+        assert session_rows(world.home)[s]["cwd"] == str(r)
+        where = "r"
+    found_in_p = call(SEARCH, {"query": "zanzibar", "mode": "keyword"}, session_id=ask_p)
+    assert found(found_in_p) == set(), found_in_p
+    there = call(SEARCH, {"query": "zanzibar", "mode": "keyword", "project": where}, session_id=ask_p)
+    assert there["project"]["name"] == where and found(there) == {s}, there

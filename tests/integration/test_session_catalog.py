@@ -146,3 +146,27 @@ def test_when_nothing_changed_a_search_pays_one_statement_that_does_not_grow_wit
     for _ in range(50):
         world.session(("user", "x" * 5000), cwd=gateway["app"])
     assert small[0] == 1 and check_cost() == small
+
+
+def test_a_session_hermes_moves_or_archives_leaves_the_scope_at_the_next_search(gateway, world, work):
+    """Hermes changes existing rows itself: its desktop's move and its ``project_switch`` write a
+    session's folder with ``update_session_cwd``, a person archives a chat. The catalog takes such a
+    change in only with a full re-read, in the background, and never before the search that starts
+    it: a long-lived process (the desktop's gateway) showed a moved session's messages in the
+    project it had left, and an archived one's, until that re-read (the fifth hostile sweep). A
+    session found is now read again before it is shown."""
+    app, other = gateway["app"], work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    asker, ask_other = world.session(cwd=app, title="asker"), world.session(cwd=other, title="asker in Other")
+    notes = [world.session(("user", f"wombat note {i}"), cwd=app) for i in range(3)]
+    for mode in ("keyword", "hybrid"):
+        assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == set(notes)
+    world.db.update_session_cwd(notes[0], str(other))
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)
+        assert found(res) == set(notes[1:]) and res["sessions_in_scope"] == 3, (mode, res)
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=ask_other)) == {notes[0]}
+    world.db.set_session_archived(notes[1], True)
+    for mode in ("keyword", "hybrid"):
+        assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == {notes[2]}, mode

@@ -157,3 +157,20 @@ def test_a_folder_named_50000_levels_deep_is_answered_by_the_move_as_by_the_sear
         assert out["success"] is False and out["error_code"] == "unknown_project", out
         assert len(out["error"]) < 5_000
     assert answers[0]["error"] == answers[1]["error"]
+
+
+def test_an_argument_nested_thousands_deep_is_refused_as_a_bad_argument(fuzz_world):
+    """A refusal quoted the argument it refused with ``repr``, which goes as deep as the value: a
+    list nested 2,000 levels (more than a model's JSON reaches Hermes with, but a direct call of
+    Hermes's dispatch passes it on) raised RecursionError, answered as ``internal`` (the fifth
+    hostile sweep). A refusal now shows a few levels of it."""
+    import model_tools
+
+    deep: list = []
+    for _ in range(2_000):
+        deep = [deep]
+    for key in ("limit", "context", "mode", "include_tool_output", "include_current_session"):
+        out = _plugins_own_answer(model_tools.handle_function_call(
+            "project_history_search", {"query": "websocket", key: deep}, session_id=fuzz_world["asker"]))
+        assert out["success"] is False and out["error_code"] == "bad_argument", (key, out)
+        assert f"'{key}'" in out["error"] and len(out["error"]) < 200, out["error"]

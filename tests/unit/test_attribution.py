@@ -105,12 +105,19 @@ def test_no_location_means_undecided_and_then_home():
 
 
 def test_recorded_move_wins_over_folder_but_not_when_project_is_archived_or_gone():
-    c = ctx(APP, APP2, OLD, records={"s": "p_app2", "t": "p_old", "u": "p_deleted"})
+    c = ctx(APP, APP2, OLD, records={"s": ("p_app2", None), "t": ("p_old", None), "u": ("p_deleted", None)})
     assert resolve_own(SessionFacts("s", "/w/app"), c).id == "p_app2"
     assert resolve_own(SessionFacts("s", "/w/app"), c).via == "recorded"
     assert resolve_own(SessionFacts("t", "/w/app"), c).id == "p_app"
     assert resolve_own(SessionFacts("u", "/w/app"), c).id == "p_app"
-    assert resolve_own(SessionFacts("s"), c).id == "p_app2"  # a record needs no cwd
+    assert resolve_own(SessionFacts("s"), c).id == "p_app2"  # a record that names no folder needs no cwd
+
+
+def test_a_record_holds_only_while_the_session_is_where_its_move_left_it():
+    c = ctx(APP, APP2, records={"s": ("p_app2", "/w/app/")})
+    assert resolve_own(SessionFacts("s", "/w/app"), c).via == "recorded"  # the same folder, spelled otherwise
+    moved_on = resolve_own(SessionFacts("s", "/w/app2/src"), ctx(APP, APP2, records={"s": ("p_app", "/w/app")}))
+    assert (moved_on.id, moved_on.via) == ("p_app2", "folder")  # Hermes put it elsewhere: its folder decides
 
 
 def test_children_inherit_from_their_root_and_nearest_located_ancestor():

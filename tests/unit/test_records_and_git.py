@@ -36,17 +36,17 @@ def test_records_commit_only_when_the_block_succeeds(tmp_path):
     assert list(data.iterdir()) == []  # a failed first move leaves no store, no staging file
     with records.recording(data) as rec:
         rec.record(records.Move("s1", "p1", from_kind="home", from_cwd=None, to_cwd="/w/p1"))
-    assert records.load_records(path) == {"s1": "p1"} == records.current_records(path)
+    assert records.load_records(path) == {"s1": ("p1", "/w/p1")} == records.current_records(path)
     assert [p.name for p in data.iterdir() if not p.name.startswith("recall.db")] == []  # no staging file left
     with pytest.raises(RuntimeError):
         with records.recording(data) as rec:
             rec.record(records.Move("s1", "p2"))
             raise RuntimeError("no")
-    assert records.current_records(path) == {"s1": "p1"}
+    assert records.current_records(path) == {"s1": ("p1", "/w/p1")}
     with records.recording(data) as rec:
         rec.record(records.Move("s1", "p2", from_kind="explicit", from_id="p1"))
-        assert records.current_records(path) == {"s1": "p1"}  # readers see the last commit until this one
-    assert records.current_records(path) == {"s1": "p2"}
+        assert records.current_records(path) == {"s1": ("p1", "/w/p1")}  # readers see the last commit until this one
+    assert records.current_records(path) == {"s1": ("p2", None)}
     history = records.load_history(path, "s1")
     assert [(m["from_kind"], m["project_id"]) for m in history] == [("home", "p1"), ("explicit", "p2")]
 
@@ -67,6 +67,6 @@ def test_a_move_into_an_automatic_project_drops_the_record_and_logs_the_move(tmp
     with records.recording(data) as rec:
         rec.record(records.Move("s1", "/w/notes", "notes", from_kind="explicit", from_id="p1", to_kind="auto"))
         rec.record(records.Move("s2", "p1", from_kind="home"))
-    assert records.load_records(path) == {"s2": "p1"}
+    assert records.load_records(path) == {"s2": ("p1", None)}
     history = records.load_history(path, "s1")
     assert [(m["project_id"], m["to_kind"]) for m in history] == [("p1", None), ("/w/notes", "auto")]

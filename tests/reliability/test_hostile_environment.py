@@ -1,0 +1,133 @@
+"""The fifth hostile sweep: what the command line and the tools meet in the environment they run
+in. Profiles named as Hermes names them, the session Hermes names to the commands its agent runs,
+and files of the home that are not files. The rule as before: the plugin's own answer or a
+one-line usage error, about what was asked, nothing written where nothing should be, never a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cli_runs import cli_env, cli_process
+from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings
+
+
+def _tree(folder) -> dict:
+    return {str(p): p.stat().st_size if p.is_file() else None for p in sorted(folder.rglob("*"))}
+
+
+def test_the_command_lines_profile_is_named_as_hermes_names_it(world, work, tmp_path):
+    """``--profile`` joined its text to ``profiles/``: ``default`` (the name every link and hint
+    gives the root profile, and Hermes's ``--profile default``) named no profile, ``Work`` none
+    though Hermes lower-cases it to ``work``, and ``/some/folder`` or ``../..`` read any folder
+    as a Hermes home."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop of the default profile"), cwd=app)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    profile = world.home / "profiles" / "work"
+    profile.mkdir(parents=True)
+    other = World(profile)
+    other.session(("user", "the websocket reconnect loop of the work profile"), cwd=app)
+    other.close()
+    plugin_settings(profile, semantic=False)
+    # Run from inside the work profile, as Hermes's `hermes --profile work` sets it.
+    env = cli_env(profile)
+
+    def search(name: str):
+        return cli_process("--profile", name, "--json", "search", "websocket", "--dir", str(app), env=env,
+                           cwd=tmp_path)
+
+    for name, which in (("default", "default"), ("Default", "default"), ("Work", "work"), ("work", "work")):
+        done = search(name)
+        assert done.returncode == 0, (name, done.stderr)
+        found = json.loads(done.stdout)
+        assert [r["snippet"] for r in found["results"]] and all(f"of the {which} profile" in r["snippet"]
+                                                                for r in found["results"]), (name, found)
+    before = _tree(tmp_path)
+    for name in ("../..", "work/../..", str(world.home), "..", "wörk", " "):
+        done = search(name)
+        assert done.returncode == 2 and done.stdout == "", (name, done.stdout)
+        assert len(done.stderr.strip().splitlines()) == 1 and "profile" in done.stderr, (name, done.stderr)
+    assert _tree(tmp_path) == before
+
+
+SEARCH_CHILD = textwrap.dedent("""
+    import json, sys
+    import model_tools
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    print(json.dumps([json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "pelican worker version", "mode": mode}, session_id=sys.argv[1]))
+        for mode in ("keyword", "hybrid")]))
+""")
+
+
+@pytest.mark.parametrize("name", [".env", f"{PLUGIN_KEY}/config.yaml", f"{PLUGIN_KEY}/consent.secret"])
+def test_a_fifo_among_the_homes_small_files_holds_nothing_up(remote_pq, world, name):
+    """A FIFO at ``.env`` (where the remote embedder's key is), at the plugin's ``config.yaml``
+    (where consents are) or at ``consent.secret`` (the key consent tokens are signed with): every
+    search with a remote embedder, ``config`` and ``consent list`` waited for ever, in ``open()``,
+    for a writer that never comes (the fourth sweep left ``.env`` untried). Each is now read only
+    if it is a regular file: the search answers, by keyword at least, and the commands answer."""
+    home = remote_pq["home"]
+    world.close()
+    checkpoint(home)
+    path = home / name
+    path.unlink(missing_ok=True)
+    os.mkfifo(path)
+    before = db_digest(home / "state.db")
+    env = dict(cli_env(home), PHR_TEST_KEY="")
+    if name != ".env":  # Hermes 0.22 reads .env itself as model_tools is imported (and waits there)
+        proc = subprocess.run([sys.executable, "-c", SEARCH_CHILD, remote_pq["askP"]], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for res in json.loads(proc.stdout.strip().splitlines()[-1]):
+            assert res["success"] and res["results"], res
+            if name.endswith("consent.secret") and res["mode"] == "hybrid":
+                assert "token" not in res["consent"] and "consent.secret" in res["consent"]["how_to_record"], res
+        assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    for argv in (["search", "pelican worker version"], ["config"], ["consent", "list"]):
+        done = cli_process("--json", *argv, env=env, cwd=remote_pq["p_dir"], timeout=120)
+        assert done.returncode in (0, 3) and "Traceback" not in done.stderr, (argv, done.stdout, done.stderr)
+        assert json.loads(done.stdout)["success"] is True, (argv, done.stdout)
+    assert path.is_fifo()
+    assert db_digest(home / "state.db") == before
+
+
+def test_a_folder_named_to_the_command_line_run_inside_a_hermes_session_decides(world, work, tmp_path):
+    """Hermes puts its session's id in the environment of every command its agent runs
+    (``HERMES_SESSION_ID``), so that the command line leaves the running conversation out of its
+    results. The command line took that session's project for the folder's: ``search --dir B``,
+    ``status B`` and a search run in B's folder answered about the session's project A."""
+    a, b = work / "a", work / "b"
+    a.mkdir()
+    b.mkdir()
+    world.project("A", a)
+    world.project("B", b)
+    world.session(("user", "the websocket reconnect loop of project A"), cwd=a)
+    in_b = world.session(("user", "the websocket reconnect loop of project B"), cwd=b)
+    running = world.session(("user", "what about the websocket reconnect loop"), cwd=a)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    env = dict(cli_env(world.home), HERMES_SESSION_ID=running)
+    for argv, cwd in ((["search", "websocket reconnect", "--dir", str(b)], tmp_path),
+                      (["search", "websocket reconnect"], b)):
+        done = cli_process("--json", *argv, env=env, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+        res = json.loads(done.stdout)
+        assert res["project"]["name"] == "B" and [r["session_id"] for r in res["results"]] == [in_b], (argv, res)
+    done = cli_process("--json", "status", str(b), env=env, cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["project"]["name"] == "B", done.stdout
+    # In the session's own project, its conversation is still left out.
+    done = cli_process("--json", "search", "websocket reconnect", "--dir", str(a), env=env, cwd=tmp_path)
+    res = json.loads(done.stdout)
+    assert res["project"]["name"] == "A" and res.get("current_session_excluded") is True, res
+    assert running not in {r["session_id"] for r in res["results"]} and len(res["results"]) == 1, res
