@@ -10,6 +10,7 @@ in this one.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import unicodedata
@@ -22,6 +23,7 @@ from ..hermes.catalog import is_delegated
 from ..hermes.facts import SessionFacts
 from ..hermes.projects import folded_name
 from ..hermes.readonly import StateDBError, connect_readonly
+from ..hermes.statedb import READ_BATCH
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.
@@ -106,9 +108,27 @@ def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
     if exact:
         return [_row(r) for r in exact]
     folded = folded_name(title)
-    titled = [(r, folded_name(r[1] or "")) for r in conn.execute(f"SELECT {select} FROM sessions WHERE title IS NOT NULL")]
-    same = [_row(r) for r, t in titled if t == folded]
-    return same or [_row(r) for r, t in titled if t.startswith(folded)]
+    titled = [(sid, folded_name(t)) for sid, t in _titles(conn)]
+    ids = [sid for sid, t in titled if t == folded] or [sid for sid, t in titled if t.startswith(folded)]
+    # Only the first few are listed when several match (``_listed``); one more tells that they are several.
+    rows = conn.execute(f"SELECT {select} FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(ids[:11]),)).fetchall()
+    order = {sid: i for i, sid in enumerate(ids)}
+    return sorted((_row(r) for r in rows), key=lambda row: order[row.id])
+
+
+def _titles(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Every titled session's (id, title), ``READ_BATCH`` rows a statement: one statement over the
+    whole table would hold ``state.db``'s lock (and Hermes 0.22's writer on a rollback journal) while
+    the titles are folded."""
+    out: list[tuple[int, str, str]] = []
+    while True:
+        after = out[-1][0] if out else -1
+        batch = conn.execute("SELECT rowid, id, title FROM sessions WHERE title IS NOT NULL AND rowid > ? "
+                             "ORDER BY rowid LIMIT ?", (after, READ_BATCH)).fetchall()
+        out.extend(batch)
+        if len(batch) < READ_BATCH:
+            return [(sid, t) for _rowid, sid, t in out]
 
 
 def _other_profile_holding(home: Path, session_id: str) -> str | None:

@@ -107,6 +107,19 @@ def test_session_can_be_named_by_id_link_or_title(ab):
     assert back["moved"] and back["session_id"] == ab["sa"]
 
 
+def test_titles_are_read_a_batch_at_a_time_and_still_found(ab, world, work, monkeypatch):
+    for title in ("Alpha one", "Alpha two", "Beta three", "Gamma four"):
+        world.session(cwd=work, title=title)
+    assert call(MOVE, {"project": "beta", "session": ab["sa"]}, session_id=ab["ask_a"])["moved"]  # loads the plugin
+    # Two titles a statement: the walk over titled sessions crosses several batches.
+    monkeypatch.setattr(plugin_module("scope.sessionref"), "READ_BATCH", 2)
+    back = call(MOVE, {"project": "alpha", "session": "alpha zebra"}, session_id=ab["ask_a"])
+    assert back["moved"] and back["session_id"] == ab["sa"]
+    several = call(MOVE, {"project": "beta", "session": "alpha"}, session_id=ab["ask_a"])
+    assert several["error_code"] == "ambiguous_session"
+    assert {c["title"] for c in several["candidates"]} == {"Alpha zebra", "Alpha other", "Alpha one", "Alpha two"}
+
+
 def test_default_is_the_calling_session(ab):
     res = call(MOVE, {"project": "Beta"}, session_id=ab["ask_a"])
     assert res["moved"] and res["session_id"] == ab["ask_a"]
