@@ -16,7 +16,7 @@ from typing import Iterable
 
 from .facts import SessionFacts
 from .readonly import StateDBError, connect_readonly, file_fingerprint, retry
-from .statedb import READ_BATCH, columns
+from .statedb import columns, in_batches
 
 # What Hermes's own session_search never shows: delegate_task subagent runs,
 # third-party integrations (HERMES_SESSION_SOURCE=tool) and kanban workers.
@@ -161,14 +161,7 @@ class SessionCatalog:
         # In rowid batches: one statement over every row would hold state.db's
         # lock for the whole walk (see statedb.reading). A session added or
         # removed between batches changes the mark, so the next snapshot syncs it.
-        select = _session_select(conn) + " WHERE rowid > ? ORDER BY rowid LIMIT ?"
-        rows: list[tuple[int, SessionFacts]] = []
-        while True:
-            after = rows[-1][0] if rows else -1
-            batch = [_facts(row) for row in conn.execute(select, (after, READ_BATCH)).fetchall()]
-            rows.extend(batch)
-            if len(batch) < READ_BATCH:
-                break
+        rows = [_facts(row) for row in in_batches(conn, _session_select(conn) + " WHERE rowid > ? ORDER BY rowid LIMIT ?")]
         rowids = _Rowids((rowid, facts.id) for rowid, facts in rows)
         return {facts.id: facts for _rowid, facts in rows}, rowids, rowids.mark()
 

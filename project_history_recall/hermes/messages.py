@@ -14,7 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from .statedb import READ_BATCH, Shape, content_sql, decode_content, length_sql, prefix_sql, read_content, seconds_sql
+from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql
 
 
 @dataclass(frozen=True)
@@ -282,20 +282,13 @@ def index_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, lim
 def conversation_texts(conn: sqlite3.Connection, shape: Shape, sid: str, after_id: int,
                        upto: int) -> list[tuple[int, str, float | None]]:
     """``(id, text, timestamp or None)`` of the session's user and assistant messages in
-    ``(after_id, upto]`` that Hermes ever shows, rewound ones included, ``READ_BATCH`` per
+    ``(after_id, upto]`` that Hermes ever shows, rewound ones included, ``statedb.READ_BATCH`` per
     statement: a long session in one statement would hold state.db's lock while all of it
     is read."""
-    out: list[tuple[int, str, float | None]] = []
-    while True:
-        rows = conn.execute(
-            f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
-            f"WHERE session_id = ? AND id > ? AND id <= ? AND {_CONVERSATION} AND {shape.shown_filter('m')} "
-            "ORDER BY id LIMIT ?",
-            (sid, after_id, upto, READ_BATCH)).fetchall()
-        out.extend((r[0], decode_content(r[1]), r[2]) for r in rows)
-        if len(rows) < READ_BATCH:
-            return out
-        after_id = rows[-1][0]
+    return [(r[0], decode_content(r[1]), r[2]) for r in in_batches(
+        conn, f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
+              f"WHERE session_id = ? AND id <= ? AND {_CONVERSATION} AND {shape.shown_filter('m')} "
+              "AND id > ? ORDER BY id LIMIT ?", (sid, upto), after_id)]
 
 
 def first_texts(conn: sqlite3.Connection, shape: Shape, members: list[str], limit: int = 50) -> list[str]:

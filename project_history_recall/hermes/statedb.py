@@ -214,6 +214,19 @@ def _flatten(value: object) -> str:
 # about 10 ms of lock each, so Hermes's writer waits that long at most.
 READ_BATCH = 500
 
+
+def in_batches(conn: sqlite3.Connection, sql: str, params: tuple = (), after: object = -1) -> Iterator[tuple]:
+    """Every row of ``sql``, ``READ_BATCH`` a statement. ``sql`` ends in ``<key> > ? ORDER BY <key>
+    LIMIT ?`` with ``<key>`` its first column; ``params`` fill its other placeholders, and ``after``
+    is where the key starts. Each statement is done before its rows are handed on, so none holds
+    the lock while the caller works."""
+    while True:
+        rows = conn.execute(sql, (*params, after, READ_BATCH)).fetchall()
+        yield from rows
+        if len(rows) < READ_BATCH:
+            return
+        after = rows[-1][0]
+
 _local = threading.local()
 _POOL_PER_THREAD = 4
 

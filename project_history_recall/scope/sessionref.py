@@ -23,7 +23,7 @@ from ..hermes.catalog import is_delegated
 from ..hermes.facts import SessionFacts
 from ..hermes.projects import folded_name
 from ..hermes.readonly import StateDBError, connect_readonly
-from ..hermes.statedb import READ_BATCH
+from ..hermes.statedb import in_batches
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.
@@ -118,17 +118,11 @@ def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
 
 
 def _titles(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """Every titled session's (id, title), ``READ_BATCH`` rows a statement: one statement over the
+    """Every titled session's (id, title), ``statedb.READ_BATCH`` rows a statement: one statement over the
     whole table would hold ``state.db``'s lock (and Hermes 0.22's writer on a rollback journal) while
     the titles are folded."""
-    out: list[tuple[int, str, str]] = []
-    while True:
-        after = out[-1][0] if out else -1
-        batch = conn.execute("SELECT rowid, id, title FROM sessions WHERE title IS NOT NULL AND rowid > ? "
-                             "ORDER BY rowid LIMIT ?", (after, READ_BATCH)).fetchall()
-        out.extend(batch)
-        if len(batch) < READ_BATCH:
-            return [(sid, t) for _rowid, sid, t in out]
+    return [(sid, t) for _rowid, sid, t in in_batches(
+        conn, "SELECT rowid, id, title FROM sessions WHERE title IS NOT NULL AND rowid > ? ORDER BY rowid LIMIT ?")]
 
 
 def _other_profile_holding(home: Path, session_id: str) -> str | None:

@@ -112,7 +112,7 @@ def test_titles_are_read_a_batch_at_a_time_and_still_found(ab, world, work, monk
         world.session(cwd=work, title=title)
     assert call(MOVE, {"project": "beta", "session": ab["sa"]}, session_id=ab["ask_a"])["moved"]  # loads the plugin
     # Two titles a statement: the walk over titled sessions crosses several batches.
-    monkeypatch.setattr(plugin_module("scope.sessionref"), "READ_BATCH", 2)
+    monkeypatch.setattr(plugin_module("hermes.statedb"), "READ_BATCH", 2)
     back = call(MOVE, {"project": "alpha", "session": "alpha zebra"}, session_id=ab["ask_a"])
     assert back["moved"] and back["session_id"] == ab["sa"]
     several = call(MOVE, {"project": "beta", "session": "alpha"}, session_id=ab["ask_a"])
