@@ -127,6 +127,22 @@ TF_READ_CHARS = 400_000
 SESSION_WEIGHT = 0.5
 SESSION_TOP = 3
 COVERAGE_WEIGHT = 0.25
+# A session *about* the question: where at least half of its messages, and three or more, hold a
+# concept, for two concepts or more, its share of messages holding them above the typical candidate
+# session's counts too. A session written around one topic says its words all through (a chat
+# about a trip names the place in most turns), where the best three messages and coverage give it
+# no more than a session that says them in three; one recurring word (a name) earns nothing, a
+# many-topic session (LoCoMo's) rarely has half its turns on the question, and in a session of two
+# to five short turns (daily Chinese chat) half is met by chance, so three messages are asked for.
+# Among alike sessions (one project's sessions all about the same few things) a share above the
+# median follows chance, so it must stand at twice the typical candidate session's.
+# On a long-history stand-in whose sessions are about their facts this brought keyword mode level
+# with a session-as-document BM25 (docs/benchmarks.md, "A session about the question").
+SPREAD_WEIGHT = 2.0
+SPREAD_FLOOR = 0.5
+SPREAD_CONCEPTS = 2
+SPREAD_MESSAGES = 3
+SPREAD_RATIO = 2.0
 # The best messages after the ranking that may stand in for ones no longer live
 # (or of another role) in state.db, at least: the ranking itself weighs every
 # candidate.
@@ -436,6 +452,11 @@ class _Backend(Protocol):
         has them), those whose normalised text (``texts``; None: not read) is not that long."""
         ...
 
+    def session_sizes(self, sessions: "np.ndarray") -> "np.ndarray":
+        """How many messages of the searched roles each of ``sessions`` (session numbers) holds, as
+        ``scope_lengths`` last counted them."""
+        ...
+
     def character_count(self, term: Term) -> int:
         """How many messages of the scope hold ``term``, one of the ``backed_characters`` ``find``
         added."""
@@ -678,6 +699,11 @@ class _OwnIndex:
     def scope_lengths(self) -> Lengths:
         return self.lookup.scope_lengths(_kept_lengths(self.ctx))
 
+    def session_sizes(self, sessions: "np.ndarray") -> "np.ndarray":
+        import numpy as np
+
+        return np.array(self.lookup.session_sizes(_kept_lengths(self.ctx), sessions.tolist()), dtype=np.float64)
+
 
 class _HermesIndexes:
     """Hermes's own FTS tables (and the scope's rows). A key is the message's id, and the
@@ -739,6 +765,12 @@ class _HermesIndexes:
         # to, rewound or restored. Read for all members, as the semantic index's check asks for them.
         counts = ctx.counts(ctx.scope.members)
         return _kept_lengths(ctx).scope({(sid, roles): counts[sid] for sid in ctx.scope.session_ids}, read)
+
+    def session_sizes(self, sessions: "np.ndarray") -> "np.ndarray":
+        import numpy as np
+
+        kept, roles = _kept_lengths(self.ctx), self.ctx.filters.roles
+        return np.array(kept.counts((self.names[n], roles) for n in sessions.tolist()), dtype=np.float64)
 
 
 def _from_index(lookup: textindex.Lookup, matches: dict[Term, str], counts: dict[Term, int],
@@ -987,6 +1019,27 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
 
 
+def spread(concepts: list[_Concept], credit: "np.ndarray", session_at: "np.ndarray", sizes: "np.ndarray"
+           ) -> "np.ndarray":
+    """Per candidate session (``session_at`` of each candidate, ``sizes`` its messages), how far it
+    is *about* the question (``SPREAD_WEIGHT``): for each concept held by at least ``SPREAD_FLOOR``
+    of the session's messages and by ``SPREAD_MESSAGES`` or more, and at ``SPREAD_RATIO`` times the
+    median candidate session's share, the share of them holding it above that median, weighted as the
+    concepts are, where ``SPREAD_CONCEPTS`` or more such concepts stand out."""
+    import numpy as np
+
+    weights = np.array([c.weight for c in concepts])
+    weights = weights / (weights.sum() or 1.0)
+    held = np.stack([np.bincount(session_at, weights=row, minlength=len(sizes)) for row in credit])
+    # A session whose size is not known (0) is never counted as about anything.
+    part = np.where(sizes > 0, np.minimum(held / np.maximum(sizes, 1), 1.0), 0.0)
+    typical = np.median(part, axis=1)[:, None]
+    stands_out = (part >= SPREAD_FLOOR) & (held >= SPREAD_MESSAGES) & (part >= SPREAD_RATIO * typical)
+    excess = np.maximum(part - typical, 0.0) * stands_out
+    about = (excess > 0).sum(axis=0) >= SPREAD_CONCEPTS
+    return (weights[:, None] * excess).sum(axis=0) * about
+
+
 def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _Backend, keep: int,
          facts: _Facts | None = None, reads: _Reads | None = None, near: Collection[int] = (),
          asks: str | None = None, mean_length: float | None = None) -> list[Hit]:
@@ -1031,6 +1084,8 @@ def rank(concepts: list[_Concept], keys: "np.ndarray", sessions: int, backend: _
     best = rank_in_session < SESSION_TOP
     top = np.bincount(session_at[order][best], weights=share[order][best], minlength=len(session_ids))
     evidence = SESSION_WEIGHT * top / SESSION_TOP + COVERAGE_WEIGHT * coverage
+    if len(concepts):
+        evidence = evidence + SPREAD_WEIGHT * spread(concepts, credit, session_at, backend.session_sizes(session_ids))
     known = facts.message_ids >= 0  # a row the index lost its record of cannot be shown
     lengths = facts.lengths
     # The candidates' mean stands for the scope's where its messages are alike in length (taking the

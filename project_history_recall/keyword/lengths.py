@@ -72,3 +72,8 @@ class PerSession:
                     self._kept[k] = (generations[k], kept[k])
         summed = list(kept.values())
         return Lengths(sum(x.count for x in summed), sum(x.total for x in summed), sum(x.logs for x in summed))
+
+    def counts(self, keys: Iterable[Hashable]) -> list[int]:
+        """How many messages each session of ``keys`` held when ``scope`` last saw it (0: not seen)."""
+        with self._lock:
+            return [self._kept[k][1].count if k in self._kept else 0 for k in keys]

@@ -464,6 +464,11 @@ class Lookup:
 
         return kept.scope({(sid, o, self.with_tools): self.rows.get(o, 0) for o, sid in self.session_of.items()}, read)
 
+    def session_sizes(self, kept: PerSession, ordinals: list[int]) -> list[int]:
+        """How many messages of the searched roles each session of ``ordinals`` holds, as
+        ``scope_lengths`` last counted them."""
+        return kept.counts((self.session_of.get(o), o, self.with_tools) for o in ordinals)
+
     def _ranges(self, ordinals: list[int] | None) -> list[tuple[int, int]]:
         """Rowid ranges: each slot's whole (``ordinals`` None), or these sessions' rows.
 

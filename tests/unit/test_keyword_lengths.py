@@ -43,3 +43,9 @@ def test_a_session_is_read_again_only_once_its_generation_changed():
     rows["b"] = [30, 40]  # b was written to
     assert kept.scope({"a": 1, "b": 2}, read) == Lengths.of([10, 20, 30, 40]) and asked[-1] == ["b"]
     assert kept.scope({"b": 2}, read) == Lengths.of([30, 40]) and len(asked) == 2  # a scope of fewer sessions
+
+
+def test_each_sessions_count_is_as_the_last_scope_saw_it_and_zero_for_one_never_seen():
+    kept = PerSession()
+    kept.scope({"a": 1, "b": 1}, lambda stale: {"a": Lengths.of([10, 20, 30])})
+    assert kept.counts(["a", "b", "c"]) == [3, 0, 0]  # "b" holds no message; "c" was never seen

@@ -9,8 +9,9 @@ from project_history_recall.hits import KEYWORD, Hit
 from project_history_recall.keyword import textindex
 from project_history_recall.keyword.answerkind import AMOUNT, ANSWER_CHARS
 from project_history_recall.keyword.engine import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
-                                                   TF_MAX_CHARS, TF_READ_CHARS, _Concept, _Facts, bm25_scores,
-                                                   filled, nearness, occurrences, rank, term_counts, to_read)
+                                                   SPREAD_CONCEPTS, SPREAD_FLOOR, SPREAD_MESSAGES, SPREAD_RATIO, TF_MAX_CHARS, TF_READ_CHARS, _Concept,
+                                                   _Facts, bm25_scores, filled, nearness, occurrences, rank, spread,
+                                                   term_counts, to_read)
 
 
 @pytest.mark.parametrize("text, needle, whole_word, count", [
@@ -157,6 +158,9 @@ class _OneMessageSessions:
 
     def texts(self, message_ids):
         return {}
+
+    def session_sizes(self, sessions):
+        return np.ones(len(sessions))
 
     def outdated(self, keys, message_ids, lengths, texts):
         return set()
@@ -309,3 +313,34 @@ def test_filled_appends_other_sessions_below_every_hit_in_their_order():
     assert all(a.score >= b.score for a, b in zip(out, out[1:], strict=False))
     assert filled(hits, others[:1]) == hits
     assert [h.message_id for h in filled([], others)] == [3, 4, 5, 6]
+
+
+def test_a_session_is_about_the_question_where_half_its_messages_hold_two_of_its_concepts():
+    assert (SPREAD_FLOOR, SPREAD_CONCEPTS, SPREAD_MESSAGES, SPREAD_RATIO) == (0.5, 2, 3, 2.0)
+    # Candidates of five sessions; sizes: how many messages each session holds.
+    session_at = np.array([0, 0, 0, 0, 1, 1, 2, 3, 3, 3, 4, 4])
+    trip = _concept(1.0, [1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1])
+    kyoto = _concept(3.0, [1, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1])
+    sizes = np.array([5, 10, 4, 0, 2])
+    got = spread([trip, kyoto], np.stack([trip.credit, kyoto.credit]), session_at, sizes)
+    # Session 0 says "trip" in 3 of its 5 messages and "Kyoto" in 4, where the median candidate
+    # session says them in 0.25 and 0.1 of its messages (of 0.6, 0.1, 0.25, 0, 1 and 0.8, 0.1, 0, 0,
+    # 1; session 3's size is not known, so it holds nothing): 0.35 and 0.7 above, weighted 1:3.
+    assert got[0] == pytest.approx(0.35 * 1 / 4 + 0.7 * 3 / 4)
+    # Session 1 says each in one of its ten messages: a many-topic session earns nothing.
+    # Session 2 says "trip" in one of its four messages and never "Kyoto".
+    # Session 3's size is unknown: never counted as about anything.
+    # Session 4 says both in both its messages: half of a short session is met by chance, so a
+    # concept must be said in three messages or more.
+    assert got[1] == got[2] == got[3] == got[4] == 0
+
+
+def test_no_session_is_about_the_question_where_every_session_says_its_words_alike():
+    # Three sessions of four messages each; the words are said in half to three quarters of the
+    # messages of every session, so none stands at twice the typical share: what sets a session
+    # apart by chance among alike ones earns nothing.
+    session_at = np.repeat(np.arange(3), 4)
+    kilo = _concept(1.0, [1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 0, 0])
+    lima = _concept(1.0, [1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0])
+    got = spread([kilo, lima], np.stack([kilo.credit, lima.credit]), session_at, np.array([4, 4, 4]))
+    assert got.tolist() == [0, 0, 0]
