@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import sqlite3
+import string
 import time
 from collections import ChainMap
 from typing import Sequence
@@ -37,7 +38,7 @@ from .attribution import (
     lineage_root,
     resolve_own,
 )
-from .pathkeys import base_name, is_windows_path
+from .pathkeys import base_name, comparison_segments, is_windows_path
 from .records import Records, current_records, records_path
 
 
@@ -98,6 +99,8 @@ class _Kept:
         self.catalog = SessionCatalog(home.state_db)
         self.map: _AttributionMap | None = None
         self.known: tuple[_AttributionMap, frozenset[tuple]] | None = None  # known_scopes of that map
+        # scope key -> the file when that scope's folders were last read for sessions come into it
+        self.checked: dict[tuple, tuple] = {}
 
 
 def _kept(home: Path) -> tuple[Home, _Kept]:
@@ -248,6 +251,57 @@ def left_scope(home: Path, conn: sqlite3.Connection, scope: Scope, session_ids: 
     return True
 
 
+# A row whose folder (``{0}``) may lie in a folder whose last segment is the parameter: the
+# segment is in its text, in any case of its ASCII letters (SQLite's ``lower``); or the folder is
+# one compared as Windows compares (see ``pathkeys.is_windows_path``: a drive's colon, a backslash
+# or ``//``) with a character past ASCII, whose case folding is left to Python. ``instr``, not
+# ``LIKE``: ``%`` and ``_`` in a folder's name are plain characters. Each column is named twice
+# (SQLite reads it again each time, past the system prompt): a row without the segment costs both.
+_MAY_LIE_IN = ("(instr(lower({0}), ?) > 0 OR ({0} GLOB '*[^ -~]*'"
+               " AND (instr({0}, ':') > 0 OR instr({0}, '\\') > 0 OR instr({0}, '//') > 0)))")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # as SQLite's lower()
+
+
+def folder_condition(folders: Sequence[str]) -> tuple[str, tuple] | None:
+    """SQL over ``sessions`` (and its parameters) true for every row whose ``cwd`` or
+    ``git_repo_root`` lies in one of ``folders`` (``pathkeys.is_under``), and for few others;
+    None when no folder has a segment to look for."""
+    lasts = [segments[-1] for segments in map(comparison_segments, folders) if segments]
+    if not lasts:
+        return None
+    columns = ("cwd", "git_repo_root")
+    return (" OR ".join(_MAY_LIE_IN.format(column) for _last in lasts for column in columns),
+            tuple(last.translate(_ASCII_LOWER) for last in lasts for _column in columns))
+
+
+def came_in(home: Path, conn: sqlite3.Connection, amap: _AttributionMap, attribution: Attribution) -> bool:
+    """Whether a session has come into ``attribution``'s project since the catalog was last read
+    whole: moved there by Hermes (its desktop's move, ``project_switch``) or restored from its
+    archive. The catalog takes in such a change to a row only with its next full read, in the
+    background (``SessionCatalog``), so the sessions whose folder or repository may lie in the
+    project's folders are read (the whole table is walked, as no index holds a folder: once per
+    change of the file and project); when one has come in, the catalog is read whole by the next
+    resolution. A session placed there only through a folder on disk (a symlink, a linked
+    worktree outside the project's folder) whose row does not name the repository is not seen
+    here: the next full read takes it in."""
+    kept, mine = _kept(home)
+    seen = mine.catalog.unread_change()
+    with kept.lock:
+        if seen is None or mine.checked.get(attribution.key) == seen:
+            return False
+    project = amap.ctx.live.get(attribution.id or "") if attribution.kind == "explicit" else None
+    found = folder_condition(project.folders if project is not None else (attribution.id or "",))
+    rows = mine.catalog.read_matching(conn, *found) if found is not None else []
+    members = set(amap.by_project.get(attribution.key, ()))
+    if any(facts.searchable and facts.id not in members and attribution_of(amap, facts).key == attribution.key
+           for facts in rows):
+        mine.catalog.invalidate()
+        return True
+    with kept.lock:
+        mine.checked[attribution.key] = seen
+    return False
+
+
 def _listed(projects: list[ProjectInfo]) -> list[dict]:
     return [{"id": p.id, "slug": p.slug, "name": p.name} for p in projects]
 
@@ -370,12 +424,16 @@ def resolve_scope(
     project_ref: str | None = None,
     include_current: bool = False,
 ) -> Scope:
-    amap = attribution_map(home, conn)
-    mine, own_row = attribution_for_caller(amap, conn, caller)
-    conversation = _conversation(caller, own_row, amap.facts)
-    attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
-    if attribution.kind == "home":
-        return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
+    for check in (True, False):
+        amap = attribution_map(home, conn)
+        mine, own_row = attribution_for_caller(amap, conn, caller)
+        conversation = _conversation(caller, own_row, amap.facts)
+        attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
+        if attribution.kind == "home":
+            return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
+        # When a session came in, the catalog is read whole by the next map: the scope once more.
+        if not (check and came_in(home, conn, amap, attribution)):
+            break
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
     if not include_current and own_row is not None:
