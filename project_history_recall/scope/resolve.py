@@ -302,6 +302,25 @@ def came_in(home: Path, conn: sqlite3.Connection, amap: _AttributionMap, attribu
     return False
 
 
+def project_now(home: Path, conn: sqlite3.Connection, session_id: str) -> tuple | None:
+    """The key of the project ``session_id`` is in by its row, and its ancestors' rows, as they are
+    now (None: it has no row). The catalog may hold an older folder (``SessionCatalog``)."""
+    amap = attribution_map(home, conn)
+    rows: dict[str, SessionFacts] = {}
+    current: str | None = session_id
+    while current and current not in rows:
+        facts = read_facts(conn, current)
+        if facts is None:
+            break
+        rows[current] = facts
+        if resolve_own(facts, amap.ctx) is not None:
+            break  # it places itself (or this ancestor places it): no row above counts
+        current = facts.parent_session_id
+    if session_id not in rows:
+        return None
+    return attribute(session_id, ChainMap(rows, amap.facts), amap.ctx).key
+
+
 def _listed(projects: list[ProjectInfo]) -> list[dict]:
     return [{"id": p.id, "slug": p.slug, "name": p.name} for p in projects]
 
