@@ -133,7 +133,9 @@ class SessionCatalog:
     since, so new and deleted sessions count at once. Changes Hermes makes to
     existing rows (a new folder, archiving) are picked up by a full re-read in
     the background, at most every ``max_staleness`` seconds after the file
-    changed. A search never waits for it.
+    changed. A search never waits for it: it reads what concerns its own
+    project meanwhile (``unread_change``, ``read_matching``; see
+    ``scope.resolve.came_in`` and ``left_scope``).
     """
 
     _PROBES = 16  # newest known rows checked for the one the newest sessions were added above
