@@ -262,13 +262,30 @@ _MAY_LIE_IN = ("(instr(lower({0}), ?) > 0 OR ({0} GLOB '*[^ -~]*'"
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # as SQLite's lower()
 
 
+# More segments than this to look for would make one long condition, which SQLite refuses past
+# 1,000 terms deep (Hermes takes any number of folders for a project).
+_MOST_SEGMENTS = 16
+
+
 def folder_condition(folders: Sequence[str]) -> tuple[str, tuple] | None:
     """SQL over ``sessions`` (and its parameters) true for every row whose ``cwd`` or
     ``git_repo_root`` lies in one of ``folders`` (``pathkeys.is_under``), and for few others;
     None when no folder has a segment to look for."""
-    lasts = [segments[-1] for segments in map(comparison_segments, folders) if segments]
-    if not lasts:
+    every = [segments for segments in map(comparison_segments, folders) if segments]
+    if not every:
         return None
+    lasts = list(dict.fromkeys(segments[-1] for segments in every))
+    if len(lasts) > _MOST_SEGMENTS:
+        # Too many to look for one by one: a segment all the folders share is in every row inside
+        # any of them (their deepest common folder's last); without one, every row is placed.
+        common: list[str] = []
+        for place in zip(*every, strict=False):  # the n-th segment of each folder, to the shortest's end
+            if any(segment != place[0] for segment in place):
+                break
+            common.append(place[0])
+        if not common:
+            return "1", ()
+        lasts = [common[-1]]
     columns = ("cwd", "git_repo_root")
     return (" OR ".join(_MAY_LIE_IN.format(column) for _last in lasts for column in columns),
             tuple(last.translate(_ASCII_LOWER) for last in lasts for _column in columns))

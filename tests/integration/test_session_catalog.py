@@ -251,3 +251,16 @@ def test_a_projects_folders_are_read_once_a_change_a_few_rows_a_statement(gatewa
     sessions = len(elsewhere) + 2  # and the gateway's secret and the asker
     assert search() == sessions // 2 + 1 and all(" AND rowid <= " in sql for sql in walks), walks
     assert search() == 0
+
+
+def test_a_project_of_many_folders_still_takes_in_a_session_moved_into_one(gateway, world, work):
+    """Hermes takes any number of folders for a project; one condition a folder would pass SQLite's
+    limits (an expression 1,000 deep, as many parameters as SQLite allows) and fail the search."""
+    many = [work / "many" / f"part{i:04d}" for i in range(1200)]
+    project = world.project("Many", *many)
+    asker = world.session(cwd=many[0], title="asker in Many")
+    note = world.session(("user", "wombat note from outside"), cwd=work / "outside")
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set()
+    world.db.update_session_cwd(note, str(many[-1] / "src"))
+    res = call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)
+    assert res.get("project", {}).get("id") == project and found(res) == {note}, res

@@ -184,3 +184,24 @@ def test_the_folder_condition_holds_for_every_folder_inside_and_few_outside():
     assert {row[0] for row in conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params)} >= {
         "/w/app/src", "/w/50%_off/x"}
     assert folder_condition(["/", ""]) is None
+
+
+def test_many_folders_are_looked_for_by_what_they_share():
+    """Past a few segments to look for, one condition each would pass SQLite's limits: the folders'
+    deepest common folder's last segment is looked for instead, else every row is read."""
+    import sqlite3
+
+    from project_history_recall.scope.resolve import folder_condition
+
+    shared = [f"/w/many/part{i}" for i in range(100)]
+    condition, params = folder_condition(shared)
+    assert params == ("many", "many")
+    assert folder_condition([f"/w/{i}/src" for i in range(100)])[1] == ("src", "src")  # one last segment
+    spread = [f"/w{i}/x{i}" for i in range(100)]
+    assert folder_condition(spread) == ("1", ())
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE sessions (cwd TEXT, git_repo_root TEXT)")
+    conn.executemany("INSERT INTO sessions VALUES (?, NULL)", [("/w/many/part7/src",), ("/w/other",), ("/w5/x5/y",)])
+    assert conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params).fetchall() == [("/w/many/part7/src",)]
+    condition, params = folder_condition(spread)
+    assert len(conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params).fetchall()) == 3
