@@ -195,8 +195,8 @@ def test_many_folders_are_looked_for_by_what_they_share():
 
     shared = [f"/w/many/part{i}" for i in range(100)]
     condition, params = folder_condition(shared)
-    assert params == ("many", "many")
-    assert folder_condition([f"/w/{i}/src" for i in range(100)])[1] == ("src", "src")  # one last segment
+    assert params == ("many", "many", "many", "many")
+    assert folder_condition([f"/w/{i}/src" for i in range(100)])[1] == ("src",) * 4  # one last segment
     spread = [f"/w{i}/x{i}" for i in range(100)]
     assert folder_condition(spread) == ("1", ())
     conn = sqlite3.connect(":memory:")
