@@ -204,6 +204,11 @@ class SessionCatalog:
             seen = self._seen_fingerprint
             return seen if seen != self._read_fingerprint else None
 
+    def sessions_known(self) -> int:
+        """How many sessions the catalog holds now."""
+        with self._lock:
+            return len(self._rowids)
+
     def read_matching(self, conn: sqlite3.Connection, condition: str, params: tuple) -> list[SessionFacts]:
         """The facts of every session whose row meets ``condition`` (SQL over ``sessions``), as its
         row says right now. ``sessions`` has no index on a folder, so ``condition`` is tried on every

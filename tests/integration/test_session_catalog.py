@@ -204,6 +204,31 @@ def test_a_session_hermes_moves_into_a_project_is_found_by_its_next_search(gatew
         assert found(res) == {here, away, nested, shelved} and res["sessions_in_scope"] == 5, (mode, res)
 
 
+def test_in_a_home_past_the_walks_bound_a_moved_in_session_comes_with_the_background_read(
+        gateway, world, work, monkeypatch):
+    """Past ``CAME_IN_MOST_SESSIONS`` the walk for moved-in sessions would cost more than a
+    search's budget: the search that sees the change does not walk the table, and the background
+    re-read it starts takes the session in."""
+    resolve = plugin_module("scope.resolve")
+    monkeypatch.setattr(resolve, "CAME_IN_MOST_SESSIONS", 2)
+    app, other = gateway["app"], work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    asker = world.session(cwd=app, title="asker")
+    here = world.session(("user", "wombat note written in App"), cwd=app)
+    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here}
+    catalog = catalog_of(world.home)
+    walked: list = []
+    monkeypatch.setattr(catalog, "read_matching", lambda *a: walked.append(a) or [])
+    monkeypatch.setattr(catalog, "max_staleness", 0.0)
+    world.db.update_session_cwd(away, str(app))
+    call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)
+    assert walked == []  # more sessions known than the bound: no walk
+    catalog.wait_idle()
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here, away}
+
+
 def test_a_move_into_a_folder_that_only_looks_like_the_projects_is_not_taken_in(gateway, world, work):
     """Folders compared as Hermes's sidebar compares them, whole segments, with ``%`` and ``_``
     plain characters: ``app2``, ``a%b`` and ``a_b`` are not ``app``, ``aXb`` or ``a%b``."""
