@@ -16,6 +16,7 @@ from typing import Iterable
 
 from .facts import SessionFacts
 from .readonly import StateDBError, connect_readonly, file_fingerprint, retry
+from . import statedb
 from .statedb import columns, in_batches
 
 # What Hermes's own session_search never shows: delegate_task subagent runs,
@@ -132,7 +133,9 @@ class SessionCatalog:
     since, so new and deleted sessions count at once. Changes Hermes makes to
     existing rows (a new folder, archiving) are picked up by a full re-read in
     the background, at most every ``max_staleness`` seconds after the file
-    changed. A search never waits for it.
+    changed. A search never waits for it: it reads what concerns its own
+    project meanwhile (``unread_change``, ``read_matching``; see
+    ``scope.resolve.came_in`` and ``left_scope``).
     """
 
     _PROBES = 16  # newest known rows checked for the one the newest sessions were added above
@@ -146,6 +149,8 @@ class SessionCatalog:
         self._mark: tuple | None = None
         self._full_at = float("-inf")
         self._full_fingerprint: tuple | None = None  # the file when the last full read began
+        self._read_fingerprint: tuple | None = None  # the file when the full read installed began
+        self._seen_fingerprint: tuple | None = None  # the file when the last snapshot was taken
         self._refresher: threading.Thread | None = None
         self._invalidations = 0  # a re-read begun before the last invalidate() is stale
         self.version = 0
@@ -180,15 +185,44 @@ class SessionCatalog:
         """
         fingerprint = file_fingerprint(self.path)
         with self._lock:
+            self._seen_fingerprint = fingerprint
             mark = _mark(conn)
             if self._facts is None:
                 self._full_at, self._full_fingerprint = time.monotonic(), fingerprint
                 self._install(*self._read_all(conn), changed=True)
+                self._read_fingerprint = fingerprint
             elif mark != self._mark:
                 self._sync(conn, mark)
             if fingerprint != self._full_fingerprint and time.monotonic() - self._full_at >= self.max_staleness:
                 self._start_refresh(fingerprint)
             return self.version, self._known()
+
+    def unread_change(self) -> tuple | None:
+        """The file as the last snapshot found it, when it had changed since the last full read
+        began (rows may have changed that the snapshot did not read); None when it had not."""
+        with self._lock:
+            seen = self._seen_fingerprint
+            return seen if seen != self._read_fingerprint else None
+
+    def sessions_known(self) -> int:
+        """How many sessions the catalog holds now."""
+        with self._lock:
+            return len(self._rowids)
+
+    def read_matching(self, conn: sqlite3.Connection, condition: str, params: tuple) -> list[SessionFacts]:
+        """The facts of every session whose row meets ``condition`` (SQL over ``sessions``), as its
+        row says right now. ``sessions`` has no index on a folder, so ``condition`` is tried on every
+        row: in rowid ranges of ``READ_BATCH`` known sessions, each its own statement, so that none
+        holds state.db's lock for a walk of the whole table (see ``statedb.reading``)."""
+        batch = statedb.READ_BATCH
+        with self._lock:
+            bounds = self._rowids.order[batch - 1::batch]
+        select = _session_select(conn) + f" WHERE rowid > ? AND rowid <= ? AND ({condition})"
+        found: list[SessionFacts] = []
+        # SQLite's rowids are signed 64-bit: the first range starts below any, the last ends above any.
+        for low, high in zip([-(2 ** 63)] + bounds, bounds + [2 ** 63 - 1], strict=True):
+            found.extend(_facts(row)[1] for row in conn.execute(select, (low, high, *params)).fetchall())
+        return found
 
     def _known(self) -> dict[str, SessionFacts]:
         """The facts installed, for the steps that follow the first read. Caller holds the lock."""
@@ -246,11 +280,11 @@ class SessionCatalog:
         if self._refresher is not None and self._refresher.is_alive():
             return
         self._full_at, self._full_fingerprint = time.monotonic(), fingerprint
-        self._refresher = threading.Thread(target=self._refresh, args=(self._invalidations,),
+        self._refresher = threading.Thread(target=self._refresh, args=(self._invalidations, fingerprint),
                                            name="phr-session-catalog", daemon=True)
         self._refresher.start()
 
-    def _refresh(self, invalidations: int) -> None:
+    def _refresh(self, invalidations: int, fingerprint: tuple) -> None:
         try:
             conn = connect_readonly(self.path)
         except StateDBError:
@@ -270,7 +304,7 @@ class SessionCatalog:
             # Sessions added or removed meanwhile are taken in by the next snapshot (its mark differs).
             keep = same and self._facts is current
             self._install(current if keep and current is not None else facts, rowids, mark, changed=not keep)
-            self._full_at = time.monotonic()
+            self._full_at, self._read_fingerprint = time.monotonic(), fingerprint
 
     def wait_idle(self, timeout: float = 30.0) -> None:
         """Let a background re-read finish (tests and benchmarks)."""

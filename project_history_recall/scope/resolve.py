@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import sqlite3
+import string
 import time
 from collections import ChainMap
 from typing import Sequence
@@ -37,7 +38,7 @@ from .attribution import (
     lineage_root,
     resolve_own,
 )
-from .pathkeys import base_name, is_windows_path
+from .pathkeys import base_name, comparison_segments, is_windows_path
 from .records import Records, current_records, records_path
 
 
@@ -98,6 +99,8 @@ class _Kept:
         self.catalog = SessionCatalog(home.state_db)
         self.map: _AttributionMap | None = None
         self.known: tuple[_AttributionMap, frozenset[tuple]] | None = None  # known_scopes of that map
+        # scope key -> the file when that scope's folders were last read for sessions come into it
+        self.checked: dict[tuple, tuple] = {}
 
 
 def _kept(home: Path) -> tuple[Home, _Kept]:
@@ -248,6 +251,105 @@ def left_scope(home: Path, conn: sqlite3.Connection, scope: Scope, session_ids: 
     return True
 
 
+# A row whose folder (``{0}``) may lie in a folder whose last segment is the first parameter: the
+# segment is in its text; or the folder is one compared as Windows compares (see
+# ``pathkeys.is_windows_path``: a drive's colon, a backslash or ``//``) and holds the segment in any
+# case of its ASCII letters (the second parameter, to SQLite's ``lower``) or a character past ASCII,
+# whose case folding is left to Python. ``instr``, not ``LIKE``: ``%`` and ``_`` in a folder's name
+# are plain characters. In this order the usual row (a POSIX folder) costs three ``instr`` more than
+# a match: ``lower`` and ``GLOB`` first cost twice that at 20,000 sessions.
+_MAY_LIE_IN = ("(instr({0}, ?) > 0 OR ((instr({0}, ':') > 0 OR instr({0}, '\\') > 0 OR instr({0}, '//') > 0)"
+               " AND (instr(lower({0}), ?) > 0 OR {0} GLOB '*[^ -~]*')))")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # as SQLite's lower()
+
+
+# More segments than this to look for would make one long condition, which SQLite refuses past
+# 1,000 terms deep (Hermes takes any number of folders for a project).
+_MOST_SEGMENTS = 16
+
+
+# Past this many sessions the walk ``came_in`` makes would cost a search more than its whole keyword
+# budget (20 ms at p50): it reads every row, about 3.5 µs each where Hermes 0.19.0 keeps a system
+# prompt in the row (81 ms at 20,000 sessions, 6.7 ms at 2,000). In a home that big a session moved
+# into a project is taken in by the catalog's background re-read, which the search that sees the
+# change starts; that search, and any made in the next moment, may miss it.
+CAME_IN_MOST_SESSIONS = 5_000
+
+
+def folder_condition(folders: Sequence[str]) -> tuple[str, tuple] | None:
+    """SQL over ``sessions`` (and its parameters) true for every row whose ``cwd`` or
+    ``git_repo_root`` lies in one of ``folders`` (``pathkeys.is_under``), and for few others;
+    None when no folder has a segment to look for."""
+    every = [segments for segments in map(comparison_segments, folders) if segments]
+    if not every:
+        return None
+    lasts = list(dict.fromkeys(segments[-1] for segments in every))
+    if len(lasts) > _MOST_SEGMENTS:
+        # Too many to look for one by one: a segment all the folders share is in every row inside
+        # any of them (their deepest common folder's last); without one, every row is placed.
+        common: list[str] = []
+        for place in zip(*every, strict=False):  # the n-th segment of each folder, to the shortest's end
+            if any(segment != place[0] for segment in place):
+                break
+            common.append(place[0])
+        if not common:
+            return "1", ()
+        lasts = [common[-1]]
+    columns = ("cwd", "git_repo_root")
+    return (" OR ".join(_MAY_LIE_IN.format(column) for _last in lasts for column in columns),
+            tuple(value for last in lasts for _column in columns for value in (last, last.translate(_ASCII_LOWER))))
+
+
+def came_in(home: Path, conn: sqlite3.Connection, amap: _AttributionMap, attribution: Attribution) -> bool:
+    """Whether a session has come into ``attribution``'s project since the catalog was last read
+    whole: moved there by Hermes (its desktop's move, ``project_switch``) or restored from its
+    archive. The catalog takes in such a change to a row only with its next full read, in the
+    background (``SessionCatalog``), so the sessions whose folder or repository may lie in the
+    project's folders are read (the whole table is walked, as no index holds a folder: once per
+    change of the file and project); when one has come in, the catalog is read whole by the next
+    resolution. A session placed there only through a folder on disk (a symlink, a linked
+    worktree outside the project's folder) whose row does not name the repository is not seen
+    here, nor is any session in a home of more than ``CAME_IN_MOST_SESSIONS``: the next full read
+    takes it in."""
+    kept, mine = _kept(home)
+    seen = mine.catalog.unread_change()
+    if seen is None or mine.catalog.sessions_known() > CAME_IN_MOST_SESSIONS:
+        return False
+    with kept.lock:
+        if mine.checked.get(attribution.key) == seen:
+            return False
+    project = amap.ctx.live.get(attribution.id or "") if attribution.kind == "explicit" else None
+    found = folder_condition(project.folders if project is not None else (attribution.id or "",))
+    rows = mine.catalog.read_matching(conn, *found) if found is not None else []
+    members = set(amap.by_project.get(attribution.key, ()))
+    if any(facts.searchable and facts.id not in members and attribution_of(amap, facts).key == attribution.key
+           for facts in rows):
+        mine.catalog.invalidate()
+        return True
+    with kept.lock:
+        mine.checked[attribution.key] = seen
+    return False
+
+
+def project_now(home: Path, conn: sqlite3.Connection, session_id: str) -> tuple | None:
+    """The key of the project ``session_id`` is in by its row, and its ancestors' rows, as they are
+    now (None: it has no row). The catalog may hold an older folder (``SessionCatalog``)."""
+    amap = attribution_map(home, conn)
+    rows: dict[str, SessionFacts] = {}
+    current: str | None = session_id
+    while current and current not in rows:
+        facts = read_facts(conn, current)
+        if facts is None:
+            break
+        rows[current] = facts
+        if resolve_own(facts, amap.ctx) is not None:
+            break  # it places itself (or this ancestor places it): no row above counts
+        current = facts.parent_session_id
+    if session_id not in rows:
+        return None
+    return attribute(session_id, ChainMap(rows, amap.facts), amap.ctx).key
+
+
 def _listed(projects: list[ProjectInfo]) -> list[dict]:
     return [{"id": p.id, "slug": p.slug, "name": p.name} for p in projects]
 
@@ -370,12 +472,16 @@ def resolve_scope(
     project_ref: str | None = None,
     include_current: bool = False,
 ) -> Scope:
-    amap = attribution_map(home, conn)
-    mine, own_row = attribution_for_caller(amap, conn, caller)
-    conversation = _conversation(caller, own_row, amap.facts)
-    attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
-    if attribution.kind == "home":
-        return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
+    for check in (True, False):
+        amap = attribution_map(home, conn)
+        mine, own_row = attribution_for_caller(amap, conn, caller)
+        conversation = _conversation(caller, own_row, amap.facts)
+        attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
+        if attribution.kind == "home":
+            return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
+        # When a session came in, the catalog is read whole by the next map: the scope once more.
+        if not (check and came_in(home, conn, amap, attribution)):
+            break
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
     if not include_current and own_row is not None:

@@ -31,6 +31,7 @@ from ..files import derived
 from ..hermes import changes, messages, paths
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import Shape, reading
+from ..scope.resolve import project_now
 from . import chunking, consent
 from . import store as vectors
 from .embedders.base import EmbedderUnavailable, known_fingerprint
@@ -51,6 +52,11 @@ class Work:
     after_id: int  # append: rows after this id
     seen: tuple[int, int]  # state.db (count(*), max(id)) when planned
     project: tuple = ()  # the scope it was planned for (the consent gate asks per project)
+
+
+class LeftProject(Exception):
+    """The session is no longer in the project its work was planned for (Hermes moved it since):
+    a remote embedder must not be sent its text under that project's consent."""
 
 
 @dataclass
@@ -179,8 +185,11 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         total = len(work)
         for n, sid in enumerate(sorted(work, reverse=True), 1):
             work[sid].project = key
-            self.process(work[sid], progress,
-                         on_batch=(lambda n=n: on_progress(progress, n - 1, total)) if on_progress else None)
+            try:
+                self.process(work[sid], progress,
+                             on_batch=(lambda n=n: on_progress(progress, n - 1, total)) if on_progress else None)
+            except LeftProject:
+                pass  # moved by Hermes while the project was indexed: not this project's to send
             if on_progress:
                 on_progress(progress, n, total)
         progress.sessions_removed = self.sweep()
@@ -206,6 +215,8 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             return Step.PAUSE  # transient (locked) or the file is gone: the next search re-plans
         except consent.ConsentRequired:
             return Step.DROP  # the consent was removed from config.yaml while this scope was queued
+        except LeftProject:
+            return Step.DONE  # the scope it is in now embeds it, under that scope's consent
         except (EmbedderUnavailable, derived.StoreError) as exc:
             # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
             logger.warning("indexing stopped: %s", exc)
@@ -252,6 +263,19 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             on_batch()
         return None
 
+    def _check_project(self, work: Work) -> None:
+        """Raise ``LeftProject`` when a remote embedder would be sent text of a session that is no
+        longer in ``work``'s project. The scope the work was planned from can be older than a move
+        Hermes made (its desktop's move, ``project_switch``): the catalog takes that in with its
+        next full read, and the session's new messages would go out under a consent the user gave
+        for the project it left. Its row is read again before each batch is sent."""
+        if getattr(self.embedder, "remote", True) is False:
+            return  # nothing leaves the machine: vectors are kept per session, whatever its project
+        with reading(paths.state_db_path(self.home)) as (conn, _shape):
+            now = project_now(self.home, conn, work.session_id)
+        if now != work.project:
+            raise LeftProject(work.session_id)
+
     def _reconcile(self, work: Work, rows, progress: Progress | None):
         """Drop vectors of vanished or changed messages; return the rows that need embedding."""
         stored = self.store.hashes(self.fp, work.session_id)
@@ -268,6 +292,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
                          seen: tuple[int, int] | None = None) -> None:
         chunks: list[vectors.ChunkRow] = []
         if pending:
+            self._check_project(work)
             consent.check(self.home, self.embedder, work.project)
             t0 = time.perf_counter()
             vecs = self.embedder.embed_documents([p[2] for p in pending])

@@ -381,3 +381,26 @@ def test_a_call_that_names_no_conversation_gets_no_token(remote_pq, server, monk
     assert replayed["consent"]["token_result"]["status"] == "other_conversation", replayed
     wait_idle()
     assert not plugin_module("semantic.consent").records(remote_pq["home"])[0] and server.count() == 0
+
+
+def test_a_session_hermes_moved_out_is_not_embedded_under_the_projects_consent(remote_pq, server, world, monkeypatch):
+    """Hermes moves a session of Pelican (consented) into Quokka (not) with ``update_session_cwd``,
+    and its chat goes on there. A warm process's catalog takes the move in only with its next full
+    read, so Pelican's next search still counted the session among Pelican's and its background
+    indexer sent the new messages to the service under Pelican's consent (left by the fifth
+    hostile sweep). The indexer now reads the session's project again before it sends."""
+    first = search(remote_pq, "askP", "pelican worker version")
+    assert search(remote_pq, "askP", "pelican worker version",
+                  consent=first["consent"]["token"])["consent"]["status"] == "recorded"
+    wait_idle()
+    monkeypatch.setattr(plugin_module("scope.resolve").catalog(remote_pq["home"]), "max_staleness", float("inf"))
+    world.db.update_session_cwd(remote_pq["spare"], str(remote_pq["q_dir"]))
+    world.say(remote_pq["spare"], "user", "quokka salaries are in the zanzibar ledger, moved chat")
+    world.say(remote_pq["p2"], "user", "the pelican harbour got a second crane")
+    before = server.count()
+    res = search(remote_pq, "askP", "harbour crane", mode="hybrid")
+    assert res["semantic_status"] in ("ready", "partial"), res
+    wait_idle()
+    sent = server.texts()[before:]
+    assert not any("zanzibar" in text for text in sent), sent
+    assert any("second crane" in text for text in sent), sent  # Pelican's own new message still goes

@@ -170,3 +170,122 @@ def test_a_session_hermes_moves_or_archives_leaves_the_scope_at_the_next_search(
     world.db.set_session_archived(notes[1], True)
     for mode in ("keyword", "hybrid"):
         assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == {notes[2]}, mode
+
+
+def test_a_session_hermes_moves_into_a_project_is_found_by_its_next_search(gateway, world, work):
+    """The opposite of the test above: a session Hermes puts into App (its desktop's move and
+    ``project_switch`` write the folder with ``update_session_cwd``), or a chat in App a person
+    restores from the archive. The catalog took such a change in only with its next full read,
+    in the background, so App's searches in a process that had searched before missed the
+    session, however long after (the fifth hostile sweep left this). A search that finds the
+    file changed since the catalog was read now reads the sessions in App's folders."""
+    app, other = gateway["app"], work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    asker = world.session(cwd=app, title="asker")
+    here = world.session(("user", "wombat note written in App"), cwd=app)
+    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    nested = world.session(("user", "wombat note from a scratch folder"), cwd=work)
+    shelved = world.session(("user", "wombat note later archived"), cwd=app)
+    world.db.set_session_archived(shelved, True)
+    for mode in ("keyword", "hybrid"):
+        assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == {here}, mode
+
+    world.db.update_session_cwd(away, str(other))  # a write that moves nothing: still Other's
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here}
+    world.db.update_session_cwd(away, str(app))
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)
+        assert found(res) == {here, away} and res["sessions_in_scope"] == 3, (mode, res)
+    world.db.update_session_cwd(nested, str(app / "src" / "deep"))  # a folder inside App's counts too
+    world.db.set_session_archived(shelved, False)
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)
+        assert found(res) == {here, away, nested, shelved} and res["sessions_in_scope"] == 5, (mode, res)
+
+
+def test_in_a_home_past_the_walks_bound_a_moved_in_session_comes_with_the_background_read(
+        gateway, world, work, monkeypatch):
+    """Past ``CAME_IN_MOST_SESSIONS`` the walk for moved-in sessions would cost more than a
+    search's budget: the search that sees the change does not walk the table, and the background
+    re-read it starts takes the session in."""
+    resolve = plugin_module("scope.resolve")
+    monkeypatch.setattr(resolve, "CAME_IN_MOST_SESSIONS", 2)
+    app, other = gateway["app"], work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    asker = world.session(cwd=app, title="asker")
+    here = world.session(("user", "wombat note written in App"), cwd=app)
+    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here}
+    catalog = catalog_of(world.home)
+    walked: list = []
+    monkeypatch.setattr(catalog, "read_matching", lambda *a: walked.append(a) or [])
+    monkeypatch.setattr(catalog, "max_staleness", 0.0)
+    world.db.update_session_cwd(away, str(app))
+    call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)
+    assert walked == []  # more sessions known than the bound: no walk
+    catalog.wait_idle()
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here, away}
+
+
+def test_a_move_into_a_folder_that_only_looks_like_the_projects_is_not_taken_in(gateway, world, work):
+    """Folders compared as Hermes's sidebar compares them, whole segments, with ``%`` and ``_``
+    plain characters: ``app2``, ``a%b`` and ``a_b`` are not ``app``, ``aXb`` or ``a%b``."""
+    app = gateway["app"]
+    odd = work / "50%_off"
+    odd.mkdir()
+    world.project("Odd", odd)
+    asker, odd_asker = world.session(cwd=app, title="asker"), world.session(cwd=odd, title="odd asker")
+    notes = [world.session(("user", f"wombat note {i}"), cwd=work / "elsewhere") for i in range(4)]
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set()
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=odd_asker)) == set()
+    world.db.update_session_cwd(notes[0], str(work / "app2"))
+    world.db.update_session_cwd(notes[1], str(work / "50X_off"))
+    world.db.update_session_cwd(notes[2], str(work / "50%_off2" / "src"))
+    world.db.update_session_cwd(notes[3], str(odd / "src"))
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set()
+    res = call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=odd_asker)
+    assert found(res) == {notes[3]} and res["sessions_in_scope"] == 1, res
+
+
+def test_a_projects_folders_are_read_once_a_change_a_few_rows_a_statement(gateway, world, monkeypatch):
+    """What finding a session come in costs: nothing while state.db is as the catalog read it, one
+    walk of the sessions after it changed (no index holds a folder), in statements of
+    ``READ_BATCH`` rows so that Hermes's writer never waits for the whole walk, and nothing more
+    until the file changes again."""
+    app = gateway["app"]
+    asker = world.session(cwd=app, title="asker")
+    elsewhere = [world.session(("user", f"wombat note {i}"), cwd=app.parent / f"other{i}") for i in range(6)]
+    statedb = plugin_module("hermes.statedb")
+    monkeypatch.setattr(statedb, "READ_BATCH", 2)
+    walks: list[str] = []
+
+    def search() -> int:
+        walks.clear()
+        with statedb.reading(world.home / "state.db") as (conn, _shape):
+            conn.set_trace_callback(lambda sql: walks.append(sql) if "instr(cwd" in sql else None)
+            try:
+                assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set()
+            finally:
+                conn.set_trace_callback(None)
+        return len(walks)
+
+    assert search() == 0  # the catalog's first read is whole
+    world.db.append_message(elsewhere[0], "assistant", "a reply in another folder")
+    sessions = len(elsewhere) + 2  # and the gateway's secret and the asker
+    assert search() == sessions // 2 + 1 and all(" AND rowid <= " in sql for sql in walks), walks
+    assert search() == 0
+
+
+def test_a_project_of_many_folders_still_takes_in_a_session_moved_into_one(gateway, world, work):
+    """Hermes takes any number of folders for a project; one condition a folder would pass SQLite's
+    limits (an expression 1,000 deep, as many parameters as SQLite allows) and fail the search."""
+    many = [work / "many" / f"part{i:04d}" for i in range(1200)]
+    project = world.project("Many", *many)
+    asker = world.session(cwd=many[0], title="asker in Many")
+    note = world.session(("user", "wombat note from outside"), cwd=work / "outside")
+    assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == set()
+    world.db.update_session_cwd(note, str(many[-1] / "src"))
+    res = call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)
+    assert res.get("project", {}).get("id") == project and found(res) == {note}, res

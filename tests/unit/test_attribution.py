@@ -154,3 +154,54 @@ def test_lineage_root_walks_to_the_top():
     assert lineage_root("c", sessions) == "a"
     assert lineage_root("a", sessions) == "a"
     assert lineage_root("unknown", sessions) == "unknown"
+
+
+def test_the_folder_condition_holds_for_every_folder_inside_and_few_outside():
+    """What a search reads to find sessions come into a project: never less than the rows whose
+    folder ``is_under`` the project's, in any spelling (Windows case, ``\\``, ``//``, characters that
+    fold to ASCII letters), with ``%`` and ``_`` as plain characters."""
+    import sqlite3
+
+    from project_history_recall.scope.resolve import folder_condition
+
+    folders = ["/w/app", "/w/50%_off", "C:\\Users\\Me\\Straße", "c:/users/me/KELVIN", "/w/ünï", "/w/Ünï"]
+    targets = ["/w/app", "/w/app/", "/w/app/src", "/w\\app\\src", "  /w/app  ", "/w/app2", "/w/ap", "/w/APP",
+               "/w/50%_off/x", "/w/50X_off", "/w/50%Xoff", "/w/50%_off2", "C:\\Users\\Me\\Straße\\x",
+               "c:/users/me/STRASSE", "C:/USERS/ME/strasse/y", "c:\\users\\me\\\u212aelvin", "C:/Users/Me/Other",
+               "//srv/share", "\\\\srv\\w\\app", "/w/ünï/x", "/w/ÜNÏ", "/w/Ünï/x", "//W/App/x", "", None]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE sessions (cwd TEXT, git_repo_root TEXT)")
+    conn.executemany("INSERT INTO sessions VALUES (?, NULL)", [(t,) for t in targets])
+    conn.executemany("INSERT INTO sessions VALUES (NULL, ?)", [(t,) for t in targets])
+    for folder in folders:
+        condition, params = folder_condition([folder])
+        picked = conn.execute(f"SELECT cwd, git_repo_root FROM sessions WHERE {condition}", params).fetchall()
+        for target in targets:
+            if is_under(folder, target):
+                assert (target, None) in picked and (None, target) in picked, (folder, target)
+        assert len(picked) < len(targets), (folder, picked)
+    condition, params = folder_condition(["/w/app", "/w/50%_off"])
+    assert {row[0] for row in conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params)} >= {
+        "/w/app/src", "/w/50%_off/x"}
+    assert folder_condition(["/", ""]) is None
+
+
+def test_many_folders_are_looked_for_by_what_they_share():
+    """Past a few segments to look for, one condition each would pass SQLite's limits: the folders'
+    deepest common folder's last segment is looked for instead, else every row is read."""
+    import sqlite3
+
+    from project_history_recall.scope.resolve import folder_condition
+
+    shared = [f"/w/many/part{i}" for i in range(100)]
+    condition, params = folder_condition(shared)
+    assert params == ("many", "many", "many", "many")
+    assert folder_condition([f"/w/{i}/src" for i in range(100)])[1] == ("src",) * 4  # one last segment
+    spread = [f"/w{i}/x{i}" for i in range(100)]
+    assert folder_condition(spread) == ("1", ())
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE sessions (cwd TEXT, git_repo_root TEXT)")
+    conn.executemany("INSERT INTO sessions VALUES (?, NULL)", [("/w/many/part7/src",), ("/w/other",), ("/w5/x5/y",)])
+    assert conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params).fetchall() == [("/w/many/part7/src",)]
+    condition, params = folder_condition(spread)
+    assert len(conn.execute(f"SELECT cwd FROM sessions WHERE {condition}", params).fetchall()) == 3
