@@ -9,7 +9,9 @@ as it was.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 # below points at the sandbox: the real home is handed down to them here.
 REAL_HERMES = Path(os.environ.setdefault("PHR_TESTS_REAL_HOME", os.path.expanduser("~"))) / ".hermes"
 _SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
+# Not in pytest's base folder, which pytest cleans: without this every process of every run left
+# one behind. The first handler registered runs last, after whatever Hermes registers to write there.
+atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)
 os.environ["HOME"] = str(_SANDBOX / "user-home")
 os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
 (_SANDBOX / "user-home").mkdir()
