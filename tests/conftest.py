@@ -69,6 +69,57 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nREAL ~/.hermes WAS TOUCHED BY THE TESTS: {changed[:10]}", file=sys.stderr)
 
 
+# A passed test's tmp_path is deleted once its teardown is done (a failed one's stays, for debugging):
+# kept, as pytest keeps them, a CI run (three sessions) left 26 GB under /tmp/pytest-of-<user>, each
+# Hermes home whose plugin loaded the embedded model holding that model's saved arrays (83 MB), and
+# CI once failed with "database or disk is full" in Hermes's SessionDB on a machine with less room.
+# Not pytest's tmp_path_retention_policy = "failed": a test's folder can hold what this process
+# still uses. Hermes imports a directory-installed plugin from the home it was enabled in, and each
+# of the plugin's subpackages stays bound to the home it was first imported from: deleted, a later
+# test's lazy import from it fails. Such a folder waits until the process no longer uses it (the
+# next home that enables the plugin takes the package over), or for ever.
+_TMP_PATH = pytest.StashKey[Path]()
+_FAILED = pytest.StashKey[bool]()
+_WAITING: list[Path] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    elif report.when == "setup":
+        path = (getattr(item, "funcargs", None) or {}).get("tmp_path")
+        if path is not None:
+            item.stash[_TMP_PATH] = path
+    elif report.when == "teardown" and _TMP_PATH in item.stash and not item.stash.get(_FAILED, False):
+        _WAITING.append(item.stash[_TMP_PATH])
+        _delete_unused(_WAITING)
+    return report
+
+
+def _delete_unused(folders: list[Path]) -> None:
+    """Delete the folders this process no longer uses: no module was imported from one (nor may a package
+    import more from it), Hermes does not log there (0.19.0 logs, for the whole process, to the first home
+    it set logging up in, and reports every record it then fails to write), and no background worker of
+    the plugin is busy with a home there (a later test's ``wait_idle`` waits for every home's)."""
+    places = []
+    for module in list(sys.modules.values()):
+        places.append(getattr(module, "__file__", None))
+        places.extend(getattr(module, "__path__", None) or [])
+    log_files = getattr(sys.modules.get("hermes_logging"), "rotating_file_handlers", list)
+    places.extend(getattr(handler, "baseFilename", None) for handler in log_files())
+    helpers = sys.modules.get("hermes_world")
+    if helpers is not None:
+        places.extend(f"{home}{os.sep}" for home, worker in helpers.background_workers() if not worker.wait_idle(0))
+    places = [place for place in places if isinstance(place, str)]
+    for folder in list(folders):
+        inside = str(folder) + os.sep
+        if not any(place.startswith(inside) for place in places):
+            shutil.rmtree(folder, ignore_errors=True)
+            folders.remove(folder)
+
+
 def sizes(variable: str, full: int | float, quick: int | float) -> list:
     """Two runs of a reliability test: ``quick`` in the everyday suite, and
     ``full`` (the size the README's figures claim; ``$variable`` changes it)
