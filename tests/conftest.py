@@ -76,8 +76,10 @@ def pytest_sessionfinish(session, exitstatus):
 # Not pytest's tmp_path_retention_policy = "failed": a test's folder can hold what this process
 # still uses. Hermes imports a directory-installed plugin from the home it was enabled in, and each
 # of the plugin's subpackages stays bound to the home it was first imported from: deleted, a later
-# test's lazy import from it fails. Such a folder waits until the process no longer uses it (the
-# next home that enables the plugin takes the package over), or for ever.
+# test's lazy import from it fails. Such a folder waits until the process no longer uses it (on
+# 0.19.0 the next home that enables the plugin takes the package over), or until the process ends
+# (Hermes 0.22 keeps a copy of the plugin for every home that loaded it, each with its own copy of
+# the embedded model, mapped from that home's saved arrays).
 _TMP_PATH = pytest.StashKey[Path]()
 _FAILED = pytest.StashKey[bool]()
 _WAITING: list[Path] = []
@@ -98,6 +100,12 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+@atexit.register  # before Hermes registers its own exit handlers (its log's last flush): run after them
+def _delete_waiting() -> None:
+    for folder in _WAITING:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _delete_unused(folders: list[Path]) -> None:
     """Delete the folders this process no longer uses: no module was imported from one (nor may a package
     import more from it), Hermes does not log there (0.19.0 logs, for the whole process, to the first home
@@ -112,10 +120,11 @@ def _delete_unused(folders: list[Path]) -> None:
     helpers = sys.modules.get("hermes_world")
     if helpers is not None:
         places.extend(f"{home}{os.sep}" for home, worker in helpers.background_workers() if not worker.wait_idle(0))
-    places = [place for place in places if isinstance(place, str)]
+    base = f"{folders[0].parent}{os.sep}"  # every tmp_path is a folder of pytest's base folder
+    used = {place[len(base):].split(os.sep, 1)[0]
+            for place in places if isinstance(place, str) and place.startswith(base)}
     for folder in list(folders):
-        inside = str(folder) + os.sep
-        if not any(place.startswith(inside) for place in places):
+        if folder.name not in used:
             shutil.rmtree(folder, ignore_errors=True)
             folders.remove(folder)
 
