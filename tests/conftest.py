@@ -9,7 +9,9 @@ as it was.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 # below points at the sandbox: the real home is handed down to them here.
 REAL_HERMES = Path(os.environ.setdefault("PHR_TESTS_REAL_HOME", os.path.expanduser("~"))) / ".hermes"
 _SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
+# Not in pytest's base folder, which pytest cleans: without this every process of every run left
+# one behind. The first handler registered runs last, after whatever Hermes registers to write there.
+atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)
 os.environ["HOME"] = str(_SANDBOX / "user-home")
 os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
 (_SANDBOX / "user-home").mkdir()
@@ -62,6 +67,66 @@ def pytest_sessionfinish(session, exitstatus):
         changed = sorted(set(after) ^ set(_REAL_BEFORE) | {k for k in after if after.get(k) != _REAL_BEFORE.get(k)})
         session.exitstatus = 1
         print(f"\nREAL ~/.hermes WAS TOUCHED BY THE TESTS: {changed[:10]}", file=sys.stderr)
+
+
+# A passed test's tmp_path is deleted once its teardown is done (a failed one's stays, for debugging):
+# kept, as pytest keeps them, a CI run (three sessions) left 26 GB under /tmp/pytest-of-<user>, each
+# Hermes home whose plugin loaded the embedded model holding that model's saved arrays (83 MB), and
+# CI once failed with "database or disk is full" in Hermes's SessionDB on a machine with less room.
+# Not pytest's tmp_path_retention_policy = "failed": a test's folder can hold what this process
+# still uses. Hermes imports a directory-installed plugin from the home it was enabled in, and each
+# of the plugin's subpackages stays bound to the home it was first imported from: deleted, a later
+# test's lazy import from it fails. Such a folder waits until the process no longer uses it (on
+# 0.19.0 the next home that enables the plugin takes the package over), or until the process ends
+# (Hermes 0.22 keeps a copy of the plugin for every home that loaded it, each with its own copy of
+# the embedded model, mapped from that home's saved arrays).
+_TMP_PATH = pytest.StashKey[Path]()
+_FAILED = pytest.StashKey[bool]()
+_WAITING: list[Path] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+    elif report.when == "setup":
+        path = (getattr(item, "funcargs", None) or {}).get("tmp_path")
+        if path is not None:
+            item.stash[_TMP_PATH] = path
+    elif report.when == "teardown" and _TMP_PATH in item.stash and not item.stash.get(_FAILED, False):
+        _WAITING.append(item.stash[_TMP_PATH])
+        _delete_unused(_WAITING)
+    return report
+
+
+@atexit.register  # before Hermes registers its own exit handlers (its log's last flush): run after them
+def _delete_waiting() -> None:
+    for folder in _WAITING:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _delete_unused(folders: list[Path]) -> None:
+    """Delete the folders this process no longer uses: no module was imported from one (nor may a package
+    import more from it), Hermes does not log there (0.19.0 logs, for the whole process, to the first home
+    it set logging up in, and reports every record it then fails to write), and no background worker of
+    the plugin is busy with a home there (a later test's ``wait_idle`` waits for every home's)."""
+    places = []
+    for module in list(sys.modules.values()):
+        places.append(getattr(module, "__file__", None))
+        places.extend(getattr(module, "__path__", None) or [])
+    log_files = getattr(sys.modules.get("hermes_logging"), "rotating_file_handlers", list)
+    places.extend(getattr(handler, "baseFilename", None) for handler in log_files())
+    helpers = sys.modules.get("hermes_world")
+    if helpers is not None:
+        places.extend(f"{home}{os.sep}" for home, worker in helpers.background_workers() if not worker.wait_idle(0))
+    base = f"{folders[0].parent}{os.sep}"  # every tmp_path is a folder of pytest's base folder
+    used = {place[len(base):].split(os.sep, 1)[0]
+            for place in places if isinstance(place, str) and place.startswith(base)}
+    for folder in list(folders):
+        if folder.name not in used:
+            shutil.rmtree(folder, ignore_errors=True)
+            folders.remove(folder)
 
 
 def sizes(variable: str, full: int | float, quick: int | float) -> list:

@@ -237,24 +237,31 @@ def ask(docs, project: str, query: str, mode: str = "semantic", **extra) -> dict
 
 
 def wait_idle(limit: float = 60) -> None:
-    """Wait until every home this process has served is idle in the background: the semantic indexers
-    and the keyword index, of the plugin as Hermes loaded it and of the package imported directly (the
-    in-process CLI). Each may take ``limit`` seconds, or the test fails."""
-    import importlib
+    """Wait until every home this process has served is idle in the background (``background_workers``).
+    Each worker may take ``limit`` seconds, or the test fails."""
+    for home, worker in background_workers():
+        assert worker.wait_idle(limit), f"background indexing did not finish: {type(worker).__name__} of {home}"
+
+
+def background_workers():
+    """(home, worker) for every background worker of every home this process has served: the semantic
+    indexers and the keyword index, of the plugin as Hermes loaded it and of the package imported directly
+    (the in-process CLI). Only what exists is looked at: nothing is imported, made or started."""
     import sys
 
     # A directory install is a copy of its own: hermes_plugins.project_history_recall, on 0.22 with a
     # suffix naming the home.
-    packages = ["project_history_recall"] + [
-        name for name in list(sys.modules) if name.startswith("hermes_plugins.project_history_recall") and name.count(".") == 1]
+    packages = [name for name in list(sys.modules) if name == "project_history_recall"
+                or (name.startswith("hermes_plugins.project_history_recall") and name.count(".") == 1)]
     for package in packages:
-        parts = importlib.import_module(f"{package}.semantic.kept")
-        for kept in importlib.import_module(f"{package}.home").Home.every():
-            for worker in parts.of(kept.path).indexers():
-                assert worker.wait_idle(limit), "background indexing did not finish"
-            keeper = getattr(kept._slots.get("keyword.keeper"), "keeper", None)  # without opening one
+        home_module = sys.modules.get(f"{package}.home")
+        for home in home_module.Home.every() if home_module is not None else []:
+            semantic = home._slots.get("semantic.kept")  # as slot() would, without making one
+            for worker in semantic.indexers() if semantic is not None else []:
+                yield home.path, worker
+            keeper = getattr(home._slots.get("keyword.keeper"), "keeper", None)  # without opening one
             if keeper is not None:
-                assert keeper.wait_idle(limit), "background keyword indexing did not finish"
+                yield home.path, keeper
 
 
 def db_digest(path: Path) -> dict:

@@ -14,6 +14,7 @@ oracle of the attribution rules (recorded, folder, workspace, home) decides what
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -36,6 +37,10 @@ for _f in FOLDERS:
 # The worlds' homes. Not in tempfile's folder: Hermes 0.22 moves that into the scratch folder of the
 # home it serves (HERMES_HOME/cache/scratch), which goes when that world's home is removed.
 HOMES = tempfile.mkdtemp(prefix="phr-prop-h-")
+# Both outlive every test of the process (the first world's home, with the model's saved arrays, is
+# kept for the plugin Hermes imported from it: see one_world), so they go when the process ends.
+atexit.register(shutil.rmtree, BASE, ignore_errors=True)
+atexit.register(shutil.rmtree, HOMES, ignore_errors=True)
 # Hermes 0.22 registers a plugin's tools for the one profile (home) that loaded the plugin, 0.19 for
 # the whole process. Every world's home is another profile: on 0.22 each loads the plugin, as every
 # profile a real 0.22 process serves does (without it Hermes answers "Unknown tool").
