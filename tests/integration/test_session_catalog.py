@@ -172,6 +172,17 @@ def test_a_session_hermes_moves_or_archives_leaves_the_scope_at_the_next_search(
         assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == {notes[2]}, mode
 
 
+def wombat_notes(gateway, world, work) -> tuple:
+    """App's folder, an asking session in App, a note written in App and one in project Other."""
+    app, other = gateway["app"], work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    asker = world.session(cwd=app, title="asker")
+    here = world.session(("user", "wombat note written in App"), cwd=app)
+    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    return app, asker, here, away
+
+
 def test_a_session_hermes_moves_into_a_project_is_found_by_its_next_search(gateway, world, work):
     """The opposite of the test above: a session Hermes puts into App (its desktop's move and
     ``project_switch`` write the folder with ``update_session_cwd``), or a chat in App a person
@@ -179,19 +190,14 @@ def test_a_session_hermes_moves_into_a_project_is_found_by_its_next_search(gatew
     in the background, so App's searches in a process that had searched before missed the
     session, however long after (the fifth hostile sweep left this). A search that finds the
     file changed since the catalog was read now reads the sessions in App's folders."""
-    app, other = gateway["app"], work / "other"
-    other.mkdir()
-    world.project("Other", other)
-    asker = world.session(cwd=app, title="asker")
-    here = world.session(("user", "wombat note written in App"), cwd=app)
-    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    app, asker, here, away = wombat_notes(gateway, world, work)
     nested = world.session(("user", "wombat note from a scratch folder"), cwd=work)
     shelved = world.session(("user", "wombat note later archived"), cwd=app)
     world.db.set_session_archived(shelved, True)
     for mode in ("keyword", "hybrid"):
         assert found(call(SEARCH, {"query": "wombat", "mode": mode}, session_id=asker)) == {here}, mode
 
-    world.db.update_session_cwd(away, str(other))  # a write that moves nothing: still Other's
+    world.db.update_session_cwd(away, str(work / "other"))  # a write that moves nothing: still Other's
     assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here}
     world.db.update_session_cwd(away, str(app))
     for mode in ("keyword", "hybrid"):
@@ -211,12 +217,7 @@ def test_in_a_home_past_the_walks_bound_a_moved_in_session_comes_with_the_backgr
     re-read it starts takes the session in."""
     resolve = plugin_module("scope.resolve")
     monkeypatch.setattr(resolve, "CAME_IN_MOST_SESSIONS", 2)
-    app, other = gateway["app"], work / "other"
-    other.mkdir()
-    world.project("Other", other)
-    asker = world.session(cwd=app, title="asker")
-    here = world.session(("user", "wombat note written in App"), cwd=app)
-    away = world.session(("user", "wombat note written in Other"), cwd=other)
+    app, asker, here, away = wombat_notes(gateway, world, work)
     assert found(call(SEARCH, {"query": "wombat", "mode": "keyword"}, session_id=asker)) == {here}
     catalog = catalog_of(world.home)
     walked: list = []
