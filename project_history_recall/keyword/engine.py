@@ -966,6 +966,13 @@ def _word(concept: _Concept) -> bool:
     return bool(concept.needle and concept.whole_word and _WORD_TOKEN.fullmatch(concept.needle))
 
 
+def _parts(concepts: list[_Concept]) -> list[float]:
+    """Each concept's weight as a part of the question's whole (they sum to 1), so a score made
+    of them is on the same scale whatever the number of words asked."""
+    total_weight = sum(c.weight for c in concepts) or 1.0
+    return [c.weight / total_weight for c in concepts]
+
+
 def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
     """Per text, the summed share (the lighter word's) of the pairs of the question's words next to
     each other among its concepts (``_word`` both: a Chinese word between two names parts them) that
@@ -974,8 +981,8 @@ def nearness(concepts: list[_Concept], texts: list[str | None]) -> "np.ndarray":
     import numpy as np
 
     near = np.zeros(len(texts))
-    total_weight = sum(c.weight for c in concepts) or 1.0
-    pairs = [(i, min(a.weight, b.weight) / total_weight)
+    parts = _parts(concepts)
+    pairs = [(i, min(parts[i], parts[i + 1]))
              for i, (a, b) in enumerate(zip(concepts[:-1], concepts[1:], strict=True)) if _word(a) and _word(b)]
     if not pairs:
         return near
@@ -1004,8 +1011,7 @@ def bm25_scores(concepts: list[_Concept], counts: "np.ndarray", lengths: "np.nda
 
     if not concepts:
         return np.zeros(len(lengths))
-    total_weight = sum(c.weight for c in concepts) or 1.0
-    weights = np.array([c.weight / total_weight for c in concepts])[:, None]
+    weights = np.array(_parts(concepts))[:, None]
     credit = np.stack([c.credit for c in concepts])
     norm = 1 - LENGTH_B + LENGTH_B * lengths / (average or 1.0)
     return (weights * credit * counts * (LENGTH_K1 + 1) / (counts + LENGTH_K1 * norm)).sum(axis=0)
@@ -1015,8 +1021,8 @@ def _shares(concepts: list[_Concept], candidates: int) -> "np.ndarray":
     """Per candidate, the weighted share of the query's concepts it holds."""
     import numpy as np
 
-    total_weight = sum(c.weight for c in concepts) or 1.0
-    return sum((c.weight / total_weight * c.credit for c in concepts), np.zeros(candidates))
+    return sum((part * c.credit for part, c in zip(_parts(concepts), concepts, strict=True)),
+               np.zeros(candidates))
 
 
 def spread(concepts: list[_Concept], credit: "np.ndarray", session_at: "np.ndarray", sizes: "np.ndarray"
@@ -1028,8 +1034,7 @@ def spread(concepts: list[_Concept], credit: "np.ndarray", session_at: "np.ndarr
     concepts are, where ``SPREAD_CONCEPTS`` or more such concepts stand out."""
     import numpy as np
 
-    weights = np.array([c.weight for c in concepts])
-    weights = weights / (weights.sum() or 1.0)
+    weights = np.array(_parts(concepts))
     held = np.stack([np.bincount(session_at, weights=row, minlength=len(sizes)) for row in credit])
     # A session whose size is not known (0) is never counted as about anything.
     part = np.where(sizes > 0, np.minimum(held / np.maximum(sizes, 1), 1.0), 0.0)
