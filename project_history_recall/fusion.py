@@ -74,7 +74,7 @@ EVIDENCE_WEIGHT = 2.0
 # mean over the scope (``backed``).
 BACKING_Z = 2.0
 # A one-character word of the question inside another word of a message (开 in 开业) keeps its whole
-# credit where the message stands this many above (``keyword.engine.lone``): nearer in meaning than
+# credit where the message stands this many above (``keyword.scoring.lone``): nearer in meaning than
 # the background, as 开业 is to 开店. BACKING_Z's bar, or none, each lost a LoCoMo-zh and a zh-daily
 # question at hit@5.
 NEAR_Z = 1.0

@@ -6,7 +6,7 @@ A question that asks 多少, 几 or 多久 is answered by a number: 牙套多少
 without a number most often ask it again ("首付比例多少") or talk around it. The question word is
 grammar, as "how much" is in English, so it finds nothing itself; what it asks for is a kind of
 answer, and a message that says one earns part of a share of the question
-(``engine.ANSWER_CREDIT``). So does 什么时候: "when" is answered by a time (上周五, 昨天, 八月,
+(``scoring.ANSWER_CREDIT``). So does 什么时候: "when" is answered by a time (上周五, 昨天, 八月,
 两周前), and the messages that ask it back (你什么时候去？) say none.
 
 Three kinds. A length of time (多久, 多长时间, 几天) is answered by a number with a unit of time

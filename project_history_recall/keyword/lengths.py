@@ -1,4 +1,4 @@
-"""How long a scope's messages are, for BM25's length normalisation (``engine.rank``).
+"""How long a scope's messages are, for BM25's length normalisation (``scoring.rank``).
 
 BM25 weighs a message's length against the mean length. The ranking takes the mean of its
 candidates' lengths (the messages holding a word of the question), which are alike in length in

@@ -1,4 +1,4 @@
-"""The keyword engine's term counts and BM25 scores, pure."""
+"""The keyword side's term counts, BM25 scores and ranking (``keyword.scoring``), pure."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import pytest
 from project_history_recall.hits import KEYWORD, Hit
 from project_history_recall.keyword import textindex
 from project_history_recall.keyword.answerkind import AMOUNT, ANSWER_CHARS
-from project_history_recall.keyword.engine import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
-                                                   SPREAD_CONCEPTS, SPREAD_FLOOR, SPREAD_MESSAGES, SPREAD_RATIO, TF_MAX_CHARS, TF_READ_CHARS, _Concept,
-                                                   _Facts, bm25_scores, filled, nearness, occurrences, rank, spread,
-                                                   term_counts, to_read)
+from project_history_recall.keyword.engine import filled
+from project_history_recall.keyword.scoring import (ANSWER_CREDIT, LENGTH_B, LENGTH_K1, NEAR_CREDIT, NEAR_WORDS, REPEAT_CREDIT,
+                                                    SPREAD_CONCEPTS, SPREAD_FLOOR, SPREAD_MESSAGES, SPREAD_RATIO, TF_MAX_CHARS,
+                                                    TF_READ_CHARS, Concept, Facts, bm25_scores, nearness, occurrences, rank,
+                                                    spread, term_counts, to_read)
 
 
 @pytest.mark.parametrize("text, needle, whole_word, count", [
@@ -27,8 +28,8 @@ def test_occurrences_count_whole_words_or_substrings(text, needle, whole_word, c
     assert occurrences(text, needle, whole_word) == count
 
 
-def _concept(weight: float, credit: list[float], needle: str | None = None, whole_word: bool = True) -> _Concept:
-    return _Concept(weight, np.array(credit), needle, whole_word)
+def _concept(weight: float, credit: list[float], needle: str | None = None, whole_word: bool = True) -> Concept:
+    return Concept(weight, np.array(credit), needle, whole_word)
 
 
 def test_term_counts_read_normalised_text_and_count_a_repeat_as_part_of_the_first():
@@ -151,7 +152,7 @@ class _OneMessageSessions:
 
     def facts(self, keys):
         keys = np.asarray(keys)
-        return _Facts(100 + keys, np.full(len(keys), 3.0), 1000.0 + keys)
+        return Facts(100 + keys, np.full(len(keys), 3.0), 1000.0 + keys)
 
     def live(self, message_ids):
         return set(message_ids)
@@ -185,7 +186,8 @@ def test_sessions_that_hold_the_same_tie_to_the_last_bit_and_the_newest_comes_fi
 
 
 def test_a_piece_the_scope_never_says_takes_no_share_of_a_concept_from_the_others_but_a_character_does():
-    from project_history_recall.keyword.engine import PIECE_CREDIT, _concepts, _idf
+    from project_history_recall.keyword.engine import PIECE_CREDIT, _concepts
+    from project_history_recall.keyword.scoring import inverse_frequency
     from project_history_recall.keyword.querytext import Term
 
     keys = np.array([1, 2])
@@ -195,11 +197,11 @@ def test_a_piece_the_scope_never_says_takes_no_share_of_a_concept_from_the_other
     found = {word: keys[:0], first: np.array([1]), across: keys[:0], second: np.array([1, 2])}
     [compound] = _concepts({0: [word, first, across, second]}, found, keys, 100)
     assert compound.credit[0] == pytest.approx(PIECE_CREDIT)
-    assert compound.credit[1] == pytest.approx(PIECE_CREDIT * _idf(100, 2) / (_idf(100, 1) + _idf(100, 2)))
+    assert compound.credit[1] == pytest.approx(PIECE_CREDIT * inverse_frequency(100, 2) / (inverse_frequency(100, 1) + inverse_frequency(100, 2)))
     # The characters of an unseen 负面: 面 alone, said where 负 is not, keeps its part of the half only.
     word, neg, face = Term("cjk", "负面"), Term("cjk", "负", partial=True), Term("cjk", "面", partial=True)
     [unseen] = _concepts({0: [word, neg, face]}, {word: keys[:0], neg: keys[:0], face: keys}, keys, 100)
-    assert unseen.credit[0] == pytest.approx(PIECE_CREDIT * _idf(100, 2) / (_idf(100, 0) + _idf(100, 2)))
+    assert unseen.credit[0] == pytest.approx(PIECE_CREDIT * inverse_frequency(100, 2) / (inverse_frequency(100, 0) + inverse_frequency(100, 2)))
 
 
 def test_a_character_of_a_word_the_scope_says_counts_only_in_a_message_the_semantic_side_backs():
