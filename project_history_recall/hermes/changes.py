@@ -88,14 +88,16 @@ def edit_windows(conn: sqlite3.Connection, states: Mapping[str, SessionState], m
     if not held:
         return {}
     out: dict[str, int] = {}
-    # The last RECENT_ROWS rows of the whole table by id, filtered here: asked for the scope's
-    # sessions, SQLite would read the scope's rows by its session index instead.
+    # The last RECENT_ROWS rows of the whole table, by id (0.1 ms), filtered here. ``+session_id``: grouped
+    # by the column, SQLite would scan its session index whole for the order instead (120 ms at 1M rows);
+    # asked for the scope's sessions, it would read all their rows by that index.
     for sid, first in conn.execute(
             "SELECT session_id, min(id) FROM messages WHERE id > (SELECT max(id) FROM messages) - ? "
-            "GROUP BY session_id", (RECENT_ROWS,)).fetchall():
+            "GROUP BY +session_id", (RECENT_ROWS,)).fetchall():
         if sid in held and first <= held[sid]:
             out[sid] = first - 1
     for sid in held.keys() & work.keys():  # grew
+        # By 0.22's (session_id, id) index; 0.19 sorts the session's ids (6 ms for 10,000 rows).
         row = conn.execute("SELECT id FROM messages WHERE session_id = ? AND id <= ? ORDER BY id DESC LIMIT 1 OFFSET ?",
                            (sid, held[sid], TAIL_ROWS - 1)).fetchone()
         after = row[0] - 1 if row else 0
