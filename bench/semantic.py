@@ -126,18 +126,18 @@ def noop_check(home: Path, repeats: int) -> dict:
     other = next(s for s in callers if s not in set(members))
     writer = SessionDB(db_path=home / "state.db")
     try:
-        with reading(home / "state.db") as (conn, _shape):
-            worker.top_up(conn, key, members, 0)
+        with reading(home / "state.db") as (conn, shape):
+            worker.top_up(conn, shape, key, members, 0)
         for i in range(repeats):
-            with reading(home / "state.db") as (conn, _shape):
+            with reading(home / "state.db") as (conn, shape):
                 t = time.perf_counter()
-                summary = worker.top_up(conn, key, members, 0)
+                summary = worker.top_up(conn, shape, key, members, 0)
                 quiet.append((time.perf_counter() - t) * 1000)
                 assert summary["pending"] == 0, summary
             writer.append_message(other, "user", f"a message in another project {i}")
-            with reading(home / "state.db") as (conn, _shape):
+            with reading(home / "state.db") as (conn, shape):
                 t = time.perf_counter()
-                summary = worker.top_up(conn, key, members, 0)
+                summary = worker.top_up(conn, shape, key, members, 0)
                 changed.append((time.perf_counter() - t) * 1000)
                 assert summary["pending"] == 0, summary
                 t = time.perf_counter()

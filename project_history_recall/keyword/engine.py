@@ -489,11 +489,11 @@ class _OwnIndex:
     def outdated(self, keys: "np.ndarray", message_ids: list[int], lengths: "np.ndarray",
                  texts: list[str | None]) -> set[int]:
         """The index's length of a message is its normalised text's (``textindex.index_texts``): one
-        read otherwise was edited in place since it was indexed, its row count and last id unchanged
-        (an importer; Hermes 0.22 too, when a turn's prologue rewrites the user row it wrote on submit,
-        ``SessionDB.set_user_message_content``), and would be found by words it no longer says. Such a
-        message is dropped, and its session marked to be indexed again by the next search. (An edit
-        that keeps the length is not seen: telling it would take a hash of every indexed message.)"""
+        read otherwise was edited in place since it was indexed, its row count and last id unchanged,
+        and would be found by words it no longer says. Such a message is dropped, and its session
+        marked to be indexed again by the next search. The rows Hermes itself may still rewrite are
+        checked by their digests before a search (``textindex.Keeper._edited``); this catches edits
+        elsewhere (an importer, ``hermes sessions clean-markers``) that change the length."""
         fresh = [i for i, (n, text) in enumerate(zip(lengths.tolist(), texts, strict=True))
                  if text is not None and len(text) != n and message_ids[i] not in self.edited]
         if fresh:

@@ -32,7 +32,9 @@ So the plugin keeps a derived index in its data folder, never in
   behind, unreachable, until the index is rebuilt when they pile up). Small
   updates are done inline; a first build runs in a background thread while
   searches use Hermes's indexes. A text edited in place (the row count and
-  last id unchanged) is told by its length, when a search reads it
+  last id unchanged) is told by its digest (``digest``) among the rows Hermes
+  may still rewrite (``changes.edit_windows``), and its session indexed
+  again; elsewhere by its length, when a search reads it
   (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``).
 - **Merging**, after a build or some of searches' small updates (the
   background thread's idle time, the ``index`` command): FTS5's segments, one
@@ -47,11 +49,13 @@ and time, are checked against state.db when results are read.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import re
 import sqlite3
 import unicodedata
+from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -59,7 +63,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import Change, Once, SessionState, changes
+from ..hermes.changes import RECENT_ROWS, TAIL_ROWS, Change, Once, SessionState, changes, edit_windows
 from ..hermes.messages import index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -73,7 +77,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FILE_NAME = "keywords.db"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Bump when ``tokens`` changes: the index is then rebuilt.
 TOKENIZER_VERSION = "4"
 
@@ -92,7 +96,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     seen_max_id INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS docs (
-    rowid INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, length INTEGER NOT NULL, timestamp REAL);
+    rowid INTEGER PRIMARY KEY, message_id INTEGER NOT NULL, length INTEGER NOT NULL, timestamp REAL,
+    digest INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS words (word TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS text USING fts5(
     body, extra, content='', columnsize=0, tokenize="{TOKENIZE}");
@@ -198,6 +203,16 @@ def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple
     return " ".join(tokens(text)), extra, len(text)
 
 
+def digest(content: object, tool_name: object, tool_calls: object) -> int:
+    """A message's columns as ``index_rows`` reads them, in 64 bits: what tells a row rewritten in
+    place from the one indexed, whatever its length (hashed, not tokenised: ~1 µs a message)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (content, tool_name, tool_calls):
+        h.update(part if isinstance(part, bytes) else str(part).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
 def words_of(body: str) -> set[str]:
     """The Latin-script words among a body's tokens (prefix queries look them up)."""
     return {t for t in body.split() if t[0].isascii()}
@@ -291,6 +306,21 @@ class TextIndex(derived.DerivedFile):
             rows = conn.execute(f"SELECT rowid, message_id, length, {seconds_sql('timestamp')} FROM docs WHERE rowid IN "
                                 "(SELECT value FROM json_each(?))", (json.dumps(rowids),)).fetchall()
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def digests(self, st: KeywordState, after: int) -> dict[int, int]:
+        """Message id -> ``digest`` of the session's indexed messages after id ``after``."""
+        base = (st.slot << SLOT_SHIFT) | (st.ordinal << ORDINAL_SHIFT)
+        out: dict[int, int] = {}
+        with self.using() as conn:
+            for start in (base, base | TOOL_BIT):
+                # Each range holds its rows in id order: read from its end back to ``after``, not the whole session.
+                with closing(conn.execute("SELECT message_id, digest FROM docs WHERE rowid BETWEEN ? AND ? "
+                                          "ORDER BY rowid DESC", (start, start + MAX_SEQ))) as rows:
+                    for mid, value in rows:
+                        if mid <= after:
+                            break
+                        out[mid] = value
+        return out
 
     def lengths(self, ranges: list[tuple[int, int]]) -> list[int]:
         """The lengths of the messages within ``ranges`` (rowids)."""
@@ -408,12 +438,12 @@ class TextIndex(derived.DerivedFile):
                 rowid = base | (TOOL_BIT if role == "tool" else 0) | st.next_seq
                 body, extra, length = index_texts(content, tool_name, tool_calls)
                 texts.append((rowid, body, extra))
-                docs.append((rowid, mid, length, ts))
+                docs.append((rowid, mid, length, ts, digest(content, tool_name, tool_calls)))
                 words |= words_of(body)
                 st.next_seq += 1
                 st.indexed_max_id = mid
             conn.executemany("INSERT INTO text (rowid, body, extra) VALUES (?, ?, ?)", texts)
-            conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?)", docs)
+            conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", docs)
             conn.executemany("INSERT OR IGNORE INTO words VALUES (?)", [(w,) for w in words])
             if complete:
                 st.seen_count, st.seen_max_id = work.seen
@@ -585,6 +615,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         if states is None:
             states = self.index.states(members)
         work = changes(conn, states, members, self._counted(counts, members, stamp))
+        work.update(self._edited(conn, states, members, work))
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())
@@ -604,12 +635,29 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
 
         State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(state_db_path(self.home)) as (conn, _shape):
-            work = changes(conn, self.index.states(members), members)
+            states = self.index.states(members)
+            work = changes(conn, states, members)
+            work.update(self._edited(conn, states, members, work))
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
             self._index(key, work[sid])
             if on_progress:
                 on_progress(n, len(work))
         return len(work)
+
+    def _edited(self, conn: sqlite3.Connection, states: dict[str, KeywordState], members: list[str],
+                work: dict[str, Change]) -> dict[str, Change]:
+        """A redo of each session holding a row Hermes rewrote in place since it was indexed, among
+        those it may still rewrite (``edit_windows``): its words then are the ones indexed."""
+        out = {}
+        for sid, after in edit_windows(conn, states, members, work).items():
+            st = states[sid]
+            held = self.index.digests(st, after)
+            if any(mid in held and held[mid] != digest(content, name, calls) for mid, _role, content, name, calls, _ts
+                   in index_rows(conn, sid, after, st.indexed_max_id, RECENT_ROWS + TAIL_ROWS)):
+                out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+        if out:
+            self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)
+        return out
 
     def settle(self) -> int:
         """Merge the index's segments after a build (``build``'s callers, once all is built: merging

@@ -147,7 +147,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
                                        "the semantic index is updated from the next hybrid or semantic search")
         learn_size(embedder, query, as_query=True)
         worker = kept.of(home).indexer(settings, embedder, store)
-        summary = worker.top_up(conn, key, members, max(0.0, deadline - time.monotonic()), ctx.counts)
+        summary = worker.top_up(conn, ctx.shape, key, members, max(0.0, deadline - time.monotonic()), ctx.counts)
     except consent.ConsentRequired as exc:
         return Outcome("consent_required", str(exc), consent=consent_request.request(
             home, conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars,
@@ -236,8 +236,8 @@ def warm(home: Path, settings: Settings, scope: Scope) -> None:
     if not out.usable:
         return
     worker = kept.of(home).indexer(settings, *out.parts())
-    with reading(paths.state_db_path(home)) as (conn, _shape):
-        worker.top_up(conn, key, members, 0.0)
+    with reading(paths.state_db_path(home)) as (conn, shape):
+        worker.top_up(conn, shape, key, members, 0.0)
 
 
 def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope) -> Outcome:

@@ -9,12 +9,14 @@ Work goes to one background thread per store and model; a search waits for
 it at most ``index_budget_ms`` and then uses what is there. Every batch is
 committed with its progress, so a killed run resumes where it stopped.
 
-Not detected by the per-search check: a message's text edited in place with
-the row count unchanged (an importer; Hermes 0.22 when a turn's prologue
-rewrites the user row it wrote on submit, an @-file expanded). That is caught
-when such a message comes up as a semantic hit (its hash no longer matches,
-so the hit is dropped and the session reconciled) and by ``index`` on the
-command line, which always reconciles by hash.
+A message's text edited in place, the row count unchanged (Hermes 0.22 when a
+turn's prologue rewrites the user row it wrote on submit, an @-file expanded;
+the transcript repair filling a blank assistant row), is found by its content
+hash among the rows Hermes may still rewrite (``changes.edit_windows``), and
+its session reconciled. Elsewhere (an importer) it is caught when such a
+message comes up as a semantic hit (its hash no longer matches, so the hit is
+dropped and the session reconciled) and by ``index`` on the command line,
+which always reconciles by hash.
 """
 
 from __future__ import annotations
@@ -142,10 +144,10 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         return len(gone)
 
     # -- the search side ---------------------------------------------------------
-    def top_up(self, conn: sqlite3.Connection, key: tuple, members: list[str], budget_s: float,
+    def top_up(self, conn: sqlite3.Connection, shape: Shape, key: tuple, members: list[str], budget_s: float,
                counts: changes.Once | None = None) -> dict:
-        """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn``
-        is the caller's read-only state.db connection, ``counts`` the search's, if any.
+        """Bring ``members`` up to date, waiting at most ``budget_s``; ``conn`` and ``shape``
+        are the caller's read-only state.db connection and what it offers, ``counts`` the search's, if any.
 
         Returns ``{"pending": sessions still to do, "indexed": sessions with
         vectors, "states": each member's row in embeddings.db}``.
@@ -156,6 +158,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
         work = plan(conn, states, members, self._counted(counts, members, stamp))
+        work.update(self._edited(conn, shape, states, members, work))
         for item in work.values():
             item.project = key
         pending = self._submit(key, work, wait=budget_s)
@@ -165,6 +168,22 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             stamp = self._restamp(stamp)
             states = self.store.states(self.fp, members)
         return self._summary(0, self._remember(key, stamp, states))
+
+    def _edited(self, conn: sqlite3.Connection, shape: Shape, states: dict[str, vectors.VectorState],
+                members: list[str], work: dict[str, Work]) -> dict[str, Work]:
+        """A reconcile of each session holding a message Hermes rewrote in place since it was
+        embedded, among those it may still rewrite (``changes.edit_windows``): a blank row filled
+        has no vector yet, a text emptied still has one."""
+        out = {}
+        for sid, after in changes.edit_windows(conn, states, members, work).items():
+            st = states[sid]
+            now = {mid: chunking.content_hash(text) for mid, text in (
+                (mid, chunking.prepare(raw)) for mid, raw, _ts in messages.conversation_texts(
+                    conn, shape, sid, after, st.indexed_max_id)) if text}
+            if now != self.store.hashes(self.fp, sid, after, st.indexed_max_id):
+                self.store.mark_dirty(self.fp, sid)  # reconciled by a later search if this one's work is dropped
+                out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+        return out
 
     @staticmethod
     def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:

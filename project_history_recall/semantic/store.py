@@ -132,11 +132,13 @@ class VectorStore(derived.DerivedFile):
         with self.using() as conn:
             return {r[0]: VectorState(*r) for r in conn.execute(sql, params)}
 
-    def hashes(self, fingerprint: str, session_id: str) -> dict[int, str]:
+    def hashes(self, fingerprint: str, session_id: str, after: int = 0, upto: int | None = None) -> dict[int, str]:
+        """Message id -> content hash of the session's embedded messages in ``(after, upto]``."""
         with self.using() as conn:
             return dict(conn.execute(
                 "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND session_id = ? "
-                "GROUP BY message_id", (fingerprint, session_id)))
+                "AND message_id > ? AND message_id <= ? GROUP BY message_id",
+                (fingerprint, session_id, after, upto if upto is not None else 2**63 - 1)))
 
     def rows(self, fingerprint: str, session_ids: list[str], after_rowid: int = 0, page: int = 4096):
         """Chunk rows of these sessions with ``rowid > after_rowid``, in (session,

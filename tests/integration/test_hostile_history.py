@@ -296,9 +296,10 @@ def test_a_project_folder_ten_thousand_levels_deep_costs_the_depths_of_the_proje
     ([{"type": "text", "text": "zebra\x00 in a list"}], "zebra"), ("zebra " + "ﷺ" * 100_500, "zebra"),
 ], ids=["float", "int", "nul-inside", "nul-first", "not-utf8", "list-with-nul", "nfkc-past-the-cap"])
 def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, monkeypatch, content, query):
-    """The keyword index tells a text edited in place by its length (``_OwnIndex.outdated``): each
-    shape Hermes stores must read back as long as it was indexed, or its session would be indexed
-    again by every search that reads it."""
+    """The keyword index tells a text edited in place by its digest while Hermes may still rewrite it
+    (``Keeper._edited``), by its length when a search reads it (``_OwnIndex.outdated``): each shape
+    Hermes stores must read back with the digest and length it was indexed with, or its session would
+    be indexed again by every search."""
     from hermes_world import plugin_module
 
     folder = work / "p"
@@ -311,8 +312,9 @@ def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, mon
     textindex = plugin_module("keyword.textindex")
     marked: list = []
     monkeypatch.setattr(textindex.TextIndex, "mark_dirty", lambda self, sessions: marked.append(sessions))
-    for _ in range(2):
+    for n in range(2):
         assert mid in ids_of(_search(asker, query, "keyword"))
+        world.say(asker, "user", f"state.db changed {n}")  # the next search checks the rows again
     assert not marked, marked
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import SRC
 from hermes_world import (EN_DOCS, ZH_DOCS, ask, call, checkpoint, db_digest, enable_plugin, ids, plugin_module,
-                          plugin_settings, semantic_docs, wait_idle)
+                          plugin_settings, semantic_docs, wait_idle, write_as_importer)
 
 SEARCH = "project_history_search"
 
@@ -138,17 +138,86 @@ def test_a_search_counts_its_sessions_rows_once(docs, world, keyword_index, mode
     assert len([s for s in statements if "count(*), max(id)" in s]) == 1, statements
 
 
+def _rewrite_user_row(world, sid: str, mid: int, text: str) -> None:
+    """As Hermes 0.22's turn prologue rewrites the user row it wrote on submit (an @-file expanded);
+    0.19 has no such method: its UPDATE, through a plain connection as an importer would."""
+    if hasattr(world.db, "set_user_message_content"):
+        assert world.db.set_user_message_content(sid, mid, text) == 1
+    else:
+        write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ? AND session_id = ? "
+                          "AND role = 'user' AND active = 1", text, mid, sid)
+
+
 def test_changed_message_is_re_embedded(docs, world):
+    """A row Hermes rewrote in place, as long as it was: both indexes check the rows Hermes may still
+    rewrite before the search, so the first search after the edit finds it by its new words, and
+    no search by its old ones."""
+    sid, mid = docs[("EN", "refund")]
+    old = "money back to customers overnight"
+    assert ids(ask(docs, "EN", old))[0] == mid
+    new = "The office plants are watered every morning by a little robot."
+    assert len(new) == len(EN_DOCS["refund"])
+    _rewrite_user_row(world, sid, mid, new)
+    assert ids(ask(docs, "EN", "a machine takes care of the greenery"))[0] == mid
+    assert ids(ask(docs, "EN", "plants watered robot", "keyword")) == [mid]
+    assert ids(ask(docs, "EN", "office plants watered by a robot", "hybrid"))[0] == mid
+    for mode in ("semantic", "hybrid"):
+        assert mid not in ids(ask(docs, "EN", old, mode)), mode
+    assert mid not in ids(ask(docs, "EN", "refunds scheduled", "keyword"))
+
+
+def test_an_edit_elsewhere_is_dropped_when_it_comes_up(docs, world):
+    """An importer's edit of an older row (past the rows Hermes may still rewrite): the stale vector still
+    ranks the message first, but its text no longer says that: the hit is dropped and the session re-checked."""
     sid, mid = docs[("EN", "refund")]
     assert ids(ask(docs, "EN", "money back to customers overnight"))[0] == mid
-    conn = world.db._conn  # Hermes has no edit API; change the row as a direct edit would
-    conn.execute("UPDATE messages SET content = ? WHERE id = ?",
-                 ("The office plants are watered by a robot every morning.", mid))
-    conn.commit()
-    # The stale vector still ranks this message first, but its text no longer
-    # says that: the hit is dropped and the session re-checked.
+    world.session(*[("user", f"filler {i}") for i in range(plugin_module("hermes.changes").RECENT_ROWS)],
+                  cwd=docs["dirs"]["ZH"])
+    write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
+                      "The office plants are watered by a robot every morning.", mid)
     assert mid not in ids(ask(docs, "EN", "money back to customers overnight"))
     assert ids(ask(docs, "EN", "a machine takes care of the greenery"))[0] == mid
+
+
+# The transcript repair's fill of a blank assistant row (an interrupted stream), a compare-and-set on the content.
+FILL = "UPDATE messages SET content = ? WHERE id = ? AND session_id = ? AND content IS ?"
+FILLED = "The database migration was rolled back because the new index locked the orders table."
+
+
+def _blank_reply(world, sid: str) -> tuple[int, object]:
+    """A blank assistant row, as a stream cut off leaves it, and its content as stored."""
+    mid = world.say(sid, "assistant", "")
+    conn = sqlite3.connect(world.home / "state.db")
+    try:
+        return mid, conn.execute("SELECT content FROM messages WHERE id = ?", (mid,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_a_blank_reply_filled_in_place_is_found_by_its_words(docs, world, mode):
+    """A blank row is never a hit, so only the check of the rows Hermes may still rewrite finds its fill."""
+    sid, _ = docs[("EN", "css")]
+    blank, stored = _blank_reply(world, sid)
+    query = "orders table migration rolled back"
+    assert blank not in ids(ask(docs, "EN", query, mode))  # indexed blank
+    write_as_importer(world.home, FILL, FILLED, blank, sid, stored)
+    assert ids(ask(docs, "EN", query, mode))[0] == blank
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_a_blank_reply_filled_when_its_session_resumes_is_found(docs, world, mode):
+    """The repair fills the row when the session is resumed, however many rows Hermes wrote since,
+    in the same write as the resumed turn's first row."""
+    sid, _ = docs[("EN", "css")]
+    blank, stored = _blank_reply(world, sid)
+    query = "orders table migration rolled back"
+    assert blank not in ids(ask(docs, "EN", query, mode))
+    world.session(*[("user", f"filler {i}") for i in range(plugin_module("hermes.changes").RECENT_ROWS)],
+                  cwd=docs["dirs"]["ZH"])
+    write_as_importer(world.home, FILL, FILLED, blank, sid, stored)
+    world.say(sid, "user", "go on")  # the resumed turn (Hermes's one write there; searches come after both)
+    assert blank in ids(ask(docs, "EN", query, mode))
 
 
 def test_deleted_session_leaves_results_and_the_index(docs, world):
