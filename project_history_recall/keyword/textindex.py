@@ -641,7 +641,9 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 # Set aside as damaged, or replaced: the next search's keeper builds the new file.
                 logger.warning("keyword index stopped: %s", exc)
                 raise Stop(None) from exc
-            # Transient (locked, a full disk) or the files are gone: tried again.
+            if isinstance(exc, StateDBError):
+                return self._unreadable(exc)
+            # Transient (locked, a full disk): tried again.
             logger.warning("keyword index paused: %s", exc)
             return Step.PAUSE
         return Step.DONE
