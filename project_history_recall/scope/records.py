@@ -24,6 +24,8 @@ there is no store yet to lock.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sqlite3
 import threading
@@ -39,8 +41,11 @@ from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
 from ..hermes.watch import watched
 
+logger = logging.getLogger(__name__)
+
 FILE_NAME = "recall.db"
 LOCK_NAME = "recall.lock"
+JOURNAL_NAME = "recall.moving"  # the move whose record is open while Hermes writes the session's folder
 # Longer than any one move takes (its slowest parts, the store's and Hermes's
 # writes, each give up after a few seconds of contention).
 MOVE_WAIT_SECONDS = 30.0
@@ -157,8 +162,9 @@ class Recorder:
         self._conn = conn
         self.moves: list[Move] = []
 
-    def record(self, move: Move) -> None:
-        now = time.time()
+    def record(self, move: Move, at: float | None = None) -> None:
+        """Record ``move``, made at ``at`` (now, unless it is a killed move's, finished later)."""
+        now = time.time() if at is None else at
         if move.to_kind != "explicit":
             # Back in an automatic project: nothing to record, the session's folder says it.
             self._conn.execute("DELETE FROM attributions WHERE session_id = ?", (move.session_id,))
@@ -180,6 +186,58 @@ class Recorder:
             "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
             (move.session_id, move.project_id, now, move.from_kind, move.from_id),
         )
+
+
+def logged(path: Path, session_id: str, at: float) -> bool:
+    """Whether the store at ``path`` holds the move of ``session_id`` made at ``at``."""
+    if not path.exists():
+        return False
+    conn = connect_readonly(path, timeout_ms=2000)
+    try:
+        return retry(lambda: "moves" in table_names(conn) and conn.execute(
+            "SELECT 1 FROM moves WHERE session_id = ? AND moved_at = ?", (session_id, at)).fetchone() is not None,
+            path)
+    finally:
+        conn.close()
+
+
+def note_moving(data_dir: Path, move: Move, at: float) -> None:
+    """Keep ``move`` (made at ``at``) in a file of its own before Hermes writes the session's folder.
+
+    The record's transaction is open while Hermes writes, and dies with a process killed then:
+    Hermes's row holds the new folder, and the move's log row, the only copy of the folder (and git
+    fields) the session had before, was lost with it; nothing showed where the session had been,
+    nor could it be moved back into an automatic project it was the last session of. The next move
+    of the profile, or a look at the session, finishes it (``move.finish_interrupted``). Under the
+    move lock, so one file is enough. Written in place: a process killed while writing it had not
+    reached Hermes's write, and a file cut short reads as no move (``interrupted``). Not synced to
+    the disk: it outlives a killed process, not a power cut."""
+    path = data_dir / JOURNAL_NAME
+    try:
+        path.write_text(json.dumps({"moved_at": at, **asdict(move)}), encoding="utf-8")
+    except OSError as exc:
+        raise _save_failed(path, exc) from exc
+
+
+def interrupted(data_dir: Path) -> tuple[Move, float] | None:
+    """(the move ``note_moving`` kept, when it was made), or None: no move was cut short, or the
+    file cannot be read (then nothing can be done with it)."""
+    path = data_dir / JOURNAL_NAME
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        at = float(kept.pop("moved_at"))
+        return Move(**kept), at
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        logger.warning("not using %s, a move cut short (%s)", path, exc)
+        return None
+
+
+def done_moving(data_dir: Path) -> None:
+    """The move ``note_moving`` kept is recorded, undone or given up: forget it."""
+    with suppress(OSError):
+        (data_dir / JOURNAL_NAME).unlink(missing_ok=True)
 
 
 def _begin(conn: sqlite3.Connection, wal: bool) -> None:
