@@ -122,37 +122,57 @@ def _read_attributions(conn: sqlite3.Connection) -> Records:
             for row in conn.execute(f"SELECT a.session_id, a.project_id, {moved_to} FROM attributions a")}
 
 
+@contextmanager
+def _ours(path: Path) -> Iterator[None]:
+    """Reads of ``recall.db`` within the block: damage to it is told as damage to the plugin's own
+    record, with what to do. The message every SQLite file gets sent the user to Hermes's doctor,
+    which does not check this file, and said nothing of what moving it aside gives up."""
+    try:
+        yield
+    except StateDBError as exc:
+        if exc.code != "corrupt":
+            raise
+        raise StateDBError(
+            f"{path} is not a readable SQLite database (it may be damaged). It is this plugin's record of "
+            "the sessions moved between projects, not one of Hermes's files, which are untouched; nothing "
+            "was changed. Moved aside, it is started afresh: each moved session then counts in the project "
+            "of the folder its move gave it, and the moves' history is lost.", "corrupt") from exc
+
+
 def load_records(path: Path) -> Records:
     """Every recorded session's project and folder from ``recall.db``; empty when nothing was ever moved."""
     if not path.exists():
         return {}
-    conn = connect_readonly(path, timeout_ms=2000)
-    try:
-        return retry(lambda: _read_attributions(conn), path)
-    finally:
-        conn.close()
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            return retry(lambda: _read_attributions(conn), path)
+        finally:
+            conn.close()
 
 
 def load_history(path: Path, session_id: str) -> list[dict]:
     """Every recorded move of one session, oldest first."""
     if not path.exists():
         return []
-    conn = connect_readonly(path, timeout_ms=2000)
-    try:
-        def _read() -> list[dict]:
-            if "moves" not in table_names(conn):
-                return []
-            rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
-            return [dict(row) for row in rows]
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            def _read() -> list[dict]:
+                if "moves" not in table_names(conn):
+                    return []
+                rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
+                return [dict(row) for row in rows]
 
-        return retry(_read, path)
-    finally:
-        conn.close()
+            return retry(_read, path)
+        finally:
+            conn.close()
 
 
 def current_records(path: Path) -> Records:
     """Like :func:`load_records`, cached per process until the next commit; do not mutate."""
-    return watched(path, _read_attributions, {})
+    with _ours(path):
+        return watched(path, _read_attributions, {})
 
 
 class Recorder:
@@ -192,13 +212,14 @@ def logged(path: Path, session_id: str, at: float) -> bool:
     """Whether the store at ``path`` holds the move of ``session_id`` made at ``at``."""
     if not path.exists():
         return False
-    conn = connect_readonly(path, timeout_ms=2000)
-    try:
-        return retry(lambda: "moves" in table_names(conn) and conn.execute(
-            "SELECT 1 FROM moves WHERE session_id = ? AND moved_at = ?", (session_id, at)).fetchone() is not None,
-            path)
-    finally:
-        conn.close()
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            return retry(lambda: "moves" in table_names(conn) and conn.execute(
+                "SELECT 1 FROM moves WHERE session_id = ? AND moved_at = ?", (session_id, at)).fetchone() is not None,
+                path)
+        finally:
+            conn.close()
 
 
 def note_moving(data_dir: Path, move: Move, at: float) -> None:

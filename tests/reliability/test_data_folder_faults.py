@@ -222,3 +222,34 @@ def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_pa
         assert res["success"] or res["error_code"] != "internal", res
     assert gone.exists() and not world.home.exists(), sorted(p.name for p in world.home.rglob("*"))
     assert not failures
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "cut short"])
+def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, damage):
+    """recall.db is not derived (it holds the moves): it is never rebuilt behind the user's back, and
+    its damage is told as the plugin's, with what moving it aside gives up. The message every SQLite
+    file got sent the user to 'hermes doctor', which does not check this file."""
+    from cli_runs import cli_process
+    from hermes_world import checkpoint, db_digest
+
+    asker, earlier = _world(world, work)
+    world.close()
+    path = world.home / PLUGIN_KEY / "recall.db"
+    store_state(world.home)  # its WAL folded in: the file is whole on its own
+    if damage == "overwritten":
+        path.write_bytes(b"not a database, written over by something else\n" * 200)
+    else:
+        os.truncate(path, path.stat().st_size // 2)
+    checkpoint(world.home)
+    state_before, damaged = db_digest(world.home / "state.db"), path.read_bytes()
+    answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
+               call("project_session_move", {"project": "Other"}, session_id=asker)]
+    shown = cli_process("--home", str(world.home), "session", earlier, "--json")
+    answers.append(json.loads(shown.stdout))
+    for res in answers:
+        assert res["success"] is False and res["error_code"] == "corrupt", res
+        assert str(path) in res["error"] and "moved between projects" in res["error"], res
+        assert "hermes doctor" not in res["error"] and "Traceback" not in json.dumps(res), res
+    assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
+    checkpoint(world.home)
+    assert db_digest(world.home / "state.db") == state_before and path.read_bytes() == damaged
