@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from hermes_world import call, enable_plugin, plugin_module, plugin_settings
+from hermes_world import PLUGIN_KEY, background_workers, call, enable_plugin, plugin_module, plugin_settings
 
 SEARCH = "project_history_search"
 LONG = 60  # seconds: a bound for waits that end as soon as the workers have given up their work
@@ -66,7 +66,7 @@ def _files(path) -> list[str]:
     return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
-@pytest.mark.parametrize("event", ["home deleted", "home renamed", "state.db deleted"])
+@pytest.mark.parametrize("event", ["home deleted", "home renamed", "state.db deleted", "data folder deleted"])
 def test_the_workers_give_up_what_a_gone_home_held(world, work, tmp_path, monkeypatch, caplog, event):
     asker, gate, workers = _queued(world, work, monkeypatch)
     home, aside = world.home, tmp_path / "renamed"
@@ -74,6 +74,8 @@ def test_the_workers_give_up_what_a_gone_home_held(world, work, tmp_path, monkey
         shutil.rmtree(home)
     elif event == "home renamed":
         home.rename(aside)
+    elif event == "data folder deleted":  # to reset the plugin
+        shutil.rmtree(home / PLUGIN_KEY)
     else:
         for suffix in ("", "-wal", "-shm"):
             (home / f"state.db{suffix}").unlink(missing_ok=True)
@@ -84,6 +86,14 @@ def test_the_workers_give_up_what_a_gone_home_held(world, work, tmp_path, monkey
     # again every half second for as long as Hermes ran, a warning each time, never idle.
     for worker in workers:
         assert worker.wait_idle(LONG), f"{type(worker).__name__} still busy with a home that is gone"
+    if event == "data folder deleted":  # built again from state.db, as on a first run
+        assert call(SEARCH, {"query": "websocket backoff"}, session_id=asker)["success"]
+        for worker in [*workers, *(w for _home, w in background_workers())]:
+            assert worker.wait_idle(LONG)
+        res = call(SEARCH, {"query": "websocket backoff", "mode": "hybrid"}, session_id=asker)
+        assert res["success"] and res["semantic_status"] == "ready" and len(res["results"]) >= 6, res
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+        return
     res = call(SEARCH, {"query": "websocket"}, session_id=asker)
     assert res["success"] is False and res["error_code"] == "missing", res
     assert "state.db" in res["error"] and "Traceback" not in res["error"]
