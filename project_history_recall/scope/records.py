@@ -256,9 +256,12 @@ def interrupted(data_dir: Path) -> tuple[Move, float] | None:
 
 
 def done_moving(data_dir: Path) -> None:
-    """The move ``note_moving`` kept is recorded, undone or given up: forget it."""
-    with suppress(OSError):
-        (data_dir / JOURNAL_NAME).unlink(missing_ok=True)
+    """The move ``note_moving`` kept is recorded, undone or given up: forget it. Under the move
+    lock; so the private first stores (``recording``) still there are those of processes killed
+    before they published theirs, which nothing else removes: they go too."""
+    for left in (data_dir / JOURNAL_NAME, *data_dir.glob(f".{FILE_NAME}.*.new*")):
+        with suppress(OSError):
+            left.unlink(missing_ok=True)
 
 
 def _begin(conn: sqlite3.Connection, wal: bool) -> None:

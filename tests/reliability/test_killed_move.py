@@ -69,6 +69,7 @@ def test_a_move_killed_midway_loses_nothing(autos, world, work, when):
     assert info["project"]["id"] == (str(solo) if when == "before" else autos["P"]), info
     if when == "before":  # Hermes's write never happened: nothing to show, nothing to undo
         assert info["moves"] == [] and not list((world.home / PLUGIN_KEY).glob("recall.moving*")), info
+        assert not list((world.home / PLUGIN_KEY).glob(".recall.db.*"))
         return
     # Before, the move's log row, the only copy of the folder the session worked in, died with the
     # process: nothing showed where it had been, and it could not be moved back into solo.
@@ -79,3 +80,4 @@ def test_a_move_killed_midway_loses_nothing(autos, world, work, when):
     assert session_rows(world.home)[s]["cwd"] == str(solo)
     assert len(_session_info(world.home, s)["moves"]) == 2
     assert not list((world.home / PLUGIN_KEY).glob("recall.moving*"))
+    assert not list((world.home / PLUGIN_KEY).glob(".recall.db.*"))  # the killed first move's private store
