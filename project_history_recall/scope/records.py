@@ -256,12 +256,26 @@ def interrupted(data_dir: Path) -> tuple[Move, float] | None:
 
 
 def done_moving(data_dir: Path) -> None:
-    """The move ``note_moving`` kept is recorded, undone or given up: forget it. Under the move
-    lock; so the private first stores (``recording``) still there are those of processes killed
-    before they published theirs, which nothing else removes: they go too."""
-    for left in (data_dir / JOURNAL_NAME, *data_dir.glob(f".{FILE_NAME}.*.new*")):
+    """The move ``note_moving`` kept is recorded, undone or given up: forget it. The private first
+    stores (``recording``) of processes killed before they published theirs go too: nothing else
+    removes them. Only those of processes that are gone: where the file system cannot lock, the
+    move lock holds only within a process, and another's may be in use."""
+    for left in (data_dir / JOURNAL_NAME, *(p for p in data_dir.glob(f".{FILE_NAME}.*.new*") if _dead(p))):
         with suppress(OSError):
             left.unlink(missing_ok=True)
+
+
+def _dead(staging: Path) -> bool:
+    """Whether the process that named ``staging`` (``recording``: .recall.db.<pid>.<thread>.new) is gone."""
+    if os.name == "nt":
+        return False  # signal 0 there is CTRL_C_EVENT, sent to the process: left in place
+    try:
+        os.kill(int(staging.name.split(".")[3]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, IndexError, OSError):  # not such a name; a process of another user
+        return False
+    return False
 
 
 def _begin(conn: sqlite3.Connection, wal: bool) -> None:
