@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import PLUGIN_KEY, call, plugin_module, session_rows
+from hermes_world import PLUGIN_KEY, call, found, plugin_module, session_rows
 
 MOVE = "project_session_move"
 # A Hermes process that moves a session and is killed at ``sys.argv[3]``: just after Hermes saved
@@ -63,6 +63,9 @@ def test_a_move_killed_midway_loses_nothing(autos, world, work, when):
     _killed_move(world.home, s, "P", when)
     cwd = session_rows(world.home)[s]["cwd"]
     assert cwd == str(solo if when == "before" else autos["p"])
+    # Searched from P at once (a search finishes nothing): where Hermes's saved folder puts it.
+    from_p = call("project_history_search", {"query": "alone", "mode": "keyword"}, session_id=autos["ask_p"])
+    assert found(from_p) == (set() if when == "before" else {s}), from_p
     info = _session_info(world.home, s)
     assert info["success"] and info["cwd"] == cwd, info
     # One project for Hermes (its saved folder) and for the plugin.
