@@ -28,7 +28,7 @@ from typing import Generic, Protocol, TypeVar
 from .files.derived import DerivedFile
 from .hermes.changes import Counted, Once
 from .hermes.paths import state_db_path
-from .hermes.readonly import file_fingerprint
+from .hermes.readonly import StateDBError, file_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,19 @@ class Worker(Generic[W, A]):
             self._chores = True
             self._start()
             self._cond.notify_all()
+
+    def _unreadable(self, exc: StateDBError) -> Step:
+        """What a step does when state.db (or another of Hermes's files) cannot be read: a lock
+        passes, so the item is tried again after PAUSE; anything else (the file gone with a home
+        deleted or renamed, not a Hermes database any more) does not, and all queued work is given
+        up (``Stop``). Tried again every PAUSE, such an item kept the thread busy for as long as the
+        process ran, never idle, a warning logged at each try; the next search that can read
+        state.db plans its scope afresh."""
+        if exc.code == "locked":
+            logger.warning("%s paused: %s", self.what, exc)
+            return Step.PAUSE
+        logger.warning("%s stopped: %s", self.what, exc)
+        raise Stop(str(exc)) from exc
 
     def quiet(self) -> bool:
         """Nothing is queued: an idle chore may go on."""

@@ -26,7 +26,11 @@ Write ordering. The plugin's record (``recall.db``) and the session's cwd
 A crash between 3 and 4 leaves the cwd moved without a record: the folder,
 which is the target project's, then attributes the session to it anyway (an
 earlier record left behind holds only while the session is in the folder
-that move left it in). The move's log row is lost with the transaction.
+that move left it in). The record dies with the transaction, so the move is
+also kept in a file of its own before Hermes writes (``records.note_moving``):
+the next move, or ``session`` on the command line, records it as it was
+when Hermes's write took place, and forgets it when it did not
+(:func:`finish_interrupted`).
 
 Automatic projects. A session also moves into an automatic project (named
 as ``projects`` prints it, ``notes`` or ``notes (auto)``, or by its folder;
@@ -50,8 +54,10 @@ takes ``replace_git_meta`` get the real values, empty ones clearing the fields.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +86,8 @@ from .scope.resolve import (
     unknown_project,
 )
 from .scope.sessionref import SessionRefError, SessionRow
+
+logger = logging.getLogger(__name__)
 
 ACTION = "move sessions into it"
 WRITTEN_BY = "SessionDB.update_session_cwd"
@@ -452,17 +460,51 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
         written_by=WRITTEN_BY if write else None,
         to_kind=plan.target.kind,
     )
-    with records.recording(paths.data_dir(home)) as recorder:
-        recorder.record(move)
-        if write is not None:
-            try:
-                host.write_session_cwd(home, row.id, write.cwd, write.git_branch, write.git_repo_root,
-                                       write.replace_git_meta)
-            except host.HermesMissing:
-                raise
-            except Exception as exc:  # whatever Hermes raised: undo the record, report it
-                raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
-            plan.cwd_written = True
+    data_dir, at, noted = paths.data_dir(home), time.time(), False
+    try:
+        with records.recording(data_dir) as recorder:
+            recorder.record(move, at)
+            if write is not None:
+                records.note_moving(data_dir, move, at)
+                noted = True
+                try:
+                    host.write_session_cwd(home, row.id, write.cwd, write.git_branch, write.git_repo_root,
+                                           write.replace_git_meta)
+                except host.HermesMissing:
+                    raise
+                except Exception as exc:  # whatever Hermes raised: undo the record, report it
+                    raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
+                plan.cwd_written = True
+    finally:
+        if noted:
+            records.done_moving(data_dir)
+
+
+def finish_interrupted(home: Path) -> None:
+    """Record the move a killed process left in ``records.note_moving``'s file as it was, if Hermes
+    had written the session's folder (the row holds what the move wrote), and forget it either way.
+    Takes the move lock, only when there is such a file."""
+    data_dir = paths.data_dir(home)
+    if not (data_dir / records.JOURNAL_NAME).exists():
+        return
+    with records.moving(data_dir):
+        kept = records.interrupted(data_dir)
+        if kept is not None:
+            move, at = kept
+            with reading(paths.state_db_path(home)) as (conn, _shape):
+                try:
+                    row: SessionRow | None = sessionref.find(conn, home, move.session_id)
+                except SessionRefError:
+                    row = None  # deleted from Hermes since: nothing to record
+            written = row is not None and _same(row.cwd, move.to_cwd) and _same(
+                row.git_branch, move.to_git_branch) and _same(row.git_repo_root, move.to_git_repo_root)
+            if written and not records.logged(records.records_path(data_dir), move.session_id, at):
+                with records.recording(data_dir) as recorder:
+                    recorder.record(move, at)
+                catalog(home).invalidate()
+                logger.info("recorded the move of %s into %s that a killed process left", move.session_id,
+                            move.project_id)
+        records.done_moving(data_dir)
 
 
 def _re_anchor_live_session(plan: _Plan) -> str:
@@ -486,8 +528,9 @@ def run(home: Path, caller: Caller, args: object) -> dict:
     """One move, start to finish; always returns a response dict, never raises for bad input."""
     try:
         req = request_from_args(args)
+        finish_interrupted(home)  # a move cut short first: its record says where the session was
         # A refused or no-op request is answered from reads alone: it never
-        # touches the data folder, not even to take the lock.
+        # touches the data folder, not even to take the lock (unless a move was cut short).
         plan = _plan(home, caller, req)
         if isinstance(plan, dict):
             return plan

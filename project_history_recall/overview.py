@@ -14,6 +14,7 @@ from .hermes import paths
 from .hermes.host import Caller
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
+from .move import finish_interrupted
 from .results import link, when
 from .scope import sessionref
 from .scope.records import load_history, records_path
@@ -82,6 +83,7 @@ def list_projects(home: Path) -> dict:
 def session_info(home: Path, ref: str) -> dict:
     """Which project one session is in, why, and where it was moved from."""
     try:
+        finish_interrupted(home)  # a move cut short is one of the session's moves
         with reading(paths.state_db_path(home)) as (conn, _shape):
             row = sessionref.find(conn, home, ref)
             attribution = attribution_of(attribution_map(home, conn), row.facts)

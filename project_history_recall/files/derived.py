@@ -43,9 +43,10 @@ class StoreError(DataError):
 
     codes = ("store_unavailable",)
 
-    def __init__(self, message: str, *, set_aside: bool = False):
+    def __init__(self, message: str, *, set_aside: bool = False, locked: bool = False):
         super().__init__(message)
         self.set_aside = set_aside  # the file was damaged and has been moved aside: opening it again rebuilds it
+        self.locked = locked  # another process holds the file: the one failure that passes by itself
 
 
 class _OtherVersion(sqlite3.DatabaseError):
@@ -89,7 +90,7 @@ def describe(path: Path, exc: BaseException) -> StoreError:
     """The error a person reads for ``exc`` met on the derived file ``path``."""
     if isinstance(exc, LockTimeout) or (isinstance(exc, sqlite3.Error) and (
             _primary(exc) in _BUSY or "locked" in str(exc).lower())):
-        return StoreError(f"{path} is locked by another process; try again in a moment")
+        return StoreError(f"{path} is locked by another process; try again in a moment", locked=True)
     if isinstance(exc, sqlite3.Error) and _primary(exc) in _WRITE_FAILED:
         name = getattr(exc, "sqlite_errorname", "")
         return StoreError(f"{path} could not be used: {exc}{f' ({name})' if name else ''}{write_limit(path)}. "

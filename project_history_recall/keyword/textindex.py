@@ -689,9 +689,16 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 # Set aside as damaged, or replaced: the next search's keeper builds the new file.
                 logger.warning("keyword index stopped: %s", exc)
                 raise Stop(None) from exc
-            # Transient (locked, a full disk) or the files are gone: tried again.
-            logger.warning("keyword index paused: %s", exc)
-            return Step.PAUSE
+            if isinstance(exc, StateDBError):
+                return self._unreadable(exc)
+            if isinstance(exc, derived.StoreError) and exc.locked:
+                logger.warning("keyword index paused: %s", exc)
+                return Step.PAUSE  # another process's write: it ends
+            # A full disk, a file-size limit, a read-only folder: tried again every PAUSE, the item
+            # kept the thread busy, a warning logged each time, for as long as the process ran. The
+            # next search's keeper starts afresh (``keeper``), and searches use Hermes's indexes.
+            logger.warning("keyword index stopped: %s", exc)
+            raise Stop(str(exc)) from exc
         return Step.DONE
 
 

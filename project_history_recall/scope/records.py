@@ -24,6 +24,8 @@ there is no store yet to lock.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import sqlite3
 import threading
@@ -39,8 +41,11 @@ from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
 from ..hermes.watch import watched
 
+logger = logging.getLogger(__name__)
+
 FILE_NAME = "recall.db"
 LOCK_NAME = "recall.lock"
+JOURNAL_NAME = "recall.moving"  # the move whose record is open while Hermes writes the session's folder
 # Longer than any one move takes (its slowest parts, the store's and Hermes's
 # writes, each give up after a few seconds of contention).
 MOVE_WAIT_SECONDS = 30.0
@@ -117,37 +122,57 @@ def _read_attributions(conn: sqlite3.Connection) -> Records:
             for row in conn.execute(f"SELECT a.session_id, a.project_id, {moved_to} FROM attributions a")}
 
 
+@contextmanager
+def _ours(path: Path) -> Iterator[None]:
+    """Reads of ``recall.db`` within the block: damage to it is told as damage to the plugin's own
+    record, with what to do. The message every SQLite file gets sent the user to Hermes's doctor,
+    which does not check this file, and said nothing of what moving it aside gives up."""
+    try:
+        yield
+    except StateDBError as exc:
+        if exc.code != "corrupt":
+            raise
+        raise StateDBError(
+            f"{path} is not a readable SQLite database (it may be damaged). It is this plugin's record of "
+            "the sessions moved between projects, not one of Hermes's files, which are untouched; nothing "
+            "was changed. Moved aside, it is started afresh: each moved session then counts in the project "
+            "of the folder its move gave it, and the moves' history is lost.", "corrupt") from exc
+
+
 def load_records(path: Path) -> Records:
     """Every recorded session's project and folder from ``recall.db``; empty when nothing was ever moved."""
     if not path.exists():
         return {}
-    conn = connect_readonly(path, timeout_ms=2000)
-    try:
-        return retry(lambda: _read_attributions(conn), path)
-    finally:
-        conn.close()
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            return retry(lambda: _read_attributions(conn), path)
+        finally:
+            conn.close()
 
 
 def load_history(path: Path, session_id: str) -> list[dict]:
     """Every recorded move of one session, oldest first."""
     if not path.exists():
         return []
-    conn = connect_readonly(path, timeout_ms=2000)
-    try:
-        def _read() -> list[dict]:
-            if "moves" not in table_names(conn):
-                return []
-            rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
-            return [dict(row) for row in rows]
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            def _read() -> list[dict]:
+                if "moves" not in table_names(conn):
+                    return []
+                rows = conn.execute("SELECT * FROM moves WHERE session_id = ? ORDER BY id", (session_id,))
+                return [dict(row) for row in rows]
 
-        return retry(_read, path)
-    finally:
-        conn.close()
+            return retry(_read, path)
+        finally:
+            conn.close()
 
 
 def current_records(path: Path) -> Records:
     """Like :func:`load_records`, cached per process until the next commit; do not mutate."""
-    return watched(path, _read_attributions, {})
+    with _ours(path):
+        return watched(path, _read_attributions, {})
 
 
 class Recorder:
@@ -157,8 +182,9 @@ class Recorder:
         self._conn = conn
         self.moves: list[Move] = []
 
-    def record(self, move: Move) -> None:
-        now = time.time()
+    def record(self, move: Move, at: float | None = None) -> None:
+        """Record ``move``, made at ``at`` (now, unless it is a killed move's, finished later)."""
+        now = time.time() if at is None else at
         if move.to_kind != "explicit":
             # Back in an automatic project: nothing to record, the session's folder says it.
             self._conn.execute("DELETE FROM attributions WHERE session_id = ?", (move.session_id,))
@@ -180,6 +206,76 @@ class Recorder:
             "previous_kind = excluded.previous_kind, previous_id = excluded.previous_id",
             (move.session_id, move.project_id, now, move.from_kind, move.from_id),
         )
+
+
+def logged(path: Path, session_id: str, at: float) -> bool:
+    """Whether the store at ``path`` holds the move of ``session_id`` made at ``at``."""
+    if not path.exists():
+        return False
+    with _ours(path):
+        conn = connect_readonly(path, timeout_ms=2000)
+        try:
+            return retry(lambda: "moves" in table_names(conn) and conn.execute(
+                "SELECT 1 FROM moves WHERE session_id = ? AND moved_at = ?", (session_id, at)).fetchone() is not None,
+                path)
+        finally:
+            conn.close()
+
+
+def note_moving(data_dir: Path, move: Move, at: float) -> None:
+    """Keep ``move`` (made at ``at``) in a file of its own before Hermes writes the session's folder.
+
+    The record's transaction is open while Hermes writes, and dies with a process killed then:
+    Hermes's row holds the new folder, and the move's log row, the only copy of the folder (and git
+    fields) the session had before, was lost with it; nothing showed where the session had been,
+    nor could it be moved back into an automatic project it was the last session of. The next move
+    of the profile, or a look at the session, finishes it (``move.finish_interrupted``). Under the
+    move lock, so one file is enough. Written in place: a process killed while writing it had not
+    reached Hermes's write, and a file cut short reads as no move (``interrupted``). Not synced to
+    the disk: it outlives a killed process, not a power cut."""
+    path = data_dir / JOURNAL_NAME
+    try:
+        path.write_text(json.dumps({"moved_at": at, **asdict(move)}), encoding="utf-8")
+    except OSError as exc:
+        raise _save_failed(path, exc) from exc
+
+
+def interrupted(data_dir: Path) -> tuple[Move, float] | None:
+    """(the move ``note_moving`` kept, when it was made), or None: no move was cut short, or the
+    file cannot be read (then nothing can be done with it)."""
+    path = data_dir / JOURNAL_NAME
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        at = float(kept.pop("moved_at"))
+        return Move(**kept), at
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        logger.warning("not using %s, a move cut short (%s)", path, exc)
+        return None
+
+
+def done_moving(data_dir: Path) -> None:
+    """The move ``note_moving`` kept is recorded, undone or given up: forget it. The private first
+    stores (``recording``) of processes killed before they published theirs go too: nothing else
+    removes them. Only those of processes that are gone: where the file system cannot lock, the
+    move lock holds only within a process, and another's may be in use."""
+    for left in (data_dir / JOURNAL_NAME, *(p for p in data_dir.glob(f".{FILE_NAME}.*.new*") if _dead(p))):
+        with suppress(OSError):
+            left.unlink(missing_ok=True)
+
+
+def _dead(staging: Path) -> bool:
+    """Whether the process that named ``staging`` (``recording``: .recall.db.<pid>.<thread>.new) is gone."""
+    if os.name == "nt":
+        return False  # signal 0 there is CTRL_C_EVENT, sent to the process: left in place
+    try:
+        os.kill(int(staging.name.split(".")[3]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, IndexError, OSError):  # not such a name; a process of another user
+        return False
+    return False
 
 
 def _begin(conn: sqlite3.Connection, wal: bool) -> None:

@@ -230,8 +230,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         try:
             resume_after = self.process(item)
         except StateDBError as exc:
-            logger.warning("indexing %s paused: %s", item.session_id, exc)
-            return Step.PAUSE  # transient (locked) or the file is gone: the next search re-plans
+            return self._unreadable(exc)
         except consent.ConsentRequired:
             return Step.DROP  # the consent was removed from config.yaml while this scope was queued
         except LeftProject:

@@ -222,3 +222,75 @@ def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_pa
         assert res["success"] or res["error_code"] != "internal", res
     assert gone.exists() and not world.home.exists(), sorted(p.name for p in world.home.rglob("*"))
     assert not failures
+
+
+@pytest.mark.parametrize("damage", ["overwritten", "cut short"])
+def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, damage):
+    """recall.db is not derived (it holds the moves): it is never rebuilt behind the user's back, and
+    its damage is told as the plugin's, with what moving it aside gives up. The message every SQLite
+    file got sent the user to 'hermes doctor', which does not check this file."""
+    from cli_runs import cli_process
+    from hermes_world import checkpoint, db_digest
+
+    asker, earlier = _world(world, work)
+    world.close()
+    path = world.home / PLUGIN_KEY / "recall.db"
+    store_state(world.home)  # its WAL folded in: the file is whole on its own
+    if damage == "overwritten":
+        path.write_bytes(b"not a database, written over by something else\n" * 200)
+    else:
+        os.truncate(path, path.stat().st_size // 2)
+    checkpoint(world.home)
+    state_before, damaged = db_digest(world.home / "state.db"), path.read_bytes()
+    answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
+               call("project_session_move", {"project": "Other"}, session_id=asker)]
+    shown = cli_process("--home", str(world.home), "session", earlier, "--json")
+    answers.append(json.loads(shown.stdout))
+    for res in answers:
+        assert res["success"] is False and res["error_code"] == "corrupt", res
+        assert str(path) in res["error"] and "moved between projects" in res["error"], res
+        assert "hermes doctor" not in res["error"] and "Traceback" not in json.dumps(res), res
+    assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
+    checkpoint(world.home)
+    assert db_digest(world.home / "state.db") == state_before and path.read_bytes() == damaged
+
+
+IDLE_CHILD = textwrap.dedent("""
+    import importlib, json, resource, signal, sys
+    from pathlib import Path
+    import model_tools
+    from hermes_cli import plugins
+    from tools.registry import registry
+    plugins.discover_plugins(force=True)
+    package = registry.get_entry("project_history_search").handler.__module__.removesuffix(".ui.tools")
+    textindex = importlib.import_module(package + ".keyword.textindex")
+    textindex.INLINE_ROWS = 0  # the catch-up goes to the keyword index's thread
+    keeper = textindex.keeper(Path(sys.argv[2]))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # from here on, no file may grow
+    res = json.loads(model_tools.handle_function_call(
+        "project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=sys.argv[1]))
+    print(json.dumps({"search": res, "idle": keeper.wait_idle(60)}))
+""")
+
+
+def test_a_full_disk_does_not_keep_the_keyword_index_busy(world, work):
+    """keywords.db that cannot grow: before, the keyword index's thread tried its item again every
+    half second for as long as Hermes ran, logging a warning each time, and never went idle."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    assert call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"]
+    for n in range(3):  # Hermes stays open (world.db): state.db's WAL index is there to read
+        world.session(("user", f"websocket question {n} " + "filler " * 2000), cwd=app)
+    env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", IDLE_CHILD, asker, str(world.home)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["search"]["success"] and len(out["search"]["results"]) == 4, out["search"]
+    assert out["idle"], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
