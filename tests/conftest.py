@@ -79,7 +79,8 @@ def pytest_sessionfinish(session, exitstatus):
 # test's lazy import from it fails. Such a folder waits until the process no longer uses it (on
 # 0.19.0 the next home that enables the plugin takes the package over), or until the process ends
 # (Hermes 0.22 keeps a copy of the plugin for every home that loaded it, each with its own copy of
-# the embedded model, mapped from that home's saved arrays).
+# the embedded model, mapped from that home's saved arrays: hermes_world.seed_saved_model makes
+# those arrays one file, linked into every home).
 _TMP_PATH = pytest.StashKey[Path]()
 _FAILED = pytest.StashKey[bool]()
 _WAITING: list[Path] = []
