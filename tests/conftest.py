@@ -20,14 +20,14 @@ REPO = Path(__file__).resolve().parents[1]
 # pytest-xdist's workers start from this process's environment, after HOME
 # below points at the sandbox: the real home is handed down to them here.
 REAL_HERMES = Path(os.environ.setdefault("PHR_TESTS_REAL_HOME", os.path.expanduser("~"))) / ".hermes"
-_SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
+SANDBOX = Path(tempfile.mkdtemp(prefix="phr-tests-"))
 # Not in pytest's base folder, which pytest cleans: without this every process of every run left
 # one behind. The first handler registered runs last, after whatever Hermes registers to write there.
-atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)
-os.environ["HOME"] = str(_SANDBOX / "user-home")
-os.environ["HERMES_HOME"] = str(_SANDBOX / "import-home")
-(_SANDBOX / "user-home").mkdir()
-(_SANDBOX / "import-home").mkdir()
+atexit.register(shutil.rmtree, SANDBOX, ignore_errors=True)
+os.environ["HOME"] = str(SANDBOX / "user-home")
+os.environ["HERMES_HOME"] = str(SANDBOX / "import-home")
+(SANDBOX / "user-home").mkdir()
+(SANDBOX / "import-home").mkdir()
 for var in list(os.environ):
     if var.startswith(("HERMES_SESSION_", "TERMINAL_")):
         del os.environ[var]
@@ -35,7 +35,7 @@ os.environ.setdefault("TZ", "UTC")
 # Import the package from the checkout through a folder that holds only the
 # package: the checkout may also hold an *.egg-info from `pip install -e`,
 # whose entry point would make Hermes load us as a pip plugin in every test.
-SRC = _SANDBOX / "src"
+SRC = SANDBOX / "src"
 SRC.mkdir()
 (SRC / "project_history_recall").symlink_to(REPO / "project_history_recall", target_is_directory=True)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO]
@@ -79,7 +79,8 @@ def pytest_sessionfinish(session, exitstatus):
 # test's lazy import from it fails. Such a folder waits until the process no longer uses it (on
 # 0.19.0 the next home that enables the plugin takes the package over), or until the process ends
 # (Hermes 0.22 keeps a copy of the plugin for every home that loaded it, each with its own copy of
-# the embedded model, mapped from that home's saved arrays).
+# the embedded model, mapped from that home's saved arrays: hermes_world.seed_saved_model makes
+# those arrays one file, linked into every home).
 _TMP_PATH = pytest.StashKey[Path]()
 _FAILED = pytest.StashKey[bool]()
 _WAITING: list[Path] = []

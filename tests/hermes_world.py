@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import shutil
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, SANDBOX
 
 # Hermes's tool dispatcher, imported here, while the test modules are collected and HERMES_HOME is
 # still conftest's sandbox import home. Importing it loads Hermes's built-in tools, and some of them
@@ -147,16 +149,20 @@ def remote_settings(home: Path, server, extra: str = "", **openai) -> Path:
     return folder / "config.yaml"
 
 
-def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
+def enable_plugin(home: Path, *, directory_install: bool = True, saved_model: bool = True) -> dict:
     """Enable the plugin in config.yaml and load it with Hermes's plugin manager.
 
     ``directory_install`` copies the package to ``$HERMES_HOME/plugins/``
     (Hermes imports it as ``hermes_plugins.project_history_recall``).
+    ``saved_model``: the embedded model's arrays are in the data folder already, as an earlier
+    process leaves them (``seed_saved_model``); False for a test of the process that saves them.
     """
     from hermes_cli import plugins
 
     if not (home / "project-history-recall" / "config.yaml").exists():
         plugin_settings(home)
+    if saved_model:
+        seed_saved_model(home)
 
     if directory_install:
         target = home / "plugins" / PLUGIN_KEY
@@ -172,6 +178,36 @@ def enable_plugin(home: Path, *, directory_install: bool = True) -> dict:
     entry = loaded.get(PLUGIN_KEY)
     assert entry and entry["enabled"] and not entry["error"], entry
     return entry
+
+
+# The embedded model's arrays as the plugin saves them (semantic/embedders/local.py), built once
+# in this process, in conftest's sandbox (deleted when the process ends).
+_SAVED_MODEL = SANDBOX / "saved-model"
+
+
+def seed_saved_model(home: Path) -> None:
+    """Put in ``home``'s data folder, unless one is there, the embedded model's saved arrays
+    (83 MB), as a hard link to one file built once in this process: the state the first process
+    of an install leaves for every later one. Hermes 0.22 loads a copy of the plugin for every
+    home that enables it, each with its own copy of the model, and keeps them until the process
+    ends: each mapped its own home's file, and a CI run's 0.22 tests held ~20 GB of them. Linked,
+    every home's file is the same blocks. The plugin checks the file as it checks any it saved,
+    and only ever replaces it (so must a test: damaged in place, it is every home's). Across
+    file systems nothing is linked: the plugin builds and saves its own, as it did before. Nor in
+    a home whose settings load no USE (semantic search off, another embedder): none is saved there."""
+    from project_history_recall import settings
+    from project_history_recall.semantic.embedders import local
+
+    chosen = settings.load(home)
+    if not chosen.semantic or chosen.embedder not in ("local", "local+e5"):
+        return
+    if not _SAVED_MODEL.exists():  # once: a process that could not save it goes on without
+        local.UniversalSentenceEncoder(1000, 100, saved_in=_SAVED_MODEL)
+    for built in _SAVED_MODEL.glob("*.arrays"):
+        models = home / PLUGIN_KEY / "models"
+        models.mkdir(exist_ok=True)
+        with suppress(OSError):  # a file the test put there; another file system
+            os.link(built, models / built.name)
 
 
 def call(tool: str, args: dict, *, session_id: str | None = None, task_id: str | None = None) -> dict:

@@ -51,8 +51,9 @@ def fresh_process(home, cwd, session_id: str, hooked: bool) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def indexed_project(world, work):
-    """A project whose index is complete; its folder, and the id of the row Hermes has not written yet."""
+def indexed_project(world, work, saved_model: bool = True):
+    """A project whose index is complete; its folder, and the id of the row Hermes has not written yet.
+    ``saved_model``: as enable_plugin's."""
     folder = work / "app"
     folder.mkdir()
     world.project("App", folder)
@@ -60,14 +61,14 @@ def indexed_project(world, work):
                  "We renamed the CSS classes in the navigation bar.",
                  "Added exponential backoff to the websocket client."):
         world.session(("user", text), cwd=folder)
-    enable_plugin(world.home)
+    enable_plugin(world.home, saved_model=saved_model)
     assert call(SEARCH, {"query": QUESTION}, session_id=world.session(cwd=folder))["semantic_status"] == "ready"
     plugin_settings(world.home, index_budget_ms=0)
     return folder, "20260901_235959_abcdef"
 
 
 def test_after_session_start_the_first_search_is_semantic_at_once(world, work):
-    folder, new_session = indexed_project(world, work)
+    folder, new_session = indexed_project(world, work, saved_model=False)
     warm = fresh_process(world.home, folder, new_session, hooked=True)
     assert warm["returned"] == []  # the hook hands Hermes nothing back
     assert warm["model_loaded"]

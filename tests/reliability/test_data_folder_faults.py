@@ -52,7 +52,7 @@ def _world(world, work, move_earlier: bool = True) -> tuple[str, str]:
     earlier = world.session(("user", "an earlier session, moved into App before the disk filled"), cwd=other)
     world.session(("user", "the websocket reconnect loop is flaky"), ("assistant", "added backoff"), cwd=app)
     asker = world.session(cwd=app)
-    enable_plugin(world.home)
+    enable_plugin(world.home, saved_model=False)  # the child is the first to load the model: it cannot save it
     if move_earlier:
         moved = call("project_session_move", {"project": "App", "session": earlier}, session_id=asker)
         assert moved["moved"], moved
