@@ -237,7 +237,10 @@ class Worker(Generic[W, A]):
             if step is Step.PAUSE:
                 time.sleep(PAUSE)
             with self._cond:
-                self._busy = False
+                # Work done makes the idle chores due (merging what it wrote): flagged in the same hold
+                # of the lock that ends the step, so ``wait_idle`` cannot slip in before the top of the
+                # loop begins them (a test read an unmerged index after ``wait_idle``, under load).
+                self._busy, self._chores = False, True
                 if step is Step.DROP:
                     self._queues.pop(key, None)
                 elif step is Step.DONE:
