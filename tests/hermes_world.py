@@ -113,6 +113,16 @@ class World:
 TEST_SETTINGS = {"index_budget_ms": 60000}
 
 
+def websocket_app(world: World, work: Path) -> tuple[Path, str]:
+    """Project App (its folder ``work/app``) holding one session about a flaky websocket reconnect
+    loop: (the folder, a fresh session of it to ask from)."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    return app, world.session(cwd=app)
+
+
 def plugin_settings(home: Path, **values) -> None:
     """Write the plugin's own config.yaml (its data folder), replacing it."""
     import yaml

@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, session_rows, store_state
+from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, session_rows, store_state, websocket_app
 
 CHILD = textwrap.dedent("""
     import json, resource, signal, sys
@@ -188,11 +188,7 @@ def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_pa
     from hermes_cli import plugins
     from hermes_world import plugin_module
 
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
-    asker = world.session(cwd=app)
+    _app, asker = websocket_app(world, work)
     world.close()
     plugin_settings(world.home, index_budget_ms=5000)
     enable_plugin(world.home)
@@ -277,11 +273,7 @@ IDLE_CHILD = textwrap.dedent("""
 def test_a_full_disk_does_not_keep_the_keyword_index_busy(world, work):
     """keywords.db that cannot grow: before, the keyword index's thread tried its item again every
     half second for as long as Hermes ran, logging a warning each time, and never went idle."""
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
-    asker = world.session(cwd=app)
+    app, asker = websocket_app(world, work)
     enable_plugin(world.home)
     assert call("project_history_search", {"query": "websocket", "mode": "keyword"}, session_id=asker)["results"]
     for n in range(3):  # Hermes stays open (world.db): state.db's WAL index is there to read

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from hermes_world import PLUGIN_KEY, background_workers, call, enable_plugin, plugin_module, plugin_settings
+from hermes_world import PLUGIN_KEY, background_workers, call, enable_plugin, plugin_module, plugin_settings, websocket_app
 
 SEARCH = "project_history_search"
 LONG = 60  # seconds: a bound for waits that end as soon as the workers have given up their work
@@ -31,11 +31,7 @@ def _queued(world, work, monkeypatch) -> tuple[str, threading.Event, list]:
     """Project App indexed by both indexes, then more sessions, handed to both background workers by
     a search that waits for neither; each worker is held at its first item until the gate opens.
     (the asker, the gate, the workers)."""
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
-    asker = world.session(cwd=app)
+    app, asker = websocket_app(world, work)
     enable_plugin(world.home)
     _import_all()
     first = call(SEARCH, {"query": "websocket"}, session_id=asker)
