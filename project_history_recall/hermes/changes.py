@@ -79,14 +79,16 @@ TAIL_ROWS = 8
 
 
 def edit_windows(conn: sqlite3.Connection, states: Mapping[str, SessionState], members: list[str],
-                 work: Mapping[str, Planned]) -> dict[str, int]:
+                 work: Mapping[str, Planned], every_row: bool = False) -> dict[str, int]:
     """The ``members`` an index holds rows of that Hermes may still rewrite (see RECENT_ROWS), and
     that ``work`` does not redo anyway: session id -> the id after which its rows (up to its
-    ``indexed_max_id``) are checked. Reads state.db only, a few hundred rows by id at most."""
+    ``indexed_max_id``) are checked. Reads state.db only, a few hundred rows by id at most. With
+    ``every_row`` (``index`` on the command line, which a person runs to set things right), every
+    row each holds, whoever edited it."""
     held = {sid: st.indexed_max_id for sid in members if (st := states.get(sid)) is not None
             and st.indexed_max_id > 0 and st.seen_count >= 0 and (sid not in work or work[sid].kind == "append")}
-    if not held:
-        return {}
+    if not held or every_row:
+        return dict.fromkeys(held, 0)
     out: dict[str, int] = {}
     # The last RECENT_ROWS rows of the whole table, by id (0.1 ms), filtered here. ``+session_id``: grouped
     # by the column, SQLite would scan its session index whole for the order instead (120 ms at 1M rows);

@@ -33,8 +33,9 @@ So the plugin keeps a derived index in its data folder, never in
   updates are done inline; a first build runs in a background thread while
   searches use Hermes's indexes. A text edited in place (the row count and
   last id unchanged) is told by its digest (``digest``) among the rows Hermes
-  may still rewrite (``changes.edit_windows``), and its session indexed
-  again; elsewhere by its length, when a search reads it
+  may still rewrite (``changes.edit_windows``; ``index`` on the command line
+  checks every row), and its session indexed again; elsewhere by its
+  length, when a search reads it
   (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``).
 - **Merging**, after a build or some of searches' small updates (the
   background thread's idle time, the ``index`` command): FTS5's segments, one
@@ -59,11 +60,11 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import RECENT_ROWS, TAIL_ROWS, Change, Once, SessionState, changes, edit_windows
+from ..hermes.changes import Change, Once, SessionState, changes, edit_windows
 from ..hermes.messages import index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -592,6 +593,17 @@ def lookup_for(index: TextIndex, states: dict[str, KeywordState], searched: list
                   since, until, {st.ordinal: st.next_seq for st in found})
 
 
+def _rows(conn: sqlite3.Connection, sid: str, after: int, upto: int) -> Iterator[tuple]:
+    """``index_rows`` of the session in ``(after, upto]``, BATCH_ROWS a statement (a long session in
+    one statement would hold state.db's lock while all of it is read), until the caller has seen enough."""
+    while True:
+        rows = index_rows(conn, sid, after, upto, BATCH_ROWS)
+        yield from rows
+        if len(rows) < BATCH_ROWS:
+            return
+        after = rows[-1][0]
+
+
 class Keeper(Worker[Change, dict[str, KeywordState]]):
     """Keeps one keywords.db in step with state.db: small updates in the
     searching thread, first builds in the background."""
@@ -637,7 +649,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         with reading(state_db_path(self.home)) as (conn, _shape):
             states = self.index.states(members)
             work = changes(conn, states, members)
-            work.update(self._edited(conn, states, members, work))
+            work.update(self._edited(conn, states, members, work, every_row=True))
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
             self._index(key, work[sid])
             if on_progress:
@@ -645,15 +657,16 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         return len(work)
 
     def _edited(self, conn: sqlite3.Connection, states: dict[str, KeywordState], members: list[str],
-                work: dict[str, Change]) -> dict[str, Change]:
+                work: dict[str, Change], every_row: bool = False) -> dict[str, Change]:
         """A redo of each session holding a row Hermes rewrote in place since it was indexed, among
-        those it may still rewrite (``edit_windows``): its words then are the ones indexed."""
+        those it may still rewrite (``edit_windows``; with ``every_row``, among all it holds): its
+        words then are the ones indexed."""
         out = {}
-        for sid, after in edit_windows(conn, states, members, work).items():
+        for sid, after in edit_windows(conn, states, members, work, every_row).items():
             st = states[sid]
             held = self.index.digests(st, after)
             if any(mid in held and held[mid] != digest(content, name, calls) for mid, _role, content, name, calls, _ts
-                   in index_rows(conn, sid, after, st.indexed_max_id, RECENT_ROWS + TAIL_ROWS)):
+                   in _rows(conn, sid, after, st.indexed_max_id)):
                 out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
         if out:
             self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)

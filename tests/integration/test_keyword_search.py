@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from cli_runs import cli_process
 from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, ids, only_on, plugin_module,
                           plugin_settings, write_as_importer)
 
@@ -259,6 +260,29 @@ def test_a_text_edited_in_place_is_found_by_the_words_it_says_now(lookalike_pq, 
                       "the office plants are watered by a goose", mid)
     assert found_by("watered goose") == [mid]
     assert mid not in found_by("robot")
+
+
+def test_index_sets_right_an_old_text_edited_in_place(lookalike_pq, world):
+    """A row edited by an importer long after Hermes wrote it (300 rows written since: past the rows
+    a search checks), its length kept: ``index`` on the command line checks every row's digest, and
+    then the message is found by what it says now, not by what it said."""
+    sid = world.session(cwd=lookalike_pq["p_dir"], title="old")
+    mid = world.say(sid, "user", "the pelican migration crosses the estuary in spring")
+
+    def found_by(query: str) -> list[int]:
+        return ids(call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"]))
+
+    assert found_by("pelican estuary") == [mid]
+    chatter = world.session(cwd=lookalike_pq["p_dir"], title="chatter")
+    for n in range(300):
+        world.say(chatter, "assistant", f"routine line {n}")
+    assert found_by("pelican estuary") == [mid]  # the chatter indexed too
+    write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?",
+                      "the pelican migration crosses the lagoons in spring", mid)
+    done = cli_process("index", "--all", home=world.home)
+    assert done.returncode == 0, done.stderr
+    assert found_by("pelican lagoons") == [mid]
+    assert mid not in found_by("estuary")
 
 
 @only_on((0, 22), "SessionDB.set_user_message_content, which rewrites a user row's text in place")
