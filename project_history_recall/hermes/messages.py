@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from typing import Iterator
 
 from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql
 
@@ -269,14 +270,23 @@ def session_ids(conn: sqlite3.Connection) -> set[str]:
     return {r[0] for r in conn.execute("SELECT id FROM sessions")}
 
 
+_INDEX_COLUMNS = f"id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, {seconds_sql('timestamp')}"
+
+
 def index_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, limit: int) -> list[tuple]:
     """``(id, role, content, tool_name, tool_calls, timestamp)`` of the session's messages in
     ``(after_id, upto]``, at most ``limit``, in id order; content and tool calls as
     ``decode_content`` takes them, a timestamp that is no number as None."""
     return conn.execute(
-        f"SELECT id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, "
-        f"{seconds_sql('timestamp')} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+        f"SELECT {_INDEX_COLUMNS} FROM messages WHERE session_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
         (sid, after_id, upto, limit)).fetchall()
+
+
+def every_index_row(conn: sqlite3.Connection, sid: str, after_id: int, upto: int) -> Iterator[tuple]:
+    """``index_rows`` of all the session's messages in ``(after_id, upto]``, ``statedb.READ_BATCH`` per
+    statement (``in_batches``)."""
+    return in_batches(conn, f"SELECT {_INDEX_COLUMNS} FROM messages WHERE session_id = ? AND id <= ? AND id > ? "
+                            "ORDER BY id LIMIT ?", (sid, upto), after_id)
 
 
 def conversation_texts(conn: sqlite3.Connection, shape: Shape, sid: str, after_id: int,

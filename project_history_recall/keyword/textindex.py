@@ -60,12 +60,12 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
 from ..hermes.changes import Change, Once, SessionState, changes, edit_windows
-from ..hermes.messages import index_rows
+from ..hermes.messages import every_index_row, index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
@@ -593,17 +593,6 @@ def lookup_for(index: TextIndex, states: dict[str, KeywordState], searched: list
                   since, until, {st.ordinal: st.next_seq for st in found})
 
 
-def _rows(conn: sqlite3.Connection, sid: str, after: int, upto: int) -> Iterator[tuple]:
-    """``index_rows`` of the session in ``(after, upto]``, BATCH_ROWS a statement (a long session in
-    one statement would hold state.db's lock while all of it is read), until the caller has seen enough."""
-    while True:
-        rows = index_rows(conn, sid, after, upto, BATCH_ROWS)
-        yield from rows
-        if len(rows) < BATCH_ROWS:
-            return
-        after = rows[-1][0]
-
-
 class Keeper(Worker[Change, dict[str, KeywordState]]):
     """Keeps one keywords.db in step with state.db: small updates in the
     searching thread, first builds in the background."""
@@ -666,7 +655,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
             st = states[sid]
             held = self.index.digests(st, after)
             if any(mid in held and held[mid] != digest(content, name, calls) for mid, _role, content, name, calls, _ts
-                   in _rows(conn, sid, after, st.indexed_max_id)):
+                   in every_index_row(conn, sid, after, st.indexed_max_id)):
                 out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
         if out:
             self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)
