@@ -82,10 +82,11 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
     if why is not None:
         raise StateDBError(f"Cannot open {path} for reading: {why}.", "unreadable")
     if not path.is_file():
-        raise StateDBError(
-            f"No Hermes session database at {path}. Has Hermes run in this profile yet?",
-            "missing",
-        )
+        # A profile deleted or renamed while Hermes runs takes its folder along: asking whether
+        # Hermes has run there yet would send the user looking in the wrong place.
+        ask = ("Has Hermes run in this profile yet?" if path.parent.is_dir() else
+               f"There is no folder {path.parent} (a profile deleted or renamed, or a mistyped path?).")
+        raise StateDBError(f"No Hermes session database at {path}. {ask}", "missing")
     uri = sqlite_uri(path, "mode=ro&immutable=1" if immutable else "mode=ro")
 
     def _open() -> sqlite3.Connection:

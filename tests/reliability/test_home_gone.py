@@ -102,6 +102,9 @@ def test_the_workers_give_up_what_a_gone_home_held(world, work, tmp_path, monkey
     res = call(SEARCH, {"query": "websocket"}, session_id=asker)
     assert res["success"] is False and res["error_code"] == "missing", res
     assert "state.db" in res["error"] and "Traceback" not in res["error"]
+    # A home that is gone is said to be, not asked whether Hermes has run there yet (Hermes 0.22's
+    # dispatch has made the home anew by then, and there that question is the right one).
+    assert ("There is no folder" in res["error"]) is (not home.exists()), res["error"]
     # Nothing of the plugin's made again where it is gone (Hermes 0.22's dispatch itself makes a
     # deleted home anew, as on a first run: SOUL.md, logs/, cron/, ...).
     assert _ours(home) == _ours_of(left), _files(home)
