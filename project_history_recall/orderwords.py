@@ -114,7 +114,7 @@ _QUOTED_BY = re.compile(r"^[^:\s]{1,12}:", re.MULTILINE)
 _OUTCOME = re.compile(
     r"\b(?:in\s+the\s+end|eventually|finally|at\s+last(?!\s+(?:\w+day|week|weekend|night|month|year|time)\b)"
     r"|end(?:s|ed)?\s+up|end\s+result|turn(?:s|ed)?\s+out)\b"
-    r"|后来|最后|最终|结果|到底|终于", re.IGNORECASE)
+    r"|后来|最后|最终|结果|到底|终于|(?:怎么样|怎样|咋样|如何)了", re.IGNORECASE)
 # ...and words that ask how it stands now, or for its latest mention: "current" and a bare "now"
 # too, as 现在 is ("what is my current rent", "how much does she weigh now").
 _NOW = re.compile(

@@ -45,6 +45,7 @@ def test_questions_asking_how_something_turned_out(question: str) -> None:
     "最近有什么好看的电影",
     "上次那个报错怎么修的",
     "第一次带女朋友见父母那天吃的啥",
+    "结婚纪念日那顿西餐怎么样",
     "",
 ])
 def test_words_that_do_not_ask_for_an_outcome(question: str) -> None:
@@ -56,6 +57,8 @@ def test_words_that_do_not_ask_for_an_outcome(question: str) -> None:
     ("Which SUV did we end up buying?", True),
     ("儿子咳嗽最后查出来是什么病", True),
     ("胃里那个细菌后来复查结果", True),
+    ("爷爷心脏手术怎么样了", True),
+    ("面试咋样了", True),
     ("What book is Jon currently reading?", False),
     ("What is the latest on the flaky test?", False),
     ("How much does the dog walker charge now?", False),
