@@ -43,7 +43,6 @@ def test_the_unseen_sms_set_is_whole_in_the_same_format():
         (p["id"], s) for p in sms["people"] for s in zh_data.SPLITS}
 
 
-
 def test_the_unseen_chat_set_is_whole_in_the_same_format():
     chat = zh_data.load(zh_data.PATH.with_name("zh_chat.json"))
     assert chat["name"] == "zh-chat" and zh_data.problems(chat) == []
@@ -59,6 +58,21 @@ def test_the_unseen_chat_set_is_whole_in_the_same_format():
     assert not {q["question"] for d in (DATA, sms) for q in d["questions"]} & {q["question"] for q in chat["questions"]}
     assert {(q["person"], q["split"]) for q in chat["questions"]} == {
         (p["id"], s) for p in chat["people"] for s in zh_data.SPLITS}
+
+
+def test_the_fresh_set_is_whole_in_the_same_format():
+    fresh = zh_data.load(zh_data.PATH.with_name("zh_fresh.json"))
+    assert fresh["name"] == "zh-fresh" and zh_data.problems(fresh) == []
+    assert len(fresh["people"]) == 4 and sum(len(p["sessions"]) for p in fresh["people"]) == 241
+    assert len(fresh["questions"]) == 80
+    # Written apart from the three sets tuned on: no message or question of one is in another.
+    others = [DATA] + [zh_data.load(zh_data.PATH.with_name(name)) for name in ("zh_sms.json", "zh_chat.json")]
+    said = {text for d in others for p in d["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not said & {text for p in fresh["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not {q["question"] for d in others for q in d["questions"]} & {q["question"] for q in fresh["questions"]}
+    assert {(q["person"], q["split"]) for q in fresh["questions"]} == {
+        (p["id"], s) for p in fresh["people"] for s in zh_data.SPLITS}
+
 
 def _broken(path, value):
     data = copy.deepcopy(DATA)
