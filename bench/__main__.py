@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     longhist.add_argument("--about", action="store_true",
                           help="every session's answers restate the key words of the questions its turns answer "
                                "(sessions about what is asked of them)")
+    longhist.add_argument("--content", action="store_true",
+                          help="no function word (a standard English stop list) is a key word an answer restates")
     longhist.add_argument("--json", type=Path, help="also write the figures here")
     for p in (locomo, daily, longhist):
         p.add_argument("--questions", type=Path, metavar="FILE",
@@ -240,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         picked = [int(c) for c in args.conversations.split(",") if c.strip()] if args.conversations else None
         figures = mod.run(args.data, home, [m.strip() for m in args.modes.split(",") if m.strip()], args.embedder,
                           args.words, args.turns, args.sessions, args.names, picked, weights, args.focus,
-                          args.questions, args.even, args.about)
+                          args.questions, args.even, args.about, args.content)
         if args.json:
             args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0

@@ -63,6 +63,13 @@ each part here imitates, and why:
   questions than a distractor about its own. A question's words then come 12 times in 1,000 words in
   its gold sessions, against 1.5 in distractors and 2 in the asked conversation's other sessions
   (3.2, 1.35 and 1.65 without it; the tune half, with ``even``).
+- Content words only (``content``, off by default): a key word is any of a text's rarest words of three
+  letters or more, so a short question's key words are mostly its function words ("How many pets does
+  James have?": many, pets, does), which ``about`` then restates through its gold sessions, ten to thirty
+  times a session. No set's sessions say "does" more than others; a session-as-document BM25 keeps
+  every word of the question and is rewarded for them, where keyword mode drops them as stop words.
+  With ``content`` a standard English stop list (``FUNCTION_WORDS``, NLTK's, not the plugin's own) is
+  never a key word.
 - Dates: a distractor starts at a time drawn between the asked conversation's first and last
   session (at least an hour before the last), so the questions are still asked after everything
   and "last year" reads as in ``bench locomo``.
@@ -93,6 +100,16 @@ TOPICAL = 0.5  # share of an answer's sentences drawn from those holding a word 
 _FIRST_PERSON = frozenset("i i'm i've i'd i'll im ive my me mine myself we we're we've our ours us".split())
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _TOKEN = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+# NLTK's English stop list: the words ``content`` keeps out of the key words.
+FUNCTION_WORDS = frozenset("""
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his himself she
+she's her hers herself it it's its itself they them their theirs themselves what which who whom this that that'll these
+those am is are was were be been being have has had having do does did doing a an the and but if or because as until
+while of at by for with about against between into through during before after above below to from up down in out on off
+over under again further then once here there when where why how all any both each few more most other some such no nor
+not only own same so than too very s t can will just don don't should should've now d ll m o re ve y ain aren aren't
+couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn mightn't mustn
+mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't""".split())
 OPENERS = ("You mentioned {}.", "Thanks for sharing this about {}.", "So this is about {}.")
 FRAMES = ("When it comes to {}, a few things can help.", "A word on {}.", "Thinking a bit more about {}.",
           "Here is one more thought on {}.")
@@ -120,14 +137,14 @@ class Corpus:
     """What answers restate and are filled from: the word frequencies of a set of texts, and
     their impersonal sentences."""
 
-    def __init__(self, texts: Iterable[str], names: Iterable[str] = ()):
+    def __init__(self, texts: Iterable[str], names: Iterable[str] = (), stop: Iterable[str] = ()):
         df: Counter = Counter()
         count = 0
         for text in texts:
             df.update(set(_words(text)))
             count += 1
         self.df = df
-        self.common = {w for w, n in df.items() if n > COMMON * count}
+        self.common = {w for w, n in df.items() if n > COMMON * count} | set(stop)
         self.names = {n.casefold() for n in names}
 
     def impersonal(self, texts: Iterable[str]) -> list[str]:
@@ -144,16 +161,18 @@ class Corpus:
 
     def keys(self, text: str) -> list[str]:
         """The words of ``text`` an answer restates: its up to ``KEYS`` rarest in LoCoMo, not common
-        ones nor names, in the order the text has them."""
+        ones (nor the ``stop`` words the corpus was made with) nor names, in the order the text has them."""
         seen = list(dict.fromkeys(w for w in _words(text) if len(w) >= 3 and w not in self.common
                                   and w not in self.names))
         rarest = set(sorted(seen, key=lambda w: (self.df[w], seen.index(w)))[:KEYS])
         return [w for w in seen if w in rarest]
 
 
-def corpus_of(data: list) -> Corpus:
-    """The corpus of a LoCoMo file: its turns, its speakers' names."""
-    return Corpus((t["text"] for sample in data for t in _turns(sample)), (n for sample in data for n in _names(sample)))
+def corpus_of(data: list, content: bool = False) -> Corpus:
+    """The corpus of a LoCoMo file: its turns, its speakers' names; with ``content``, no
+    ``FUNCTION_WORDS`` among its key words."""
+    return Corpus((t["text"] for sample in data for t in _turns(sample)), (n for sample in data for n in _names(sample)),
+                  FUNCTION_WORDS if content else ())
 
 
 def _listed(words: list[str]) -> str:
@@ -266,14 +285,14 @@ def check(words: int, turns: int, sessions: int, exchanges: int, names: str) -> 
 
 def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, exchanges: int = EXCHANGES,
             names: str = "shared", seed: str = "longhist", focus: bool = False,
-            even: bool = False, about: bool = False) -> list[list[dict]]:
+            even: bool = False, about: bool = False, content: bool = False) -> list[list[dict]]:
     """Every conversation's sessions as ``locomo.build`` writes them (its own and the distractors,
     in time order), each with its ``source`` (sample id, session number) besides. ``focus``: the
     answers of every session carry the key words of its evidence turns; ``even``: distractors are
     whole sessions; ``about``: every answer restates the key words of the questions its session's
-    turns answer (see the module's note)."""
+    turns answer; ``content``: no function word is a key word (see the module's note)."""
     check(words, turns, sessions, exchanges, names)
-    corpus = corpus_of(data)
+    corpus = corpus_of(data, content)
     impersonal = [corpus.impersonal(t["text"] for t in _turns(sample)) for sample in data]
     evidence: list[dict[str, str] | None] = [None] * len(data)
     if focus or about:
@@ -310,17 +329,18 @@ def layouts(data: list, words: int = 300, turns: int = 4, sessions: int = 50, ex
 def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local", words: int = 300, turns: int = 4,
         sessions: int = 50, names: str = "shared", conversations: list[int] | None = None,
         context_weights: list[float] | None = None, focus: bool = False, questions_log: Path | None = None,
-        even: bool = False, about: bool = False) -> dict:
+        even: bool = False, about: bool = False, content: bool = False) -> dict:
     """``bench locomo``'s run over the long histories of ``data_path``; the halves printed too.
     ``questions_log``: as ``locomo.run``'s."""
     check(words, turns, sessions, EXCHANGES, names)
     note = (f"; long histories: {sessions} sessions a project, {turns} turns a user message, "
             f"~{words}-word answers, names {names}{', answers about the evidence' if focus else ''}"
-            f"{', whole distractor sessions' if even else ''}{', answers about the questions' if about else ''}")
+            f"{', whole distractor sessions' if even else ''}{', answers about the questions' if about else ''}"
+            f"{', content words only' if content else ''}")
     figures = locomo.run(data_path, home, modes, embedder, context_weights, conversations,
                          layout=lambda data: layouts(data, words, turns, sessions, names=names, focus=focus, even=even,
-                                                     about=about),
+                                                     about=about, content=content),
                          layout_note=note, halves=HALVES, questions_log=questions_log)
     figures["longhist"] = {"words": words, "turns": turns, "sessions": sessions, "names": names, "focus": focus,
-                           "even": even, "about": about}
+                           "even": even, "about": about, "content": content}
     return figures

@@ -196,3 +196,12 @@ def test_with_about_every_answer_of_a_session_restates_its_questions_in_every_pa
                     assert len(paragraphs) > 2
                     named = [re.search(rf"\b{asked_word(*s['source'])}\b", p) for p in paragraphs]
                     assert all(named) if about else not any(named)
+
+
+def test_with_content_no_function_word_of_a_question_is_a_key_word():
+    texts = [_word(i) for i in range(200)] + ["How many pets does James have?"]
+    question = "How many pets does James have?"
+    assert longhist.Corpus(texts, ["James"]).keys(question) == ["how", "many", "pets", "does", "have"]
+    assert longhist.Corpus(texts, ["James"], longhist.FUNCTION_WORDS).keys(question) == ["many", "pets"]
+    data = _data()
+    assert longhist.corpus_of(data, content=True).common == longhist.corpus_of(data).common | longhist.FUNCTION_WORDS
