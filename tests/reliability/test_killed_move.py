@@ -4,6 +4,7 @@ move's record (where the session was before) is not lost, so the user can see an
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ import textwrap
 import pytest
 
 from conftest import SRC
-from hermes_world import PLUGIN_KEY, call, found, plugin_module, session_rows
+from hermes_world import PLUGIN_KEY, call, found, plugin_module, session_rows, store_state
 
 MOVE = "project_session_move"
 # A Hermes process that moves a session and is killed at ``sys.argv[3]``: just after Hermes saved
@@ -84,3 +85,55 @@ def test_a_move_killed_midway_loses_nothing(autos, world, work, when):
     assert len(_session_info(world.home, s)["moves"]) == 2
     assert not list((world.home / PLUGIN_KEY).glob("recall.moving*"))
     assert not list((world.home / PLUGIN_KEY).glob(".recall.db.*"))  # the killed first move's private store
+
+
+# What a move's own file may hold when something other than a move wrote it: a NaN time (JSON
+# allows it), a kind no move writes, and a FIFO in its place, which a read waits on for ever.
+HOSTILE_JOURNALS = {
+    "nan-time": '{"moved_at": NaN, "session_id": "SID", "project_id": "PID", "to_cwd": "CWD"}',
+    "unknown-kind": '{"moved_at": 1.0, "session_id": "SID", "project_id": "PID", "to_cwd": "CWD", "to_kind": 7}',
+    "fifo": None,
+}
+MOVE_CHILD = textwrap.dedent("""
+    import json, sys
+    import model_tools
+    from hermes_cli import plugins
+    plugins.discover_plugins(force=True)
+    for _ in range(2):
+        print(model_tools.handle_function_call(MOVE, {"project": sys.argv[2], "session": sys.argv[1]}), flush=True)
+""").replace("MOVE", repr(MOVE))
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_JOURNALS))
+def test_a_move_file_no_move_wrote_is_not_used_and_moves_go_on(autos, world, kind):
+    """``recall.moving`` holding what no move writes. A NaN time failed every later move and
+    ``session`` look with an internal error (SQLite stores NaN as NULL), a kind no move writes
+    deleted the session's record as a move back into an automatic project would, and a FIFO
+    there made them wait for ever (and every other move of the profile, behind the lock). Now
+    such a file is not used, and goes."""
+    from cli_runs import cli_process
+
+    s, data = autos["n1"], world.home / PLUGIN_KEY
+    moved = call(MOVE, {"project": "P", "session": s}, session_id=autos["ask_p"])
+    assert moved["moved"], moved
+    before = store_state(world.home)
+    journal = data / "recall.moving"
+    if HOSTILE_JOURNALS[kind] is None:
+        os.mkfifo(journal)
+    else:
+        journal.write_text(HOSTILE_JOURNALS[kind].replace("SID", s).replace("PID", autos["P"]).replace(
+            "CWD", session_rows(world.home)[s]["cwd"]), encoding="utf-8")
+    world.close()
+    env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
+    looked = cli_process("session", s, "--json", home=world.home, hermes=True, timeout=60)
+    assert looked.returncode == 0, looked.stdout + looked.stderr[-3000:]
+    info = json.loads(looked.stdout)
+    assert info["project"]["id"] == autos["P"] and len(info["moves"]) == 1, info
+    assert store_state(world.home) == before  # nothing recorded from it, nothing deleted
+    assert not journal.exists()
+    proc = subprocess.run([sys.executable, "-c", MOVE_CHILD, s, "notes (auto)"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, again = (json.loads(line) for line in proc.stdout.strip().splitlines()[-2:])
+    assert first["success"] and first["moved"] and again["success"] and not again["moved"], (first, again)
+    assert session_rows(world.home)[s]["cwd"] == str(autos["notes"])
