@@ -137,3 +137,32 @@ def test_a_move_file_no_move_wrote_is_not_used_and_moves_go_on(autos, world, kin
     first, again = (json.loads(line) for line in proc.stdout.strip().splitlines()[-2:])
     assert first["success"] and first["moved"] and again["success"] and not again["moved"], (first, again)
     assert session_rows(world.home)[s]["cwd"] == str(autos["notes"])
+
+
+def test_a_move_cut_short_in_a_read_only_data_folder_does_not_stop_a_look(autos, world, work):
+    """A move killed after Hermes wrote the session's folder, then the data folder read-only (a
+    read-only bind mount; the tests run as root): ``session`` failed ("Saving the move ... failed"),
+    as finishing the move could not be written. A look writes nothing of its own: it answers, where
+    Hermes's saved folder puts the session, and the move is finished once the folder is writable."""
+    from cli_runs import HERMES_BIN, cli_env
+    from test_data_folder_faults import RO_MOUNT, _read_only_mounts_work
+
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    world.close()
+    _killed_move(world.home, s, "P", "after")
+    data = world.home / PLUGIN_KEY
+    if not _read_only_mounts_work(data):
+        pytest.skip("no mount namespaces here (needs root and unshare)")
+    before = store_state(world.home)
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", RO_MOUNT, "sh", str(data), str(HERMES_BIN), "recall",
+                           "session", s, "--json"], env=cli_env(world.home), cwd=world.home, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    info = json.loads(proc.stdout)
+    assert info["project"]["id"] == autos["P"] and info["cwd"] == str(autos["p"]), info
+    assert store_state(world.home) == before and (data / "recall.moving").exists()
+    # Writable again: the next look finishes the move.
+    assert [m["from_cwd"] for m in _session_info(world.home, s)["moves"]] == [str(solo)]
+    assert not (data / "recall.moving").exists()
