@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
+from ..files.derived import not_a_file
 from ..files.filestamp import read_regular
 from ..files.folders import make_own
 from ..files.locks import FileLock, LockTimeout
@@ -344,6 +345,8 @@ def _save_failed(path: Path, exc: BaseException) -> RecordError:
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif (there := not_a_file(path)) is not None:  # a folder at recall.moving, say: no move removes it
+        hint = f" ({there})"
     elif isinstance(exc, OSError) or any(t in text.lower() for t in ("i/o", "unable to open", "readonly")):
         hint = " (is the disk full, or the folder not writable?)"
     else:
