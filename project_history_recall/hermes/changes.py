@@ -120,8 +120,8 @@ class BigRows:
     with a stamp read by blob I/O, never the row whole: the size and first bytes of its content and
     tool calls. Read whole, a block of 20 MB pasted among the rows Hermes may still rewrite cost
     each index 0.1 s before every search after state.db changed (a search took 0.29 s where it had
-    taken 0.01), and 0.22 keeps an image sent in a chat in its row. Hermes's rewrites change a row's
-    size; an edit that keeps a big row's size and first bytes is caught as one outside the windows is."""
+    taken 0.01). Hermes's rewrites change a row's size; an edit that keeps a big row's size and
+    first bytes is caught as one outside the windows is."""
 
     def __init__(self) -> None:
         self._found: dict[int, tuple] = {}
