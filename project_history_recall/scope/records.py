@@ -253,9 +253,10 @@ def interrupted(data_dir: Path) -> tuple[Move, float] | None:
         at = float(kept.pop("moved_at"))
         move = Move(**kept)
         # Only what ``note_moving`` writes: a NaN time failed every later move (SQLite stores it as
-        # NULL), an unknown kind deleted the session's record as a move back would.
+        # NULL), an unknown kind deleted the session's record as a move back would, and no folder
+        # (a move always writes one) matched every session without one, which it then recorded.
         if not (math.isfinite(at) and all(isinstance(getattr(move, f.name), str | None) for f in fields(Move))
-                and move.session_id and move.project_id and move.to_kind in ("explicit", "auto")):
+                and move.session_id and move.project_id and move.to_cwd and move.to_kind in ("explicit", "auto")):
             raise ValueError("not a move this plugin wrote")
         return move, at
     except FileNotFoundError:

@@ -88,10 +88,12 @@ def test_a_move_killed_midway_loses_nothing(autos, world, work, when):
 
 
 # What a move's own file may hold when something other than a move wrote it: a NaN time (JSON
-# allows it), a kind no move writes, and a FIFO in its place, which a read waits on for ever.
+# allows it), a kind no move writes, no folder (as a session without one has: TUI, gateway), and
+# a FIFO in its place, which a read waits on for ever.
 HOSTILE_JOURNALS = {
     "nan-time": '{"moved_at": NaN, "session_id": "SID", "project_id": "PID", "to_cwd": "CWD"}',
     "unknown-kind": '{"moved_at": 1.0, "session_id": "SID", "project_id": "PID", "to_cwd": "CWD", "to_kind": 7}',
+    "no-folder": '{"moved_at": 1.0, "session_id": "NOCWD", "project_id": "PID"}',
     "fifo": None,
 }
 MOVE_CHILD = textwrap.dedent("""
@@ -108,12 +110,14 @@ MOVE_CHILD = textwrap.dedent("""
 def test_a_move_file_no_move_wrote_is_not_used_and_moves_go_on(autos, world, kind):
     """``recall.moving`` holding what no move writes. A NaN time failed every later move and
     ``session`` look with an internal error (SQLite stores NaN as NULL), a kind no move writes
-    deleted the session's record as a move back into an automatic project would, and a FIFO
-    there made them wait for ever (and every other move of the profile, behind the lock). Now
-    such a file is not used, and goes."""
+    deleted the session's record as a move back into an automatic project would, one without a
+    folder recorded a session that has none into the project, and a FIFO there made them wait for
+    ever (and every other move of the profile, behind the lock). Now such a file is not used, and
+    goes."""
     from cli_runs import cli_process
 
     s, data = autos["n1"], world.home / PLUGIN_KEY
+    no_cwd = world.session(("user", "from the phone"), source="telegram")
     moved = call(MOVE, {"project": "P", "session": s}, session_id=autos["ask_p"])
     assert moved["moved"], moved
     before = store_state(world.home)
@@ -121,8 +125,8 @@ def test_a_move_file_no_move_wrote_is_not_used_and_moves_go_on(autos, world, kin
     if HOSTILE_JOURNALS[kind] is None:
         os.mkfifo(journal)
     else:
-        journal.write_text(HOSTILE_JOURNALS[kind].replace("SID", s).replace("PID", autos["P"]).replace(
-            "CWD", session_rows(world.home)[s]["cwd"]), encoding="utf-8")
+        journal.write_text(HOSTILE_JOURNALS[kind].replace("NOCWD", no_cwd).replace("SID", s).replace(
+            "PID", autos["P"]).replace("CWD", session_rows(world.home)[s]["cwd"]), encoding="utf-8")
     world.close()
     env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
     looked = cli_process("session", s, "--json", home=world.home, hermes=True, timeout=60)
@@ -166,3 +170,4 @@ def test_a_move_cut_short_in_a_read_only_data_folder_does_not_stop_a_look(autos,
     # Writable again: the next look finishes the move.
     assert [m["from_cwd"] for m in _session_info(world.home, s)["moves"]] == [str(solo)]
     assert not (data / "recall.moving").exists()
+
