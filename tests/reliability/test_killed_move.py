@@ -171,3 +171,50 @@ def test_a_move_cut_short_in_a_read_only_data_folder_does_not_stop_a_look(autos,
     assert [m["from_cwd"] for m in _session_info(world.home, s)["moves"]] == [str(solo)]
     assert not (data / "recall.moving").exists()
 
+
+# A Hermes process whose disk fills just after Hermes saved the session's new folder: no file of
+# the process may grow from then on, so the plugin's record cannot commit.
+FULL_AFTER_HERMES = textwrap.dedent("""
+    import importlib, resource, signal, sys
+    import model_tools
+    from hermes_cli import plugins
+    from tools.registry import registry
+    plugins.discover_plugins(force=True)
+    package = registry.get_entry("project_history_search").handler.__module__.removesuffix(".ui.tools")
+    host = importlib.import_module(package + ".hermes.host")
+    real = host.write_session_cwd
+
+    def then_full(*args, **kw):
+        real(*args, **kw)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    host.write_session_cwd = then_full
+    print(model_tools.handle_function_call(MOVE, {"project": sys.argv[2], "session": sys.argv[1]}), flush=True)
+""").replace("MOVE", repr(MOVE))
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first-move", "store-exists"])
+def test_a_move_whose_record_fails_after_hermes_wrote_is_recorded_later(autos, world, work, first):
+    """The disk full between Hermes's write of the session's folder and the record's commit: the move
+    answered "run the move again to record it", but the move's own file was removed with the failed
+    record, and a move again found the session in the project already and recorded nothing: where
+    the session had been was lost, as with a killed move. The file now stays, and the next look or
+    move records the move."""
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    if not first:
+        assert call(MOVE, {"project": "P", "session": autos["n1"]}, session_id=autos["ask_p"])["moved"]
+    world.close()
+    env = dict(os.environ, HERMES_HOME=str(world.home), PYTHONPATH=str(SRC))
+    proc = subprocess.run([sys.executable, "-c", FULL_AFTER_HERMES, s, "P"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    failed = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert failed["success"] is False and "run the move again to record it" in failed["error"], failed
+    assert session_rows(world.home)[s]["cwd"] == str(autos["p"])
+    info = _session_info(world.home, s)
+    assert info["project"]["id"] == autos["P"], info
+    assert [(m["from_cwd"], m["to"]["id"]) for m in info["moves"]] == [(str(solo), autos["P"])], info
+    assert not (world.home / PLUGIN_KEY / "recall.moving").exists()
