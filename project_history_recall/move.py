@@ -460,7 +460,7 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
         written_by=WRITTEN_BY if write else None,
         to_kind=plan.target.kind,
     )
-    data_dir, at, noted = paths.data_dir(home), time.time(), False
+    data_dir, at, noted, recorded = paths.data_dir(home), time.time(), False, False
     try:
         with records.recording(data_dir) as recorder:
             recorder.record(move, at)
@@ -475,8 +475,12 @@ def _record_and_write(home: Path, plan: _Plan) -> None:
                 except Exception as exc:  # whatever Hermes raised: undo the record, report it
                     raise _HermesWriteFailed(f"{type(exc).__name__}: {exc}") from exc
                 plan.cwd_written = True
+        recorded = True
     finally:
-        if noted:
+        # Hermes wrote the folder but the record did not commit (a disk full in between): the move's
+        # own file stays, for the next move or look to record it, as after a killed move. Removed,
+        # where the session had been was lost, and a move again found it in place and recorded nothing.
+        if noted and (recorded or not plan.cwd_written):
             records.done_moving(data_dir)
 
 

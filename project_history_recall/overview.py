@@ -6,6 +6,7 @@ CLI's ``--json`` and any future tool can print them as they are.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from . import settings as config
@@ -17,9 +18,11 @@ from .hermes.statedb import reading
 from .move import finish_interrupted
 from .results import link, when
 from .scope import sessionref
-from .scope.records import load_history, records_path
+from .scope.records import RecordError, load_history, records_path
 from .scope.resolve import attribution_map, attribution_of, auto_name, resolve_scope
 from .semantic import engine as semantic
+
+logger = logging.getLogger(__name__)
 
 
 def status(home: Path, caller: Caller) -> dict:
@@ -83,7 +86,12 @@ def list_projects(home: Path) -> dict:
 def session_info(home: Path, ref: str) -> dict:
     """Which project one session is in, why, and where it was moved from."""
     try:
-        finish_interrupted(home)  # a move cut short is one of the session's moves
+        try:
+            finish_interrupted(home)  # a move cut short is one of the session's moves
+        except RecordError as exc:
+            # It cannot be written now (a read-only folder, a move holding the lock): a look writes
+            # nothing of its own, so it answers without it; the next move or look finishes it.
+            logger.warning("a move cut short is not finished yet: %s", exc)
         with reading(paths.state_db_path(home)) as (conn, _shape):
             row = sessionref.find(conn, home, ref)
             attribution = attribution_of(attribution_map(home, conn), row.facts)

@@ -186,6 +186,25 @@ def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     return conn
 
 
+def _in_use(path: Path) -> bool:
+    """Whether another connection has the SQLite file at ``path`` open: taking a file out of WAL mode
+    needs it alone, and is refused at once otherwise. Every release keeps its derived files in WAL
+    mode and rebuilds one another release laid out: deleted under a process of another release that
+    holds it (a gateway started before an upgrade), the file was deleted back at that process's next
+    search, each rebuilding it in turn for as long as both ran. (The file is deleted when this
+    succeeds, so the change does not matter.)"""
+    try:
+        conn = sqlite3.connect(str(path), timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        return str(conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]).lower() != "delete"
+    except sqlite3.Error as exc:
+        return _primary(exc) in _BUSY or "locked" in str(exc).lower()
+    finally:
+        conn.close()
+
+
 def _lock(path: Path) -> FileLock:
     """Held while a file is opened or set aside, so that no process takes another's
     half-created file for a broken one, or sets aside the file another just rebuilt."""
@@ -215,6 +234,10 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
             return _connect(path, schema, version), reason
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, _OtherVersion):
+                if _in_use(path):
+                    raise StoreError(f"{path} is laid out by another version of this plugin ({exc}), which a process "
+                                     "still has open (one started before an upgrade, say); it is rebuilt once that "
+                                     "process ends", locked=True) from exc
                 # Nothing to inspect: another release's layout of data this one rebuilds.
                 for suffix in ("", "-wal", "-shm"):
                     Path(str(path) + suffix).unlink(missing_ok=True)

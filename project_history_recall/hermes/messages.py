@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Collection, Iterator
 
 from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql
 
@@ -282,23 +282,31 @@ def index_rows(conn: sqlite3.Connection, sid: str, after_id: int, upto: int, lim
         (sid, after_id, upto, limit)).fetchall()
 
 
-def every_index_row(conn: sqlite3.Connection, sid: str, after_id: int, upto: int) -> Iterator[tuple]:
-    """``index_rows`` of all the session's messages in ``(after_id, upto]``, ``statedb.READ_BATCH`` per
-    statement (``in_batches``)."""
-    return in_batches(conn, f"SELECT {_INDEX_COLUMNS} FROM messages WHERE session_id = ? AND id <= ? AND id > ? "
-                            "ORDER BY id LIMIT ?", (sid, upto), after_id)
+def _leaving_out(skip: Collection[int]) -> tuple[str, tuple]:
+    """SQL that leaves out the messages ``skip`` names (their columns are never read), and its parameters."""
+    return ("AND id NOT IN (SELECT value FROM json_each(?)) ", (json.dumps(list(skip)),)) if skip else ("", ())
+
+
+def every_index_row(conn: sqlite3.Connection, sid: str, after_id: int, upto: int,
+                    skip: Collection[int] = ()) -> Iterator[tuple]:
+    """``index_rows`` of all the session's messages in ``(after_id, upto]`` but those of ``skip``,
+    ``statedb.READ_BATCH`` per statement (``in_batches``)."""
+    left_out, params = _leaving_out(skip)
+    return in_batches(conn, f"SELECT {_INDEX_COLUMNS} FROM messages WHERE session_id = ? AND id <= ? {left_out}"
+                            "AND id > ? ORDER BY id LIMIT ?", (sid, upto, *params), after_id)
 
 
 def conversation_texts(conn: sqlite3.Connection, shape: Shape, sid: str, after_id: int,
-                       upto: int) -> list[tuple[int, str, float | None]]:
+                       upto: int, skip: Collection[int] = ()) -> list[tuple[int, str, float | None]]:
     """``(id, text, timestamp or None)`` of the session's user and assistant messages in
-    ``(after_id, upto]`` that Hermes ever shows, rewound ones included, ``statedb.READ_BATCH`` per
-    statement: a long session in one statement would hold state.db's lock while all of it
-    is read."""
+    ``(after_id, upto]`` that Hermes ever shows, rewound ones included, but those of ``skip``,
+    ``statedb.READ_BATCH`` per statement: a long session in one statement would hold state.db's
+    lock while all of it is read."""
+    left_out, params = _leaving_out(skip)
     return [(r[0], decode_content(r[1]), r[2]) for r in in_batches(
         conn, f"SELECT id, {content_sql('content')}, {seconds_sql('timestamp')} FROM messages m "
-              f"WHERE session_id = ? AND id <= ? AND {_CONVERSATION} AND {shape.shown_filter('m')} "
-              "AND id > ? ORDER BY id LIMIT ?", (sid, upto), after_id)]
+              f"WHERE session_id = ? AND id <= ? AND {_CONVERSATION} AND {shape.shown_filter('m')} {left_out}"
+              "AND id > ? ORDER BY id LIMIT ?", (sid, upto, *params), after_id)]
 
 
 def first_texts(conn: sqlite3.Connection, shape: Shape, members: list[str], limit: int = 50) -> list[str]:

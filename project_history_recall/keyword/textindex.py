@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import Change, Once, SessionState, changes, edit_windows
+from ..hermes.changes import BigRows, Change, Once, SessionState, changes, edit_windows
 from ..hermes.messages import every_index_row, index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -603,6 +603,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
     def __init__(self, home: Path, index: TextIndex):
         super().__init__(home, index)
         self.index = index
+        self._big = BigRows()  # the big rows ``_edited`` found as indexed
 
     def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None
               ) -> dict[str, KeywordState] | None:
@@ -653,10 +654,13 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         out = {}
         for sid, after in edit_windows(conn, states, members, work, every_row).items():
             st = states[sid]
+            big = {} if every_row else self._big.stamps(conn, sid, after, st.indexed_max_id)
             held = self.index.digests(st, after)
             if any(mid in held and held[mid] != digest(content, name, calls) for mid, _role, content, name, calls, _ts
-                   in every_index_row(conn, sid, after, st.indexed_max_id)):
+                   in every_index_row(conn, sid, after, st.indexed_max_id, self._big.known(big))):
                 out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+            else:
+                self._big.found(big)
         if out:
             self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)
         return out

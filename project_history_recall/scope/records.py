@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
+from ..files.derived import not_a_file
+from ..files.filestamp import read_regular
 from ..files.folders import make_own
 from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
@@ -245,9 +248,17 @@ def interrupted(data_dir: Path) -> tuple[Move, float] | None:
     file cannot be read (then nothing can be done with it)."""
     path = data_dir / JOURNAL_NAME
     try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
+        # Read only if it is a regular file: a FIFO put in its place would hold the move lock for ever.
+        kept = json.loads(read_regular(path).decode("utf-8"))
         at = float(kept.pop("moved_at"))
-        return Move(**kept), at
+        move = Move(**kept)
+        # Only what ``note_moving`` writes: a NaN time failed every later move (SQLite stores it as
+        # NULL), an unknown kind deleted the session's record as a move back would, and no folder
+        # (a move always writes one) matched every session without one, which it then recorded.
+        if not (math.isfinite(at) and all(isinstance(getattr(move, f.name), str | None) for f in fields(Move))
+                and move.session_id and move.project_id and move.to_cwd and move.to_kind in ("explicit", "auto")):
+            raise ValueError("not a move this plugin wrote")
+        return move, at
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -335,6 +346,8 @@ def _save_failed(path: Path, exc: BaseException) -> RecordError:
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif (there := not_a_file(path)) is not None:  # a folder at recall.moving, say: no move removes it
+        hint = f" ({there})"
     elif isinstance(exc, OSError) or any(t in text.lower() for t in ("i/o", "unable to open", "readonly")):
         hint = " (is the disk full, or the folder not writable?)"
     else:

@@ -126,6 +126,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         self.fp = known_fingerprint(embedder)
         self.chunks_per_second: float | None = None
         self._swept_at = float("-inf")
+        self._big = changes.BigRows()  # the big rows ``_edited`` found as embedded
 
     def sweep(self) -> int:
         """Drop the vectors of sessions that no longer exist in state.db; returns how many sessions.
@@ -177,12 +178,17 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         out = {}
         for sid, after in changes.edit_windows(conn, states, members, work).items():
             st = states[sid]
+            big = self._big.stamps(conn, sid, after, st.indexed_max_id)
+            skip = set(self._big.known(big))
             now = {mid: chunking.content_hash(text) for mid, text in (
                 (mid, chunking.prepare(raw)) for mid, raw, _ts in messages.conversation_texts(
-                    conn, shape, sid, after, st.indexed_max_id)) if text}
-            if now != self.store.hashes(self.fp, sid, after, st.indexed_max_id):
+                    conn, shape, sid, after, st.indexed_max_id, skip)) if text}
+            held = self.store.hashes(self.fp, sid, after, st.indexed_max_id)
+            if now != {mid: value for mid, value in held.items() if mid not in skip}:
                 self.store.mark_dirty(self.fp, sid)  # reconciled by a later search if this one's work is dropped
                 out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+            else:
+                self._big.found(big)
         return out
 
     @staticmethod

@@ -100,3 +100,21 @@ def test_the_move_records_not_a_file_refuse_searches_and_moves_alike(world, work
         assert res["success"] is False and res["error_code"] == "unreadable", res
         assert str(recall) in res["error"] and "Hermes session database" not in res["error"], res
     assert session_rows(world.home)[asker]["cwd"] == cwd
+
+
+def test_a_folder_where_a_move_keeps_its_own_file_is_named(world, work):
+    """A folder at ``recall.moving``, where a move keeps itself while Hermes writes (nothing a move
+    can remove): each move was refused as "failed: Is a directory (is the disk full, or the folder
+    not writable?)". It says what is there instead, and still changes nothing."""
+    asker = _app(world, work)
+    world.close()
+    (work / "other").mkdir()
+    enable_plugin(world.home)
+    journal = world.home / PLUGIN_KEY / "recall.moving"
+    journal.mkdir(parents=True)
+    cwd = session_rows(world.home)[asker]["cwd"]
+    moved = call("project_session_move", {"project": "Other"}, session_id=asker)
+    assert moved["success"] is False and moved["error_code"] == "record_failed", moved
+    assert str(journal) in moved["error"] and "it is a folder, not a file" in moved["error"], moved
+    assert "disk full" not in moved["error"] and "nothing was changed" in moved["error"].lower(), moved
+    assert session_rows(world.home)[asker]["cwd"] == cwd and journal.is_dir()
