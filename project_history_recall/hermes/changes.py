@@ -35,7 +35,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, NamedTuple, Protocol
+from typing import Iterable, Mapping, NamedTuple, Protocol
 
 from .readonly import file_fingerprint
 from .statedb import Shape
@@ -108,58 +108,67 @@ def edit_windows(conn: sqlite3.Connection, states: Mapping[str, SessionState], m
     return out
 
 
-# A row that stores more than this (its content or tool calls) is read again to be checked only when
-# its stamp (``BigRows``) changed.
-BIG_ROW_BYTES = 1 << 16
+# A row read whole that holds more than this many characters (its content or tool calls) is read again
+# to be checked only when its stamp (``BigRows``) changed.
+BIG_ROW_CHARS = 1 << 16
 _HEAD_BYTES = 4096
 _BIG_ROWS_KEPT = 10_000
 
 
 class BigRows:
-    """The big rows (over BIG_ROW_BYTES) of ``edit_windows`` one index found as it holds them, each
-    with a stamp read by blob I/O, never the row whole: the size and first bytes of its content and
-    tool calls. Read whole, a block of 20 MB pasted among the rows Hermes may still rewrite cost
-    each index 0.1 s before every search after state.db changed (a search took 0.29 s where it had
-    taken 0.01). Hermes's rewrites change a row's size; an edit that keeps a big row's size and
-    first bytes is caught as one outside the windows is."""
+    """The big rows (over BIG_ROW_CHARS) of ``edit_windows`` that one index read whole and found as it
+    holds them, each with a stamp read by blob I/O, never the row whole: the size and first bytes of
+    its content (and of its tool calls, where they count). Read whole, a block of 20 MB pasted among
+    the rows Hermes may still rewrite cost each index 0.1 s before every search after state.db
+    changed (a search took 0.29 s where it had taken 0.01). Only rows once found big are opened so:
+    opening every row of a window (256 short reads an index, before every search after a write)
+    stalled Hermes 0.22's writer on its rollback journal, whose commit waits for every reader
+    (``bench load``, 8 searching threads: writer p99 43 -> 108 ms). Hermes's rewrites change a
+    row's size; an edit that keeps a big row's size and first bytes is caught as one outside the
+    windows is."""
 
     def __init__(self) -> None:
-        self._found: dict[int, tuple] = {}
+        self._found: dict[int, tuple[str, bool, tuple]] = {}  # message id -> (session, tool calls count, stamp)
 
-    @staticmethod
-    def stamps(conn: sqlite3.Connection, sid: str, after: int, upto: int) -> dict[int, tuple]:
-        """Message id -> stamp of each big row of the session in ``(after, upto]``."""
-        out = {}
-        for mid, calls in conn.execute("SELECT id, role = 'assistant' FROM messages WHERE session_id = ? AND id > ? "
-                                       "AND id <= ?", (sid, after, upto)).fetchall():
-            # Hermes writes tool calls in assistant rows only: the others' are not opened (a third of the cost).
-            stamp = tuple(_head(conn, column, mid) for column in (("content", "tool_calls") if calls else ("content",)))
-            if any(stamp):
-                out[mid] = stamp
-        return out
+    def unchanged(self, conn: sqlite3.Connection, sid: str, after: int, upto: int) -> list[int]:
+        """The big rows of ``sid`` in ``(after, upto]`` found before whose stamp is still the same:
+        not read again."""
+        return [mid for mid, (owner, calls, stamp) in list(self._found.items())
+                if owner == sid and after < mid <= upto and _stamp(conn, mid, calls) == stamp]
 
-    def known(self, stamps: Mapping[int, tuple]) -> list[int]:
-        """The rows of ``stamps`` found as the index holds them, with the same stamp: not read again."""
-        return [mid for mid, stamp in stamps.items() if self._found.get(mid) == stamp]
-
-    def found(self, stamps: Mapping[int, tuple]) -> None:
-        """These rows were found as the index holds them."""
+    def found(self, conn: sqlite3.Connection, sid: str, read: Iterable[tuple[int, bool]]) -> None:
+        """The rows ``read`` whole of ``sid``, each (id, whether its tool calls count), were found as
+        the index holds them: those over BIG_ROW_CHARS are stamped."""
         if len(self._found) > _BIG_ROWS_KEPT:
             self._found.clear()
-        self._found.update(stamps)
+        for mid, calls in read:
+            stamp = _stamp(conn, mid, calls)
+            if stamp is not None:
+                self._found[mid] = (sid, calls, stamp)
+
+
+def is_big(*texts: object) -> bool:
+    """Whether a row read whole holds more than BIG_ROW_CHARS in one of ``texts`` (its columns)."""
+    return any(isinstance(t, str | bytes) and len(t) > BIG_ROW_CHARS for t in texts)
+
+
+def _stamp(conn: sqlite3.Connection, mid: int, calls: bool) -> tuple | None:
+    """(size, a hash of the first bytes) of the message's content, and of its tool calls if ``calls``;
+    None when the row is gone."""
+    heads = tuple(_head(conn, column, mid) for column in (("content", "tool_calls") if calls else ("content",)))
+    return None if heads[0] is None else heads
 
 
 def _head(conn: sqlite3.Connection, column: str, mid: int) -> tuple[int, bytes] | None:
-    """(size in bytes, a hash of the first bytes) of one message's ``column`` when it holds more than
-    BIG_ROW_BYTES, else None (also when it holds no text, a NULL or a number, or the row is gone)."""
+    """(size in bytes, a hash of the first bytes) of one message's ``column``; (0, b"") when it holds
+    no text or blob (a NULL, a number), None when the row is gone."""
     try:
         blob = conn.blobopen("messages", column, mid, readonly=True)
-    except sqlite3.OperationalError:
-        return None
+    except sqlite3.OperationalError as exc:
+        return (0, b"") if "cannot open value of type" in str(exc) else None
     with blob:
-        size = len(blob)
         # Not its last bytes: reaching them walks the row's whole chain of overflow pages (3 ms for 20 MB).
-        return (size, hashlib.blake2b(blob.read(_HEAD_BYTES), digest_size=8).digest()) if size > BIG_ROW_BYTES else None
+        return len(blob), hashlib.blake2b(blob.read(_HEAD_BYTES), digest_size=8).digest()
 
 
 class Counted(NamedTuple):

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
 from ..files import derived
-from ..hermes.changes import BigRows, Change, Once, SessionState, changes, edit_windows
+from ..hermes.changes import BigRows, Change, Once, SessionState, changes, edit_windows, is_big
 from ..hermes.messages import every_index_row, index_rows
 from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
@@ -654,13 +654,17 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         out = {}
         for sid, after in edit_windows(conn, states, members, work, every_row).items():
             st = states[sid]
-            big = {} if every_row else self._big.stamps(conn, sid, after, st.indexed_max_id)
+            skip = [] if every_row else self._big.unchanged(conn, sid, after, st.indexed_max_id)
             held = self.index.digests(st, after)
-            if any(mid in held and held[mid] != digest(content, name, calls) for mid, _role, content, name, calls, _ts
-                   in every_index_row(conn, sid, after, st.indexed_max_id, self._big.known(big))):
-                out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+            big = []
+            for mid, role, content, name, calls, _ts in every_index_row(conn, sid, after, st.indexed_max_id, skip):
+                if mid in held and held[mid] != digest(content, name, calls):
+                    out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+                    break
+                if mid in held and is_big(content, calls):
+                    big.append((mid, role == "assistant"))  # Hermes writes tool calls in assistant rows only
             else:
-                self._big.found(big)
+                self._big.found(conn, sid, big)
         if out:
             self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)
         return out

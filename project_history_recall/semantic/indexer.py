@@ -178,17 +178,16 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         out = {}
         for sid, after in changes.edit_windows(conn, states, members, work).items():
             st = states[sid]
-            big = self._big.stamps(conn, sid, after, st.indexed_max_id)
-            skip = set(self._big.known(big))
+            skip = set(self._big.unchanged(conn, sid, after, st.indexed_max_id))
+            read = messages.conversation_texts(conn, shape, sid, after, st.indexed_max_id, skip)
             now = {mid: chunking.content_hash(text) for mid, text in (
-                (mid, chunking.prepare(raw)) for mid, raw, _ts in messages.conversation_texts(
-                    conn, shape, sid, after, st.indexed_max_id, skip)) if text}
+                (mid, chunking.prepare(raw)) for mid, raw, _ts in read) if text}
             held = self.store.hashes(self.fp, sid, after, st.indexed_max_id)
             if now != {mid: value for mid, value in held.items() if mid not in skip}:
                 self.store.mark_dirty(self.fp, sid)  # reconciled by a later search if this one's work is dropped
                 out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
             else:
-                self._big.found(big)
+                self._big.found(conn, sid, [(mid, False) for mid, raw, _ts in read if changes.is_big(raw)])
         return out
 
     @staticmethod

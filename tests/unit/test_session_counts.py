@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from project_history_recall.hermes.changes import (RECENT_ROWS, TAIL_ROWS, Change, Counted, Once, SessionState,
-                                                   edit_windows, session_counts)
+from hermes_world import write_as_importer
+
+from project_history_recall.hermes.changes import (BIG_ROW_CHARS, RECENT_ROWS, TAIL_ROWS, BigRows, Change, Counted, Once,
+                                                   SessionState, edit_windows, is_big, session_counts)
 from project_history_recall.hermes.readonly import file_fingerprint
 from project_history_recall.hermes.statedb import reading
 
@@ -64,3 +66,34 @@ def test_the_rows_checked_for_edits_are_the_recent_ones_and_a_grown_sessions_las
                  busy: Change(busy, "append", busy_ids[-2], (len(busy_ids), busy_ids[-1]))}
         windows = edit_windows(conn, states, members, {**grown, redone: Change(redone, "redo", 0, (1, last))})
         assert windows == {old: old_ids[-TAIL_ROWS] - 1, busy: busy_ids[-(RECENT_ROWS - 1)] - 1}
+
+
+class _Opens:
+    """A connection that counts its blob opens (``sqlite3.Connection.blobopen`` cannot be patched)."""
+
+    def __init__(self, conn):
+        self.conn, self.opened = conn, 0
+
+    def blobopen(self, *args, **kw):
+        self.opened += 1
+        return self.conn.blobopen(*args, **kw)
+
+
+def test_only_rows_once_found_big_are_opened_to_be_checked(world):
+    """Opening every row of an edit window as a blob, before every search after a write, stalled
+    Hermes 0.22's writer; rows are read whole as before, and only those found big are stamped."""
+    sid = world.session(*[f"small message {n}" for n in range(40)])
+    big = world.say(sid, "user", "a pasted block " * 10_000)
+    with reading(world.home / "state.db") as (conn, _shape):
+        counting, rows = _Opens(conn), BigRows()
+        assert rows.unchanged(counting, sid, 0, big) == [] and counting.opened == 0
+        rows.found(counting, sid, [(big, False)])
+        assert counting.opened == 1
+        assert rows.unchanged(counting, sid, 0, big) == [big] and counting.opened == 2
+        assert rows.unchanged(counting, sid, big, big + 5) == [] and counting.opened == 2  # not in that window
+        assert rows.unchanged(counting, "another", 0, big) == [] and counting.opened == 2
+    assert is_big("x" * (BIG_ROW_CHARS + 1)) and not is_big("x" * BIG_ROW_CHARS, None, 7)
+    world.close()
+    write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?", "a pasted blocks " * 10_000, big)
+    with reading(world.home / "state.db") as (conn, _shape):
+        assert rows.unchanged(conn, sid, 0, big) == []  # its size changed: read whole again
