@@ -658,10 +658,12 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
             held = self.index.digests(st, after)
             big = []
             for mid, role, content, name, calls, _ts in every_index_row(conn, sid, after, st.indexed_max_id, skip):
-                if mid in held and held[mid] != digest(content, name, calls):
+                if mid not in held:
+                    continue
+                if held[mid] != digest(content, name, calls):
                     out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
                     break
-                if mid in held and is_big(content, calls):
+                if is_big(content, calls):
                     big.append((mid, role == "assistant"))  # Hermes writes tool calls in assistant rows only
             else:
                 self._big.found(conn, sid, big)
