@@ -74,6 +74,22 @@ def test_the_fresh_set_is_whole_in_the_same_format():
         (p["id"], s) for p in fresh["people"] for s in zh_data.SPLITS}
 
 
+def test_the_long_life_set_is_one_history_whole_in_the_same_format():
+    life = zh_data.load(zh_data.PATH.with_name("zh_life.json"))
+    assert life["name"] == "zh-life" and zh_data.problems(life) == []
+    # One person's two years: the length the other sets lack, with every question about that one history.
+    assert len(life["people"]) == 1 and len(life["people"][0]["sessions"]) == 213
+    assert len(life["questions"]) == 80
+    # Written apart from every other zh set: no message or question of one is in another.
+    others = [DATA] + [zh_data.load(zh_data.PATH.with_name(name))
+                       for name in ("zh_sms.json", "zh_chat.json", "zh_fresh.json")]
+    said = {text for d in others for p in d["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not said & {text for p in life["people"] for s in p["sessions"] for _, text in s["messages"]}
+    assert not {q["question"] for d in others for q in d["questions"]} & {q["question"] for q in life["questions"]}
+    assert {(q["person"], q["split"]) for q in life["questions"]} == {
+        (p["id"], s) for p in life["people"] for s in zh_data.SPLITS}
+
+
 def _broken(path, value):
     data = copy.deepcopy(DATA)
     node = data
