@@ -103,15 +103,25 @@ _DATE = (_MARK + rf"(?P<nl>农历|阴历)?的?(?P<leap>闰)?(?P<m>{_MONTH_NAME}|
 FESTIVALS = {"除夕": (12, 30, 0, 1), "年三十": (12, 30, 0, 1), "春节": (1, 1, 1, 8), "元宵节": (1, 15, 0, 1),
              "端午": (5, 5, 0, 1), "七夕": (7, 7, 0, 1), "中秋": (8, 15, 0, 1), "重阳节": (9, 9, 0, 1),
              "腊八": (12, 8, 0, 1), "小年": (12, 23, 0, 2)}
-# 清明 is a day of the solar year, not the lunar one: 4 or 5 April in every year of the table, and
-# the three days' holiday around it. (month, first day, days long).
-SOLAR_FESTIVALS = {"清明": (4, 4, 3)}
+# Days of the solar year, each of its names: (month, first day, days long). 清明 is 4 or 5 April in
+# every year of the table, and the three days' holiday around it; 国庆 and 五一 name their holidays
+# (1-7 October, 1-5 May); 双十一 and 双十二 are the shopping days.
+SOLAR_FESTIVALS = {"清明": (4, 4, 3), "元旦": (1, 1, 1), "情人节": (2, 14, 1), "妇女节": (3, 8, 1),
+                   "三八节": (3, 8, 1), "五一": (5, 1, 5), "劳动节": (5, 1, 5), "儿童节": (6, 1, 1),
+                   "教师节": (9, 10, 1), "国庆": (10, 1, 7), "双十一": (11, 11, 1), "双11": (11, 11, 1),
+                   "双十二": (12, 12, 1), "双12": (12, 12, 1), "平安夜": (12, 24, 1), "圣诞": (12, 25, 1)}
 # 年三十 after a number is an age (2025年三十岁); 腊八粥 is a dish; 元宵 without 节 a dumpling; 小年轻 are
 # the young, 小小年纪 and 最小年龄 an age, and 大小年 a fruit tree's good and poor years; 清明 is also
-# clear-headed (头脑清明, 意识清明, 眼神清明), and 清明上河图 a painting.
+# clear-headed (头脑清明, 意识清明, 眼神清明), and 清明上河图 a painting. 五一 inside a number (五一二,
+# 二十五一) or a name (五一路, 五一广场, 五一班) is none, 国庆 after a common surname is a man's name
+# (张国庆), 七夕情人节 is 七夕, and 圣诞老人 is Father Christmas.
+_CN_NUMERAL = "零〇一二两三四五六七八九十百千万几"
+_SURNAME = "张王李刘陈杨赵黄周吴徐孙胡朱高林何郭马罗梁宋郑谢韩唐冯于董曹袁邓许沈曾彭吕苏卢蒋蔡贾丁魏薛叶余潘杜戴夏钟汪田任姜范方石姚谭廖邹熊金陆郝孔白崔康毛邱秦江史顾侯邵孟龙万段钱汤尹黎易常武乔贺赖龚文"
 _FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十百千几])年三十(?!岁)|大年初(?:十|[一二三四五六七八九])"
              r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜])|(?<!大)小年(?![轻糕级纪龄])"
-             r"|(?<![治志脑神识])清明(?!上河))")
+             r"|(?<![治志脑神识])清明(?!上河)|元旦|(?<!七夕)情人节|妇女节|三八节|劳动节"
+             rf"|(?<![\d{_CN_NUMERAL}第])五一(?![\d{_CN_NUMERAL}路街村班广])|儿童节|教师节"
+             rf"|(?<![{_SURNAME}])国庆|双十[一二]|双1[12](?!\d)|平安夜|圣诞(?!老人))")
 SAID = rf"(?:{_DATE}|{_FESTIVAL})"
 # Every text ``SAID`` matches in holds one of these (a date its 月, 大年初六 its 大年初, a festival its
 # name): a reader of many texts looks for them first, as substring searches are many times faster

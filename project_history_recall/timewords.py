@@ -81,7 +81,13 @@ _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六":
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3),
-            "春天": (3, 3), "夏天": (6, 3), "秋天": (9, 3), "冬天": (12, 3)}
+            "春": (3, 3), "夏": (6, 3), "秋": (9, 3), "冬": (12, 3)}
+# Parts of a year (first month, months long), said after a year or alone: 2024年底, 去年上半年, 年初.
+# 年底 is its last month; 暑假 and 寒假 the school holidays, 寒假 from January into February.
+_PARTS = {"年初": (1, 2), "年中": (6, 2), "年底": (12, 1), "年末": (12, 1), "上半年": (1, 6), "下半年": (7, 6),
+          "暑假": (7, 2), "寒假": (1, 2)}
+_PART = r"(?P<part>年初|年中|年底|年末|上半年|下半年|暑假|寒假)"
+_SEASON_CN = r"(?P<s>[春夏秋冬])(?:天|季)"
 
 
 def _cn_int(text: str) -> int | None:
@@ -192,8 +198,16 @@ class _Reader:
         return None
 
     def season(self, name: str, year: int | None, phrase: str) -> Window | None:
-        first, count = _SEASONS[name]
-        if year is None:  # this season, or the last one if it has not begun this year
+        return self._months(_SEASONS[name], year, phrase)
+
+    def part(self, name: str, year: int | None, phrase: str) -> Window | None:
+        return self._months(_PARTS[name], year, phrase)
+
+    def _months(self, months: tuple[int, int], year: int | None, phrase: str) -> Window | None:
+        """A season or part of ``year``; without one, this year's, or last year's if it has not
+        begun this year."""
+        first, count = months
+        if year is None:
             year = self.today.year if first <= self.today.month else self.today.year - 1
         return self.month(year, first, count, BROAD, phrase)
 
@@ -311,8 +325,19 @@ def _rules() -> list[_Rule]:
         # A year alone: in 2021, during 2023, 2023年.
         (rf"\b(?:in|during|since|until|by|from|of|throughout|through|early|mid|late|year)[\s-]+{_YEAR}\b"
          + _NOT_A_QUANTITY, i, lambda r, m: r.month(year_of(m), 1, 12, BROAD, m[0])),
+        # A season or part of a year: 2024年秋天, 2024年的夏季, 2024年底, 2023年上半年; before the year alone.
+        (rf"(?<!\d)(?P<year>(?:19|20)\d\d)\s*年\s*的?{_SEASON_CN}", 0,
+         lambda r, m: r.season(m["s"], int(m["year"]), m[0])),
+        (rf"(?<!\d)(?P<year>(?:19|20)\d\d)\s*(?:年\s*的?{_PART}|(?P<end>年[底末初中]))", 0,
+         lambda r, m: r.part(m["part"] or m["end"], int(m["year"]), m[0])),
         (r"(?<!\d)(?P<year>(?:19|20)\d\d)\s*年(?![代龄纪级度])", 0,
          lambda r, m: r.month(int(m["year"]), 1, 12, BROAD, m[0])),
+        # A part of a year alone: the last one begun (年底 asked in June is last December's). Not a
+        # year's part of another year (明年年底, 当年年底, 明年暑假), nor 年中 in 这一年中 ("in this year"), nor 年初
+        # of 年初二 (the second day of the New Year).
+        (r"(?<![一二两三四五六七八九十几百千这那每今去前明后当年])"
+         r"(?P<part>年中|年底|年末|年初(?![一二三四五六七八九十])|上半年|下半年|暑假|寒假)", 0,
+         lambda r, m: r.part(m["part"], None, m[0])),
     ]
     relative: list[tuple[str, int, _Read]] = [
         # Lunar days and months of a year said relative to this one: 去年腊月二十七, 今年中秋, 前年春节.
@@ -322,8 +347,12 @@ def _rules() -> list[_Rule]:
         (r"\b(?P<which>this|last)\s+(?P<s>spring|summer|autumn|fall|winter)\b", i,
          lambda r, m: r.season(m["s"].lower(), r.today.year - 1 if m["which"].lower() == "last" else None,
                                m[0])),
-        (r"(?P<which>今年|这个|去年)(?P<s>[春夏秋冬]天)", 0,
-         lambda r, m: r.season(m["s"], r.today.year - 1 if m["which"] == "去年" else None, m[0])),
+        (rf"(?P<which>今年|这个|去年|大前年|(?<![以之从提当几多])前年)的?{_SEASON_CN}", 0,
+         lambda r, m: r.season(m["s"], None if m["which"] in ("今年", "这个")
+                               else r.today.year - _YEARS_BACK[m["which"]], m[0])),
+        # Parts of a year said relative to this one: 去年年底, 今年上半年, 前年暑假.
+        (rf"(?P<which>今年|去年|大前年|(?<![以之从提当几多])前年)的?{_PART}", 0,
+         lambda r, m: r.part(m["part"], r.today.year - _YEARS_BACK[m["which"]], m[0])),
         # Days: the day before yesterday, yesterday, last night, today; 大前天, 前天, 昨天, 今天.
         (r"\bthe\s+(?:day\s+before\s+yesterday|night\s+before\s+last)\b", i, lambda r, m: r.ago(2, "day", m[0])),
         (r"\b(?:yesterday|last\s+night)\b", i, lambda r, m: r.ago(1, "day", m[0])),

@@ -96,8 +96,8 @@ _A_MOMENT = re.compile(
 _A_LUNAR_DAY = re.compile(lunar.SAID)
 # 春节 names the whole New Year holiday and the trips home around it: the message that plans one
 # says 春节 without saying when (春节回长沙的机票一般提前多久买), and the zh-sms and zh-chat sets lost
-# their right sessions to such plans where 春节 counted as a time told.
-_NOT_WHEN = frozenset(("春节",))
+# their right sessions to such plans where 春节 counted as a time told. 国庆 and 五一 are such holidays.
+_NOT_WHEN = frozenset(("春节", "国庆", "五一", "劳动节"))
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.
