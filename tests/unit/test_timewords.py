@@ -76,6 +76,20 @@ def year(y: int) -> list[tuple[date, date]]:
     ("What state did Joanna visit in summer 2021?", [(date(2021, 6, 1), date(2021, 9, 1))]),
     ("Caroline这个夏天有什么计划？", [(date(2023, 6, 1), date(2023, 9, 1))]),
     ("去年冬天的问题", [(date(2022, 12, 1), date(2023, 3, 1))]),
+    # A season or part of a year, after a year or alone (asked in October 2023).
+    ("2021年秋天去复查", [(date(2021, 9, 1), date(2021, 12, 1))]),
+    ("2022年的夏季", [(date(2022, 6, 1), date(2022, 9, 1))]),
+    ("前年冬天", [(date(2021, 12, 1), date(2022, 3, 1))]),
+    ("2022年底的燃气费", month(2022, 12)),
+    ("2022年年底", month(2022, 12)),
+    ("2022年初", [(date(2022, 1, 1), date(2022, 3, 1))]),
+    ("去年年底发的奖金", month(2022, 12)),
+    ("今年上半年", [(date(2023, 1, 1), date(2023, 7, 1))]),
+    ("去年下半年", [(date(2022, 7, 1), date(2023, 1, 1))]),
+    ("前年暑假", [(date(2021, 7, 1), date(2021, 9, 1))]),
+    ("暑假去哪玩了", [(date(2023, 7, 1), date(2023, 9, 1))]),
+    ("寒假的时候", [(date(2023, 1, 1), date(2023, 3, 1))]),
+    ("年底的时候", month(2022, 12)),  # the last year end before asking
     # Relative to the asking time.
     ("What did Joanna write yesterday?", one_day(2023, 10, 24)),
     ("what broke last night", one_day(2023, 10, 24)),
@@ -161,6 +175,22 @@ def test_reads_the_time_a_question_names(question, expected):
     ("春节", [(date(2023, 1, 21), date(2023, 1, 29))]),  # the holiday, 除夕 to 初七
     ("前年中秋", one_day(2021, 9, 21)),
     ("小年", [(date(2023, 1, 14), date(2023, 1, 16))]),  # 腊月二十三 in the north, 二十四 in the south
+    # Days of the solar year: the holidays of 国庆 and 五一, the shopping days, the rest one day.
+    ("国庆去哪玩了", [(date(2023, 10, 1), date(2023, 10, 8))]),
+    ("去年国庆节", [(date(2022, 10, 1), date(2022, 10, 8))]),
+    ("2022年五一", [(date(2022, 5, 1), date(2022, 5, 6))]),
+    ("劳动节加班了吗", [(date(2023, 5, 1), date(2023, 5, 6))]),
+    ("元旦", one_day(2023, 1, 1)),
+    ("双十一买的外套", one_day(2022, 11, 11)),  # not yet this year
+    ("双11", one_day(2022, 11, 11)),
+    ("前年双十二", one_day(2021, 12, 12)),
+    ("圣诞节送的礼物", one_day(2022, 12, 25)),
+    ("平安夜", one_day(2022, 12, 24)),
+    ("情人节", one_day(2023, 2, 14)),
+    ("七夕情人节", one_day(2023, 8, 22)),  # 七夕, not 14 February
+    ("六一儿童节", one_day(2023, 6, 1)),
+    ("教师节", one_day(2023, 9, 10)),
+    ("三八节", one_day(2023, 3, 8)),
     # 清明 is a day of the solar year: the holiday of 4-6 April, any year.
     ("清明回老家扫墓", [(date(2023, 4, 4), date(2023, 4, 7))]),
     ("去年清明节", [(date(2022, 4, 4), date(2022, 4, 7))]),
@@ -185,6 +215,12 @@ def test_reads_the_time_a_question_names(question, expected):
     ("意识清明的时候签的字", []),
     ("头脑清明的时候再决定", []),
     ("清明上河图的复制品", []),
+    ("张国庆说的那家店", []),  # a man's name
+    ("五一广场的那家店", []),
+    ("五一路上堵车", []),
+    ("五一二那天", []),
+    ("二十五一斤", []),
+    ("圣诞老人的衣服", []),
     # No such day, or outside the table's years (1979-2056): no time, no error.
     ("2023年闰二月三十", []),  # that leap month has 29 days
     ("闰正月初一", []),  # none in the table's years
@@ -259,6 +295,10 @@ def test_a_vague_or_broad_time_counts_less_than_a_named_day():
     "第三个月",
     "两周年纪念",
     "1990年代的音乐",
+    "这一年中最热的一天",
+    "年初二回娘家",  # the New Year's second day (大年初二 is read as such)
+    "明年年底再说",
+    "每年年底",
     "",
 ])
 def test_words_that_only_look_like_times_name_none(question):
