@@ -96,8 +96,10 @@ _A_MOMENT = re.compile(
 _A_LUNAR_DAY = re.compile(lunar.SAID)
 # 春节 names the whole New Year holiday and the trips home around it: the message that plans one
 # says 春节 without saying when (春节回长沙的机票一般提前多久买), and the zh-sms and zh-chat sets lost
-# their right sessions to such plans where 春节 counted as a time told. 国庆 and 五一 are such holidays.
-_NOT_WHEN = frozenset(("春节", "国庆", "五一", "劳动节"))
+# their right sessions to such plans where 春节 counted as a time told. So are the days of the solar
+# year but 清明 (元旦干嘛了, 元旦让你去我家吃饭, 圣诞前聚一个): counted as times told, they lifted such
+# greetings and plans over a zh-sms answer (小白结婚是几号) and a zh-fresh one.
+_NOT_WHEN = frozenset(("春节", *(name for name in lunar.SOLAR_FESTIVALS if name != "清明")))
 
 # English asks for a moment by "when" leading the question (not "what did she do when…") or by
 # what / which day, date, month or year.
