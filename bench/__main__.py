@@ -1,5 +1,5 @@
 """Benchmarks: ``python -m bench speed``, ``locomo``, ``locomo-zh``, ``zh-daily`` (``en-daily``), ``longhist``, ``semantic``,
-``firstrun``, ``load`` and ``huge``.
+``firstrun``, ``load`` and ``huge``; ``compare`` reads two systems' answers out of a ``--questions`` log.
 
 Each prints the machine, the data and its figures; ``--json FILE`` also
 writes them. These are measurements, not tests: nothing here asserts a bar.
@@ -112,6 +112,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--time-weights", default="",
                        help="also score the plugin modes with these time_weight settings, comma-separated (0: off)")
 
+    compare = sub.add_parser("compare", help="the questions two systems rank differently, from a --questions log")
+    compare.add_argument("log", type=Path, help="a file written by --questions (locomo, longhist, zh-daily, en-daily)")
+    compare.add_argument("--systems", default="plugin:keyword,plugin:hybrid",
+                         help="the two systems, comma-separated: the questions the second ranks lower, then higher")
+    compare.add_argument("--where", default="",
+                         help="only the questions asked in these conversations or of these people, comma-separated "
+                              "(e.g. a half: conv-26,conv-41,conv-43,conv-47,conv-49)")
+    compare.add_argument("--categories", default="",
+                         help="only these categories (or splits), comma-separated (default: every one the tables count)")
+    compare.add_argument("--json", type=Path, help="also write the lists here")
     first = sub.add_parser("firstrun", help="first-run indexing cost of one project, per offline model and threads")
     first.add_argument("--scratch", type=Path, default=Path(tempfile.gettempdir()) / "phr-bench-firstrun")
     first.add_argument("--messages", type=int, default=10_000, help="messages in the project")
@@ -180,6 +190,17 @@ def main(argv: list[str] | None = None) -> int:
         from . import semantic as mod
 
         print(json.dumps(mod.first_call(args.home, args.caller, args.delay)))
+        return 0
+    if args.command == "compare":
+        from . import compare as mod
+
+        systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+        if len(systems) != 2:
+            parser.error("--systems takes two systems")
+        figures = mod.run(args.log, (systems[0], systems[1]), {w.strip() for w in args.where.split(",") if w.strip()},
+                          {c.strip() for c in args.categories.split(",") if c.strip()})
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
     if args.command == "load":
         from . import load as mod
