@@ -114,12 +114,12 @@ SOLAR_FESTIVALS = {"清明": (4, 4, 3), "元旦": (1, 1, 1), "情人节": (2, 14
 # the young, 小小年纪 and 最小年龄 an age, and 大小年 a fruit tree's good and poor years; 清明 is also
 # clear-headed (头脑清明, 意识清明, 眼神清明), and 清明上河图 a painting. 五一 inside a number (五一二,
 # 二十五一) or a name (五一路, 五一广场, 五一班) is none, 国庆 after a common surname is a man's name
-# (张国庆), 七夕情人节 is 七夕, and 圣诞老人 is Father Christmas.
+# (张国庆), 七夕情人节 and 中国情人节 are 七夕, and 圣诞老人 is Father Christmas.
 _CN_NUMERAL = "零〇一二两三四五六七八九十百千万几"
 _SURNAME = "张王李刘陈杨赵黄周吴徐孙胡朱高林何郭马罗梁宋郑谢韩唐冯于董曹袁邓许沈曾彭吕苏卢蒋蔡贾丁魏薛叶余潘杜戴夏钟汪田任姜范方石姚谭廖邹熊金陆郝孔白崔康毛邱秦江史顾侯邵孟龙万段钱汤尹黎易常武乔贺赖龚文"
 _FESTIVAL = (r"(?P<f>除夕|大?(?<![\d零〇一二两三四五六七八九十百千几])年三十(?!岁)|大年初(?:十|[一二三四五六七八九])"
              r"|春节|元宵节|端午|七夕|中秋|重阳节|腊八(?!节?[粥蒜])|(?<!大)小年(?![轻糕级纪龄])"
-             r"|(?<![治志脑神识])清明(?!上河)|元旦|(?<!七夕)情人节|妇女节|三八节|劳动节"
+             r"|(?<![治志脑神识])清明(?!上河)|元旦|(?<!七夕)(?<!中国)情人节|妇女节|三八节|劳动节"
              rf"|(?<![\d{_CN_NUMERAL}第])五一(?![\d{_CN_NUMERAL}路街村班广])|儿童节|教师节"
              rf"|(?<![{_SURNAME}])国庆|双十[一二]|双1[12](?!\d)|平安夜|圣诞(?!老人))")
 SAID = rf"(?:{_DATE}|{_FESTIVAL})"

@@ -87,6 +87,10 @@ _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3)
 _PARTS = {"年初": (1, 2), "年中": (6, 2), "年底": (12, 1), "年末": (12, 1), "上半年": (1, 6), "下半年": (7, 6),
           "暑假": (7, 2), "寒假": (1, 2)}
 _PART = r"(?P<part>年初|年中|年底|年末|上半年|下半年|暑假|寒假)"
+# 年初 but not of 年初二 (the New Year's second day) or 年初中 (…年 then 初中, junior school).
+_YEAR_START = "年初(?![一二三四五六七八九十中次])"
+# Characters that end a word with 年 (少年, 多年, 明年) or are a number of years (三年).
+_ENDS_A_YEAR_WORD = "一二两三四五六七八九十几百千这那每今去前明后当年少青童成老中晚早近多历往新整半全同长"
 _SEASON_CN = r"(?P<s>[春夏秋冬])(?:天|季)"
 
 
@@ -328,16 +332,10 @@ def _rules() -> list[_Rule]:
         # A season or part of a year: 2024年秋天, 2024年的夏季, 2024年底, 2023年上半年; before the year alone.
         (rf"(?<!\d)(?P<year>(?:19|20)\d\d)\s*年\s*的?{_SEASON_CN}", 0,
          lambda r, m: r.season(m["s"], int(m["year"]), m[0])),
-        (rf"(?<!\d)(?P<year>(?:19|20)\d\d)\s*(?:年\s*的?{_PART}|(?P<end>年[底末初中]))", 0,
+        (rf"(?<!\d)(?P<year>(?:19|20)\d\d)\s*(?:年\s*的?{_PART}|(?P<end>年[底末]|{_YEAR_START}))", 0,
          lambda r, m: r.part(m["part"] or m["end"], int(m["year"]), m[0])),
         (r"(?<!\d)(?P<year>(?:19|20)\d\d)\s*年(?![代龄纪级度])", 0,
          lambda r, m: r.month(int(m["year"]), 1, 12, BROAD, m[0])),
-        # A part of a year alone: the last one begun (年底 asked in June is last December's). Not a
-        # year's part of another year (明年年底, 当年年底, 明年暑假), nor 年中 in 这一年中 ("in this year"), nor 年初
-        # of 年初二 (the second day of the New Year).
-        (r"(?<![一二两三四五六七八九十几百千这那每今去前明后当年])"
-         r"(?P<part>年中|年底|年末|年初(?![一二三四五六七八九十])|上半年|下半年|暑假|寒假)", 0,
-         lambda r, m: r.part(m["part"], None, m[0])),
     ]
     relative: list[tuple[str, int, _Read]] = [
         # Lunar days and months of a year said relative to this one: 去年腊月二十七, 今年中秋, 前年春节.
@@ -391,6 +389,12 @@ def _rules() -> list[_Rule]:
         (r"\b(?:earlier\s+)?this\s+year\b|今年", i,
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),
         (rf"\blast\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i, lambda r, m: r.weekday(m["wd"].lower(), m[0])),
+        # A part of a year alone: the last one begun (年底 asked in June is last December's), read
+        # relative to the asking as 上个月 is, so a date the question names decides. Not a year's
+        # part of a year named (2024年底, 明年年底, 当年年底, 明年的暑假), nor the end of a word that ends in 年
+        # (青少年中心, 青少年初中生, 多年底蕴); 年中 only after a year, as it is mostly such an end (这一年中).
+        (rf"(?<![\d{_ENDS_A_YEAR_WORD}])(?<!年的)(?P<part>年底|年末|{_YEAR_START}|上半年|下半年|暑假|寒假)", 0,
+         lambda r, m: r.part(m["part"], None, m[0])),
         (r"\bthe\s+other\s+day\b|前几天|前些日子", i, lambda r, m: r.ago(None, "day", m[0])),
     ]
     # Relative phrases first: "last October" is a month alone, but "3个月前" is not 3月.

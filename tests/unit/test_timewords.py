@@ -90,6 +90,10 @@ def year(y: int) -> list[tuple[date, date]]:
     ("暑假去哪玩了", [(date(2023, 7, 1), date(2023, 9, 1))]),
     ("寒假的时候", [(date(2023, 1, 1), date(2023, 3, 1))]),
     ("年底的时候", month(2022, 12)),  # the last year end before asking
+    ("上个月年底的汇报", month(2023, 9) + month(2022, 12)),  # relative both, neither decides alone
+    ("2022年初中毕业", year(2022)),  # 初中, junior school, is no start of the year
+    ("2022年的暑假", [(date(2022, 7, 1), date(2022, 9, 1))]),
+    ("去年年中", [(date(2022, 6, 1), date(2022, 8, 1))]),
     # Relative to the asking time.
     ("What did Joanna write yesterday?", one_day(2023, 10, 24)),
     ("what broke last night", one_day(2023, 10, 24)),
@@ -188,6 +192,7 @@ def test_reads_the_time_a_question_names(question, expected):
     ("平安夜", one_day(2022, 12, 24)),
     ("情人节", one_day(2023, 2, 14)),
     ("七夕情人节", one_day(2023, 8, 22)),  # 七夕, not 14 February
+    ("中国情人节送了什么", []),  # 七夕 in other words, not 14 February
     ("六一儿童节", one_day(2023, 6, 1)),
     ("教师节", one_day(2023, 9, 10)),
     ("三八节", one_day(2023, 3, 8)),
@@ -296,6 +301,9 @@ def test_a_vague_or_broad_time_counts_less_than_a_named_day():
     "两周年纪念",
     "1990年代的音乐",
     "这一年中最热的一天",
+    "青少年中心的才艺表演",  # the end of 青少年, no 年中
+    "青少年初中生",
+    "多年底蕴",
     "年初二回娘家",  # the New Year's second day (大年初二 is read as such)
     "明年年底再说",
     "每年年底",
