@@ -38,9 +38,11 @@ however its sentences run.
 
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
-the event talked about, not to the asking. Asking for the first ("when did Caroline first…", 第一次)
-is not read: LoCoMo's such questions name when an event happened, often told in a later session,
-and lifting the earlier sessions lost there.
+the event talked about, not to the asking. Asking for the first is read in Chinese only (第一次保养,
+头一回考试, 首次: ``asks_for_first``), where it picks the first of a kind's occasions, and lifts the
+earlier of the best sessions as the latest are lifted otherwise; in English ("when did Caroline
+first…") LoCoMo's such questions name when an event happened, often told in a later session, and
+lifting the earlier sessions lost there.
 """
 
 from __future__ import annotations

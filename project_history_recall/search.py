@@ -335,7 +335,8 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
               near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None,
               texts: Callable[[list[int]], Mapping[int, str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
-    none and asks how something turned out, the later sessions (``orderwords``): a time named says
+    none and asks how something turned out, the later sessions (``orderwords``; the earlier ones,
+    last of all, when it asks in Chinese for the first occasion, 第一次保养): a time named says
     when instead ("what is she currently doing in June 2023"). It leaves the reports and sequels
     below their places: it says when the thing was, and a thread tells of it weeks before
     (春节回湖南的票是哪天: tickets are bought in December). With ``likeness`` (how alike the
