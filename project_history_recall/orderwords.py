@@ -38,9 +38,11 @@ however its sentences run.
 
 Only words that ask about an outcome whatever the sentence around them says count: "last week" is a
 time (``timewords``), "at last weekend" and "last name" are no outcome, and 最近 alone is recent to
-the event talked about, not to the asking. Asking for the first ("when did Caroline first…", 第一次)
-is not read: LoCoMo's such questions name when an event happened, often told in a later session,
-and lifting the earlier sessions lost there.
+the event talked about, not to the asking. Asking for the first is read in Chinese only (第一次保养,
+头一回考试, 首次: ``asks_for_first``), where it picks the first of a kind's occasions, and lifts the
+earlier of the best sessions as the latest are lifted otherwise; in English ("when did Caroline
+first…") LoCoMo's such questions name when an event happened, often told in a later session, and
+lifting the earlier sessions lost there.
 """
 
 from __future__ import annotations
@@ -121,6 +123,16 @@ _NOW = re.compile(
     r"\b(?:latest|most\s+recent(?:ly)?|the\s+last\s+time|current(?:ly)?|now(?:adays)?|these\s+days"
     r"|at\s+the\s+moment)\b"
     r"|现在|如今|目前|最近一次", re.IGNORECASE)
+
+
+# Chinese words that ask for the first of the occasions of a kind (第一次保养, 头一回考试, 首次): the
+# earliest of the sessions that match alike.
+_FIRST = re.compile(r"第一[次回趟]|头一[次回趟]|首次")
+
+
+def asks_for_first(question: str) -> bool:
+    """Whether ``question`` asks in Chinese for the first of the occasions of a kind."""
+    return bool(_FIRST.search(question or ""))
 
 
 def asks_for_latest(question: str) -> bool:
@@ -216,11 +228,11 @@ def _on_the_calendar(ts: float) -> bool:
     return bool(ts) and _CALENDAR[0] <= ts <= _CALENDAR[1]
 
 
-def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
+def reweigh(hits: list[Hit], weight: float, earliest: bool = False) -> list[Hit]:
     """``hits`` (best first) re-ordered by ``score × (1 + weight × place)``, ``place`` 0..1 being how
     late the hit lies between the earliest and the latest of the first ``TOP_SESSIONS`` sessions'
-    hits. With weight 0, or when those sessions all lie at one time, the very same list; a hit
-    without a time gains nothing; ties keep their order."""
+    hits (how early, with ``earliest``). With weight 0, or when those sessions all lie at one time,
+    the very same list; a hit without a time gains nothing; ties keep their order."""
     if weight <= 0 or not hits:
         return hits
     times = [h.timestamp for h in leading(hits, lambda h: h.session_id, TOP_SESSIONS)
@@ -230,7 +242,8 @@ def reweigh(hits: list[Hit], weight: float) -> list[Hit]:
     low, spread = min(times), max(times) - min(times)
 
     def place(ts: float) -> float:
-        return min(max((ts - low) / spread, 0.0), 1.0) if ts else 0.0
+        late = min(max((ts - low) / spread, 0.0), 1.0)
+        return (1.0 - late if earliest else late) if ts else 0.0
 
     return lifted(hits, lambda h: weight * place(h.timestamp))
 

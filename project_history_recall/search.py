@@ -335,7 +335,8 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
               near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None,
               texts: Callable[[list[int]], Mapping[int, str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
-    none and asks how something turned out, the later sessions (``orderwords``): a time named says
+    none and asks how something turned out, the later sessions (``orderwords``; the earlier ones,
+    last of all, when it asks in Chinese for the first occasion, 第一次保养): a time named says
     when instead ("what is she currently doing in June 2023"). It leaves the reports and sequels
     below their places: it says when the thing was, and a thread tells of it weeks before
     (春节回湖南的票是哪天: tickets are bought in December). With ``likeness`` (how alike the
@@ -357,8 +358,9 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves the hits as they are."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     latest = not windows and orderwords.asks_for_latest(req.query)
+    first = not windows and not latest and orderwords.asks_for_first(req.query)
     if likeness is None or settings.order_weight <= 0:
-        return orderwords.reweigh(hits, settings.order_weight) if latest else hits
+        return orderwords.reweigh(hits, settings.order_weight, earliest=first) if latest or first else hits
     what_happened = orderwords.asks_what_happened(req.query) or orderwords.asks_for_a_figure(req.query)
     outcome = orderwords.asks_for_outcome(req.query)
     # The reports only re-order the hits, so one reading of their texts serves the outcome's sequels too.
@@ -372,6 +374,8 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
         hits = orderwords.reweigh(hits, settings.order_weight)
     elif answered is not None:
         hits = orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
+    if first:
+        hits = orderwords.reweigh(hits, settings.order_weight, earliest=True)
     return orderwords.behind(hits, follow)
 
 

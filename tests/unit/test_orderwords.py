@@ -110,6 +110,30 @@ def test_the_spread_is_of_the_best_sessions_only() -> None:
     assert orderwords.reweigh(hits, 0.2)[-1].session_id == "f"
 
 
+@pytest.mark.parametrize("question, first", [
+    ("车第一次保养花了多少", True),
+    ("学车头一回考试挂在哪个项目上了", True),
+    ("首次复查的结果", True),
+    ("第一趟去成都住的哪", True),
+    ("第十次例会", False),
+    ("考了第一名", False),
+    ("一次就过了", False),
+    ("When did Caroline first go to a pride parade?", False),  # English "first" lost LoCoMo (see orderwords)
+])
+def test_chinese_words_that_ask_for_the_first_occasion(question: str, first: bool) -> None:
+    assert orderwords.asks_for_first(question) is first
+
+
+def test_earlier_sessions_that_match_as_well_are_lifted_for_the_first() -> None:
+    assert [h.session_id for h in orderwords.reweigh(HITS, 0.5, earliest=True)] == ["b", "a", "c", "d", "e"]
+    settings = Settings(order_weight=0.5, time_weight=0.0)
+    assert search._lifted(search.SearchRequest("第一次保养花了多少"), settings, [], HITS)[0].session_id == "b"
+    hybrid = search._lifted(search.SearchRequest("第一次保养花了多少"), settings, [], HITS, likeness=alike({}))
+    assert hybrid[0].session_id == "b"
+    june = [timewords.Window(0.0, DAY, 1.0, "六月")]  # a time named says when instead
+    assert search._lifted(search.SearchRequest("六月第一次保养花了多少"), settings, june, HITS) is HITS
+
+
 def test_a_search_without_outcome_words_or_with_a_named_time_keeps_its_ranking() -> None:
     settings = Settings(order_weight=0.5, time_weight=0.0)  # the time's own lift apart
     assert search._lifted(search.SearchRequest("How did we set up the cache?"), settings, [], HITS) is HITS
