@@ -495,11 +495,10 @@ def finish_interrupted(home: Path) -> None:
         kept = records.interrupted(data_dir)
         if kept is not None:
             move, at = kept
+            # By id alone (none: deleted from Hermes since, nothing to record). Looked up as a move's
+            # ``session`` argument is, a session titled with the id of one deleted since was taken for it.
             with reading(paths.state_db_path(home)) as (conn, _shape):
-                try:
-                    row: SessionRow | None = sessionref.find(conn, home, move.session_id)
-                except SessionRefError:
-                    row = None  # deleted from Hermes since: nothing to record
+                row = sessionref.fetch(conn, move.session_id)
             written = row is not None and _same(row.cwd, move.to_cwd) and _same(
                 row.git_branch, move.to_git_branch) and _same(row.git_repo_root, move.to_git_repo_root)
             if written and not records.logged(records.records_path(data_dir), move.session_id, at):
