@@ -340,6 +340,8 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
         amap = attribution_map(home, conn)
+        if amap.records_error is not None:  # a move must be recorded: refused, nothing changed
+            raise amap.records_error
         explicit = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         notes: list[str]
         if req.session:

@@ -78,6 +78,7 @@ def list_projects(home: Path) -> dict:
         "outcome": DONE,
         "projects": explicit + auto,
         "home_bucket_sessions": counts.get(("home", None), 0),
+        **({"warnings": list(amap.warnings)} if amap.warnings else {}),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }
