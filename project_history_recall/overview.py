@@ -46,6 +46,7 @@ def status(home: Path, caller: Caller) -> dict:
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
         "journal_mode": mode,
+        **({"warnings": list(scope.warnings)} if scope.warnings else {}),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

@@ -175,6 +175,7 @@ def format_status(response: dict) -> str:
     asked = response.get("consent")
     if isinstance(asked, dict) and asked.get("how_to_record"):
         rows.insert(5, ("to agree", asked["how_to_record"]))
+    rows += [("warning", w) for w in response.get("warnings", [])]
     return "\n".join(f"{k:>14}: {v}" for k, v in rows)
 
 

@@ -250,7 +250,7 @@ def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, dam
         assert "moved between projects" in res["warnings"][0] and "Hermes's own" in res["warnings"][0], res
     listed = json.loads(cli_process("--home", str(world.home), "projects", "--json").stdout)
     assert listed["success"] and str(path) in listed["warnings"][0], listed
-    for args in (("search", "websocket", "--project", "App", "--mode", "keyword"), ("projects",)):
+    for args in (("search", "websocket", "--project", "App", "--mode", "keyword"), ("projects",), ("status",)):
         shown = cli_process("--home", str(world.home), *args)
         assert shown.returncode == 0 and f"warning: {path}" in shown.stdout, shown.stdout + shown.stderr
     answers = [call("project_session_move", {"project": "Other"}, session_id=asker),
