@@ -3,4 +3,5 @@
 
 from .ui.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # imported (a walk of the package's modules), it runs nothing
+    raise SystemExit(main())
