@@ -340,6 +340,8 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
         # Read afresh: a project created or archived a moment ago must count.
         projects = load_projects(paths.projects_db_path(home))
         amap = attribution_map(home, conn)
+        if amap.records_error is not None:  # a move must be recorded: refused, nothing changed
+            raise amap.records_error
         explicit = live_project(projects, req.project, ACTION) or project_owning(home, projects, req.project)
         notes: list[str]
         if req.session:
@@ -495,11 +497,10 @@ def finish_interrupted(home: Path) -> None:
         kept = records.interrupted(data_dir)
         if kept is not None:
             move, at = kept
+            # By id alone (none: deleted from Hermes since, nothing to record). Looked up as a move's
+            # ``session`` argument is, a session titled with the id of one deleted since was taken for it.
             with reading(paths.state_db_path(home)) as (conn, _shape):
-                try:
-                    row: SessionRow | None = sessionref.find(conn, home, move.session_id)
-                except SessionRefError:
-                    row = None  # deleted from Hermes since: nothing to record
+                row = sessionref.fetch(conn, move.session_id)
             written = row is not None and _same(row.cwd, move.to_cwd) and _same(
                 row.git_branch, move.to_git_branch) and _same(row.git_repo_root, move.to_git_repo_root)
             if written and not records.logged(records.records_path(data_dir), move.session_id, at):

@@ -46,6 +46,7 @@ def status(home: Path, caller: Caller) -> dict:
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
         "journal_mode": mode,
+        **({"warnings": list(scope.warnings)} if scope.warnings else {}),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }
@@ -78,6 +79,7 @@ def list_projects(home: Path) -> dict:
         "outcome": DONE,
         "projects": explicit + auto,
         "home_bucket_sessions": counts.get(("home", None), 0),
+        **({"warnings": list(amap.warnings)} if amap.warnings else {}),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

@@ -301,8 +301,8 @@ def _load(home: Path) -> Settings:
             _merge(values, DEFAULTS, overlay, source, warnings, origins=origins)
             sources.append(source)
     if values["chunk_overlap"] >= values["chunk_chars"]:
-        warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {DEFAULTS['chunk_overlap']}")
         values["chunk_overlap"] = min(DEFAULTS["chunk_overlap"], values["chunk_chars"] // 2)
+        warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {values['chunk_overlap']}")
         origins["chunk_overlap"] = DEFAULTS_SOURCE
     openai = OpenAISettings(**values.pop("openai"))
     return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import DataError
+from .derived import not_a_file
+from .filestamp import read_regular
 from .folders import make_own
 from .locks import FileLock
 
@@ -162,8 +164,13 @@ def update_block(path: Path, key: str, change: Callable[[Any], Any]) -> Any:
     Raises ConfigWriteError (file untouched) when the edit cannot be made safely.
     """
     with locked(path.parent):
+        # Something other than a file there (a FIFO, whose read waits for ever; a symlink to itself) is not
+        # the user's settings to edit, nor to replace.
+        why = not_a_file(path)
+        if why is not None:
+            raise ConfigWriteError(why)
         try:
-            text = path.read_text(encoding="utf-8") if path.exists() else ""
+            text = read_regular(path).decode("utf-8") if path.exists() else ""
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigWriteError(f"it cannot be read ({type(exc).__name__})") from None
         current = _mapping(text)

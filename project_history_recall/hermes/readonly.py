@@ -9,7 +9,10 @@ error``); those are retried briefly. Everything else becomes a
 
 from __future__ import annotations
 
+import itertools
+import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -111,7 +114,45 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
 
 def file_fingerprint(path: Path) -> tuple:
     """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
-    return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")))
+    return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")), _commits(path))
+
+
+_counters: dict[str, tuple[int | None, int, sqlite3.Connection]] = {}  # path -> (inode, generation, connection)
+_counters_lock = threading.Lock()
+_generations = itertools.count()
+_MAX_COUNTERS = 8  # one per state.db in use (a few profiles; the tests, thousands of homes)
+
+
+def _commits(path: Path) -> tuple[int, int]:
+    """A value that changes with every commit to ``path`` by any process: SQLite's own count
+    (``PRAGMA data_version``) on a connection kept for it. The file's stamp alone missed a commit
+    that kept the file's size (a row rewritten in place) made within one tick of the file system's
+    clock (a few milliseconds) of the last look; SQLite tells commits apart by the count in the
+    header of a rollback-journal file and by the WAL index. The count is SQLite's to read, never
+    the header's bytes with ``open()``: closing a descriptor of the file drops every lock this
+    process holds on it (see ``journal_mode``). Never waits: while a writer commits, or when it
+    cannot be read, a value no other call gets (as if it changed)."""
+    key = str(path)
+    try:
+        inode: int | None = os.stat(path).st_ino
+    except OSError:
+        inode = None
+    with _counters_lock:
+        kept = _counters.pop(key, None)
+        if kept is not None and kept[0] != inode:  # the file replaced: count the new one's commits
+            kept[2].close()
+            kept = None
+        try:
+            if kept is None:
+                kept = (inode, next(_generations), connect_readonly(path, timeout_ms=0))
+            version = kept[2].execute("PRAGMA data_version").fetchone()[0]
+        except (StateDBError, sqlite3.Error):
+            version = None
+        if kept is not None:
+            _counters[key] = kept  # most recently used last
+            while len(_counters) > _MAX_COUNTERS:
+                _counters.pop(next(iter(_counters)))[2].close()
+        return (next(_generations), -1) if kept is None or version is None else (kept[1], int(version))
 
 
 def journal_mode(conn: sqlite3.Connection) -> str:

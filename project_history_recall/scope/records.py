@@ -235,11 +235,21 @@ def note_moving(data_dir: Path, move: Move, at: float) -> None:
     of the profile, or a look at the session, finishes it (``move.finish_interrupted``). Under the
     move lock, so one file is enough. Written in place: a process killed while writing it had not
     reached Hermes's write, and a file cut short reads as no move (``interrupted``). Not synced to
-    the disk: it outlives a killed process, not a power cut."""
+    the disk: it outlives a killed process, not a power cut. Only in a file made here: the move
+    cleared what a killed move left (``finish_interrupted``), and whatever is there now was put
+    there since; a symlink to a file of the user's had the move's JSON written over that file."""
     path = data_dir / JOURNAL_NAME
     try:
-        path.write_text(json.dumps({"moved_at": at, **asdict(move)}), encoding="utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_BINARY", 0), 0o600)
     except OSError as exc:
+        raise _save_failed(path, exc) from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(json.dumps({"moved_at": at, **asdict(move)}).encode("utf-8"))
+    except OSError as exc:
+        with suppress(OSError):
+            path.unlink()
         raise _save_failed(path, exc) from exc
 
 
@@ -348,6 +358,8 @@ def _save_failed(path: Path, exc: BaseException) -> RecordError:
         hint = f" ({folder} is a file, where the plugin keeps its data folder)"
     elif (there := not_a_file(path)) is not None:  # a folder at recall.moving, say: no move removes it
         hint = f" ({there})"
+    elif isinstance(exc, FileExistsError):
+        hint = " (something put it there while the move ran; the next move clears it)"
     elif isinstance(exc, OSError) or any(t in text.lower() for t in ("i/o", "unable to open", "readonly")):
         hint = " (is the disk full, or the folder not writable?)"
     else:

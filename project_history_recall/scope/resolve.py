@@ -25,6 +25,7 @@ from ..hermes.catalog import SessionCatalog, read_facts, read_facts_of
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
 from ..hermes.projects import current_projects, find_project, folded_name
+from ..hermes.readonly import StateDBError
 from ..home import Home
 from . import gitroot
 from .attribution import (
@@ -69,6 +70,7 @@ class Scope:
     # The caller's conversation, its first session first, down to the caller: a consent
     # token is bound to it, so that it proves the user agreed here and nowhere else.
     conversation: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # what the scope was resolved without (``_AttributionMap.records_error``)
 
     @property
     def caller_session(self) -> str | None:
@@ -89,6 +91,17 @@ class _AttributionMap:
     by_project: dict[tuple, list[str]]
     ctx: AttributionContext
     facts: dict[str, SessionFacts]
+    # recall.db damaged: the map attributes by Hermes's own data alone. A search goes on and says so
+    # (``warnings``); a move, which must be recorded, raises it.
+    records_error: StateDBError | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        if self.records_error is None:
+            return ()
+        return (f"{self.records_error} Searched without it, by Hermes's own data alone (the folder each move "
+                "saved in Hermes): a session moved without its folder changing may be missing here, or "
+                "found in the project it was moved out of.",)
 
 
 class _Kept:
@@ -152,8 +165,15 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     ``SessionFacts.searchable``); ``by_session`` has every session."""
     kept, mine = _kept(home)
     # Re-read after every commit to recall.db, so a move counts from the next search on.
-    records = current_records(records_path(paths.data_dir(home)))
-    recorded = tuple(sorted(records.items()))
+    try:
+        records, damaged = current_records(records_path(paths.data_dir(home))), None
+    except StateDBError as exc:
+        # Damaged (not one a FIFO or a folder has taken the place of): every search failed until the user
+        # moved it aside, though a move saves the session's new folder in Hermes, which attributes it too.
+        if exc.code != "corrupt":
+            raise
+        records, damaged = {}, exc
+    recorded = (tuple(sorted(records.items())), str(damaged) if damaged else None)
     with kept.lock:
         cached = mine.map
     if cached is not None and cached.key[2] != recorded:
@@ -188,7 +208,7 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     for sid in added:
         if facts[sid].searchable:
             by_project.setdefault(by_session[sid].key, []).append(sid)
-    built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts)
+    built = _AttributionMap(key, built_at, by_session, by_project, ctx, facts, damaged)
     with kept.lock:
         mine.map = built
     return built
@@ -478,7 +498,7 @@ def resolve_scope(
         conversation = _conversation(caller, own_row, amap.facts)
         attribution = attribution_for_ref(amap, project_ref) if project_ref else mine
         if attribution.kind == "home":
-            return Scope(attribution, [], caller_facts=own_row, conversation=conversation)
+            return Scope(attribution, [], caller_facts=own_row, conversation=conversation, warnings=amap.warnings)
         # When a session came in, the catalog is read whole by the next map: the scope once more.
         if not (check and came_in(home, conn, amap, attribution)):
             break
@@ -490,4 +510,4 @@ def resolve_scope(
         excluded = [sid for sid in members if roots[sid] == root]
         members = [sid for sid in members if roots[sid] != root]
     estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
-    return Scope(attribution, members, excluded, own_row, estimate, conversation)
+    return Scope(attribution, members, excluded, own_row, estimate, conversation, amap.warnings)

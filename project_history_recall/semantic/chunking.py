@@ -47,13 +47,19 @@ def _cut(text: str, start: int, size: int) -> int:
     return hard
 
 
+def kept_overlap(size: int, overlap: int) -> int:
+    """The overlap ``split`` keeps of the setting: at most half a chunk. Each chunk would otherwise
+    start a few characters after the last (100 and 99, both valid settings: a chunk a character)."""
+    return max(0, min(overlap, size // 2))
+
+
 def split(text: str, size: int, overlap: int) -> list[tuple[int, str]]:
     """``[(offset, chunk)]`` covering ``text``; one chunk when it fits."""
     if not text:
         return []
     if len(text) <= size:
         return [(0, text)]
-    overlap = max(0, min(overlap, size // 2))
+    overlap = kept_overlap(size, overlap)
     out: list[tuple[int, str]] = []
     start = 0
     while start < len(text):

@@ -139,7 +139,10 @@ def grant(home: Path, service: str, model: str, project: dict, granted_by: str) 
     added = []
 
     def change(current):
-        current = list(current) if isinstance(current, list) else []
+        if current is not None and not isinstance(current, list):  # what the user wrote there stays
+            raise configfile.ConfigWriteError(f"its '{KEY}' is not a list of records; move what it holds "
+                                              "elsewhere first")
+        current = list(current or [])
         if any(_record_scope(r) == wanted and _given_in(r, home) for r in current):
             return current
         record = {"service": wanted[0], "model": model,

@@ -89,7 +89,7 @@ def plan(conn: sqlite3.Connection, states: dict[str, vectors.VectorState], membe
 def pending_chunks(conn: sqlite3.Connection, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
     """About how many chunks ``work`` will embed, from the messages' lengths alone (no
     text is read): a reconcile counts as embedding the whole session again, at most."""
-    step = max(1, chunk_chars - chunk_overlap)
+    step = max(1, chunk_chars - chunking.kept_overlap(chunk_chars, chunk_overlap))
     return sum(messages.pieces(conn, item.session_id, 0 if item.kind == "reconcile" else item.after_id,
                                item.seen[1], chunk_chars, step) for item in work.values())
 

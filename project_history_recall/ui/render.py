@@ -88,6 +88,7 @@ def format_search(response: dict, style: Style, one_shot: OneShot | None = None)
         reason = _unfinished(response, one_shot) or response.get("semantic_reason")
         line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")
     lines.append(style.dim(line))
+    lines += [f"warning: {w}" for w in response.get("warnings", [])]
     if response.get("reason"):
         lines.append("")
         lines.append(response["reason"])
@@ -174,6 +175,7 @@ def format_status(response: dict) -> str:
     asked = response.get("consent")
     if isinstance(asked, dict) and asked.get("how_to_record"):
         rows.insert(5, ("to agree", asked["how_to_record"]))
+    rows += [("warning", w) for w in response.get("warnings", [])]
     return "\n".join(f"{k:>14}: {v}" for k, v in rows)
 
 
@@ -187,6 +189,7 @@ def format_projects(response: dict) -> str:
             kind, where = p["kind"], p["id"]
         lines.append(f"  {p['sessions']:>5}  {p['name']}{flag}  ({kind}) {where}")
     lines.append(f"  {response['home_bucket_sessions']:>5}  (no project: home bucket)")
+    lines += [f"warning: {w}" for w in response.get("warnings", [])]
     return "\n".join(lines)
 
 

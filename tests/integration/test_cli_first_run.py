@@ -45,6 +45,20 @@ def test_global_options_go_before_or_after_the_subcommand(world, work, tmp_path)
     assert both.returncode == 2 and len(both.stderr.strip().splitlines()) == 1, both.stderr
 
 
+def test_the_package_runs_as_the_command_line(world, work, tmp_path):
+    """``python -m project_history_recall`` said "'project_history_recall' is a package and cannot be
+    directly executed": the package runs as the command line it installs."""
+    import sys
+
+    app = _small_world(world, work)
+    args = ("--home", str(world.home), "--json", "search", "websocket", "--dir", str(app))
+    package = subprocess.run([sys.executable, "-m", "project_history_recall", *args], env=cli_env(world.home),
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert package.returncode == 0, package.stderr[-2000:]
+    assert json.loads(package.stdout)["results"][0]["link"] == json.loads(
+        cli_process(*args, cwd=tmp_path).stdout)["results"][0]["link"]
+
+
 def test_limit_out_of_range_is_a_one_line_usage_error(world, work, tmp_path):
     app = _small_world(world, work)
     for bad in ("0", "-3", "51", "ten"):

@@ -404,3 +404,42 @@ def test_a_session_hermes_moved_out_is_not_embedded_under_the_projects_consent(r
     sent = server.texts()[before:]
     assert not any("zanzibar" in text for text in sent), sent
     assert any("second crane" in text for text in sent), sent  # Pelican's own new message still goes
+
+
+@pytest.mark.parametrize("there", ["not-a-list", "fifo", "loop"])
+def test_a_consent_is_not_recorded_over_what_the_file_holds_instead(remote_pq, server, there):
+    """Where a consent is recorded (the plugin's own config.yaml) holding what no record can join:
+    ``consents:`` not a list (a note the user wrote there) was replaced by the new record, the note
+    lost; a FIFO in the file's place held ``consent grant`` for ever (settings read from Hermes's
+    config.yaml: the plugin's is skipped as not a file), and a symlink to itself failed it as an
+    internal error. Each is now refused, naming the file, and nothing is written or sent."""
+    import os
+    import subprocess
+
+    home, own = remote_pq["home"], remote_pq["config"]
+    settings = yaml.safe_load(own.read_text(encoding="utf-8"))
+    if there == "not-a-list":
+        own.write_text(own.read_text(encoding="utf-8") + "consents: ask me again after the March audit\n",
+                       encoding="utf-8")
+    else:
+        hermes = home / "config.yaml"
+        hermes.write_text(yaml.safe_dump({**yaml.safe_load(hermes.read_text(encoding="utf-8")),
+                                          "plugins": {"enabled": [PLUGIN_KEY], PLUGIN_KEY: settings}}),
+                          encoding="utf-8")
+        own.unlink()
+        if there == "fifo":
+            os.mkfifo(own)
+        else:
+            own.symlink_to(own.name)
+    before = sorted((p.name, p.is_fifo() or p.is_symlink() or p.read_bytes()) for p in own.parent.iterdir()
+                    if p.name.startswith("config.yaml"))
+    try:
+        done = cli_process("consent", "grant", "--project", "Quokka", "--yes", "--json", home=home, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("consent grant did not answer within 60 s")
+    out = json.loads(done.stdout)
+    assert done.returncode != 0 and out["success"] is False and out["error_code"] == "config_write_failed", out
+    assert str(own) in out["error"] and "Traceback" not in done.stderr, (out, done.stderr[-2000:])
+    assert sorted((p.name, p.is_fifo() or p.is_symlink() or p.read_bytes()) for p in own.parent.iterdir()
+                  if p.name.startswith("config.yaml")) == before
+    assert server.count() == 0

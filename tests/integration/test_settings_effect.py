@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from hermes_world import call, enable_plugin, plugin_settings
 
 
@@ -62,3 +64,18 @@ def test_blend_weight_decides_between_the_words_and_the_meaning(world, work):
     assert order(blend_weight=0)[0] == words
     assert order(blend_weight=10)[0] == meaning
     assert set(order()) == {words, meaning}  # unset: the model's own weight
+
+
+def test_a_chunk_overlap_that_cannot_be_kept_is_told_as_the_value_used(world, work):
+    """``chunk_chars: 100`` with the default overlap (100, not smaller): the warning said "using 100",
+    the overlap it had just refused, while 50 was used; ``config`` shows what is used and says so."""
+    from cli_runs import cli_process
+
+    _project(world, work)
+    plugin_settings(world.home, chunk_chars=100)
+    shown = cli_process("config", "--json", home=world.home)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    out = json.loads(shown.stdout)
+    assert out["settings"]["chunk_overlap"] == 50, out
+    assert [w for w in out["warnings"] if "chunk_overlap" in w] == [
+        "'chunk_overlap' must be smaller than 'chunk_chars'; using 50"], out["warnings"]

@@ -224,7 +224,10 @@ def test_a_home_deleted_while_the_plugin_works_stays_deleted(world, work, tmp_pa
 def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, damage):
     """recall.db is not derived (it holds the moves): it is never rebuilt behind the user's back, and
     its damage is told as the plugin's, with what moving it aside gives up. The message every SQLite
-    file got sent the user to 'hermes doctor', which does not check this file."""
+    file got sent the user to 'hermes doctor', which does not check this file. Searches go on: every
+    one failed while the file was damaged, where Hermes's own data (the folder each move wrote) still
+    says which project a session is in; each says what it went without. A move, which must be
+    recorded, and a look at a session's moves are refused."""
     from cli_runs import cli_process
     from hermes_world import checkpoint, db_digest
 
@@ -238,10 +241,20 @@ def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, dam
         os.truncate(path, path.stat().st_size // 2)
     checkpoint(world.home)
     state_before, damaged = db_digest(world.home / "state.db"), path.read_bytes()
-    answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
-               call("project_session_move", {"project": "Other"}, session_id=asker)]
-    shown = cli_process("--home", str(world.home), "session", earlier, "--json")
-    answers.append(json.loads(shown.stdout))
+    searched = [call("project_history_search", {"query": "websocket earlier", "mode": "keyword"}, session_id=asker),
+                json.loads(cli_process("--home", str(world.home), "search", "websocket earlier", "--project", "App",
+                                       "--mode", "keyword", "--json").stdout)]
+    for res in searched:
+        assert res["success"] is True and {r["session_id"] for r in res["results"]} >= {earlier}, res
+        assert len(res["warnings"]) == 1 and str(path) in res["warnings"][0], res
+        assert "moved between projects" in res["warnings"][0] and "Hermes's own" in res["warnings"][0], res
+    listed = json.loads(cli_process("--home", str(world.home), "projects", "--json").stdout)
+    assert listed["success"] and str(path) in listed["warnings"][0], listed
+    for args in (("search", "websocket", "--project", "App", "--mode", "keyword"), ("projects",), ("status",)):
+        shown = cli_process("--home", str(world.home), *args)
+        assert shown.returncode == 0 and f"warning: {path}" in shown.stdout, shown.stdout + shown.stderr
+    answers = [call("project_session_move", {"project": "Other"}, session_id=asker),
+               json.loads(cli_process("--home", str(world.home), "session", earlier, "--json").stdout)]
     for res in answers:
         assert res["success"] is False and res["error_code"] == "corrupt", res
         assert str(path) in res["error"] and "moved between projects" in res["error"], res
@@ -249,6 +262,9 @@ def test_a_damaged_recall_db_is_named_as_the_plugins_own_record(world, work, dam
     assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
     checkpoint(world.home)
     assert db_digest(world.home / "state.db") == state_before and path.read_bytes() == damaged
+    path.unlink()  # moved aside by the user: searches go on as before, without a warning
+    res = call("project_history_search", {"query": "websocket earlier", "mode": "keyword"}, session_id=asker)
+    assert res["success"] and "warnings" not in res and {r["session_id"] for r in res["results"]} >= {earlier}, res
 
 
 IDLE_CHILD = textwrap.dedent("""

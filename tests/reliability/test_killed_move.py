@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+import hermes_state
 import pytest
 
 from conftest import SRC
@@ -218,3 +219,27 @@ def test_a_move_whose_record_fails_after_hermes_wrote_is_recorded_later(autos, w
     assert info["project"]["id"] == autos["P"], info
     assert [(m["from_cwd"], m["to"]["id"]) for m in info["moves"]] == [(str(solo), autos["P"])], info
     assert not (world.home / PLUGIN_KEY / "recall.moving").exists()
+
+
+def test_a_move_cut_short_of_a_session_deleted_since_is_not_finished_on_a_look_alike(autos, world, work):
+    """A move killed after Hermes wrote the session's folder, the session then deleted in Hermes, and
+    another session in the folder the move wrote, titled with the deleted session's id: the next
+    move took the look-alike for the moved session (it was looked up as a move's ``session``
+    argument is, by title too) and recorded the deleted session's move into the project. Finishing
+    a move looks its session up by id alone: nothing is recorded, and the move's own file goes."""
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    world.close()
+    _killed_move(world.home, s, "P", "after")
+    data = world.home / PLUGIN_KEY
+    assert (data / "recall.moving").exists()
+    world.db = hermes_state.SessionDB(db_path=world.home / "state.db")
+    world.db.delete_session(s)
+    world.session(("user", "a look-alike"), cwd=autos["p"], title=s)
+    before = store_state(world.home)
+    moved = call(MOVE, {"project": "P", "session": autos["n2"]}, session_id=autos["ask_p"])
+    assert moved["success"] and moved["moved"], moved
+    assert s not in json.dumps(store_state(world.home)["moves"]), store_state(world.home)
+    assert before["exists"] or len(store_state(world.home)["moves"]) == 1
+    assert not (data / "recall.moving").exists()

@@ -118,3 +118,39 @@ def test_a_folder_where_a_move_keeps_its_own_file_is_named(world, work):
     assert str(journal) in moved["error"] and "it is a folder, not a file" in moved["error"], moved
     assert "disk full" not in moved["error"] and "nothing was changed" in moved["error"].lower(), moved
     assert session_rows(world.home)[asker]["cwd"] == cwd and journal.is_dir()
+
+
+def test_a_symlink_put_where_a_move_keeps_its_own_file_is_not_written_through(world, work, monkeypatch):
+    """A symlink to a file of the user's put at ``recall.moving`` while a move ran, after the move
+    had cleared what a killed move left there and before it kept itself in it: the move wrote its
+    record over the file the link named, then removed the link (the user's text lost, replaced by
+    JSON). A move now keeps itself only in a file it makes; something there already refuses it,
+    and nothing is changed."""
+    from hermes_world import plugin_module, store_state
+
+    asker = _app(world, work)
+    world.close()
+    (work / "other").mkdir()
+    enable_plugin(world.home)
+    journal = world.home / PLUGIN_KEY / "recall.moving"
+    precious = work / "notes.txt"
+    precious.write_text("the user's own notes\n", encoding="utf-8")
+    records = plugin_module("scope.records")
+    real = records.Recorder.record
+
+    def then_linked(self, *args, **kw):
+        real(self, *args, **kw)
+        journal.symlink_to(precious)
+
+    monkeypatch.setattr(records.Recorder, "record", then_linked)
+    cwd, before = session_rows(world.home)[asker]["cwd"], store_state(world.home)
+    moved = call("project_session_move", {"project": "Other"}, session_id=asker)
+    assert precious.read_text(encoding="utf-8") == "the user's own notes\n"
+    assert moved["success"] is False and moved["error_code"] == "record_failed", moved
+    assert str(journal) in moved["error"] and "nothing was changed" in moved["error"].lower(), moved
+    assert "disk full" not in moved["error"], moved
+    assert session_rows(world.home)[asker]["cwd"] == cwd and store_state(world.home) == before
+    monkeypatch.setattr(records.Recorder, "record", real)
+    moved = call("project_session_move", {"project": "Other"}, session_id=asker)  # the link cleared first
+    assert moved["success"] and moved["moved"], moved
+    assert precious.read_text(encoding="utf-8") == "the user's own notes\n" and not journal.exists()

@@ -29,7 +29,7 @@ LAYERS = (
     ("pieces", ("fusion", "sessions", "results", "timewords", "orderwords")),
     ("use cases", ("search", "indexing", "consenting", "overview", "move", "warmup")),
     ("edges", ("ui",)),
-    ("plugin", ("",)),
+    ("plugin", ("", "__main__")),
 )
 LIBRARY = ("hermes", "scope", "keyword", "semantic", "files")  # never import the edges
 
