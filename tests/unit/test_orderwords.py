@@ -244,6 +244,7 @@ def test_a_chinese_question_in_the_perfective_asks_what_happened(question: str) 
     "孩子写作业拖拉的事问过什么",  # about the asking itself
     "孙子入学登记要准备哪些证件",  # about the plan
     "新房装修找好公司了吗",  # whether it is done yet
+    "给煤球做节育手术约在哪天 多少钱",  # about the arrangement, the plan itself
     "How much did the first service cost?",
     "",
 ])
@@ -257,6 +258,8 @@ def test_other_questions_do_not_ask_what_happened(question: str) -> None:
     ("春节回湖南的票是哪天早上几点的", True),  # a moment
     ("第一次保养在4S店耗了多长时间", True),  # a length of time
     ("减肥的时候你建议我每天摄入多少热量", False),  # about the asking itself
+    ("洗澡没热水那次师傅约的哪天上门", False),  # about the arrangement
+    ("大约花了多少钱", True),  # 大约: "about", no arrangement
     ("孙子入学登记要准备哪些证件", False),  # about the plan, and no figure
     ("眼睛干涩去医院开的什么药水", False),  # no figure (asks_what_happened reads it)
     ("How much did the first service cost?", False),
@@ -340,6 +343,9 @@ def test_a_leader_that_tells_something_done_keeps_its_place(leader: str) -> None
     # a symptom and the assistant's advice, several sentences and none says anything done
     ("最近下巴老长痘,红肿的那种,好痛", "可能和内分泌、熬夜有关。建议去皮肤科,别自己挤。",
      "看了皮肤科 长痘是毛囊炎 开了阿达帕林"),
+    # zh-life: an arrangement (约了) and a step another waits on (醒了得), nothing done yet
+    ("胃还是不舒服 约了交大一附院消化科 下周二做无痛胃镜", "老郭:我请假陪你 麻药醒了得有人扶",
+     "胃镜做完了 浅表性胃炎 碳13呼气也做了 幽门螺杆菌阳性"),
 ])
 def test_a_leader_that_says_nothing_done_yields_to_its_report(leader: str, answer: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: answer, 4: report}
