@@ -31,7 +31,9 @@ same thread, saying some word of it again, that tells it done is
 act of a message is read from its words only where it is one short act: a message of one sentence
 whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
-tells in one message of several sentences, and reading its act there moved the wrong sessions. Nor
+tells in one message of several sentences, and reading its act there moved the wrong sessions; beside
+such a message (the assistant's advice), a session still only asks when one of its one-sentence
+messages asks ahead and says nothing done at all (家里人要注意什么, not 一模考了580…能上什么学校). Nor
 is a session whose every message says nothing done (no 了 of a done act anywhere: a plan, a symptom,
 a quote, 老孙:今天去千岛湖钓鱼 车五点半楼下等 then 千岛湖钓了一条八斤的鳙鱼) the answer to what the act came to,
 however its sentences run.
@@ -184,11 +186,17 @@ def _tells_one(text: str | None) -> bool:
 
 
 def _only_asks_ahead(texts: list[str | None]) -> bool:
-    """Whether ``texts`` (None: not read) were all read, each one act, one of them asking or
-    planning ahead (``_asks_ahead``) and none telling something done (``_tells_one``)."""
+    """Whether ``texts`` (None: not read) were all read, none telling something done (``_tells_one``),
+    and, each one act, one of them asking or planning ahead (``_asks_ahead``); or, beside a message of
+    several sentences (the assistant's advice, whose act is not read), one that asks or plans ahead
+    and says nothing done in any clause (老年人糖尿病换成打胰岛素 家里人要注意什么): the question of a thread
+    the assistant answered in general, as against 一模考了580…能上什么学校, which tells its own answer."""
     read = [t for t in texts if t is not None]
-    return len(read) == len(texts) and all(map(_one_act, read)) and any(map(_asks_ahead, read)) \
-        and not any(map(_tells_one, read))
+    if len(read) != len(texts) or any(map(_tells_one, read)):
+        return False
+    if all(map(_one_act, read)):
+        return any(map(_asks_ahead, read))
+    return any(_one_act(t) and _asks_ahead(t) and not _says_done(t) for t in read)
 
 
 def _yields_to_report(texts: list[str | None]) -> bool:

@@ -307,6 +307,20 @@ def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, rep
     assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
 
 
+# zh-life: the person asks the assistant ahead, telling nothing done, and its long reply says 了 in
+# a hypothetical (打了针不吃饭); the report comes days later.
+INSULIN = ("老年人糖尿病从口服药换成打胰岛素 家里人要注意什么",
+           "主要是三点:一是按医生的剂量和时间注射。二是在家定时测血糖。三是饮食定时定量,不要打了针不吃饭。")
+
+
+def test_a_leader_asking_ahead_beside_a_long_reply_yields_to_its_report() -> None:
+    texts = TOLD | {1: INSULIN[0], 7: INSULIN[1], 4: "妈妈:出院了 今早空腹七点二 胰岛素一天打一次"}
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
+    # Asking and telling its own answer in one message beside the reply: the leader answers.
+    told = texts | {1: "女儿一模考了580 满分700 能上什么学校", 4: "中考成绩出来了 女儿考了652"}
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), told)) == order(THREAD)
+
+
 @pytest.mark.parametrize(("leader", "answer", "told"), [
     # zh-chat: the assistant's reply answers in the leader; the later session is another topic.
     ("花呗分12期 费率说是0.6%每月 实际年化多少",
