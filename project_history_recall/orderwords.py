@@ -31,7 +31,9 @@ same thread, saying some word of it again, that tells it done is
 act of a message is read from its words only where it is one short act: a message of one sentence
 whose asking or planning clause asks ahead (no 了 but 了吗 or 了没, "is it done yet"), or which tells
 something done (了) and asks and plans nothing. A translated long chat (LoCoMo-zh) asks, plans and
-tells in one message of several sentences, and reading its act there moved the wrong sessions. Nor
+tells in one message of several sentences, and reading its act there moved the wrong sessions; beside
+such a message (the assistant's advice), a session still only asks when one of its one-sentence
+messages asks ahead and says nothing done at all (家里人要注意什么, not 一模考了580…能上什么学校). Nor
 is a session whose every message says nothing done (no 了 of a done act anywhere: a plan, a symptom,
 a quote, 老孙:今天去千岛湖钓鱼 车五点半楼下等 then 千岛湖钓了一条八斤的鳙鱼) the answer to what the act came to,
 however its sentences run.
@@ -90,9 +92,9 @@ REPORT_BEHIND_WORDS = 2
 # 了吗 "has it yet"), 那次 "that time", V下来 / V出来 "came to", or a past act's 的 asked about (住的哪家,
 # 开的什么药)...
 _PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那回|下来|出来|(?<=[{cjk.HAN}])的(?:哪|什么|啥|多少|几)")
-# ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算). 过 is not read: it
-# asks what ever happened (去过哪些城市), over many sessions.
-_ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想")
+# ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算, 约在哪天: the arrangement, 约, is
+# the plan; not 大约 "about"). 过 is not read: it asks what ever happened (去过哪些城市), over many sessions.
+_ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想|(?<!大)约")
 # The kinds of answer a Chinese question asks for (``answerkind``; its English "when" is not read here).
 _FIGURES = (answerkind.AMOUNT, answerkind.LENGTH, answerkind.MOMENT)
 # A clause that asks (吗, ？, 要不要, 啥, 多少, 靠谱不, 去不去, 哭了没) or plans (准备, 下周, 周五)...
@@ -104,6 +106,10 @@ _WHETHER = re.compile(r"了(?=[吗没])")
 # ...and 了 that tells how long a state has lasted (咳嗽一周了, 三百天了, 一个多月了: a number, or 几, 半
 # or 多, and a unit of time, as ``answerkind`` reads them) or lets a thing be (涨一百算了): nothing done.
 _LASTING = re.compile(rf"(?:[{answerkind.NUMBER_CHARS}几半多]+{answerkind.UNIT_OF_TIME}|算|罢)了")
+# ...nor 了 of an arrangement (约了: the act is still ahead, as ``_PLANS`` reads it) or of a step another
+# waits on (麻药醒了得有人扶, 干了再浇, 不疼了就停): nothing done yet. 了就好 ("done, and that is
+# fine": 做了就好) still tells it.
+_AHEAD = re.compile(r"(?<=约)了|了(?=[得再]|就(?!好))")
 _CLAUSES = re.compile(r"[\s,，。;；!！]+")
 # A sentence end with more after it: a message of several sentences is no one act.
 _INNER_END = re.compile(r"[。!?！？]+(?=\s*\S)")
@@ -176,9 +182,9 @@ def _asks_ahead(text: str) -> bool:
 
 
 def _says_done(text: str) -> bool:
-    """Whether ``text`` says something done (了) anywhere, not whether it is yet (了吗) nor how long
-    a state has lasted (咳嗽一周了)."""
-    return bool(_DONE.search(_LASTING.sub("", _WHETHER.sub("", text))))
+    """Whether ``text`` says something done (了) anywhere, not whether it is yet (了吗), how long
+    a state has lasted (咳嗽一周了), an arrangement (约了) nor a step another waits on (醒了得有人扶)."""
+    return bool(_DONE.search(_AHEAD.sub("", _LASTING.sub("", _WHETHER.sub("", text)))))
 
 
 def _tells_done(text: str) -> bool:
@@ -192,11 +198,17 @@ def _tells_one(text: str | None) -> bool:
 
 
 def _only_asks_ahead(texts: list[str | None]) -> bool:
-    """Whether ``texts`` (None: not read) were all read, each one act, one of them asking or
-    planning ahead (``_asks_ahead``) and none telling something done (``_tells_one``)."""
+    """Whether ``texts`` (None: not read) were all read, none telling something done (``_tells_one``),
+    and, each one act, one of them asking or planning ahead (``_asks_ahead``); or, beside a message of
+    several sentences (the assistant's advice, whose act is not read), one that asks or plans ahead
+    and says nothing done in any clause (老年人糖尿病换成打胰岛素 家里人要注意什么): the question of a thread
+    the assistant answered in general, as against 一模考了580…能上什么学校, which tells its own answer."""
     read = [t for t in texts if t is not None]
-    return len(read) == len(texts) and all(map(_one_act, read)) and any(map(_asks_ahead, read)) \
-        and not any(map(_tells_one, read))
+    if len(read) != len(texts) or any(map(_tells_one, read)):
+        return False
+    if all(map(_one_act, read)):
+        return any(map(_asks_ahead, read))
+    return any(_one_act(t) and _asks_ahead(t) and not _says_done(t) for t in read)
 
 
 def _yields_to_report(texts: list[str | None]) -> bool:

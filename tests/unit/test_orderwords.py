@@ -268,6 +268,7 @@ def test_a_chinese_question_in_the_perfective_asks_what_happened(question: str) 
     "孩子写作业拖拉的事问过什么",  # about the asking itself
     "孙子入学登记要准备哪些证件",  # about the plan
     "新房装修找好公司了吗",  # whether it is done yet
+    "给煤球做节育手术约在哪天 多少钱",  # about the arrangement, the plan itself
     "How much did the first service cost?",
     "",
 ])
@@ -281,6 +282,8 @@ def test_other_questions_do_not_ask_what_happened(question: str) -> None:
     ("春节回湖南的票是哪天早上几点的", True),  # a moment
     ("第一次保养在4S店耗了多长时间", True),  # a length of time
     ("减肥的时候你建议我每天摄入多少热量", False),  # about the asking itself
+    ("洗澡没热水那次师傅约的哪天上门", False),  # about the arrangement
+    ("大约花了多少钱", True),  # 大约: "about", no arrangement
     ("孙子入学登记要准备哪些证件", False),  # about the plan, and no figure
     ("眼睛干涩去医院开的什么药水", False),  # no figure (asks_what_happened reads it)
     ("How much did the first service cost?", False),
@@ -328,6 +331,20 @@ def test_a_leader_that_asks_ahead_or_plans_yields_to_its_report(leader: str, rep
     assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
 
 
+# zh-life: the person asks the assistant ahead, telling nothing done, and its long reply says 了 in
+# a hypothetical (打了针不吃饭); the report comes days later.
+INSULIN = ("老年人糖尿病从口服药换成打胰岛素 家里人要注意什么",
+           "主要是三点:一是按医生的剂量和时间注射。二是在家定时测血糖。三是饮食定时定量,不要打了针不吃饭。")
+
+
+def test_a_leader_asking_ahead_beside_a_long_reply_yields_to_its_report() -> None:
+    texts = TOLD | {1: INSULIN[0], 7: INSULIN[1], 4: "妈妈:出院了 今早空腹七点二 胰岛素一天打一次"}
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), texts))[:2] == ["d", "a"]
+    # Asking and telling its own answer in one message beside the reply: the leader answers.
+    told = texts | {1: "女儿一模考了580 满分700 能上什么学校", 4: "中考成绩出来了 女儿考了652"}
+    assert order(reported(THREAD, alike({(1, 4): 0.4}), told)) == order(THREAD)
+
+
 @pytest.mark.parametrize(("leader", "answer", "told"), [
     # zh-chat: the assistant's reply answers in the leader; the later session is another topic.
     ("花呗分12期 费率说是0.6%每月 实际年化多少",
@@ -364,6 +381,9 @@ def test_a_leader_that_tells_something_done_keeps_its_place(leader: str) -> None
     # a symptom and the assistant's advice, several sentences and none says anything done
     ("最近下巴老长痘,红肿的那种,好痛", "可能和内分泌、熬夜有关。建议去皮肤科,别自己挤。",
      "看了皮肤科 长痘是毛囊炎 开了阿达帕林"),
+    # zh-life: an arrangement (约了) and a step another waits on (醒了得), nothing done yet
+    ("胃还是不舒服 约了交大一附院消化科 下周二做无痛胃镜", "老郭:我请假陪你 麻药醒了得有人扶",
+     "胃镜做完了 浅表性胃炎 碳13呼气也做了 幽门螺杆菌阳性"),
 ])
 def test_a_leader_that_says_nothing_done_yields_to_its_report(leader: str, answer: str, report: str) -> None:
     texts = TOLD | {1: leader, 7: answer, 4: report}
