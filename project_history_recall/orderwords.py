@@ -93,8 +93,9 @@ REPORT_BEHIND_WORDS = 2
 # 开的什么药)...
 _PERFECTIVE = re.compile(rf"(?<![为除])(?<=[{cjk.HAN}])了(?!吗)|那次|那回|下来|出来|(?<=[{cjk.HAN}])的(?:哪|什么|啥|多少|几)")
 # ...and not about the asking or the plan itself (问过什么, 推荐了哪家, 打算, 约在哪天: the arrangement, 约, is
-# the plan; not 大约 "about"). 过 is not read: it asks what ever happened (去过哪些城市), over many sessions.
-_ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想|(?<!大)约")
+# the plan; not 大约 "about", nor a contract or a saving: 续约, 签约, 合约, 节约, 约束). 过 is not read: it
+# asks what ever happened (去过哪些城市), over many sessions.
+_ABOUT_ASKING = re.compile(r"问|建议|推荐|打算|计划|准备|想|(?<![大续签解违合契条节公婚毁履租制])约(?!束)")
 # The kinds of answer a Chinese question asks for (``answerkind``; its English "when" is not read here).
 _FIGURES = (answerkind.AMOUNT, answerkind.LENGTH, answerkind.MOMENT)
 # A clause that asks (吗, ？, 要不要, 啥, 多少, 靠谱不, 去不去, 哭了没) or plans (准备, 下周, 周五)...
