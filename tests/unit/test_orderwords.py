@@ -284,6 +284,8 @@ def test_other_questions_do_not_ask_what_happened(question: str) -> None:
     ("减肥的时候你建议我每天摄入多少热量", False),  # about the asking itself
     ("洗澡没热水那次师傅约的哪天上门", False),  # about the arrangement
     ("大约花了多少钱", True),  # 大约: "about", no arrangement
+    ("房子续约以后月租是多少", True),  # 续约 renews a contract: no arrangement asked about
+    ("签约的时候付了多少定金", True),
     ("孙子入学登记要准备哪些证件", False),  # about the plan, and no figure
     ("眼睛干涩去医院开的什么药水", False),  # no figure (asks_what_happened reads it)
     ("How much did the first service cost?", False),
