@@ -52,6 +52,16 @@ def _killed_move(home, session: str, project: str, when: str) -> None:
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stdout, proc.stderr[-3000:])
 
 
+def _alone_killed_after_hermes_wrote(world, work) -> str:
+    """A session alone in its folder, whose move to P was killed after Hermes wrote its folder."""
+    solo = work / "solo"
+    solo.mkdir()
+    s = world.session(("user", "alone in here"), cwd=solo)
+    world.close()
+    _killed_move(world.home, s, "P", "after")
+    return s
+
+
 def _session_info(home, session: str) -> dict:
     return plugin_module("overview").session_info(home, session)
 
@@ -152,11 +162,7 @@ def test_a_move_cut_short_in_a_read_only_data_folder_does_not_stop_a_look(autos,
     from cli_runs import HERMES_BIN, cli_env
     from test_data_folder_faults import RO_MOUNT, _read_only_mounts_work
 
-    solo = work / "solo"
-    solo.mkdir()
-    s = world.session(("user", "alone in here"), cwd=solo)
-    world.close()
-    _killed_move(world.home, s, "P", "after")
+    s = _alone_killed_after_hermes_wrote(world, work)
     data = world.home / PLUGIN_KEY
     if not _read_only_mounts_work(data):
         pytest.skip("no mount namespaces here (needs root and unshare)")
@@ -169,7 +175,7 @@ def test_a_move_cut_short_in_a_read_only_data_folder_does_not_stop_a_look(autos,
     assert info["project"]["id"] == autos["P"] and info["cwd"] == str(autos["p"]), info
     assert store_state(world.home) == before and (data / "recall.moving").exists()
     # Writable again: the next look finishes the move.
-    assert [m["from_cwd"] for m in _session_info(world.home, s)["moves"]] == [str(solo)]
+    assert [m["from_cwd"] for m in _session_info(world.home, s)["moves"]] == [str(work / "solo")]
     assert not (data / "recall.moving").exists()
 
 
@@ -227,11 +233,7 @@ def test_a_move_cut_short_of_a_session_deleted_since_is_not_finished_on_a_look_a
     move took the look-alike for the moved session (it was looked up as a move's ``session``
     argument is, by title too) and recorded the deleted session's move into the project. Finishing
     a move looks its session up by id alone: nothing is recorded, and the move's own file goes."""
-    solo = work / "solo"
-    solo.mkdir()
-    s = world.session(("user", "alone in here"), cwd=solo)
-    world.close()
-    _killed_move(world.home, s, "P", "after")
+    s = _alone_killed_after_hermes_wrote(world, work)
     data = world.home / PLUGIN_KEY
     assert (data / "recall.moving").exists()
     world.db = hermes_state.SessionDB(db_path=world.home / "state.db")
