@@ -16,7 +16,7 @@ from .hermes.host import Caller
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .move import finish_interrupted
-from .results import link, when
+from .results import link, warnings_field, when
 from .scope import sessionref
 from .scope.records import RecordError, load_history, records_path
 from .scope.resolve import attribution_map, attribution_of, auto_name, resolve_scope
@@ -46,7 +46,7 @@ def status(home: Path, caller: Caller) -> dict:
         "messages_in_scope": scope.message_estimate,
         **outcome.fields(),
         "journal_mode": mode,
-        **({"warnings": list(scope.warnings)} if scope.warnings else {}),
+        **warnings_field(scope.warnings),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }
@@ -79,7 +79,7 @@ def list_projects(home: Path) -> dict:
         "outcome": DONE,
         "projects": explicit + auto,
         "home_bucket_sessions": counts.get(("home", None), 0),
-        **({"warnings": list(amap.warnings)} if amap.warnings else {}),
+        **warnings_field(amap.warnings),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

@@ -24,6 +24,12 @@ def when(ts: float | None) -> str:
         return ""
 
 
+def warnings_field(warnings: tuple[str, ...]) -> dict:
+    """A response's ``warnings`` entry: what it was answered without (a damaged ``recall.db``), none
+    when nothing was missing."""
+    return {"warnings": list(warnings)} if warnings else {}
+
+
 def link(profile: str, session_id: str) -> str:
     """The reference Hermes's desktop renders and ``session_search`` reads back."""
     return f"@session:{profile}/{session_id}"

@@ -313,8 +313,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "journal_mode": journal_mode(conn),
         "profile": profile,
     }
-    if scope.warnings:
-        response["warnings"] = list(scope.warnings)
+    response.update(results.warnings_field(scope.warnings))
     if scope.excluded_lineage:
         response["current_session_excluded"] = True
     if out:
@@ -533,7 +532,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                     "success": True, "outcome": NOTHING, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
                     **outcome.fields(), "reason": HOME_REASON,
-                    **({"warnings": list(scope.warnings)} if scope.warnings else {}),
+                    **results.warnings_field(scope.warnings),
                 }, note)
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
