@@ -10,7 +10,6 @@ error``); those are retried briefly. Everything else becomes a
 from __future__ import annotations
 
 import itertools
-import os
 import sqlite3
 import threading
 import time
@@ -114,7 +113,8 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
 
 def file_fingerprint(path: Path) -> tuple:
     """Changes whenever SQLite commits to ``path`` (the file or its WAL)."""
-    return (file_stamp(path), file_stamp(path.with_name(path.name + "-wal")), _commits(path))
+    stamp = file_stamp(path)
+    return (stamp, file_stamp(path.with_name(path.name + "-wal")), _commits(path, None if stamp is None else stamp[2]))
 
 
 _counters: dict[str, tuple[int | None, int, sqlite3.Connection]] = {}  # path -> (inode, generation, connection)
@@ -123,7 +123,7 @@ _generations = itertools.count()
 _MAX_COUNTERS = 8  # one per state.db in use (a few profiles; the tests, thousands of homes)
 
 
-def _commits(path: Path) -> tuple[int, int]:
+def _commits(path: Path, inode: int | None) -> tuple[int, int]:
     """A value that changes with every commit to ``path`` by any process: SQLite's own count
     (``PRAGMA data_version``) on a connection kept for it. The file's stamp alone missed a commit
     that kept the file's size (a row rewritten in place) made within one tick of the file system's
@@ -131,12 +131,9 @@ def _commits(path: Path) -> tuple[int, int]:
     header of a rollback-journal file and by the WAL index. The count is SQLite's to read, never
     the header's bytes with ``open()``: closing a descriptor of the file drops every lock this
     process holds on it (see ``journal_mode``). Never waits: while a writer commits, or when it
-    cannot be read, a value no other call gets (as if it changed)."""
+    cannot be read, a value no other call gets (as if it changed). ``inode``: the file's, from its
+    stamp (None: it cannot be stat'ed)."""
     key = str(path)
-    try:
-        inode: int | None = os.stat(path).st_ino
-    except OSError:
-        inode = None
     with _counters_lock:
         kept = _counters.pop(key, None)
         if kept is not None and kept[0] != inode:  # the file replaced: count the new one's commits
