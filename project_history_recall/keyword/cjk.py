@@ -58,6 +58,11 @@ FUNCTION_CHARS = frozenset(
     "的地得了着过吗呢吧啊么呀嘛哦是在和与跟及或而但就也都还又再才很太最把被给对从向到来让使为以之其这那哪谁几多"
     "我你他她它们咱有没会能要想说个些每各某前后上下里中内外时年月日天号次"
 )
+# Words made only of FUNCTION_CHARS that name a thing, not grammar: an occasion (年会 the company's
+# year-end party, 过年 the New Year holiday), a person (太太, 天才, 天使, 中年人's 中年) or a place (外地,
+# 内地, 地下, 天下). As grammar they were dropped from the question ("离职前最后一次年会抽奖" searched
+# for 离职 and 抽奖 only) and the session that says them lost its strongest word.
+NAMING_WORDS = frozenset("年会 过年 太太 天才 天使 中年 外地 内地 地下 天下".split())
 
 # A Han character: the basic block, extension A, the compatibility ideographs and extension B (rare
 # names and places, 𠮷), as the inside of a character class ([{HAN}]).
@@ -89,7 +94,8 @@ def _cut():
 
 
 def is_function_word(word: str) -> bool:
-    return word in STOP_WORDS or all(ch in FUNCTION_CHARS for ch in word) or bool(_HIRAGANA.match(word))
+    return word in STOP_WORDS or (all(ch in FUNCTION_CHARS for ch in word) and word not in NAMING_WORDS) or bool(
+        _HIRAGANA.match(word))
 
 
 def words(run: str) -> list[str]:

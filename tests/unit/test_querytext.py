@@ -48,6 +48,14 @@ def test_the_measure_word_of_an_occasion_is_grammar():
     assert [t.text for t in parse("那次看牙之后每次都疼").terms if not t.partial] == ["看牙", "疼"]
 
 
+def test_a_word_of_grammar_characters_that_names_a_thing_is_searched():
+    # 年会 and 过年 are made of characters that are grammar alone (年, 会, 过), as 前年 and 那次 are, but
+    # name an occasion: the question's strongest word, not its grammar.
+    assert [t.text for t in parse("离职前最后一次年会抽奖").terms if not t.partial] == ["离职", "年会", "抽奖"]
+    assert "过年" in {t.text for t in parse("去海南过年的飞机票花了多少").terms}
+    assert [t.text for t in parse("前年那次看牙").terms if not t.partial] == ["看牙"]
+
+
 def test_the_verb_go_is_a_word_of_a_chinese_question():
     # "When did Melanie go to the park?" is answered by "我昨天带孩子们去了公园".
     assert [t.text for t in parse("Melanie什么时候去了公园？").terms if not t.partial] == ["melanie", "去", "公园"]
