@@ -165,11 +165,25 @@ def content_chars(word: str) -> list[str]:
     return [ch for ch in word if _HAN_START.match(ch) and ch not in FUNCTION_CHARS]
 
 
+def _naming_words_rejoined(cut: list[str]) -> list[str]:
+    """``cut`` with a word of ``NAMING_WORDS`` that the segmenter split between two words of grammar
+    made whole again (年会上 is cut 年 / 会上; 年会 / 上 keeps the party)."""
+    out: list[str] = []
+    for w in cut:
+        prev = out[-1] if out else ""
+        if prev and prev[-1] + w[:1] in NAMING_WORDS and is_function_word(prev) and is_function_word(w):
+            out[-1:] = [p for p in (prev[:-1], prev[-1] + w[0]) if p]
+            w = w[1:]
+        if w:
+            out.append(w)
+    return out
+
+
 def content_words(run: str) -> list[tuple[str, bool]]:
     """(word, is_content) for each of the run's words, in order; a compound of content words
     (``parts``) as those words (docs/benchmarks.md, "Compounds searched as their words")."""
     out: list[tuple[str, bool]] = []
-    for w in words(run):
+    for w in _naming_words_rejoined(words(run)):
         split = [] if is_function_word(w) else parts(w)
         # A compound with a word of grammar in it is a phrase of its own (多长时间, "how long").
         if split and not any(map(is_function_word, split)):

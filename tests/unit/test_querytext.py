@@ -54,6 +54,8 @@ def test_a_word_of_grammar_characters_that_names_a_thing_is_searched():
     assert [t.text for t in parse("离职前最后一次年会抽奖").terms if not t.partial] == ["离职", "年会", "抽奖"]
     assert "过年" in {t.text for t in parse("去海南过年的飞机票花了多少").terms}
     assert [t.text for t in parse("前年那次看牙").terms if not t.partial] == ["看牙"]
+    # The segmenter cuts 年会上 as 年 / 会上, two words of grammar: the party is put back together.
+    assert [t.text for t in parse("公司年会上我抽中了什么").terms if not t.partial] == ["公司", "年会", "抽"]
 
 
 def test_the_verb_go_is_a_word_of_a_chinese_question():
