@@ -17,7 +17,7 @@ from typing import Iterable
 from .facts import SessionFacts
 from .readonly import StateDBError, connect_readonly, file_fingerprint, retry
 from . import statedb
-from .statedb import columns, in_batches
+from .statedb import columns, in_batches, text_sql
 
 # What Hermes's own session_search never shows: delegate_task subagent runs,
 # third-party integrations (HERMES_SESSION_SOURCE=tool) and kanban workers.
@@ -43,10 +43,11 @@ def _session_select(conn: sqlite3.Connection) -> str:
         return f"COALESCE({column}, 0)" if column in have else "0"
 
     # Only a config that can hold the subagent marker is handed to Python to parse.
-    marker = ("CASE WHEN instr(model_config, '_delegate_from') > 0 THEN model_config END"
+    marker = (f"CASE WHEN instr(model_config, '_delegate_from') > 0 THEN {text_sql('model_config')} END"
               if "model_config" in have else "NULL")
-    source = "source" if "source" in have else "NULL"
-    return (f"SELECT rowid, id, cwd, git_repo_root, parent_session_id, message_count, {source}, "
+    texts = ", ".join(text_sql(c) if c in have else "NULL" for c in ("cwd", "git_repo_root", "parent_session_id"))
+    source = text_sql("source") if "source" in have else "NULL"
+    return (f"SELECT rowid, id, {texts}, message_count, {source}, "
             f"{flag('archived')}, {flag('hidden')}, {marker} FROM sessions")
 
 
