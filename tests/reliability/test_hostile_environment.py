@@ -131,3 +131,33 @@ def test_a_folder_named_to_the_command_line_run_inside_a_hermes_session_decides(
     res = json.loads(done.stdout)
     assert res["project"]["name"] == "A" and res.get("current_session_excluded") is True, res
     assert running not in {r["session_id"] for r in res["results"]} and len(res["results"]) == 1, res
+
+
+@pytest.mark.parametrize("terminal_cwd", ["~no-such-user-here/work", "/" + "deep/" * 1000])
+def test_a_working_folder_hermes_cannot_resolve_leaves_the_session_to_decide(world, work, monkeypatch,
+                                                                             terminal_cwd):
+    """Hermes resolves the agent's working folder from ``TERMINAL_CWD`` (its ``terminal.cwd`` setting)
+    with ``expanduser``, which raises RuntimeError for ``~user`` of a user this machine lacks, and an
+    OSError for a name too long to check. The plugin took only the OSError for "no folder known":
+    with the other, every tool call and ``/recall`` answered ``internal``, though the session Hermes
+    names decides the project. It is now a folder not known, as when the process's folder is gone."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import call, enable_plugin
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    earlier = world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    monkeypatch.setenv("TERMINAL_CWD", terminal_cwd)
+    for mode in ("keyword", "hybrid"):
+        res = call("project_history_search", {"query": "websocket", "mode": mode}, session_id=asker)
+        assert res["success"] and [r["session_id"] for r in res["results"]] == [earlier], res
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    shown = get_plugin_command_handler("recall")("status")
+    assert "project App" in shown and "Internal" not in shown, shown
+    moved = call("project_session_move", {"project": "App"}, session_id=asker)
+    assert moved["success"] and moved["reason"] == "already_in_project", moved
+
