@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ import textwrap
 import pytest
 
 from cli_runs import cli_env, cli_process
-from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings
+from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings, websocket_app
 
 
 def _tree(folder) -> dict:
@@ -161,3 +162,30 @@ def test_a_working_folder_hermes_cannot_resolve_leaves_the_session_to_decide(wor
     moved = call("project_session_move", {"project": "App"}, session_id=asker)
     assert moved["success"] and moved["reason"] == "already_in_project", moved
 
+
+def test_folders_the_command_line_cannot_resolve_are_usage_errors(world, work, tmp_path):
+    """``--home ~someone/…`` and ``--dir ~someone/…`` for a user this machine lacks (``expanduser``
+    raises RuntimeError), and a command run in a folder deleted since (``os.getcwd()`` raises): the
+    first printed a Python traceback, the others "Internal error" with exit 3. Each is now a one-line
+    usage error (exit 2) saying which folder, and nothing is written."""
+    from cli_runs import MODULE
+
+    app, _asker = websocket_app(world, work)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    before = _tree(world.home)
+    env = cli_env(world.home)
+    for argv in (["--home", "~no-such-user-here/hermes", "search", "websocket"],
+                 ["search", "websocket", "--dir", "~no-such-user-here/app"], ["status", "~no-such-user-here"]):
+        done = cli_process(*argv, env=env, cwd=app)
+        assert done.returncode == 2 and done.stdout == "", (argv, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "~no-such-user-here" in done.stderr, (argv, done.stderr)
+    gone = tmp_path / "gone"
+    for argv in (["search", "websocket"], ["status"], ["quickstart", "websocket"], ["quickstart"]):
+        gone.mkdir()
+        script = f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec {shlex.join(MODULE + argv)}"
+        done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stdout == "", (argv, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "--dir" in done.stderr, (argv, done.stderr)
+        assert "Internal" not in done.stderr, (argv, done.stderr)
+    assert _tree(world.home) == before
