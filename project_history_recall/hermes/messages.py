@@ -268,7 +268,7 @@ _CONVERSATION = "role IN ('user', 'assistant')"
 
 def session_ids(conn: sqlite3.Connection) -> set[str]:
     """Every session state.db holds."""
-    return {r[0] for r in conn.execute("SELECT id FROM sessions")}
+    return {r[0] for r in conn.execute(f"SELECT {text_sql('id')} FROM sessions")}
 
 
 _INDEX_COLUMNS = f"id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, {seconds_sql('timestamp')}"

@@ -429,3 +429,27 @@ def test_a_blob_in_a_text_column_is_read_as_text(world, work, monkeypatch, capsy
     checkpoint(world.home)
     assert db_digest(world.home / "state.db") == before
 
+
+
+def test_a_session_whose_id_is_a_blob_does_not_stop_the_search(world, work):
+    """The same for the key itself: a session id (and its messages' session id) an importer wrote as a
+    blob reached the scope as bytes, and every keyword search of the project failed as ``internal``
+    (bytes are no JSON). Read as text, it names no messages (SQLite tells a blob from a text), so
+    that session is not searched (Hermes cannot open it by id either) and the others are."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    fine = world.session(("user", "the capybara migration plan"), cwd=app)
+    odd = world.session(("user", "the capybara under a blob id"), cwd=app)
+    asker = world.session(cwd=app)
+    conn = sqlite3.connect(world.home / "state.db")
+    with conn:
+        for table, column in (("sessions", "id"), ("messages", "session_id")):
+            conn.execute(f"UPDATE {table} SET {column} = CAST({column} AS BLOB) WHERE {column} = ?", (odd,))
+    conn.close()
+    enable_plugin(world.home)
+    for mode in MODES:
+        assert [r["session_id"] for r in _search(asker, "capybara", mode)["results"]] == [fine], mode
+    world.say(asker, "user", "state.db changed")  # the catalog takes the change in, the blob row with it
+    for mode in MODES:
+        assert [r["session_id"] for r in _search(asker, "capybara", mode)["results"]] == [fine], mode
