@@ -189,3 +189,34 @@ def test_folders_the_command_line_cannot_resolve_are_usage_errors(world, work, t
         assert len(done.stderr.strip().splitlines()) == 1 and "--dir" in done.stderr, (argv, done.stderr)
         assert "Internal" not in done.stderr, (argv, done.stderr)
     assert _tree(world.home) == before
+
+
+@pytest.mark.parametrize("shape", ["a-name-too-long", "a-path-too-long"])
+def test_a_home_whose_name_is_too_long_is_told(world, work, monkeypatch, capsys, tmp_path, shape):
+    """``HERMES_HOME`` (or ``--home``) naming a folder past the system's limits (a segment of 300
+    characters, a path of 4,500): Python 3.11's ``Path.is_file``/``exists`` raise ENAMETOOLONG where
+    they answer False for a missing file, and every search, move, ``/recall`` and ``session`` answered
+    "Internal error: OSError". Each now says the home's files cannot be opened, and why."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import call, enable_plugin
+    from project_history_recall.ui import cli
+
+    _app, asker = websocket_app(world, work)
+    enable_plugin(world.home)
+    far = tmp_path / ("a" * 300 if shape == "a-name-too-long" else "/".join(["ab"] * 1500)) / "hermes"
+    monkeypatch.setenv("HERMES_HOME", str(far))
+    answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
+               call("project_session_move", {"project": "App"}, session_id=asker)]
+    for res in answers:
+        assert res["success"] is False and res["error_code"] == "unreadable", res
+        assert "too long" in res["error"], res
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    for line in ("websocket", "status", "move App"):
+        shown = get_plugin_command_handler("recall")(line)
+        assert shown.startswith("recall: Cannot open") and "too long" in shown, (line, shown)
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    for argv in (["status"], ["search", "websocket"], ["projects"], ["session", asker], ["index", "--all"]):
+        assert cli.main([*argv, "--home", str(far)]) == 3, argv
+        shown = capsys.readouterr()
+        assert "too long" in shown.err and "Internal" not in shown.out + shown.err, (argv, shown)
