@@ -380,6 +380,8 @@ def _save_failed(path: Path, exc: BaseException) -> RecordError:
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif folder.is_symlink() and not folder.exists():  # mkdir there: "File exists", as for recall.moving below
+        hint = f" ({folder}, where the plugin keeps its data folder, links to {os.readlink(folder)}, which does not exist)"
     elif (there := not_a_file(path)) is not None:  # a folder at recall.moving, say: no move removes it
         hint = f" ({there})"
     elif isinstance(exc, FileExistsError):

@@ -84,7 +84,11 @@ def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
     assert (data / "recall.db").exists()
 
 
-def test_a_file_where_the_data_folder_should_be(world, work, caplog):
+@pytest.mark.parametrize("what", ["a file", "a link to nothing"])
+def test_a_file_where_the_data_folder_should_be(world, work, caplog, what):
+    """Searches answer by keyword; a move is refused, naming what is there. A symlink to a folder that
+    does not exist was told as a file "something put there while the move ran; the next move clears
+    it", which no move does."""
     app = work / "app"
     app.mkdir()
     world.project("App", app)
@@ -97,8 +101,11 @@ def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     for item in sorted(data.rglob("*"), reverse=True):
         item.unlink() if item.is_file() else item.rmdir()
     data.rmdir()
-    data.write_text("something of the user's that happens to have this name\n", encoding="utf-8")
-    before = data.read_bytes()
+    if what == "a file":
+        data.write_text("something of the user's that happens to have this name\n", encoding="utf-8")
+    else:
+        data.symlink_to(work / "gone" / "hermes-data")
+    before = data.read_bytes() if what == "a file" else os.readlink(data)
     res = call("project_history_search", {"query": "websocket"}, session_id=asker)
     assert res["success"] and res["results"], res
     assert res["semantic_status"] in ("unavailable", "disabled", "indexing"), res
@@ -106,8 +113,9 @@ def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     moved = call("project_session_move", {"project": "Other"}, session_id=asker)
     assert moved["success"] is False and moved["error_code"] == "record_failed", moved
     assert str(data) in moved["error"] and "nothing was changed" in moved["error"].lower()
+    assert "next move" not in moved["error"] and ("does not exist" in moved["error"]) == (what != "a file"), moved
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text  # no traceback logged
-    assert data.read_bytes() == before
+    assert (data.read_bytes() if what == "a file" else os.readlink(data)) == before
 
 
 RO_CHILD = textwrap.dedent("""
