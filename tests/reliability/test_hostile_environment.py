@@ -199,21 +199,25 @@ def test_a_home_whose_name_is_too_long_is_told(world, work, monkeypatch, capsys,
     "Internal error: OSError". Each now says the home's files cannot be opened, and why."""
     from hermes_cli.plugins import get_plugin_command_handler
 
-    from hermes_world import call, enable_plugin
+    from hermes_world import call, enable_plugin, hermes_line
     from project_history_recall.ui import cli
 
     _app, asker = websocket_app(world, work)
     enable_plugin(world.home)
     far = tmp_path / ("a" * 300 if shape == "a-name-too-long" else "/".join(["ab"] * 1500)) / "hermes"
+    recall = get_plugin_command_handler("recall")  # before: Hermes 0.22 looks the command up in the home
     monkeypatch.setenv("HERMES_HOME", str(far))
     answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
                call("project_session_move", {"project": "App"}, session_id=asker)]
     for res in answers:
+        if "success" not in res:  # Hermes 0.22 looks for the profile's plugins first, and fails there itself
+            assert hermes_line() >= (0, 22) and "too long" in res["error"], res
+            continue
         assert res["success"] is False and res["error_code"] == "unreadable", res
         assert "too long" in res["error"], res
     monkeypatch.setenv("HERMES_SESSION_ID", asker)
     for line in ("websocket", "status", "move App"):
-        shown = get_plugin_command_handler("recall")(line)
+        shown = recall(line)
         assert shown.startswith("recall: Cannot open") and "too long" in shown, (line, shown)
     monkeypatch.delenv("HERMES_SESSION_ID")
     for argv in (["status"], ["search", "websocket"], ["projects"], ["session", asker], ["index", "--all"]):
