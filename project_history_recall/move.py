@@ -491,7 +491,9 @@ def finish_interrupted(home: Path) -> None:
     had written the session's folder (the row holds what the move wrote), and forget it either way.
     Takes the move lock, only when there is such a file."""
     data_dir = paths.data_dir(home)
-    if not (data_dir / records.JOURNAL_NAME).exists():
+    # os.path: False too where the file cannot be looked for (a home whose name is too long), where
+    # Path.exists raised, and every move and look at a session answered internal.
+    if not os.path.exists(data_dir / records.JOURNAL_NAME):
         return
     with records.moving(data_dir):
         kept = records.interrupted(data_dir)

@@ -141,7 +141,7 @@ def plugin_config_path(home: Path) -> Path:
 
 
 def _read_yaml(path: Path, warnings: list[str]) -> dict:
-    if not path.is_file():
+    if not _is_file(path):
         return {}
     try:
         import yaml
@@ -154,6 +154,13 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict:
         warnings.append(f"{path}: expected a mapping at the top level; ignored")
         return {}
     return data
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _dict_or_empty(value: object) -> dict:

@@ -17,7 +17,7 @@ from typing import Iterable
 from .facts import SessionFacts
 from .readonly import StateDBError, connect_readonly, file_fingerprint, retry
 from . import statedb
-from .statedb import columns, in_batches
+from .statedb import columns, in_batches, text_sql
 
 # What Hermes's own session_search never shows: delegate_task subagent runs,
 # third-party integrations (HERMES_SESSION_SOURCE=tool) and kanban workers.
@@ -43,10 +43,11 @@ def _session_select(conn: sqlite3.Connection) -> str:
         return f"COALESCE({column}, 0)" if column in have else "0"
 
     # Only a config that can hold the subagent marker is handed to Python to parse.
-    marker = ("CASE WHEN instr(model_config, '_delegate_from') > 0 THEN model_config END"
+    marker = (f"CASE WHEN instr(model_config, '_delegate_from') > 0 THEN {text_sql('model_config')} END"
               if "model_config" in have else "NULL")
-    source = "source" if "source" in have else "NULL"
-    return (f"SELECT rowid, id, cwd, git_repo_root, parent_session_id, message_count, {source}, "
+    texts = ", ".join(text_sql(c) if c in have else "NULL" for c in ("cwd", "git_repo_root", "parent_session_id"))
+    source = text_sql("source") if "source" in have else "NULL"
+    return (f"SELECT rowid, {text_sql('id')}, {texts}, message_count, {source}, "
             f"{flag('archived')}, {flag('hidden')}, {marker} FROM sessions")
 
 
@@ -80,7 +81,7 @@ def read_facts_of(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str,
 # (that needs every row from there up gone), so nothing was added, and an
 # unchanged count means nothing was removed either; if it was deleted, the row
 # now holding that rowid is a newer session with an id of its own.
-_MARK_SQL = "SELECT (SELECT count(*) FROM sessions), rowid, id FROM sessions ORDER BY rowid DESC LIMIT 1"
+_MARK_SQL = f"SELECT (SELECT count(*) FROM sessions), rowid, {text_sql('id')} FROM sessions ORDER BY rowid DESC LIMIT 1"
 
 
 def _mark(conn: sqlite3.Connection) -> tuple:
@@ -235,7 +236,7 @@ class SessionCatalog:
         does), or None when too many of the newest known rows are gone to tell."""
         newest = self._rowids.newest(self._PROBES)
         for rowid in newest:
-            row = conn.execute("SELECT id FROM sessions WHERE rowid = ?", (rowid,)).fetchone()
+            row = conn.execute(f"SELECT {text_sql('id')} FROM sessions WHERE rowid = ?", (rowid,)).fetchone()
             if row is not None and row[0] == self._rowids.at[rowid]:
                 return rowid
         return 0 if len(newest) == len(self._rowids) else None
@@ -254,7 +255,7 @@ class SessionCatalog:
         # Older sessions went too (or VACUUM renumbered the rows): compare the
         # ids themselves, read from the id index alone (short strings: a
         # tenth of what reading every row's folder costs).
-        present = dict(conn.execute("SELECT id, rowid FROM sessions"))
+        present = dict(conn.execute(f"SELECT {text_sql('id')}, rowid FROM sessions"))
         gone = [sid for sid in self._known() if sid not in present]
         added = [rowid for sid, rowid in present.items() if self._rowids.of.get(sid) != rowid]
         fresh = [_facts(row) for row in conn.execute(

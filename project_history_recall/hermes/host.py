@@ -46,7 +46,9 @@ def _agent_cwd() -> str | None:
         return os.getcwd()
     try:
         return str(resolve_agent_cwd())
-    except OSError:
+    except (OSError, RuntimeError, ValueError):
+        # A folder Hermes cannot resolve is none known: TERMINAL_CWD's ``~user`` of a user this machine
+        # lacks (RuntimeError from expanduser), a NUL (ValueError), a name too long or gone (OSError).
         return None
 
 

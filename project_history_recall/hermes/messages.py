@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Collection, Iterator
 
-from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql
+from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql, text_sql
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
                       row["timestamp"] or 0.0, row["tool_name"])
 
 
-_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, tool_name"
+_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, {text_sql('tool_name')} AS tool_name"
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: list[int],
@@ -224,7 +224,8 @@ def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+        f"SELECT id, {text_sql('title')} AS title, started_at, {text_sql('source')} AS source FROM sessions "
+        "WHERE id IN (SELECT value FROM json_each(?))",
         (json.dumps(sorted(set(ids))),),
     )
     return {r["id"]: {"title": r["title"] or "", "started_at": r["started_at"], "source": r["source"]} for r in rows}
@@ -240,7 +241,7 @@ def windows(conn: sqlite3.Connection, shape: Shape, anchors: list[MessageRow], s
     pick = (f"SELECT x.id FROM messages x WHERE x.session_id = a.sid AND {shape.live_filter('x')} "
             f"AND {_roles_sql(roles, 'x')} AND ")
     cols = (f"a.aid AS anchor, m.id AS id, m.session_id AS session_id, m.role AS role, "
-            f"{seconds_sql('m.timestamp')} AS timestamp, m.tool_name AS tool_name")
+            f"{seconds_sql('m.timestamp')} AS timestamp, {text_sql('m.tool_name')} AS tool_name")
     # Every window in one statement, each side bounded (a search opens ten): one statement per
     # window cost ~10 µs more each, and a response shows up to ``limit``.
     rows = conn.execute(
@@ -267,7 +268,7 @@ _CONVERSATION = "role IN ('user', 'assistant')"
 
 def session_ids(conn: sqlite3.Connection) -> set[str]:
     """Every session state.db holds."""
-    return {r[0] for r in conn.execute("SELECT id FROM sessions")}
+    return {r[0] for r in conn.execute(f"SELECT {text_sql('id')} FROM sessions")}
 
 
 _INDEX_COLUMNS = f"id, role, {content_sql('content')}, tool_name, {prefix_sql('tool_calls')}, {seconds_sql('timestamp')}"

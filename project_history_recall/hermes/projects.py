@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .facts import ProjectInfo
 from .readonly import StateDBError, connect_readonly, retry, table_names
+from .statedb import text_sql
 from .watch import watched
 
 
@@ -32,12 +33,13 @@ def read_projects(conn: sqlite3.Connection) -> list[ProjectInfo]:
     folders: dict[str, list[str]] = {}
     if "project_folders" in tables:
         for pid, folder in conn.execute(
-            "SELECT project_id, path FROM project_folders ORDER BY is_primary DESC, added_at, rowid"
+            f"SELECT {text_sql('project_id')}, {text_sql('path')} FROM project_folders "
+            "ORDER BY is_primary DESC, added_at, rowid"
         ):
             folders.setdefault(pid, []).append(folder)
     cols = {r[1] for r in conn.execute("PRAGMA table_info(projects)")}
     archived = "archived" if "archived" in cols else "0"
-    primary = "primary_path" if "primary_path" in cols else "NULL"
+    primary = text_sql("primary_path") if "primary_path" in cols else "NULL"
     return [
         ProjectInfo(
             id=pid,
@@ -48,7 +50,8 @@ def read_projects(conn: sqlite3.Connection) -> list[ProjectInfo]:
             archived=bool(is_archived),
         )
         for pid, slug, name, primary_path, is_archived in conn.execute(
-            f"SELECT id, slug, name, {primary}, {archived} FROM projects ORDER BY created_at, rowid"
+            f"SELECT {text_sql('id')}, {text_sql('slug')}, {text_sql('name')}, {primary}, {archived} FROM projects "
+            "ORDER BY created_at, rowid"
         )
     ]
 

@@ -124,6 +124,14 @@ def seconds_sql(column: str) -> str:
     return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
 
 
+def text_sql(column: str) -> str:
+    """``column``, a text of Hermes's (a title, a folder, a name), read as text whatever it holds: SQLite
+    keeps a blob an importer or a damaged page left in a TEXT column as a blob, which reached Python as
+    bytes (a title of bytes failed the whole search as ``internal``). As text it is decoded like any
+    other, what is not UTF-8 replaced (``connect_readonly``)."""
+    return f"CAST({column} AS TEXT)"
+
+
 def length_sql(column: str) -> str:
     """SQL: the length in characters of the text the plugin reads from ``column`` (``phr_text``'s,
     its first ``MAX_TEXT_CHARS``, as the keyword index measures it). length() stops at a text's first

@@ -42,6 +42,7 @@ from ..files.filestamp import read_regular
 from ..files.folders import make_own
 from ..files.locks import FileLock, LockTimeout
 from ..hermes.readonly import StateDBError, connect_readonly, retry, table_names
+from ..hermes.statedb import text_sql
 from ..hermes.watch import watched
 
 logger = logging.getLogger(__name__)
@@ -115,14 +116,25 @@ def records_path(data_dir: Path) -> Path:
 Records = dict[str, tuple[str, str | None]]
 
 
+# The columns a search reads, by table: a store without them is of a layout this release cannot read.
+_READ_COLUMNS = {"attributions": ("session_id", "project_id"), "moves": ("id", "session_id", "to_cwd")}
+
+
 def _read_attributions(conn: sqlite3.Connection) -> Records:
     tables = table_names(conn)
     if "attributions" not in tables:
         return {}
-    moved_to = ("(SELECT to_cwd FROM moves m WHERE m.session_id = a.session_id ORDER BY m.id DESC LIMIT 1)"
-                if "moves" in tables else "NULL")
-    return {row[0]: (row[1], row[2])
-            for row in conn.execute(f"SELECT a.session_id, a.project_id, {moved_to} FROM attributions a")}
+    for table in tables & _READ_COLUMNS.keys():
+        missing = set(_READ_COLUMNS[table]) - {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if missing:
+            raise StateDBError(f"its table {table} has no column {', '.join(sorted(missing))}", "schema")
+    moved_to = (f"(SELECT {text_sql('to_cwd')} FROM moves m WHERE m.session_id = a.session_id "
+                "ORDER BY m.id DESC LIMIT 1)" if "moves" in tables else "NULL")
+    # As text, and no row without a session or a project: no move writes such a row, and a NULL (which
+    # SQLite lets into a TEXT key) or a blob failed every search and move as ``internal``.
+    return {row[0]: (row[1], row[2]) for row in conn.execute(
+        f"SELECT {text_sql('a.session_id')}, {text_sql('a.project_id')}, {moved_to} FROM attributions a "
+        "WHERE a.session_id IS NOT NULL AND a.project_id IS NOT NULL")}
 
 
 @contextmanager
@@ -133,6 +145,11 @@ def _ours(path: Path) -> Iterator[None]:
     try:
         yield
     except StateDBError as exc:
+        if exc.code == "schema":
+            raise StateDBError(
+                f"{path} is laid out as this release of the plugin cannot read ({exc}; written by a later "
+                "release?). It is this plugin's record of the sessions moved between projects, not one of "
+                "Hermes's files, which are untouched; nothing was changed.", "schema") from exc
         if exc.code != "corrupt":
             raise
         raise StateDBError(
@@ -181,13 +198,20 @@ def current_records(path: Path) -> Records:
 class Recorder:
     """Writes inside an open :func:`recording` transaction."""
 
-    def __init__(self, conn: sqlite3.Connection):
+    def __init__(self, conn: sqlite3.Connection, path: Path):
         self._conn = conn
+        self._path = path
         self.moves: list[Move] = []
 
     def record(self, move: Move, at: float | None = None) -> None:
         """Record ``move``, made at ``at`` (now, unless it is a killed move's, finished later)."""
-        now = time.time() if at is None else at
+        try:
+            self._record(move, time.time() if at is None else at)
+        except sqlite3.Error as exc:  # a store laid out by another release (a column it requires, a view)
+            raise RecordError(f"{_save_failed(self._path, exc)} It is laid out as this release of the plugin "
+                              "does not write it (written by a later release?).") from exc
+
+    def _record(self, move: Move, now: float) -> None:
         if move.to_kind != "explicit":
             # Back in an automatic project: nothing to record, the session's folder says it.
             self._conn.execute("DELETE FROM attributions WHERE session_id = ?", (move.session_id,))
@@ -329,7 +353,7 @@ def _transaction(path: Path, *, wal: bool = True) -> Iterator[Recorder]:
             if exc.code == "locked":
                 raise
             raise _save_failed(path, exc.__cause__ or exc) from exc
-        recorder = Recorder(conn)
+        recorder = Recorder(conn, path)
         try:
             yield recorder
         except BaseException:
@@ -356,6 +380,8 @@ def _save_failed(path: Path, exc: BaseException) -> RecordError:
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         hint = f" ({folder} is a file, where the plugin keeps its data folder)"
+    elif folder.is_symlink() and not folder.exists():  # mkdir there: "File exists", as for recall.moving below
+        hint = f" ({folder}, where the plugin keeps its data folder, links to {os.readlink(folder)}, which does not exist)"
     elif (there := not_a_file(path)) is not None:  # a folder at recall.moving, say: no move removes it
         hint = f" ({there})"
     elif isinstance(exc, FileExistsError):

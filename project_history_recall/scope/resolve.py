@@ -168,9 +168,10 @@ def attribution_map(home: Path, conn: sqlite3.Connection) -> _AttributionMap:
     try:
         records, damaged = current_records(records_path(paths.data_dir(home))), None
     except StateDBError as exc:
-        # Damaged (not one a FIFO or a folder has taken the place of): every search failed until the user
-        # moved it aside, though a move saves the session's new folder in Hermes, which attributes it too.
-        if exc.code != "corrupt":
+        # Damaged (not one a FIFO or a folder has taken the place of), or laid out by another release:
+        # every search failed until the user moved it aside, though a move saves the session's new
+        # folder in Hermes, which attributes it too.
+        if exc.code not in ("corrupt", "schema"):
             raise
         records, damaged = {}, exc
     recorded = (tuple(sorted(records.items())), str(damaged) if damaged else None)

@@ -23,7 +23,7 @@ from ..hermes.catalog import is_delegated
 from ..hermes.facts import SessionFacts
 from ..hermes.projects import folded_name
 from ..hermes.readonly import StateDBError, connect_readonly
-from ..hermes.statedb import in_batches
+from ..hermes.statedb import in_batches, text_sql
 
 # "@session:<profile>/<id>" (desktop, core session_search) or "@session:<id>"
 # (the original design), possibly with sentence punctuation after it.
@@ -79,11 +79,13 @@ def parse(text: str) -> Ref:
 
 _COLUMNS = ("id", "title", "source", "cwd", "git_branch", "git_repo_root", "parent_session_id",
             "message_count", "archived", "model_config")
+_NUMBERS = ("id", "message_count", "archived")  # (and the key) read as they are; the rest as text
 
 
 def _select(conn: sqlite3.Connection) -> str:
     have = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-    return ", ".join(c if c in have else f"NULL AS {c}" for c in _COLUMNS)
+    return ", ".join(f"NULL AS {c}" if c not in have else c if c in _NUMBERS else f"{text_sql(c)} AS {c}"
+                     for c in _COLUMNS)
 
 
 def _row(values: sqlite3.Row | tuple) -> SessionRow:
@@ -122,7 +124,8 @@ def _titles(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     whole table would hold ``state.db``'s lock (and Hermes 0.22's writer on a rollback journal) while
     the titles are folded."""
     return [(sid, t) for _rowid, sid, t in in_batches(
-        conn, "SELECT rowid, id, title FROM sessions WHERE title IS NOT NULL AND rowid > ? ORDER BY rowid LIMIT ?")]
+        conn, f"SELECT rowid, id, {text_sql('title')} FROM sessions WHERE title IS NOT NULL AND rowid > ? ORDER BY rowid "
+        "LIMIT ?")]
 
 
 def _other_profile_holding(home: Path, session_id: str) -> str | None:

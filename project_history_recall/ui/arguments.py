@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import types
-from typing import Any
+from typing import Any, NoReturn
 from pathlib import Path
 
 from .. import settings as config
@@ -19,7 +19,7 @@ DESCRIPTION = (
 )
 
 
-def _usage_error(parser: argparse.ArgumentParser, message: str):
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """One line on stderr naming the command as the person typed it (argparse prints the usage block too)."""
     parser.exit(EXIT_USAGE, f"{parser.prog}: {message} (see {parser.prog} --help)\n")
 

@@ -89,13 +89,24 @@ def _hermes(home: Path) -> str:
 
 
 def _folder(value: str | None) -> str:
-    """The folder a command is about; a folder that does not exist is a usage error, not an empty project."""
+    """The folder a command is about (``value``, else the one it runs in); a folder that does not exist
+    is a usage error, not an empty project."""
     if not value:
-        return os.getcwd()
-    folder = Path(value).expanduser().absolute()
+        try:
+            return os.getcwd()
+        except OSError:  # deleted (or moved away from) since the shell entered it
+            raise UsageError("the folder this runs in no longer exists: cd to one, or give --dir FOLDER") from None
+    folder = _expanded(Path(value)).absolute()
     if not folder.is_dir():
         raise UsageError(f"no such folder: {value}" if not folder.exists() else f"not a folder: {value}")
     return str(folder)
+
+
+def _expanded(path: Path) -> Path:
+    try:
+        return path.expanduser()
+    except RuntimeError:  # ``~name`` of a user this machine lacks
+        raise UsageError(f"no such folder: {path} (no user {path.parts[0][1:]!r} here)") from None
 
 
 def _caller(folder: str) -> Caller:
@@ -182,7 +193,7 @@ def cmd_quickstart(run: _Run) -> int:
     if not run.args.demo and paths.state_db_path(run.home).is_file():
         if query:
             return _search_here(run, query)
-        code = cmd_status(run, os.getcwd())
+        code = cmd_status(run, _folder(None))
         if not run.args.json:
             run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
         return code
@@ -228,7 +239,7 @@ def cmd_quickstart(run: _Run) -> int:
 def _search_here(run: _Run, query: str) -> int:
     """The first search in a real home: this folder's project, or, when the folder is in none, the
     home's largest project, saying so."""
-    folder = os.getcwd()
+    folder = _folder(None)
     request = {"query": query, "context": 1}
     response = run.search(_caller(folder), request)
     largest = _live_projects(run.home)[:1] if response.get("success") and _in_no_project(response) else []
@@ -408,13 +419,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.home and args.profile:
         parser.error("give --home or --profile, not both")
     if args.home:
-        home = args.home.expanduser()
+        try:
+            home = _expanded(args.home)
+        except UsageError as exc:
+            parser.error(f"--home: {exc}")
     elif args.profile:
-        home = paths.profile_home(args.profile)
-        if home is None:
+        named = paths.profile_home(args.profile)
+        if named is None:
             parser.error(f"'{args.profile}' is not a profile name (lower-case letters, digits, - and _)")
-        elif not home.is_dir():
-            parser.error(f"no Hermes profile '{args.profile}' at {home}")
+        elif not named.is_dir():
+            parser.error(f"no Hermes profile '{args.profile}' at {named}")
+        home = named
     else:
         home = paths.hermes_home()
     return dispatch(home, args)

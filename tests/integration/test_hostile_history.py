@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 
 import pytest
 
@@ -377,3 +378,78 @@ def test_a_big_row_among_those_hermes_may_rewrite_is_not_read_again_and_again(wo
         [{"type": "text", "text": "a pasted log line about the wombat " * 550_000}]), big)
     for mode in ("keyword", "hybrid"):
         assert ids_of(_search(asker, "wombat", mode))[:1] == [big], mode
+
+
+@pytest.mark.parametrize("table, column", [
+    ("sessions", "title"), ("sessions", "source"), ("sessions", "cwd"), ("sessions", "git_branch"),
+    ("sessions", "git_repo_root"), ("sessions", "parent_session_id"), ("sessions", "model_config"),
+    ("messages", "tool_name"), ("projects", "name"), ("projects", "slug"), ("projects", "primary_path"),
+    ("project_folders", "path"),
+])
+def test_a_blob_in_a_text_column_is_read_as_text(world, work, monkeypatch, capsys, table, column):
+    """SQLite keeps a blob written into a TEXT column (by an importer, or left by a damaged page) as a
+    blob, and Python's sqlite3 hands it over as bytes, past the decoding every text gets: a session
+    titled with bytes failed every search of its project as ``internal`` (a string pattern on bytes),
+    a git root of bytes likewise, where a text that is not UTF-8 was searched like any other. Each
+    such value is now read as text (``statedb.text_sql``): the session is found, and nothing of
+    Hermes's is written."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from project_history_recall.ui import cli
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "the capybara migration plan"), cwd=app, title="Capybara plan")
+    world.say(sid, "tool", "capybara listing from a tool", tool_name="ls")
+    asker = world.session(cwd=app)
+    value = str(app).encode() if column in ("cwd", "git_repo_root", "primary_path", "path") else b"odd \xff\x00 bytes"
+    if table == "sessions":
+        write_as_importer(world.home, f"UPDATE sessions SET {column} = ? WHERE id = ?", value, sid)
+    elif table == "messages":
+        write_as_importer(world.home, "UPDATE messages SET tool_name = ? WHERE tool_name IS NOT NULL", value)
+    else:  # the project's row, or its folder's
+        conn = sqlite3.connect(world.home / "projects.db")
+        with conn:
+            conn.execute(f"UPDATE {table} SET {column} = ?", (value,))
+        conn.close()
+    enable_plugin(world.home)
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "capybara", "mode": mode, "include_tool_output": True}, session_id=asker)
+        assert sid in {r["session_id"] for r in res["results"]}, (mode, res)
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    assert not get_plugin_command_handler("recall")("capybara").startswith("recall: Internal")
+    assert not get_plugin_command_handler("recall")("status").startswith("recall: Internal")
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    for argv in (["session", sid], ["projects"], ["search", "capybara", "--dir", str(app)]):
+        assert cli.main([*argv, "--home", str(world.home)]) in (0, 1), argv
+        assert "Internal error" not in capsys.readouterr().out, argv
+    checkpoint(world.home)
+    assert db_digest(world.home / "state.db") == before
+
+
+
+def test_a_session_whose_id_is_a_blob_does_not_stop_the_search(world, work):
+    """The same for the key itself: a session id (and its messages' session id) an importer wrote as a
+    blob reached the scope as bytes, and every keyword search of the project failed as ``internal``
+    (bytes are no JSON). Read as text, it names no messages (SQLite tells a blob from a text), so
+    that session is not searched (Hermes cannot open it by id either) and the others are."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    fine = world.session(("user", "the capybara migration plan"), cwd=app)
+    odd = world.session(("user", "the capybara under a blob id"), cwd=app)
+    asker = world.session(cwd=app)
+    conn = sqlite3.connect(world.home / "state.db")
+    with conn:
+        for table, column in (("sessions", "id"), ("messages", "session_id")):
+            conn.execute(f"UPDATE {table} SET {column} = CAST({column} AS BLOB) WHERE {column} = ?", (odd,))
+    conn.close()
+    enable_plugin(world.home)
+    for mode in MODES:
+        assert [r["session_id"] for r in _search(asker, "capybara", mode)["results"]] == [fine], mode
+    world.say(asker, "user", "state.db changed")  # the catalog takes the change in, the blob row with it
+    for mode in MODES:
+        assert [r["session_id"] for r in _search(asker, "capybara", mode)["results"]] == [fine], mode

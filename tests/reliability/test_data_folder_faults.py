@@ -84,7 +84,11 @@ def test_full_disk_keeps_keyword_search_and_loses_nothing(world, work):
     assert (data / "recall.db").exists()
 
 
-def test_a_file_where_the_data_folder_should_be(world, work, caplog):
+@pytest.mark.parametrize("what", ["a file", "a link to nothing"])
+def test_a_file_where_the_data_folder_should_be(world, work, caplog, what):
+    """Searches answer by keyword; a move is refused, naming what is there. A symlink to a folder that
+    does not exist was told as a file "something put there while the move ran; the next move clears
+    it", which no move does."""
     app = work / "app"
     app.mkdir()
     world.project("App", app)
@@ -97,8 +101,11 @@ def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     for item in sorted(data.rglob("*"), reverse=True):
         item.unlink() if item.is_file() else item.rmdir()
     data.rmdir()
-    data.write_text("something of the user's that happens to have this name\n", encoding="utf-8")
-    before = data.read_bytes()
+    if what == "a file":
+        data.write_text("something of the user's that happens to have this name\n", encoding="utf-8")
+    else:
+        data.symlink_to(work / "gone" / "hermes-data")
+    before = data.read_bytes() if what == "a file" else os.readlink(data)
     res = call("project_history_search", {"query": "websocket"}, session_id=asker)
     assert res["success"] and res["results"], res
     assert res["semantic_status"] in ("unavailable", "disabled", "indexing"), res
@@ -106,8 +113,9 @@ def test_a_file_where_the_data_folder_should_be(world, work, caplog):
     moved = call("project_session_move", {"project": "Other"}, session_id=asker)
     assert moved["success"] is False and moved["error_code"] == "record_failed", moved
     assert str(data) in moved["error"] and "nothing was changed" in moved["error"].lower()
+    assert "next move" not in moved["error"] and ("does not exist" in moved["error"]) == (what != "a file"), moved
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text  # no traceback logged
-    assert data.read_bytes() == before
+    assert (data.read_bytes() if what == "a file" else os.readlink(data)) == before
 
 
 RO_CHILD = textwrap.dedent("""
@@ -302,3 +310,72 @@ def test_a_full_disk_does_not_keep_the_keyword_index_busy(world, work):
     assert out["search"]["success"] and len(out["search"]["results"]) == 4, out["search"]
     assert out["idle"], proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+
+
+# recall.db as another release (or another program) may leave it: rows of other types, a table without
+# a column this release reads, a column this release does not fill, a view where the table is.
+FOREIGN_STORES = {
+    "odd-rows": ["INSERT INTO attributions VALUES (NULL, 'p_gone', 1, NULL, NULL)",
+                 "INSERT INTO attributions VALUES (x'00ff', x'01', 1, NULL, NULL)",
+                 "INSERT INTO attributions VALUES ('s_gone', 42, 'then', NULL, NULL)"],
+    "unreadable-layout": ["DROP TABLE attributions",
+                          "CREATE TABLE attributions (session_id TEXT PRIMARY KEY, project TEXT, version INTEGER)"],
+    "unwritable-layout": ["ALTER TABLE attributions ADD COLUMN reason TEXT NOT NULL DEFAULT 'x'",
+                          "CREATE TABLE t AS SELECT * FROM attributions", "DROP TABLE attributions",
+                          "CREATE TABLE attributions (session_id TEXT PRIMARY KEY, project_id TEXT NOT NULL, "
+                          "recorded_at REAL NOT NULL, previous_kind TEXT, previous_id TEXT, reason TEXT NOT NULL)",
+                          "INSERT INTO attributions SELECT * FROM t", "DROP TABLE t"],
+    "a-view": ["ALTER TABLE attributions RENAME TO kept",
+               "CREATE VIEW attributions AS SELECT * FROM kept"],
+}
+
+
+@pytest.mark.parametrize("kind", list(FOREIGN_STORES))
+def test_a_recall_db_of_another_layout_is_told_and_changes_nothing(world, work, kind):
+    """recall.db holds no version: a later release's store (a column renamed, one added that it must
+    fill), a view in a table's place, or rows no move writes (a NULL session, which SQLite lets into a
+    TEXT key; a blob; a number) failed every search, ``/recall status`` and move as ``internal`` (a
+    TypeError sorting the records, an IntegrityError or "cannot modify a view" recording), or with a
+    bare "no such column". Rows no move writes are passed over; a store this release cannot read is
+    told as one, and searches go on by Hermes's own data, as with a damaged store; a move that cannot
+    be recorded is refused before Hermes's row is written. Nothing is changed either way."""
+    import sqlite3
+
+    from cli_runs import cli_process
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import checkpoint, db_digest
+
+    asker, earlier = _world(world, work)
+    path = world.home / PLUGIN_KEY / "recall.db"
+    conn = sqlite3.connect(path)
+    with conn:
+        for statement in FOREIGN_STORES[kind]:
+            conn.execute(statement)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    checkpoint(world.home)
+    state_before, store_before = db_digest(world.home / "state.db"), path.read_bytes()
+    res = call("project_history_search", {"query": "websocket earlier", "mode": "keyword"}, session_id=asker)
+    assert res["success"] and {r["session_id"] for r in res["results"]} >= {earlier}, res
+    if kind == "unreadable-layout":
+        assert len(res["warnings"]) == 1 and str(path) in res["warnings"][0], res
+        assert "cannot read" in res["warnings"][0] and "project_id" in res["warnings"][0], res
+    else:
+        assert "warnings" not in res, res
+    os.environ["HERMES_SESSION_ID"] = asker
+    try:
+        assert not get_plugin_command_handler("recall")("status").startswith("recall:")
+    finally:
+        del os.environ["HERMES_SESSION_ID"]
+    done = cli_process("--home", str(world.home), "session", earlier, "--json")
+    assert done.returncode in (0, 3) and "Traceback" not in done.stderr, done.stderr
+    moved = call("project_session_move", {"project": "Other"}, session_id=asker)
+    if kind == "odd-rows":
+        assert moved["success"] and moved["moved"], moved
+        return
+    assert moved["success"] is False and moved["error_code"] in ("schema", "record_failed"), moved
+    assert str(path) in moved["error"] and "release" in moved["error"], moved
+    assert session_rows(world.home)[asker]["cwd"] == str(work / "app")
+    checkpoint(world.home)
+    assert db_digest(world.home / "state.db") == state_before and path.read_bytes() == store_before

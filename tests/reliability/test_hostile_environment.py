@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ import textwrap
 import pytest
 
 from cli_runs import cli_env, cli_process
-from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings
+from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings, websocket_app
 
 
 def _tree(folder) -> dict:
@@ -131,3 +132,95 @@ def test_a_folder_named_to_the_command_line_run_inside_a_hermes_session_decides(
     res = json.loads(done.stdout)
     assert res["project"]["name"] == "A" and res.get("current_session_excluded") is True, res
     assert running not in {r["session_id"] for r in res["results"]} and len(res["results"]) == 1, res
+
+
+@pytest.mark.parametrize("terminal_cwd", ["~no-such-user-here/work", "/" + "deep/" * 1000])
+def test_a_working_folder_hermes_cannot_resolve_leaves_the_session_to_decide(world, work, monkeypatch,
+                                                                             terminal_cwd):
+    """Hermes resolves the agent's working folder from ``TERMINAL_CWD`` (its ``terminal.cwd`` setting)
+    with ``expanduser``, which raises RuntimeError for ``~user`` of a user this machine lacks, and an
+    OSError for a name too long to check. The plugin took only the OSError for "no folder known":
+    with the other, every tool call and ``/recall`` answered ``internal``, though the session Hermes
+    names decides the project. It is now a folder not known, as when the process's folder is gone."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import call, enable_plugin
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    earlier = world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    monkeypatch.setenv("TERMINAL_CWD", terminal_cwd)
+    for mode in ("keyword", "hybrid"):
+        res = call("project_history_search", {"query": "websocket", "mode": mode}, session_id=asker)
+        assert res["success"] and [r["session_id"] for r in res["results"]] == [earlier], res
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    shown = get_plugin_command_handler("recall")("status")
+    assert "project App" in shown and "Internal" not in shown, shown
+    moved = call("project_session_move", {"project": "App"}, session_id=asker)
+    assert moved["success"] and moved["reason"] == "already_in_project", moved
+
+
+def test_folders_the_command_line_cannot_resolve_are_usage_errors(world, work, tmp_path):
+    """``--home ~someone/…`` and ``--dir ~someone/…`` for a user this machine lacks (``expanduser``
+    raises RuntimeError), and a command run in a folder deleted since (``os.getcwd()`` raises): the
+    first printed a Python traceback, the others "Internal error" with exit 3. Each is now a one-line
+    usage error (exit 2) saying which folder, and nothing is written."""
+    from cli_runs import MODULE
+
+    app, _asker = websocket_app(world, work)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    before = _tree(world.home)
+    env = cli_env(world.home)
+    for argv in (["--home", "~no-such-user-here/hermes", "search", "websocket"],
+                 ["search", "websocket", "--dir", "~no-such-user-here/app"], ["status", "~no-such-user-here"]):
+        done = cli_process(*argv, env=env, cwd=app)
+        assert done.returncode == 2 and done.stdout == "", (argv, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "~no-such-user-here" in done.stderr, (argv, done.stderr)
+    gone = tmp_path / "gone"
+    for argv in (["search", "websocket"], ["status"], ["quickstart", "websocket"], ["quickstart"]):
+        gone.mkdir()
+        script = f"cd {shlex.quote(str(gone))} && rmdir {shlex.quote(str(gone))} && exec {shlex.join(MODULE + argv)}"
+        done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and done.stdout == "", (argv, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "--dir" in done.stderr, (argv, done.stderr)
+        assert "Internal" not in done.stderr, (argv, done.stderr)
+    assert _tree(world.home) == before
+
+
+@pytest.mark.parametrize("shape", ["a-name-too-long", "a-path-too-long"])
+def test_a_home_whose_name_is_too_long_is_told(world, work, monkeypatch, capsys, tmp_path, shape):
+    """``HERMES_HOME`` (or ``--home``) naming a folder past the system's limits (a segment of 300
+    characters, a path of 4,500): Python 3.11's ``Path.is_file``/``exists`` raise ENAMETOOLONG where
+    they answer False for a missing file, and every search, move, ``/recall`` and ``session`` answered
+    "Internal error: OSError". Each now says the home's files cannot be opened, and why."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    from hermes_world import call, enable_plugin, hermes_line
+    from project_history_recall.ui import cli
+
+    _app, asker = websocket_app(world, work)
+    enable_plugin(world.home)
+    far = tmp_path / ("a" * 300 if shape == "a-name-too-long" else "/".join(["ab"] * 1500)) / "hermes"
+    recall = get_plugin_command_handler("recall")  # before: Hermes 0.22 looks the command up in the home
+    monkeypatch.setenv("HERMES_HOME", str(far))
+    answers = [call("project_history_search", {"query": "websocket"}, session_id=asker),
+               call("project_session_move", {"project": "App"}, session_id=asker)]
+    for res in answers:
+        if "success" not in res:  # Hermes 0.22 looks for the profile's plugins first, and fails there itself
+            assert hermes_line() >= (0, 22) and "too long" in res["error"], res
+            continue
+        assert res["success"] is False and res["error_code"] == "unreadable", res
+        assert "too long" in res["error"], res
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    for line in ("websocket", "status", "move App"):
+        shown = recall(line)
+        assert shown.startswith("recall: Cannot open") and "too long" in shown, (line, shown)
+    monkeypatch.delenv("HERMES_SESSION_ID")
+    for argv in (["status"], ["search", "websocket"], ["projects"], ["session", asker], ["index", "--all"]):
+        assert cli.main([*argv, "--home", str(far)]) == 3, argv
+        shown = capsys.readouterr()
+        assert "too long" in shown.err and "Internal" not in shown.out + shown.err, (argv, shown)
