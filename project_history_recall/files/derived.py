@@ -34,7 +34,8 @@ _NOT_A_DATABASE = 26  # SQLITE_NOTADB
 _DAMAGE = {11, _NOT_A_DATABASE}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _WRITE_FAILED = {8, 10, 13, 14}  # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
-_LOCK_WAIT = 10.0  # seconds, as SQLite's own busy timeout below
+LOCK_WAIT = 10.0  # seconds, as SQLite's own busy timeout below
+_WRITE_TURN = 0.05  # seconds: one turn of waiting for another process's write lock (``Store.transaction``)
 T = TypeVar("T")
 
 
@@ -218,7 +219,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
     try:
         make_own(path.parent)
         lock = _lock(path)
-        lock.acquire(_LOCK_WAIT)
+        lock.acquire(LOCK_WAIT)
     except LockTimeout as exc:
         raise describe(path, exc) from exc
     except OSError as exc:
@@ -367,7 +368,7 @@ class DerivedFile:
         self._conn.close()
         lock = _lock(self.path)
         try:
-            lock.acquire(_LOCK_WAIT)
+            lock.acquire(LOCK_WAIT)
             try:
                 aside = _set_aside(self.path, exc) if inode(self.path) == self._inode else None
             finally:
@@ -388,10 +389,32 @@ class DerivedFile:
         """Changes whenever anything commits to the file: this object, or another connection."""
         return self.data_version(), self.writes
 
-    def transaction(self, fn):
-        """``fn(connection)`` in one write transaction, committed when it returns; its result."""
+    def transaction(self, fn, wait: float = LOCK_WAIT):
+        """``fn(connection)`` in one write transaction, committed when it returns; its result.
+
+        Another process's write lock is waited for at most ``wait`` seconds, in short turns with
+        this object's lock let go between them: waited for in one, by SQLite's busy timeout, it
+        held every search of this process that reads the file (the background indexer waiting)
+        for the whole timeout, whatever the search's budget. Past ``wait``: ``StoreError``, locked."""
+        deadline = time.monotonic() + wait
+        while True:
+            begun, out = self._try_transaction(fn, deadline)
+            if begun:
+                return out
+            time.sleep(_WRITE_TURN)
+
+    def _try_transaction(self, fn, deadline: float) -> tuple[bool, object]:
+        """(True, ``fn``'s result) or, another process's write lock still held and time left, (False, None)."""
         with self.using() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"PRAGMA busy_timeout={int(_WRITE_TURN * 1000)}")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _primary(exc) not in _BUSY or time.monotonic() >= deadline:
+                    raise
+                return False, None
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT * 1000)}")
             try:
                 out = fn(conn)
                 conn.execute("COMMIT")
@@ -401,4 +424,4 @@ class DerivedFile:
                         conn.execute("ROLLBACK")
                 raise
             self.writes += 1
-            return out
+            return True, out

@@ -248,7 +248,8 @@ def own_index(ctx: SearchContext) -> textindex.Lookup | None:
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
-        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts)
+        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts,
+                              wait=ctx.settings.index_budget_ms / 1000.0)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)

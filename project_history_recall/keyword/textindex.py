@@ -414,13 +414,14 @@ class TextIndex(derived.DerivedFile):
             row = conn.execute("SELECT value FROM meta WHERE key = 'garbage'").fetchone()
         return int(row[0]) if row else 0
 
-    def write(self, work: Change, key: tuple, rows: list[tuple], *, first: bool, complete: bool) -> None:
+    def write(self, work: Change, key: tuple, rows: list[tuple], *, first: bool, complete: bool,
+              wait: float = derived.LOCK_WAIT) -> None:
         """Add one batch of a session's messages ``(id, role, content, tool_name,
         tool_calls, timestamp)`` in id order, and the session's progress, in one transaction.
 
         ``first``: the first batch of ``work`` (a reindex retires the old rows
         there); ``complete``: the last (the session is then current as of
-        ``work.seen``)."""
+        ``work.seen``); ``wait``: at most this long for another process's write lock."""
         def _do(conn: sqlite3.Connection):
             row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
                                (work.session_id,)).fetchone()
@@ -452,7 +453,7 @@ class TextIndex(derived.DerivedFile):
             conn.execute(f"INSERT OR REPLACE INTO sessions ({_STATE_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                          dataclasses.astuple(st))
 
-        self.transaction(_do)
+        self.transaction(_do, wait)
 
     def mark_dirty(self, session_ids: list[str]) -> None:
         """Have the next check index these sessions again (``changes``: a negative ``seen_count``)."""
@@ -460,13 +461,14 @@ class TextIndex(derived.DerivedFile):
             "UPDATE sessions SET seen_count = -1 WHERE session_id IN (SELECT value FROM json_each(?))",
             (json.dumps(session_ids),)))
 
-    def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS) -> None:
-        """Do one session's work, reading state.db through ``conn``, batch by batch."""
+    def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS,
+              wait: float = derived.LOCK_WAIT) -> None:
+        """Do one session's work, reading state.db through ``conn``, batch by batch (``wait``: as in ``write``)."""
         after, first = work.after_id, True
         while True:
             rows = index_rows(conn, work.session_id, after, work.seen[1], batch)
             done = len(rows) < batch
-            self.write(work, key, rows, first=first, complete=done)
+            self.write(work, key, rows, first=first, complete=done, wait=wait)
             if done:
                 return
             after, first = rows[-1][0], False
@@ -605,11 +607,13 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         self.index = index
         self._big = BigRows()  # the big rows ``_edited`` found as indexed
 
-    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None
-              ) -> dict[str, KeywordState] | None:
+    def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None,
+              wait: float = derived.LOCK_WAIT) -> dict[str, KeywordState] | None:
         """The members' states when every one is current (indexing a few new
         messages on the way), else None (the rest goes on in the background).
-        ``key``: the scope's attribution key; ``counts``: the search's, if any."""
+        ``key``: the scope's attribution key; ``counts``: the search's, if any; ``wait``: how long
+        the few new messages may wait for another process's write lock (the search's budget)
+        before they too are left to the background."""
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
@@ -624,8 +628,14 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
             if todo > INLINE_ROWS:
                 self._submit(key, work)
                 return None
-            for change in work.values():
-                self.index.index(conn, change, key)
+            try:
+                for change in work.values():
+                    self.index.index(conn, change, key, wait=wait)
+            except derived.StoreError as exc:
+                if not exc.locked:
+                    raise
+                self._submit(key, work)
+                return None
             if self.index.unmerged() >= MERGE_AFTER_COMMITS:
                 self.chores()  # the background merges (an index grown only by searches is merged too)
             stamp = self._restamp(stamp)

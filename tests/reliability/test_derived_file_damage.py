@@ -17,10 +17,13 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import pytest
+
 from cli_runs import cli_process
-from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, wait_idle
+from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_settings, wait_idle
 
 SEARCH = "project_history_search"
 TOPICS = ["websocket reconnect backoff", "payment callback timeout", "invoice exporter parallel tests",
@@ -244,3 +247,54 @@ def test_an_index_another_release_holds_open_is_left_to_it(world, work):
     assert res["success"] and res["results"][0]["title"].endswith(" 13"), res
     wait_idle(300)
     assert _layout(path) != "2"
+
+
+# Another process in the middle of a write to one of the plugin's indexes (another Hermes process's
+# indexer committing a batch, a `sqlite3` shell left in a transaction): the write lock is its.
+WRITER = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    print("writing", flush=True)
+    sys.stdin.read()
+""")
+
+
+@pytest.mark.parametrize("name, mode", [("keywords.db", "keyword"), ("embeddings.db", "semantic"),
+                                        ("keywords.db", "hybrid"), ("embeddings.db", "hybrid")])
+def test_an_index_another_process_is_writing_holds_a_search_no_longer_than_its_budget(world, work, name, mode):
+    """With another process holding the write lock of ``keywords.db`` or ``embeddings.db``, a search
+    that had a new message to add waited SQLite's whole busy timeout (10 s) for it, whatever its
+    budget: the keyword index's few new rows are written in the search, and the semantic search waited
+    for the background indexer, which held the file's connection while it waited for the lock. Now a
+    search waits about its budget, answers from what it can read, and the work goes on later."""
+    asker = _world(world, work, sessions=6)
+    plugin_settings(world.home, index_budget_ms=1000)
+    assert call(SEARCH, {"query": "websocket", "mode": "hybrid"}, session_id=asker)["results"]
+    wait_idle(300)
+    from hermes_state import SessionDB
+
+    db = SessionDB(db_path=world.home / "state.db")
+    try:
+        db.create_session("20260903_000001_zebra1", "cli", model="test/model", cwd=str(work / "app"))
+        db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
+    finally:
+        db.close()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(world.home / PLUGIN_KEY / name)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "writing\n"
+        for _ in range(2):
+            started = time.monotonic()
+            res = call(SEARCH, {"query": "zebra crossing", "mode": mode}, session_id=asker)
+            took = time.monotonic() - started
+            assert res["success"], res
+            # The new session waits for the semantic index; the keyword half finds it at once.
+            assert mode == "semantic" or res["results"][0]["session_id"] == "20260903_000001_zebra1", res
+            assert took < 5, (took, res.get("semantic_status"), res.get("semantic_reason"))
+    finally:
+        writer.stdin.close()
+        writer.wait(10)
+    wait_idle(60)
+    res = call(SEARCH, {"query": "zebra crossing", "mode": "hybrid"}, session_id=asker)
+    assert res["semantic_status"] == "ready" and res["results"][0]["session_id"] == "20260903_000001_zebra1", res
