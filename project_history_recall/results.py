@@ -80,7 +80,7 @@ def snippet(text: str, pattern: re.Pattern | None, mask: Callable[[str], str], w
 
 def context_entry(row: MessageRow, anchor_id: int, mask: Callable[[str], str]) -> dict:
     entry = {"message_id": row.id, "role": row.role, "when": when(row.timestamp),
-             "text": _clip(row.text, CONTEXT_CHARS, mask)}
+             "text": _clip(row.shown, CONTEXT_CHARS, mask)}
     if row.tool_name:
         entry["tool_name"] = row.tool_name
     if row.id == anchor_id:

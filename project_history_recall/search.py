@@ -247,7 +247,7 @@ def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, sh
     entry = {
         "message_id": hit.message_id,
         "role": row.role,
-        "snippet": results.snippet(row.text, pattern, shown.text),
+        "snippet": results.snippet(row.shown, pattern, shown.text),
         "score_source": hit.source,
         "when": results.when(row.timestamp),
     }

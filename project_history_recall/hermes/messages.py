@@ -184,14 +184,34 @@ class MessageRow:
     text: str
     timestamp: float
     tool_name: str | None
+    called: str | None = None  # the tools a message without text calls (``_called_sql``)
+
+    @property
+    def shown(self) -> str:
+        """What a result shows of the message: its text or, for one that only calls tools, which."""
+        return f"(calls {self.called})" if self.called and not self.text.strip() else self.text
 
 
 def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
     return MessageRow(row["id"], row["session_id"], row["role"], read_content(conn, row["id"]),
-                      row["timestamp"] or 0.0, row["tool_name"])
+                      row["timestamp"] or 0.0, row["tool_name"], row["called"])
 
 
-_MESSAGE_COLS = f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, {text_sql('tool_name')} AS tool_name"
+def _called_sql(m: str) -> str:
+    """The names of the tools the message ``m`` calls, when it has no text (Hermes keeps its calls as
+    a JSON list of ``{"function": {"name", "arguments"}}``), joined by ", "; else NULL. A message that
+    only calls a tool is found by its calls' arguments, as in Hermes's own index, and showed nothing.
+    Names only: arguments may hold anything, a file's whole text among them. The CASEs keep each
+    JSON function from a value that is not JSON (SQLite evaluates a CASE's branches in order)."""
+    calls = text_sql(f"{m}.tool_calls")
+    return (f"CASE WHEN COALESCE({m}.content, '') = '' AND json_valid({calls}) AND json_type({calls}) = 'array' "
+            f"THEN (SELECT group_concat(name, ', ') FROM (SELECT CASE WHEN c.type = 'object' AND "
+            f"json_type(c.value, '$.function.name') = 'text' THEN json_extract(c.value, '$.function.name') END "
+            f"AS name FROM json_each({calls}) c) WHERE name != '') END AS called")
+
+
+_MESSAGE_COLS = (f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, {text_sql('tool_name')} AS tool_name, "
+                 f"{_called_sql('m')}")
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: list[int],
@@ -241,7 +261,7 @@ def windows(conn: sqlite3.Connection, shape: Shape, anchors: list[MessageRow], s
     pick = (f"SELECT x.id FROM messages x WHERE x.session_id = a.sid AND {shape.live_filter('x')} "
             f"AND {_roles_sql(roles, 'x')} AND ")
     cols = (f"a.aid AS anchor, m.id AS id, m.session_id AS session_id, m.role AS role, "
-            f"{seconds_sql('m.timestamp')} AS timestamp, {text_sql('m.tool_name')} AS tool_name")
+            f"{seconds_sql('m.timestamp')} AS timestamp, {text_sql('m.tool_name')} AS tool_name, {_called_sql('m')}")
     # Every window in one statement, each side bounded (a search opens ten): one statement per
     # window cost ~10 µs more each, and a response shows up to ``limit``.
     rows = conn.execute(

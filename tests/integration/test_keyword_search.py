@@ -503,3 +503,29 @@ def test_an_index_grown_only_by_searches_is_merged_in_the_background(world, work
         with keeper.index.using() as conn:
             conn.set_trace_callback(None)
     assert ran == ["PRAGMA data_version"], ran  # merged since the last search wrote: nothing is left to merge
+
+
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-keyword-index", "hermes-indexes"])
+def test_a_hit_on_a_call_alone_shows_the_tool_it_calls(world, work, keyword_index):
+    """An assistant message that only calls a tool (no text) is found by its call's arguments, as in
+    Hermes's own index; its snippet and its line in a window were empty. Now they name the tools it
+    calls (masked as any text), and which messages are found does not change."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "list the quarterly ledger files"), cwd=app)
+    call_id = world.say(sid, "assistant", None, tool_calls=[
+        {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls ledgerdir"}'}},
+        {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "ledgerdir/q3"}'}}])
+    world.say(sid, "tool", "q1.csv q2.csv", tool_name="terminal", tool_call_id="c1")
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, keyword_index=keyword_index)
+    enable_plugin(world.home)
+    for mode in ("keyword", "hybrid"):
+        res = call("project_history_search", {"query": "ledgerdir", "mode": mode, "context": 1}, session_id=asker)
+        assert ids(res) == [call_id] if mode == "keyword" else ids(res)[0] == call_id, res
+        hit = res["results"][0]
+        assert hit["snippet"] == "(calls terminal, read_file)", hit
+        around = call("project_history_search", {"query": "quarterly ledger", "mode": "keyword", "context": 2},
+                      session_id=asker)["results"][0]["context"]
+        assert [e["text"] for e in around if e["message_id"] == call_id] == ["(calls terminal, read_file)"], around
