@@ -16,6 +16,7 @@ it for one of Hermes's own, and tell the user to repair a file that is fine.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import stat
@@ -135,6 +136,10 @@ def not_a_file(path: Path) -> str | None:
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
+        # A link to a file not made yet is followed (SQLite makes it there: the user's choice of
+        # place); one into a folder that is not there (a disk not mounted) can never be opened.
+        if path.is_symlink() and not Path(os.path.realpath(path)).parent.is_dir():
+            return f"it links to {os.readlink(path)}, in a folder that does not exist"
         return None
     except OSError as exc:  # a symlink loop, a folder on the way that cannot be searched
         return exc.strerror or str(exc)

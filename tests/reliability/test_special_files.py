@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from cli_runs import cli_process
 from conftest import SRC
 from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_settings, session_rows,
                           wait_idle)
@@ -154,3 +155,28 @@ def test_a_symlink_put_where_a_move_keeps_its_own_file_is_not_written_through(wo
     moved = call("project_session_move", {"project": "Other"}, session_id=asker)  # the link cleared first
     assert moved["success"] and moved["moved"], moved
     assert precious.read_text(encoding="utf-8") == "the user's own notes\n" and not journal.exists()
+
+
+def test_an_index_linked_into_a_folder_that_is_not_there_is_named(world, work, tmp_path):
+    """``keywords.db`` and ``embeddings.db`` symlinks to a place whose folder does not exist (a disk
+    not mounted, a folder removed): every search and ``index`` said only "could not be used: unable to
+    open database file (SQLITE_CANTOPEN) ... rebuilt from Hermes's sessions", and nothing was ever
+    rebuilt. They now say where the link goes and what to do, as for a folder or a FIFO there; the
+    search answers by keyword, and the links stay (the user may have put them there on purpose)."""
+    _app(world, work)
+    world.close()
+    plugin_settings(world.home)
+    data = world.home / PLUGIN_KEY
+    gone = tmp_path / "unmounted" / "disk"
+    for name in ("keywords.db", "embeddings.db"):
+        (data / name).symlink_to(gone / name)
+    proc = cli_process("--home", str(world.home), "search", "websocket", "--dir", str(work / "app"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["results"] and res["semantic_status"] == "unavailable", res
+    for text in (res["semantic_reason"], proc.stderr):
+        assert f"links to {gone}" in text and "does not exist" in text, text
+    indexed = cli_process("--home", str(world.home), "index", "--all")
+    assert indexed.returncode == 3 and f"links to {gone}" in indexed.stderr, indexed.stderr
+    assert "Traceback" not in proc.stderr + indexed.stderr
+    assert all((data / name).is_symlink() for name in ("keywords.db", "embeddings.db")) and not gone.parent.exists()
