@@ -64,6 +64,10 @@ def test_a_short_message_is_embedded_after_the_earlier_ones_that_fit_whole():
     assert chunking.after_earlier(earlier, "", 800, 2) == ""
     long = "y" * 900  # cut into chunks as it is: its own text fills them
     assert chunking.after_earlier(earlier, long, 800, 2) == long
+    # A message that says enough alone is embedded alone, though its context would fit.
+    enough = "z" * chunking.SHORT_MESSAGE
+    assert chunking.after_earlier(earlier, enough, 800, 2) == enough
+    assert chunking.after_earlier(earlier, enough[1:], 800, 1) == f"Six, at the sports centre.\n{enough[1:]}"
 
 
 def test_each_message_of_a_session_is_embedded_after_the_ones_with_text_before_it():

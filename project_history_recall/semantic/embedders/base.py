@@ -88,7 +88,10 @@ def known_fingerprint(embedder: Embedder) -> str:
 
 def preprocessing_tag(chunk_chars: int, chunk_overlap: int, before: int = 0) -> str:
     """``before``: the embedder's ``context_before`` (named only when it embeds any)."""
-    return f"prep{PREPROCESSING_VERSION}-chunk{chunk_chars}o{chunk_overlap}" + (f"-after{before}" if before else "")
+    from ..chunking import SHORT_MESSAGE
+
+    return f"prep{PREPROCESSING_VERSION}-chunk{chunk_chars}o{chunk_overlap}" + (
+        f"-after{before}below{SHORT_MESSAGE}" if before else "")
 
 
 def normalise(x):

@@ -162,11 +162,12 @@ class UniversalSentenceEncoder(EmbeddedModel):
     # Neighbours lift USE's semantic ranking on LoCoMo in both languages, at no extra embedding
     # cost (docs/benchmarks.md, "Offline models compared").
     context_weight = 1.0
-    # A reply read with what it answers: USE embeds the two together closer to a question about
-    # them than either alone or their vectors' sum (the neighbours above). Semantic hit@1 on the
-    # Chinese daily sets in one project with distractors 0.335 -> 0.393 (tune), 0.351 -> 0.382
-    # (held out); LoCoMo 0.423 -> 0.495. One message before lifted the tune half as much and the
-    # held-out half less; more than two changed nothing there, and cost more to embed.
+    # A short reply read with what it answers (chunking.SHORT_MESSAGE): USE embeds the two together
+    # closer to a question about them than either alone or their vectors' sum (the neighbours
+    # above). Semantic hit@1 on the Chinese daily sets in one project with distractors 0.335 ->
+    # 0.408 (tune), 0.351 -> 0.366 (held out), hybrid 0.534 -> 0.586 and 0.539 -> 0.555. One message
+    # before lifted the tune half as much and the held-out half less; more than two changed nothing
+    # there, and cost more to embed.
     context_before = 2
     reference_chunks_per_second = 396.0
     # Chosen among 0.7-1.2 on the tune halves of zh-daily (as it is and all in one project),
