@@ -330,6 +330,15 @@ def conversation_texts(conn: sqlite3.Connection, shape: Shape, sid: str, after_i
               "AND id > ? ORDER BY id LIMIT ?", (sid, upto, *params), after_id)]
 
 
+def texts_before(conn: sqlite3.Connection, shape: Shape, sid: str, upto: int, limit: int) -> list[str]:
+    """The text of the session's last ``limit`` user and assistant messages up to id ``upto``
+    that Hermes ever shows (as ``conversation_texts`` reads them), in id order."""
+    rows = conn.execute(
+        f"SELECT {content_sql('content')} FROM messages m WHERE session_id = ? AND id <= ? AND {_CONVERSATION} "
+        f"AND {shape.shown_filter('m')} ORDER BY id DESC LIMIT ?", (sid, upto, limit)).fetchall()
+    return [decode_content(content) for (content,) in reversed(rows)]
+
+
 def first_texts(conn: sqlite3.Connection, shape: Shape, members: list[str], limit: int = 50) -> list[str]:
     """The text of the first ``limit`` user and assistant messages Hermes shows, newest
     session first."""

@@ -5,6 +5,11 @@ its whole input, so a long message would dilute into one vague vector: long
 text is cut into chunks of about ``size`` characters, preferably at a
 paragraph, sentence or word boundary, with ``overlap`` characters repeated so
 a thought that straddles a cut is still whole in one chunk.
+
+A short message is embedded after the messages just before it in its session
+(``after_earlier``), as many as fit in one chunk with it: a reply ("六点 在南山文体
+中心", "Yes, last week!") says little without what it answers. A message of
+``SHORT_MESSAGE`` characters or more says enough alone and is embedded as it is.
 """
 
 from __future__ import annotations
@@ -75,3 +80,29 @@ def split(text: str, size: int, overlap: int) -> list[tuple[int, str]]:
         space = text.find(" ", nxt, end)
         start = space + 1 if overlap and 0 <= space < end - 1 else nxt
     return out
+
+
+# Below this many characters a message is read with what it answers. Half or more of the messages of
+# Chinese chats and texts (a median of 14-19 characters in zh-daily, zh-sms and zh-life), few of
+# LoCoMo-zh's (6%, a median of 47) or LoCoMo's (1%, a median of 109): every message embedded with
+# its two before lifted semantic search everywhere, but blended into hybrid it lost questions of
+# zh-daily, LoCoMo and LoCoMo-zh, whose longer turns say enough alone.
+SHORT_MESSAGE = 20
+
+
+def after_earlier(earlier: list[str], text: str, size: int, count: int) -> str:
+    """What a message of ``text`` is embedded as (both ``prepare``d): after the last ``count`` of
+    ``earlier``, the texts of its session's messages before it in order, those of them that fit
+    whole in one chunk of ``size`` characters with it (the nearest first), a line apart. Only
+    earlier messages: a message's text never changes when its session goes on, so what was
+    embedded stays right. A message that fills a chunk alone is embedded as it is."""
+    if not text or len(text) >= SHORT_MESSAGE:
+        return text
+    kept = [text]
+    room = size - len(text)
+    for before in reversed(earlier[-count:] if count else []):
+        room -= len(before) + 1
+        if room < 0:
+            break
+        kept.append(before)
+    return "\n".join(reversed(kept))

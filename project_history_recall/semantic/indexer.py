@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 GC_INTERVAL = 600.0  # seconds between sweeps for vectors of sessions Hermes deleted
+# Rows read before an appended message for every earlier message its context takes (``process``).
+EARLIER_READ = 4
 
 
 @dataclass
@@ -84,6 +86,20 @@ def plan(conn: sqlite3.Connection, states: dict[str, vectors.VectorState], membe
     counts are remembered.)"""
     return {sid: Work(sid, "append" if c.kind == "append" else "reconcile", c.after_id, c.seen)
             for sid, c in changes.changes(conn, states, members, counts).items()}
+
+
+def in_context(earlier: list[str], rows: list[tuple[int, str, float | None]], size: int,
+               count: int) -> dict[int, str]:
+    """What each message of ``rows`` (``(id, prepared text, timestamp)`` of one session, in order)
+    is embedded as: ``chunking.after_earlier`` of the ``count`` messages with text before it,
+    ``earlier`` (prepared texts) those before the first row."""
+    said = [text for text in earlier if text]
+    out = {}
+    for mid, text, _ts in rows:
+        out[mid] = chunking.after_earlier(said, text, size, count)
+        if text:
+            said.append(text)
+    return out
 
 
 def pending_chunks(conn: sqlite3.Connection, work: dict[str, Work], chunk_chars: int, chunk_overlap: int) -> int:
@@ -263,12 +279,22 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             # scaffolding Hermes never shows is not: it can never be a result.
             rows = [(mid, chunking.prepare(text), ts) for mid, text, ts in messages.conversation_texts(
                 conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])]
+            count = self.embedder.context_before
+            # The messages before the first one read, for its context; a few more than asked, as a
+            # message with no text (an assistant's tool call) is no context.
+            earlier = [chunking.prepare(text) for text in messages.texts_before(
+                conn, shape, work.session_id, work.after_id, EARLIER_READ * count)] if (
+                count and rows and not reconcile and work.after_id) else []
+        embedded = in_context(earlier, rows, size, count)
         if reconcile:
             rows = self._reconcile(work, rows, progress)
         pending: list[tuple[int, int, str, str, float | None]] = []  # (message id, offset, text, hash, ts)
         for mid, text, ts in rows:
+            # The hash is of the message's own text, which a search checks its hits against. An
+            # earlier message edited in place leaves the context this one was embedded with as it
+            # was (it is embedded afresh with its own next change, or by a rebuild).
             digest = chunking.content_hash(text)
-            for offset, piece in chunking.split(text, size, overlap):
+            for offset, piece in chunking.split(embedded[mid], size, overlap):
                 pending.append((mid, offset, piece, digest, ts))
             if progress:
                 progress.messages += 1

@@ -88,6 +88,19 @@ def test_warm_up_checks_the_cpu_before_importing_e5(monkeypatch):
     assert imported == []
 
 
+def test_uses_fingerprint_names_the_earlier_messages_it_embeds_a_message_after():
+    """Vectors made of a message alone are never read as those made with its earlier messages: an
+    index of the older kind is rebuilt under the new fingerprint, as after a change of chunk size."""
+    from project_history_recall.semantic.embedders.local import UniversalSentenceEncoder as USE
+
+    if importlib.util.find_spec(USE.module) is None:
+        pytest.skip(f"{USE.package} is not installed")
+    assert USE.context_before == 2
+    assert USE.fingerprint_for(800, 100).endswith(f"/prep1-chunk800o100-after2below{chunking.SHORT_MESSAGE}")
+    assert USE.fingerprint_for(800, 100, 0).endswith("/prep1-chunk800o100")
+    assert e5.MultilingualE5Small.context_before == 0
+
+
 @pytest.mark.parametrize("name", ["local", "e5-small"])
 def test_warm_up_readies_every_offline_model_with_its_own_weight(monkeypatch, tmp_path, name):
     from types import SimpleNamespace
@@ -374,5 +387,6 @@ def test_the_pairs_fingerprint_holds_both_models_fingerprints():
 
     fp = pair.UseAndE5.fingerprint_for(800, 100)
     for part in pair.PARTS:
-        assert part.fingerprint_for(800, 100) in fp
+        # Each part as the pair embeds: every message alone.
+        assert part.fingerprint_for(800, 100, pair.UseAndE5.context_before) in fp
     assert fp != pair.UseAndE5.fingerprint_for(1000, 100)

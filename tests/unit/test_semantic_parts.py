@@ -52,6 +52,32 @@ def test_content_hash_changes_with_the_text():
     assert chunking.content_hash("a") == chunking.content_hash("a") != chunking.content_hash("b")
 
 
+def test_a_short_message_is_embedded_after_the_earlier_ones_that_fit_whole():
+    earlier = ["What time does the class end?", "x" * 50, "Six, at the sports centre."]
+    assert chunking.after_earlier(earlier, "OK", 800, 2) == f"{'x' * 50}\nSix, at the sports centre.\nOK"
+    assert chunking.after_earlier(earlier, "OK", 800, 5) == "\n".join([*earlier, "OK"])
+    # The nearest that does not fit whole ends the context: no message is cut.
+    assert chunking.after_earlier(earlier, "OK", 60, 3) == "Six, at the sports centre.\nOK"
+    assert chunking.after_earlier(earlier, "OK", 20, 2) == "OK"
+    assert chunking.after_earlier(earlier, "OK", 800, 0) == "OK"
+    assert chunking.after_earlier([], "OK", 800, 2) == "OK"
+    assert chunking.after_earlier(earlier, "", 800, 2) == ""
+    long = "y" * 900  # cut into chunks as it is: its own text fills them
+    assert chunking.after_earlier(earlier, long, 800, 2) == long
+    # A message that says enough alone is embedded alone, though its context would fit.
+    enough = "z" * chunking.SHORT_MESSAGE
+    assert chunking.after_earlier(earlier, enough, 800, 2) == enough
+    assert chunking.after_earlier(earlier, enough[1:], 800, 1) == f"Six, at the sports centre.\n{enough[1:]}"
+
+
+def test_each_message_of_a_session_is_embedded_after_the_ones_with_text_before_it():
+    rows = [(5, "", None), (6, "It starts at five.", 1.0), (7, "", 2.0), (8, "OK", 3.0)]
+    assert indexer.in_context(["Swimming next week?", ""], rows, 800, 2) == {
+        5: "", 6: "Swimming next week?\nIt starts at five.", 7: "",
+        8: "Swimming next week?\nIt starts at five.\nOK"}
+    assert indexer.in_context([], rows, 800, 0) == {5: "", 6: "It starts at five.", 7: "", 8: "OK"}
+
+
 # -- fusion ---------------------------------------------------------------------------------
 def _hits(source: str, ids: list[int]) -> list[Hit]:
     return [Hit(mid, "s", 1.0, source, 0.0) for mid in ids]

@@ -54,6 +54,11 @@ class Embedder(Protocol):
         """A chunk's neighbours' weight in its score (matrix.py)."""
 
     @property
+    def context_before(self) -> int:
+        """How many earlier messages of its session a message is embedded after, as fit in its
+        chunk (``chunking.after_earlier``); 0: each message alone."""
+
+    @property
     def reference_chunks_per_second(self) -> float | None:
         """For time estimates before this process has measured."""
 
@@ -81,8 +86,12 @@ def known_fingerprint(embedder: Embedder) -> str:
     return fp
 
 
-def preprocessing_tag(chunk_chars: int, chunk_overlap: int) -> str:
-    return f"prep{PREPROCESSING_VERSION}-chunk{chunk_chars}o{chunk_overlap}"
+def preprocessing_tag(chunk_chars: int, chunk_overlap: int, before: int = 0) -> str:
+    """``before``: the embedder's ``context_before`` (named only when it embeds any)."""
+    from ..chunking import SHORT_MESSAGE
+
+    return f"prep{PREPROCESSING_VERSION}-chunk{chunk_chars}o{chunk_overlap}" + (
+        f"-after{before}below{SHORT_MESSAGE}" if before else "")
 
 
 def normalise(x):

@@ -134,6 +134,7 @@ class OpenAIEmbedder:
 
     remote = True
     context_weight = 1.0  # not measured for remote models: the default model's
+    context_before = 0  # each message alone: measured on USE only
     reference_chunks_per_second = None  # the service's speed, unknown until it answers
     cosine_baseline = 0.0
     fusion_weight = 1.0  # not measured for remote models: USE's, the more cautious one

@@ -60,10 +60,11 @@ class UseAndE5(EmbeddedModel):
     reference_chunks_per_second = 1.0 / sum(1.0 / part.reference_chunks_per_second for part in PARTS)
 
     @classmethod
-    def fingerprint_for(cls, chunk_chars: int, chunk_overlap: int) -> str:
-        # Both models' own fingerprints (package versions, sizes, preprocessing) and the shares,
-        # which change the vectors too.
-        parts = " + ".join(part.fingerprint_for(chunk_chars, chunk_overlap) for part in PARTS)
+    def fingerprint_for(cls, chunk_chars: int, chunk_overlap: int, before: int | None = None) -> str:
+        # Both models' own fingerprints (package versions, sizes, preprocessing, each as the pair
+        # embeds: with the pair's ``context_before``) and the shares, which change the vectors too.
+        before = cls.context_before if before is None else before
+        parts = " + ".join(part.fingerprint_for(chunk_chars, chunk_overlap, before) for part in PARTS)
         return f"{cls.provider}/{cls.model}/shares{'-'.join(f'{s:g}' for s in cls.shares)}/d{cls.dimension}/({parts})"
 
     def __init__(self, chunk_chars: int, chunk_overlap: int, threads: int | None = None,
