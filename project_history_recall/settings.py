@@ -29,6 +29,7 @@ Hermes's process is not worth that.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -141,7 +142,9 @@ def plugin_config_path(home: Path) -> Path:
 
 
 def _read_yaml(path: Path, warnings: list[str]) -> dict:
-    if not _is_file(path):
+    # os.path: False too where the file cannot be looked for (a home whose name is too long for the
+    # system), where Path.is_file raises.
+    if not os.path.isfile(path):
         return {}
     try:
         import yaml
@@ -154,13 +157,6 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict:
         warnings.append(f"{path}: expected a mapping at the top level; ignored")
         return {}
     return data
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
 
 
 def _dict_or_empty(value: object) -> dict:
