@@ -90,13 +90,18 @@ def split(text: str, size: int, overlap: int) -> list[tuple[int, str]]:
 SHORT_MESSAGE = 20
 
 
+def is_short(text: str) -> bool:
+    """Whether a message of ``text`` (``prepare``d) is read with what it answers (``after_earlier``)."""
+    return 0 < len(text) < SHORT_MESSAGE
+
+
 def after_earlier(earlier: list[str], text: str, size: int, count: int) -> str:
-    """What a message of ``text`` is embedded as (both ``prepare``d): after the last ``count`` of
-    ``earlier``, the texts of its session's messages before it in order, those of them that fit
-    whole in one chunk of ``size`` characters with it (the nearest first), a line apart. Only
-    earlier messages: a message's text never changes when its session goes on, so what was
-    embedded stays right. A message that fills a chunk alone is embedded as it is."""
-    if not text or len(text) >= SHORT_MESSAGE:
+    """What a message of ``text`` is embedded as (both ``prepare``d): a short one (``is_short``) after
+    the last ``count`` of ``earlier``, the texts of its session's messages before it in order, those
+    of them that fit whole in one chunk of ``size`` characters with it (the nearest first), a line
+    apart; any other as it is. Only earlier messages: a message's text never changes when its
+    session goes on, so what was embedded stays right."""
+    if not is_short(text):
         return text
     kept = [text]
     room = size - len(text)

@@ -280,11 +280,12 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             rows = [(mid, chunking.prepare(text), ts) for mid, text, ts in messages.conversation_texts(
                 conn, shape, work.session_id, 0 if reconcile else work.after_id, work.seen[1])]
             count = self.embedder.context_before
-            # The messages before the first one read, for its context; a few more than asked, as a
-            # message with no text (an assistant's tool call) is no context.
+            # The messages before the first one read, for a short one's context (none is read when
+            # no row is short); a few more than asked, as a message with no text (an assistant's
+            # tool call) is no context.
             earlier = [chunking.prepare(text) for text in messages.texts_before(
                 conn, shape, work.session_id, work.after_id, EARLIER_READ * count)] if (
-                count and rows and not reconcile and work.after_id) else []
+                count and not reconcile and work.after_id and any(chunking.is_short(t) for _, t, _ in rows)) else []
         embedded = in_context(earlier, rows, size, count)
         if reconcile:
             rows = self._reconcile(work, rows, progress)
