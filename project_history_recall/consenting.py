@@ -77,8 +77,8 @@ def annotate(response: dict, note: dict | None) -> dict:
 def listing(home: Path) -> dict:
     """The consents on record, as a response."""
     found, warnings = consent.records(home)
-    return {"success": True, "outcome": DONE, "consents": found, "warnings": warnings,
-            "file": str(config.plugin_config_path(home)),
+    return {"success": True, "outcome": DONE, "consents": found, "withdrawn": consent.withdrawn(home),
+            "warnings": warnings, "file": str(config.plugin_config_path(home)),
             "note": "There is no revoke command: delete an entry from the file to withdraw it "
                     "(nothing already sent is deleted by the service)."}
 

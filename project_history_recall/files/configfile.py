@@ -4,9 +4,12 @@ The file is the user's: their settings, comments and layout must survive the
 plugin writing its records (``consents``) into it. So the file is not
 re-serialised; its text is edited:
 
-1. the lines of the top-level ``<key>:`` block (the key and everything
-   indented or ``- `` listed under it) are replaced by a freshly dumped block,
-   or the block is appended at the end;
+1. items added at the end of a list the block holds are written after its
+   last line, the lines before left to the character (a person's comments
+   and their own keys in a record among them); any other change replaces the
+   lines of the top-level ``<key>:`` block (the key and everything indented
+   or ``- `` listed under it) by a freshly dumped block, or the block is
+   appended at the end;
 2. the result is parsed and compared with the original parse: every other
    key must be exactly as it was and ``<key>`` exactly the new value; if not
    (flow-style documents, anchors, several documents …), nothing is written
@@ -40,6 +43,7 @@ from .folders import make_own
 from .locks import FileLock
 
 LOCK_NAME = ".config.lock"
+_ITEM = re.compile(r"^( *)- ")  # a list item's line, and its indent
 _TMP_PREFIX = ".config.yaml."
 _TMP_SUFFIX = ".tmp"
 
@@ -101,15 +105,41 @@ def _replace(text: str, before: dict, key: str, value: Any) -> str:
         new = f"{text}{sep}{block}"
     else:
         new = "".join(lines[:span[0]]) + block + "".join(lines[span[1]:])
-    expected = {**before, key: value}
-    try:
-        after = yaml.safe_load(new)
-    except yaml.YAMLError:
-        after = None
-    if after != expected:
+    if not _reads_as(new, {**before, key: value}):
         raise ConfigWriteError("its layout cannot be edited without disturbing other settings "
                                f"(write '{key}' as an ordinary top-level block)")
     return new
+
+
+def _appended(text: str, before: dict, key: str, value: Any) -> str | None:
+    """``text`` with the items ``value`` adds at the end of the block-style list ``key`` holds
+    written after the block's last line, the lines before kept to the character; None when
+    ``value`` is not such a list, or the text would not read as it should."""
+    import yaml
+
+    held = before.get(key)
+    if not (isinstance(held, list) and held and isinstance(value, list) and len(value) > len(held)
+            and value[:len(held)] == held):
+        return None
+    lines = text.splitlines(keepends=True)
+    span = _block_span(lines, key)
+    first = next((m for m in (_ITEM.match(line) for line in lines[span[0] + 1:span[1]]) if m), None) if span else None
+    if span is None or first is None:  # a flow-style list (``key: [...]``)
+        return None
+    dumped = yaml.safe_dump(value[len(held):], allow_unicode=True, sort_keys=False, default_flow_style=False)
+    head = "".join(lines[:span[1]])
+    new = (head + ("" if head.endswith("\n") else "\n")
+           + "".join(first.group(1) + line for line in dumped.splitlines(keepends=True)) + "".join(lines[span[1]:]))
+    return new if _reads_as(new, {**before, key: value}) else None
+
+
+def _reads_as(text: str, expected: dict) -> bool:
+    import yaml
+
+    try:
+        return yaml.safe_load(text) == expected
+    except yaml.YAMLError:
+        return False
 
 
 @contextlib.contextmanager
@@ -175,7 +205,7 @@ def update_block(path: Path, key: str, change: Callable[[Any], Any]) -> Any:
             raise ConfigWriteError(f"it cannot be read ({type(exc).__name__})") from None
         current = _mapping(text)
         value = change(current.get(key))
-        new = _replace(text, current, key, value)
+        new = _appended(text, current, key, value) or _replace(text, current, key, value)
         if new != text:
             try:
                 write_atomic(path, new)

@@ -25,11 +25,15 @@ the agent passes back a token (``consent_tokens``), or a person runs
 
 Deliberately not built: a revocation protocol. Deleting a record
 from config.yaml by hand takes effect on the next embedding call (the gate
-re-reads the file when it changes), but nothing is deleted remotely.
+re-reads the file when it changes), but nothing is deleted remotely. A record
+a person marked withdrawn instead (``revoked: true``, the obvious edit; no
+release writes such a key) does not count either: read as a consent, it kept
+sending what its author meant to stop. It stays in the file as they wrote it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +44,8 @@ from ..files import configfile
 from ..files.filestamp import StampCache, file_stamp, read_regular
 
 KEY = config.CONSENTS_KEY
+# Keys no release writes, by which a person marks a record withdrawn.
+WITHDRAWN_KEYS = ("revoked", "revoked_at", "withdrawn", "withdrawn_at")
 
 _records = StampCache()
 
@@ -75,22 +81,38 @@ def _given_in(record: dict, home: Path) -> bool:
     return record.get("home") == _home_id(home)
 
 
+def withdrawn_by(record: dict) -> str | None:
+    """The key by which a person marked ``record`` withdrawn, if they did. Any value but
+    null or false withdraws it (``revoked: "yes"``, a date): a consent in doubt is not one."""
+    return next((key for key in WITHDRAWN_KEYS if record.get(key) is not None and record[key] is not False), None)
+
+
 def records(home: Path) -> tuple[list[dict], list[str]]:
-    """(the consent records given in this home, warnings about the others and malformed ones)
-    from the plugin's config.yaml.
+    """(the consent records given in this home, warnings about the others, the malformed ones
+    and those marked withdrawn) from the plugin's config.yaml.
 
     Read again only when the file changed: the gate runs before every batch."""
+    return _read(home)[:2]
+
+
+def withdrawn(home: Path) -> list[dict]:
+    """The records of this home a person marked withdrawn (``withdrawn_by``): none of them counts."""
+    return _read(home)[2]
+
+
+def _read(home: Path) -> tuple[list[dict], list[str], list[dict]]:
     path = config.plugin_config_path(home)
     stamp = file_stamp(path)
     if stamp is None:
-        return [], []
+        return [], [], []
     return _records.get(str(path), stamp, lambda: _read_records(path, home))
 
 
-def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str]]:
+def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str], list[dict]]:
     import yaml
 
     warnings: list[str] = []
+    marked: list[dict] = []
     try:
         data = yaml.safe_load(read_regular(path).decode("utf-8")) or {}
         raw = data.get(KEY) if isinstance(data, dict) else None
@@ -110,9 +132,14 @@ def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str]]:
                                "another Hermes home, or before consents named theirs")
                             + f", not in {_home_id(home)}; it does not count here (agree again here to send "
                             "this profile's messages)")
+        elif (key := withdrawn_by(record)) is not None:
+            marked.append(record)
+            warnings.append(f"{path}: '{KEY}' entry {n + 1} says {key}: {json.dumps(record[key], default=str)}, so it does not count: "
+                            f"nothing of its project is sent on it (delete the entry to withdraw a consent; "
+                            "no release reads that key)")
         else:
             valid.append(record)
-    return valid, warnings
+    return valid, warnings, marked
 
 
 def on_record(home: Path, service: str, model: str, project_key: tuple) -> bool:
@@ -143,7 +170,7 @@ def grant(home: Path, service: str, model: str, project: dict, granted_by: str) 
             raise configfile.ConfigWriteError(f"its '{KEY}' is not a list of records; move what it holds "
                                               "elsewhere first")
         current = list(current or [])
-        if any(_record_scope(r) == wanted and _given_in(r, home) for r in current):
+        if any(_record_scope(r) == wanted and _given_in(r, home) and withdrawn_by(r) is None for r in current):
             return current
         record = {"service": wanted[0], "model": model,
                   "project": {"kind": project["kind"], "id": project["id"], "name": project.get("name")},

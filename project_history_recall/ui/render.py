@@ -300,15 +300,21 @@ def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: i
     return f"{label}{bar}{counts}"
 
 
+def _consent_line(c: dict) -> str:
+    p = c["project"]
+    return (f"  {p.get('name') or p['id']} ({p['kind']} {p['id']}) -> {c['model']} at "
+            f"{c['service']}; {c.get('granted_at', '?')}, {c.get('granted_by', '?')}")
+
+
 def format_consents(response: dict) -> str:
     if not response["consents"]:
         lines = ["No consents on record."]
     else:
         lines = [f"Consents on record in {response['file']}:"]
-        for c in response["consents"]:
-            p = c["project"]
-            lines.append(f"  {p.get('name') or p['id']} ({p['kind']} {p['id']}) -> {c['model']} at "
-                         f"{c['service']}; {c.get('granted_at', '?')}, {c.get('granted_by', '?')}")
+        lines += [_consent_line(c) for c in response["consents"]]
+    if response["withdrawn"]:
+        lines.append("Marked withdrawn by hand, so not counting (nothing of these is sent on them):")
+        lines += [_consent_line(c) for c in response["withdrawn"]]
     lines += [f"  warning: {w}" for w in response["warnings"]]
     lines.append(response["note"])
     return "\n".join(lines)
@@ -346,7 +352,8 @@ class Output:
         self._write(sys.stdout, text + "\n")
 
     def json(self, response: dict) -> None:
-        self.print(json.dumps(response, ensure_ascii=False, indent=2))
+        # default=str: a date a person wrote in config.yaml unquoted is a date to YAML (``consent list``).
+        self.print(json.dumps(response, ensure_ascii=False, indent=2, default=str))
 
     def error(self, text: str) -> None:
         self._write(sys.stderr, f"{self._prog}: {text}\n")

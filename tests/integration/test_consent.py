@@ -443,3 +443,47 @@ def test_a_consent_is_not_recorded_over_what_the_file_holds_instead(remote_pq, s
     assert sorted((p.name, p.is_fifo() or p.is_symlink() or p.read_bytes()) for p in own.parent.iterdir()
                   if p.name.startswith("config.yaml")) == before
     assert server.count() == 0
+
+
+@pytest.mark.parametrize("mark", ["revoked: true", "withdrawn_at: 2026-12-01"])
+def test_a_consent_marked_withdrawn_by_hand_sends_nothing_more(remote_pq, server, world, capsys, mark):
+    """A person withdraws a consent the obvious way, writing ``revoked: true`` into its record (no
+    release writes or read such a key): the record still counted and the project's new messages
+    went on being sent. Now a record marked so does not count, ``consent list`` shows it as not
+    counting and how to withdraw, and ``consent grant`` records a new one beside it, the person's
+    lines left as they wrote them."""
+    outputs = Outputs()
+    home, own = remote_pq["home"], remote_pq["config"]
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=home) == 0
+    assert search(remote_pq, "askP", "pelican worker version")["semantic_status"] in ("ready", "partial")
+    wait_idle()
+    sent = server.count()
+    assert sent > 0
+    text = own.read_text(encoding="utf-8")
+    assert text.count("  granted_by:") == 1
+    text = text.replace("  granted_by:", f"  {mark}  # changed my mind\n  granted_by:")
+    own.write_text(text, encoding="utf-8")
+    world.say(remote_pq["p2"], "user", "the pelican harbour got a second crane after the withdrawal")
+    res = search(remote_pq, "askP", "harbour crane", mode="hybrid")
+    assert res["semantic_status"] == "consent_required" and res["results"], res  # keyword search goes on
+    assert run_cli(outputs, capsys, "index", "--project", "Pelican", home=home) == 4
+    wait_idle()
+    assert server.count() == sent  # nothing more was sent, not even the question
+    assert run_cli(outputs, capsys, "consent", "list", home=home) == 0
+    listed = outputs.texts[-1]
+    assert "No consents on record." in listed and "Marked withdrawn by hand, so not counting" in listed, listed
+    assert mark.split(":")[0] in listed and "delete the entry to withdraw" in listed, listed
+    assert run_cli(outputs, capsys, "consent", "list", "--json", home=home) == 0
+    as_json = json.loads(outputs.texts[-1])
+    assert as_json["consents"] == [] and [c["project"]["name"] for c in as_json["withdrawn"]] == ["Pelican"]
+    assert own.read_text(encoding="utf-8") == text  # reading wrote nothing
+    assert run_cli(outputs, capsys, "consent", "grant", "--project", "Pelican", "--yes", home=home) == 0
+    assert "Consent recorded" in outputs.texts[-1]
+    after = own.read_text(encoding="utf-8")
+    assert after.startswith(text), after  # the person's lines, comment and all, as they wrote them
+    records = yaml.safe_load(after)["consents"]
+    assert len(records) == 2 and mark.split(":")[0] in records[0] and not set(records[1]) & {"revoked", "withdrawn_at"}
+    again = search(remote_pq, "askP", "harbour crane", mode="hybrid")
+    assert again["semantic_status"] in ("ready", "partial"), again
+    wait_idle()
+    assert any("second crane" in t for t in server.texts()[sent:])
