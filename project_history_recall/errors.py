@@ -47,6 +47,11 @@ def brief(value: object, width: int = 80) -> str:
     return _BRIEF.repr(value)[:width]
 
 
+def counted(n: int, noun: str, plural: str = "s") -> str:
+    """``n`` of ``noun`` as a message says it: "1 batch", "3 batches", "1,024 chunks"."""
+    return f"{n:,} {noun}{'' if n == 1 else plural}"
+
+
 class PluginError(Exception):
     """A failure with a message a person can act on, a code, and extras for the response."""
 

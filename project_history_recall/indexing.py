@@ -9,7 +9,9 @@ anything a caller sends.
 
 Nothing of a project is sent to a remote embedder without consent on record
 for it: such a project is skipped (``skipped_for_consent``) and the rest is
-indexed.
+indexed. A consent withdrawn while its project is indexed stops that project
+before the next batch (the gate asks before each); its entry says how much
+was sent before, under the consent (``sent_before_withdrawal``).
 
 One run at a time per home (a lock file in the data folder): a second run
 waits for the first and then finds only what the first left undone, instead
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import settings as config
-from .errors import CONSENT, DONE, DataError, PluginError, UsageError
+from .errors import CONSENT, DONE, DataError, PluginError, UsageError, counted
 from .files import derived
 from .files.folders import make_own
 from .files.locks import FileLock, LockTimeout
@@ -163,12 +165,17 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
         with reading(paths.state_db_path(home)) as (conn, shape):
             sample = (indexer.first_text(conn, shape, sids, settings.chunk_chars, settings.chunk_overlap)
                       if embedder.dimension is None else None)
-        if not semantic.learn_size(embedder, sample):
-            progress = indexer.Progress()  # nothing in this project to embed (yet)
-        else:
-            worker = worker or semantic_parts.of(home).indexer(settings, embedder, store)
-            progress = worker.index_now(key, sids, on_progress=(
-                (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
+        progress = indexer.Progress()  # stays empty when there is nothing in this project to embed (yet)
+        asked = int(sample is not None)  # the piece that asks the model its vector size goes first
+        try:
+            if semantic.learn_size(embedder, sample):
+                worker = worker or semantic_parts.of(home).indexer(settings, embedder, store)
+                worker.index_now(key, sids, progress=progress, on_progress=(
+                    (lambda p, d, t, name=name: on_progress("semantic", name, d, t, p)) if on_progress else None))
+        except consent.ConsentRequired:
+            skipped.append(_withdrawn(key, name, embedder, progress.batches + asked, progress.chunks + asked,
+                                      grant_command))
+            continue
         done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),
                      "sessions_updated": progress.sessions, "messages_embedded": progress.messages,
                      "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
@@ -183,3 +190,15 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
         out["skipped_for_consent"] = skipped
         out["outcome"] = CONSENT
     return out
+
+
+def _withdrawn(key: tuple, name: str, embedder, batches: int, chunks: int, grant_command: str) -> dict:
+    """A project whose consent was withdrawn while it was indexed (the gate asks before each
+    batch): what had been sent before, under the consent, and that nothing was after."""
+    return {"project": {"kind": key[0], "id": key[1], "name": name},
+            "reason": f"its consent to send its messages to {embedder.provider} (model {embedder.model}) was "
+                      f"withdrawn while it was indexed: {counted(batches, 'batch', 'es')} of "
+                      f"{counted(chunks, 'chunk')} had been sent before, with consent; nothing was sent after the "
+                      "withdrawal",
+            "sent_before_withdrawal": {"batches": batches, "chunks": chunks},
+            "how_to_record": consent_request.grant_command(grant_command, key[1])}

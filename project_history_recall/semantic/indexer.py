@@ -70,6 +70,7 @@ class Progress:
     sessions: int = 0
     messages: int = 0
     chunks: int = 0
+    batches: int = 0  # embedding calls made
     removed: int = 0
     changed: int = 0
     sessions_removed: int = 0  # deleted from Hermes, so their vectors were dropped
@@ -210,10 +211,12 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
     def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:
         return {"pending": pending, "indexed": sum(1 for st in states.values() if st.chunks > 0), "states": states}
 
-    def index_now(self, key: tuple, members: list[str], on_progress=None) -> Progress:
+    def index_now(self, key: tuple, members: list[str], on_progress=None, progress: Progress | None = None) -> Progress:
         """Index ``members`` in this thread (the CLI's ``index``): every session is
-        brought up to date, and every indexed session is re-checked by content hash."""
-        progress = Progress()
+        brought up to date, and every indexed session is re-checked by content hash.
+        ``progress``: counted into as the work goes, so a caller that meets an exception
+        (a consent withdrawn before a batch) knows what was sent before it."""
+        progress = progress or Progress()
         started = time.perf_counter()
         states = self.store.states(self.fp, members)
         with reading(paths.state_db_path(self.home)) as (conn, _shape):
@@ -354,5 +357,6 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             if progress:
                 progress.embed_seconds += took
                 progress.chunks += len(pending)
+                progress.batches += 1
             chunks = [vectors.ChunkRow(work.session_id, p[0], p[1], p[3], p[4], v) for p, v in zip(pending, vecs, strict=True)]
         self.store.add(self.fp, work.session_id, chunks, upto, seen)

@@ -9,8 +9,9 @@ line on stderr, never a traceback; usage errors too.
 Exit codes come from the outcome each response carries (``errors.exit_code``): 0 found / done,
 1 searched and found nothing (``move``: the session was already there;
 ``consent grant``: nothing to grant), 2 bad arguments, 3 Hermes's data could
-not be read or written, 4 a remote embedder needs consent first (``index``;
-nothing was sent).
+not be read or written, 4 a remote embedder needs consent first (``index``:
+nothing of that project was sent, or, its consent withdrawn mid-run, nothing
+after the withdrawal).
 
 With a remote embedder configured, no command sends anything before consent
 is on record for the project (``consent grant``); the API key is scrubbed

@@ -7,6 +7,7 @@ at the edge that knows who reads them.
 
 from __future__ import annotations
 
+from ..errors import counted
 from ..semantic.consent_request import grant_command
 from ..semantic.consent_tokens import TOKEN_LIFETIME
 
@@ -15,17 +16,13 @@ SENT_TEXT = ("the text of this project's user and assistant messages (long ones 
 NOT_SENT = "tool output, system prompts, files, and the messages of other projects"
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def described(asked: dict) -> dict:
     """``asked`` in words, for a person to decide: what would be sent and the question to ask."""
     size = {k: v for k, v in asked["would_send"].items() if k != "piece_chars"}
     project = asked["project"]
     name = project.get("name") or project.get("id")
-    ask = (f"To search project '{name}' by meaning, Hermes would send {_count(size['messages'], 'user and assistant message')} "
-           f"(about {_count(size['characters'], 'character')}) from {_count(size['sessions'], 'session')} of this "
+    ask = (f"To search project '{name}' by meaning, Hermes would send {counted(size['messages'], 'user and assistant message')} "
+           f"(about {counted(size['characters'], 'character')}) from {counted(size['sessions'], 'session')} of this "
            f"project, and the text of each search made in it, to the embedding service at {asked['service']} "
            f"(model {asked['model']}). Tool output, files and other projects' messages are not sent. Nothing has been "
            "sent so far. Do you agree?")

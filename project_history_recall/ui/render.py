@@ -277,7 +277,8 @@ def format_index(response: dict) -> str:
                      f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
                      f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
     for item in response.get("skipped_for_consent", []):
-        lines.append(f"Skipped {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
+        done = "Stopped" if "sent_before_withdrawal" in item else "Skipped"
+        lines.append(f"{done} {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
     return "\n".join(lines)
 
 

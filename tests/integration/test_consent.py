@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from cli_runs import Outputs, cli_env, cli_process, run_cli
+from cli_runs import MODULE, Outputs, cli_env, cli_process, run_cli
 from embed_server import EmbeddingServer, Reply
 from hermes_world import (EMBED_KEY, EMBED_MODEL, P_TEXTS, PLUGIN_KEY, TOOL_TEXT, World, call, plugin_module,
                           remote_settings, wait_idle)
@@ -414,7 +415,6 @@ def test_a_consent_is_not_recorded_over_what_the_file_holds_instead(remote_pq, s
     config.yaml: the plugin's is skipped as not a file), and a symlink to itself failed it as an
     internal error. Each is now refused, naming the file, and nothing is written or sent."""
     import os
-    import subprocess
 
     home, own = remote_pq["home"], remote_pq["config"]
     settings = yaml.safe_load(own.read_text(encoding="utf-8"))
@@ -487,3 +487,42 @@ def test_a_consent_marked_withdrawn_by_hand_sends_nothing_more(remote_pq, server
     assert again["semantic_status"] in ("ready", "partial"), again
     wait_idle()
     assert any("second crane" in t for t in server.texts()[sent:])
+
+
+def test_an_index_stopped_by_a_consent_withdrawn_mid_run_says_what_was_sent_before(remote_pq, server, world):
+    """A consent deleted from config.yaml while ``index`` sends a project's batches stops the project
+    before its next batch, as before; its message said "nothing was sent", of batches sent before the
+    withdrawal with consent. Now it says how many were, and that nothing went after."""
+    home, own = remote_pq["home"], remote_pq["config"]
+    settings = own.read_text(encoding="utf-8")
+    own.write_text(settings.replace("index_budget_ms:", "batch_size: 1\nindex_budget_ms:"), encoding="utf-8")
+    withdrawn = own.read_text(encoding="utf-8")
+    for n in range(8):
+        world.say(remote_pq["p2"], "user", f"pelican harbour note {n}: crane {n} was serviced")
+    assert cli_process("consent", "grant", "--project", "Pelican", "--yes", home=home).returncode == 0
+    server.delay = 0.3
+    run = subprocess.Popen([*MODULE, "index", "--project", "Pelican", "--json"], env=cli_env(home), cwd=home,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while server.count() < 3 and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        own.write_text(withdrawn, encoding="utf-8")  # the record deleted, the way consent list says
+        out, err = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 4, err[-3000:]
+    res = json.loads(out)
+    stopped = res["skipped_for_consent"][0]
+    sent = stopped["sent_before_withdrawal"]
+    assert stopped["project"]["name"] == "Pelican" and sent["batches"] == server.count() >= 3, (sent, server.count())
+    assert sent["chunks"] == sum(len(r.inputs) for r in server.requests), sent
+    assert server.count() < 10  # stopped: not every message went
+    reason = stopped["reason"]
+    assert f"{sent['batches']} batches of {sent['chunks']} chunks had been sent before, with consent" in reason, reason
+    assert "nothing was sent after the withdrawal" in reason and "nothing was sent," not in reason, reason
+    server.delay = 0.0
+    again = cli_process("index", "--project", "Pelican", home=home)
+    assert again.returncode == 4 and "Skipped Pelican" in again.stdout and "nothing was sent" in again.stdout, again
+    assert server.count() == sent["batches"]
