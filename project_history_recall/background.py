@@ -170,6 +170,14 @@ class Worker(Generic[W, A]):
                 self._cond.wait(left)
             return len(self._queues.get(key) or {})
 
+    def _add(self, key: tuple, work: dict[str, W]) -> None:
+        """Queue ``work`` beside what the scope's queue holds (an item of the same session
+        replaced), for the thread; the caller does not wait."""
+        with self._cond:
+            self._queues.setdefault(key, {}).update(work)
+            self._start()
+            self._cond.notify_all()
+
     def _start(self) -> None:
         """A thread for the queues and the chores, unless one runs (``_cond`` held)."""
         if self._thread is None or not self._thread.is_alive():

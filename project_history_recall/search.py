@@ -34,6 +34,7 @@ from .keyword.querytext import clean_ref, clean_text, parse
 from .scope.resolve import HOME_REASON, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
+from .semantic import kept as semantic_parts
 from .semantic.chunking import content_hash, prepare
 from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
 
@@ -210,7 +211,9 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
     Only the semantic hits within their reach are read and checked: few of a hybrid search's
     semantic-only hits can change the sessions shown, and reading them all cost more than the rest
     of the check (docs/benchmarks.md, "Hybrid against keyword at 1M"). A changed text
-    marks its session for reconciliation, so the next search re-embeds it. The messages read
+    marks its session for reconciliation, so the next search re-embeds it; with another process
+    writing embeddings.db, the mark waits the search's budget at most and the reconcile goes to the
+    background (``Indexer.changed``). The messages read
     stay in ``outcome.rows`` for the response."""
     rows: dict[int, messages.MessageRow] = {}
     stale: set[str] = set()
@@ -233,11 +236,10 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
     kept = sessions.deciding(hits, lambda h: h.session_id, limit, lambda h: h.source == SEMANTIC, rejects,
                              reserved)
     outcome.rows = rows
-    fp = outcome.embedder.fingerprint if outcome.embedder is not None else None
-    if stale and outcome.store is not None and fp is not None:
-        try:
-            for sid in stale:
-                outcome.store.mark_dirty(fp, sid)
+    if stale and outcome.usable:
+        worker = semantic_parts.of(ctx.home).indexer(ctx.settings, *outcome.parts())
+        try:  # as the search's keyword write, another process's write lock is waited for its budget at most
+            worker.changed(ctx.scope.attribution.key, sorted(stale), ctx.settings.index_budget_ms / 1000.0)
         except derived.StoreError as exc:  # the hits are right as they are; the next search retries
             logger.warning("could not mark changed messages for re-embedding: %s", exc)
     return kept

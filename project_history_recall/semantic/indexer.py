@@ -170,16 +170,17 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         Returns ``{"pending": sessions still to do, "indexed": sessions with
         vectors, "states": each member's row in embeddings.db}``.
         """
+        deadline = time.monotonic() + budget_s
         stamp, known = self._recall(key, members)
         if known is not None:
             return self._summary(0, known)
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
         work = plan(conn, states, members, self._counted(counts, members, stamp))
-        work.update(self._edited(conn, shape, states, members, work))
+        work.update(self._edited(conn, shape, states, members, work, deadline))
         for item in work.values():
             item.project = key
-        pending = self._submit(key, work, wait=budget_s)
+        pending = self._submit(key, work, wait=deadline - time.monotonic())
         if pending:
             return self._summary(pending, self.store.states(self.fp, members))
         if work:
@@ -188,10 +189,11 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         return self._summary(0, self._remember(key, stamp, states))
 
     def _edited(self, conn: sqlite3.Connection, shape: Shape, states: dict[str, vectors.VectorState],
-                members: list[str], work: dict[str, Work]) -> dict[str, Work]:
+                members: list[str], work: dict[str, Work], deadline: float) -> dict[str, Work]:
         """A reconcile of each session holding a message Hermes rewrote in place since it was
         embedded, among those it may still rewrite (``changes.edit_windows``): a blank row filled
-        has no vector yet, a text emptied still has one."""
+        has no vector yet, a text emptied still has one. Each is marked in embeddings.db by
+        ``deadline`` (the search's budget) or left to its reconcile (``_mark``)."""
         out = {}
         for sid, after in changes.edit_windows(conn, states, members, work).items():
             st = states[sid]
@@ -201,11 +203,40 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
                 (mid, chunking.prepare(raw)) for mid, raw, _ts in read) if text}
             held = self.store.hashes(self.fp, sid, after, st.indexed_max_id)
             if now != {mid: value for mid, value in held.items() if mid not in skip}:
-                self.store.mark_dirty(self.fp, sid)  # reconciled by a later search if this one's work is dropped
+                self._mark(sid, deadline)
                 out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
             else:
                 self._big.found(conn, sid, [(mid, False) for mid, raw, _ts in read if changes.is_big(raw)])
         return out
+
+    def _mark(self, sid: str, deadline: float) -> bool:
+        """Mark ``sid`` in embeddings.db to be reconciled, so that a later search does it if the work
+        queued now is lost with the process; False when another process held the file's write lock
+        until ``deadline``. A search waited for it SQLite's whole timeout (10 s) whatever its budget;
+        now the reconcile, queued all the same, marks the session with its first write, and until
+        it is done every hit on the message is checked against what was embedded (``search._checked``)."""
+        try:
+            self.store.mark_dirty(self.fp, sid, wait=max(0.0, deadline - time.monotonic()))
+        except derived.StoreError as exc:
+            if not exc.locked:
+                raise
+            logger.info("%s: left to the background to mark %s for re-embedding", exc, sid)
+            return False
+        return True
+
+    def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
+        """Have the sessions in which a search found a message that no longer says what was
+        embedded re-embedded: marked in embeddings.db, waiting at most ``wait`` for another
+        process's write lock, else their reconcile queued for the background now. One marked
+        already, or queued (``top_up`` found the rewrite, and the lock held its mark off), is left be."""
+        deadline = time.monotonic() + wait
+        with self._cond:
+            queued = {sid for sid, item in self._queues.get(key, {}).items() if item.kind == "reconcile"}
+        states = self.store.states(self.fp, [sid for sid in session_ids if sid not in queued])
+        later = {sid: Work(sid, "reconcile", 0, (st.seen_count, st.seen_max_id), key)
+                 for sid, st in states.items() if st.seen_count >= 0 and not self._mark(sid, deadline)}
+        if later:
+            self._add(key, later)
 
     @staticmethod
     def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:

@@ -211,9 +211,10 @@ class VectorStore(derived.DerivedFile):
         return self.transaction(_do)
 
     def remove_messages(self, fingerprint: str, session_id: str, message_ids: list[int], *,
-                        dirty: bool) -> VectorState:
+                        dirty: bool, wait: float = derived.LOCK_WAIT) -> VectorState:
         """Drop these messages' vectors; ``dirty`` marks the session for a full check
-        (set while a reconciliation is under way, so a crash repeats it)."""
+        (set while a reconciliation is under way, so a crash repeats it). ``wait``: how long
+        another process's write lock is waited for (``transaction``)."""
         def _do(conn: sqlite3.Connection):
             st = self._state(conn, fingerprint, session_id)
             if message_ids:
@@ -226,10 +227,10 @@ class VectorStore(derived.DerivedFile):
             self._put_state(conn, fingerprint, st)
             return st
 
-        return self.transaction(_do)
+        return self.transaction(_do, wait)
 
-    def mark_dirty(self, fingerprint: str, session_id: str) -> None:
-        self.remove_messages(fingerprint, session_id, [], dirty=True)
+    def mark_dirty(self, fingerprint: str, session_id: str, wait: float = derived.LOCK_WAIT) -> None:
+        self.remove_messages(fingerprint, session_id, [], dirty=True, wait=wait)
 
     def drop_sessions(self, fingerprint: str | None, session_ids: list[str]) -> int:
         """Forget sessions entirely (they were deleted from Hermes). Returns chunks removed."""

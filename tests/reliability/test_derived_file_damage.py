@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from cli_runs import cli_process
-from hermes_world import PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_settings, wait_idle
+from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_settings, wait_idle,
+                          write_as_importer)
 
 SEARCH = "project_history_search"
 TOPICS = ["websocket reconnect backoff", "payment callback timeout", "invoice exporter parallel tests",
@@ -260,6 +261,26 @@ WRITER = textwrap.dedent("""
 """)
 
 
+def _searched_while_written(path: Path, asker: str, args: dict, holds) -> None:
+    """Search ``args`` twice while another process holds the write lock of ``path`` (the budget is
+    1 s): each answers within 5 s and ``holds`` of its response. Then the lock is let go and the
+    background's work waited for."""
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline() == "writing\n"
+        for _ in range(2):
+            started = time.monotonic()
+            res = call(SEARCH, args, session_id=asker)
+            took = time.monotonic() - started
+            assert res["success"] and holds(res), res
+            assert took < 5, (took, res.get("semantic_status"), res.get("semantic_reason"))
+    finally:
+        writer.stdin.close()
+        writer.wait(10)
+    wait_idle(60)
+
+
 @pytest.mark.parametrize("name, mode", [("keywords.db", "keyword"), ("embeddings.db", "semantic"),
                                         ("keywords.db", "hybrid"), ("embeddings.db", "hybrid")])
 def test_an_index_another_process_is_writing_holds_a_search_no_longer_than_its_budget(world, work, name, mode):
@@ -280,21 +301,50 @@ def test_an_index_another_process_is_writing_holds_a_search_no_longer_than_its_b
         db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
     finally:
         db.close()
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(world.home / PLUGIN_KEY / name)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout.readline() == "writing\n"
-        for _ in range(2):
-            started = time.monotonic()
-            res = call(SEARCH, {"query": "zebra crossing", "mode": mode}, session_id=asker)
-            took = time.monotonic() - started
-            assert res["success"], res
-            # The new session waits for the semantic index; the keyword half finds it at once.
-            assert mode == "semantic" or res["results"][0]["session_id"] == "20260903_000001_zebra1", res
-            assert took < 5, (took, res.get("semantic_status"), res.get("semantic_reason"))
-    finally:
-        writer.stdin.close()
-        writer.wait(10)
-    wait_idle(60)
+    # The new session waits for the semantic index; the keyword half finds it at once.
+    _searched_while_written(world.home / PLUGIN_KEY / name, asker, {"query": "zebra crossing", "mode": mode},
+                            lambda res: mode == "semantic"
+                            or res["results"][0]["session_id"] == "20260903_000001_zebra1")
     res = call(SEARCH, {"query": "zebra crossing", "mode": "hybrid"}, session_id=asker)
     assert res["semantic_status"] == "ready" and res["results"][0]["session_id"] == "20260903_000001_zebra1", res
+
+
+@pytest.mark.parametrize("rows_since", [0, 300])
+def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(world, work, rows_since):
+    """A search that meets a message rewritten in place marks its session in ``embeddings.db`` to be
+    embedded again: among the rows Hermes may still rewrite (``rows_since`` 0) before it searches,
+    elsewhere (300 rows written since) when the stale vector comes up as a hit. With another process
+    holding the file's write lock, the mark waited SQLite's whole busy timeout, 10 s, whatever the
+    budget. Now it waits the budget at most, the reconcile goes to the background, no search shows
+    the old text meanwhile, and once the lock is free the message is found by what it says now."""
+    asker = _world(world, work, sessions=6)
+    plugin_settings(world.home, index_budget_ms=1000)
+    assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["results"]
+    from hermes_state import SessionDB
+
+    if rows_since:
+        db = SessionDB(db_path=world.home / "state.db")
+        try:
+            db.create_session("20260903_000002_chatter", "cli", model="test/model", cwd=str(work / "app"))
+            for n in range(rows_since):
+                db.append_message("20260903_000002_chatter", "assistant", f"routine line {n}", timestamp=1.79e9 + n)
+        finally:
+            db.close()
+        assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["results"]
+    wait_idle(300)
+    conn = sqlite3.connect(f"file:{world.home / 'state.db'}?mode=ro", uri=True)
+    try:
+        edited = [mid for (mid,) in conn.execute(
+            "SELECT id FROM messages WHERE content LIKE '%server ran out of memory%' ORDER BY id")]
+    finally:
+        conn.close()
+    assert len(edited) == 2, edited
+    for mid, text in zip(edited, ["the office plants are watered by a robot on tuesdays",
+                                  "the robot waters the ferns and the cactus in the office"], strict=True):
+        write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?", text, mid)
+    # The stale vectors' hits are dropped.
+    _searched_while_written(world.home / PLUGIN_KEY / "embeddings.db", asker, {"query": MEANING, "mode": "semantic"},
+                            lambda res: "out of memory" not in json.dumps(res))
+    res = call(SEARCH, {"query": "a robot waters the office plants", "mode": "semantic"}, session_id=asker)
+    found = [m["message_id"] for r in res["results"] for m in [r, *r.get("more_hits", [])]]
+    assert set(edited) & set(found[:3]) and "robot" in res["results"][0]["snippet"], res
