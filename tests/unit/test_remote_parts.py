@@ -148,6 +148,25 @@ def test_replace_block_keeps_everything_else_to_the_character():
     assert appended.startswith("a: 1  # c\n") and yaml.safe_load(appended) == {"a": 1, "consents": []}
 
 
+@pytest.mark.parametrize("held", [USER_TEXT, USER_TEXT.replace("\n- ", "\n  - ").replace("\n  model: m\n",
+                                                                                         "\n    model: m\n")
+                                  .replace("\n  project:", "\n    project:"),
+                                  "consents: [{service: http://old}]  # flow style\n"])
+def test_a_record_added_to_the_list_leaves_the_records_before_it_as_written(home, held):
+    """A record a person edited by hand (``revoked: true``, a comment, a flow-style mapping) stays as
+    they wrote it when a consent is recorded after it: the new one is appended after the block; a
+    block written in flow style is written anew, its data kept."""
+    path = own_config(home, held)
+    before = yaml.safe_load(held)
+    added = {"service": "s", "model": "m2"}
+    configfile.update_block(path, "consents", lambda current: [*current, added])
+    text = path.read_text(encoding="utf-8")
+    assert yaml.safe_load(text) == {**before, "consents": [*before["consents"], added]}
+    if "flow style" not in held:
+        kept = held.split("# a note before the next key")[0].rstrip("\n")
+        assert text.startswith(kept + "\n") and text.endswith("# a note before the next key\nbatch_size: 8\n"), text
+
+
 def test_replace_block_refuses_what_it_cannot_edit_safely():
     with pytest.raises(configfile.ConfigWriteError):
         configfile.replace_block("{a: 1, consents: []}\n", "consents", [1])
