@@ -323,7 +323,8 @@ class _Sessions:
 
 
 def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near: Collection[int],
-            answered: Mapping[int, bool | None] | None = None, texts: Mapping[int, str] | None = None) -> list[Hit]:
+            answered: Mapping[int, bool | None] | None = None, texts: Mapping[int, str] | None = None,
+            about: Collection[str] = ()) -> list[Hit]:
     """``hits`` (best first) with the sequel of each of the first ``SEQUEL_LEADS`` sessions placed
     just past it: the earliest session whose hits all come after the leader's, one of them among
     ``near`` (messages near the question in meaning: a sequel tells what it asks), and which is alike
@@ -335,7 +336,8 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
     or absent, may) only a leader whose hits were all read and say none has a sequel, and only a
     session one of whose hits says one is it. With ``texts`` (message id -> normalised text, for
     those read) a leader with a hit of one act telling something done (gbk就好了) tells the outcome
-    itself and keeps its place."""
+    itself and keeps its place, as does a leader of ``about`` (session ids): a session the keyword
+    side finds written around the question's words tells how its matter turned out itself."""
     if not _enough_sessions(hits):
         return hits
     s = _Sessions(hits, likeness)
@@ -349,6 +351,8 @@ def sequels(hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"], near
         if answered is not None and any(said is not False for said in says[lead]):
             continue
         if texts is not None and any(_tells_one(texts.get(m)) for m in s.ids(lead)):
+            continue
+        if s.names[lead] in about:
             continue
         bar = s.bar(lead, SEQUEL_Z)
         sequel = next((k for k in by_start if s.later(lead, k) and s.alike[lead, k] >= bar and told[k]), None)

@@ -336,7 +336,8 @@ def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Windo
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
               hits: list[Hit], likeness: Callable[[list[int]], "np.ndarray"] | None = None,
               near: Collection[int] = (), answered: Callable[[list[int]], Mapping[int, bool | None]] | None = None,
-              texts: Callable[[list[int]], Mapping[int, str]] | None = None) -> list[Hit]:
+              texts: Callable[[list[int]], Mapping[int, str]] | None = None,
+              about: Callable[[], Collection[str]] | None = None) -> list[Hit]:
     """``hits`` with those in a time the question names lifted (``timewords``), or, when it names
     none and asks how something turned out, the later sessions (``orderwords``; the earlier ones,
     last of all, when it asks in Chinese for the first occasion, 第一次保养): a time named says
@@ -357,8 +358,12 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     report found further down only follows its leader, placed behind it last of all, so that no
     sequel is sought for it as for a leader and the first place stays (``orderwords.behind``).
     Those texts also show a leader that tells how something turned out itself (gbk就好了): for a
-    question that asks so, it keeps its place before its sequel. Without ``likeness`` or with
-    ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves the hits as they are."""
+    question that asks so, it keeps its place before its sequel. So does a leader of a session
+    ``about`` the question (asked only when a sequel is sought: the keyword side's sessions written
+    around the question's words, ``keyword.Ranking.about``): in a long history such a session tells
+    its matter through, while a later one about the same matter came first as its sequel. Without
+    ``likeness`` or with ``order_weight`` 0 only the lift by time is left, and that weight 0 leaves
+    the hits as they are."""
     hits = timewords.reweigh(hits, windows, settings.time_weight)
     latest = not windows and orderwords.asks_for_latest(req.query)
     first = not windows and not latest and orderwords.asks_for_first(req.query)
@@ -371,12 +376,13 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     follow: dict[str, str] = {}
     if what_happened and read is not None:
         hits, follow = orderwords.reports(hits, likeness, read)
+    told = about() if about is not None and ((latest and outcome) or (not latest and answered is not None)) else ()
     if latest:
         if outcome:
-            hits = orderwords.sequels(hits, likeness, near, texts=read)
+            hits = orderwords.sequels(hits, likeness, near, texts=read, about=told)
         hits = orderwords.reweigh(hits, settings.order_weight)
     elif answered is not None:
-        hits = orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]))
+        hits = orderwords.sequels(hits, likeness, near, answered([h.message_id for h in hits]), about=told)
     if first:
         hits = orderwords.reweigh(hits, settings.order_weight, earliest=True)
     return orderwords.behind(hits, follow)
@@ -491,7 +497,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     # of its candidates, most of the fused hits: the lifts read theirs through it.
     answered = found.answered if found is not None and found.asks else None
     texts = found.readable_texts if found is not None else None
-    lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts)
+    ranking = credited or found
+    about = ranking.about if ranking is not None else None
+    lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts, about)
     ranked = lifted + [h for h in kw_order if h.message_id not in fused_ids]
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)

@@ -42,7 +42,7 @@ from ..home import Home
 from . import answerkind, cjk, querytext, textindex
 from .lengths import Lengths, PerSession
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
-from .scoring import GLUED_CREDIT, WORD_TOKEN, Backend, Concept, Facts, Reads, inverse_frequency, rank, shares
+from .scoring import GLUED_CREDIT, WORD_TOKEN, Backend, Concept, Facts, Reads, inverse_frequency, rank, shares, spread
 
 if TYPE_CHECKING:
     import numpy as np
@@ -376,6 +376,17 @@ class Ranking:
             return []
         return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
                     self.near, self.asks, self.mean_length)
+
+    def about(self) -> set[str]:
+        """The candidates' sessions *about* the question (``scoring.spread``), by session id."""
+        import numpy as np
+
+        if not (len(self.keys) and self.concepts):
+            return set()
+        ordinals, session_at = np.unique(self.backend.sessions_of(self.keys), return_inverse=True)
+        credit = np.stack([c.credit for c in self.concepts])
+        lean = spread(self.concepts, credit, session_at, self.backend.session_sizes(ordinals))
+        return {self.backend.names[n] for n in ordinals[lean > 0].tolist()}
 
     def answered(self, message_ids: list[int]) -> dict[int, bool | None]:
         """Whether each of ``message_ids`` (any, not only candidates) says the kind of answer the

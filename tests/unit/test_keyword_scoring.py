@@ -346,3 +346,21 @@ def test_no_session_is_about_the_question_where_every_session_says_its_words_ali
     lima = _concept(1.0, [1, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0, 0])
     got = spread([kilo, lima], np.stack([kilo.credit, lima.credit]), session_at, np.array([4, 4, 4]))
     assert got.tolist() == [0, 0, 0]
+
+
+def test_a_ranking_names_the_sessions_about_the_question():
+    from project_history_recall.keyword.engine import Ranking
+
+    # The candidates of test_a_session_is_about_the_question_where_half_its_messages_hold_two_of_its_concepts,
+    # of five named sessions: only the first is about the question.
+    session_at = np.array([0, 0, 0, 0, 1, 1, 2, 3, 3, 3, 4, 4])
+    trip = _concept(1.0, [1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1])
+    kyoto = _concept(3.0, [1, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1])
+    backend = _OneMessageSessions(5)
+    backend.sessions_of = lambda keys: session_at[np.asarray(keys)]
+    backend.session_sizes = lambda sessions: np.array([5, 10, 4, 0, 2], dtype=np.float64)[np.asarray(sessions)]
+    keys = np.arange(len(session_at))
+    assert Ranking([trip, kyoto], keys, 5, backend).about() == {"s0"}
+    assert Ranking([trip], keys, 5, backend).about() == set()  # one concept said all through is not enough
+    assert Ranking([], keys, 5, backend).about() == set()
+    assert Ranking([trip, kyoto], keys[:0], 5, backend).about() == set()

@@ -511,6 +511,39 @@ def test_a_leader_that_tells_nothing_done_in_one_act_yields_to_its_sequel(leader
     assert order(orderwords.sequels(THREAD, alike({(7, 4): 0.6}), ALL, texts=unread))[:2] == ["d", "a"]
 
 
+def test_a_leader_about_the_question_keeps_its_place_before_a_sequel() -> None:
+    """A long-history session written around the question's words tells how its matter turned out
+    ("What did Anthony and John end up playing during the charity event?": a later session about
+    the event came first through the sequel)."""
+    like = alike({(7, 4): 0.6})
+    assert order(orderwords.sequels(THREAD, like, ALL, about={"a"})) == order(THREAD)
+    assert order(orderwords.sequels(THREAD, like, ALL, about={"d"}))[:2] == ["d", "a"]
+    read = {h.message_id: h.message_id == 4 for h in THREAD}  # asks for a number: only d's says one
+    assert order(orderwords.sequels(THREAD, like, ALL, read, about={"a"})) == order(THREAD)
+
+
+def test_a_search_asks_which_sessions_are_about_the_question_only_where_a_sequel_is_sought() -> None:
+    settings = Settings(order_weight=0.05, time_weight=0.0)
+    like = alike({(1, 4): 0.6})
+    asked: list[str] = []
+
+    def about() -> set[str]:
+        asked.append("about")
+        return {"a"}
+
+    def first(question: str) -> str:
+        return search._lifted(search.SearchRequest(question), settings, [], THREAD, like, ALL,
+                              about=about)[0].session_id
+
+    assert first("What did they end up playing at the charity event?") == "a"
+    assert asked == ["about"]
+    assert first("What did they play at the charity event?") == "a"
+    assert asked == ["about"]  # asks for no outcome: no sequel sought, nothing asked
+    no_one = search._lifted(search.SearchRequest("What did they end up playing at the charity event?"), settings,
+                            [], THREAD, like, ALL, about=set)
+    assert no_one[0].session_id == "d"
+
+
 def test_a_search_reads_whether_the_leader_tells_the_outcome() -> None:
     settings = Settings(order_weight=0.05, time_weight=0.0)
     like = alike({(1, 4): 0.6})
