@@ -7,8 +7,8 @@ paragraph, sentence or word boundary, with ``overlap`` characters repeated so
 a thought that straddles a cut is still whole in one chunk.
 
 A short message is embedded after the messages just before it in its session
-(``after_earlier``), as many as fit in ``SHORT_CONTEXT`` characters: a reply ("六点
-在南山文体中心", "Yes, last week!") says little without what it answers. A message of
+(``after_earlier``), as many as fit in one chunk with it: a reply ("六点 在南山文体
+中心", "Yes, last week!") says little without what it answers. A message of
 ``SHORT_MESSAGE`` characters or more says enough alone and is embedded as it is.
 """
 
@@ -88,13 +88,6 @@ def split(text: str, size: int, overlap: int) -> list[tuple[int, str]]:
 # its two before lifted semantic search everywhere, but blended into hybrid it lost questions of
 # zh-daily, LoCoMo and LoCoMo-zh, whose longer turns say enough alone.
 SHORT_MESSAGE = 20
-# What a short message is read after: the messages just before it that fit whole in this many
-# characters together, chat lines like it. A longer turn already says enough in its own vector;
-# appended to the reply after it, it made the reply a second copy of itself, and a session of long
-# turns each followed by a short reply rose on the copies (LoCoMo-zh's tune conversation measured
-# with its speakers' names left out of the length: a session of long camping turns went above the
-# one that said when they camped).
-SHORT_CONTEXT = 3 * SHORT_MESSAGE
 
 
 def is_short(text: str) -> bool:
@@ -105,13 +98,13 @@ def is_short(text: str) -> bool:
 def after_earlier(earlier: list[str], text: str, size: int, count: int) -> str:
     """What a message of ``text`` is embedded as (both ``prepare``d): a short one (``is_short``) after
     the last ``count`` of ``earlier``, the texts of its session's messages before it in order, those
-    of them that fit whole, a line apart, in ``SHORT_CONTEXT`` characters and in one chunk of ``size``
-    characters with it (the nearest first); any other as it is. Only earlier messages: a message's
-    text never changes when its session goes on, so what was embedded stays right."""
+    of them that fit whole in one chunk of ``size`` characters with it (the nearest first), a line
+    apart; any other as it is. Only earlier messages: a message's text never changes when its
+    session goes on, so what was embedded stays right."""
     if not is_short(text):
         return text
     kept = [text]
-    room = min(size - len(text), SHORT_CONTEXT)
+    room = size - len(text)
     for before in reversed(earlier[-count:] if count else []):
         room -= len(before) + 1
         if room < 0:

@@ -53,11 +53,11 @@ def test_content_hash_changes_with_the_text():
 
 
 def test_a_short_message_is_embedded_after_the_earlier_ones_that_fit_whole():
-    earlier = ["What time does the class end?", "x" * 20, "Six, at the sports centre."]
-    assert chunking.after_earlier(earlier, "OK", 800, 2) == f"{'x' * 20}\nSix, at the sports centre.\nOK"
+    earlier = ["What time does the class end?", "x" * 50, "Six, at the sports centre."]
+    assert chunking.after_earlier(earlier, "OK", 800, 2) == f"{'x' * 50}\nSix, at the sports centre.\nOK"
+    assert chunking.after_earlier(earlier, "OK", 800, 5) == "\n".join([*earlier, "OK"])
     # The nearest that does not fit whole ends the context: no message is cut.
-    assert chunking.after_earlier(earlier, "OK", 800, 5) == f"{'x' * 20}\nSix, at the sports centre.\nOK"
-    assert chunking.after_earlier(earlier, "OK", 30, 3) == "Six, at the sports centre.\nOK"
+    assert chunking.after_earlier(earlier, "OK", 60, 3) == "Six, at the sports centre.\nOK"
     assert chunking.after_earlier(earlier, "OK", 20, 2) == "OK"
     assert chunking.after_earlier(earlier, "OK", 800, 0) == "OK"
     assert chunking.after_earlier([], "OK", 800, 2) == "OK"
@@ -68,15 +68,6 @@ def test_a_short_message_is_embedded_after_the_earlier_ones_that_fit_whole():
     enough = "z" * chunking.SHORT_MESSAGE
     assert chunking.after_earlier(earlier, enough, 800, 2) == enough
     assert chunking.after_earlier(earlier, enough[1:], 800, 1) == f"Six, at the sports centre.\n{enough[1:]}"
-
-
-def test_a_short_message_is_read_after_short_turns_only_not_a_long_one_that_says_enough_alone():
-    turn = "We camped by the lake last summer and watched the meteor shower."
-    assert len(turn) > chunking.SHORT_CONTEXT
-    assert chunking.after_earlier(["Camping again?", turn], "So pretty!", 800, 2) == "So pretty!"
-    within = "y" * (chunking.SHORT_CONTEXT - 1)  # with its line break it fills the context exactly
-    assert chunking.after_earlier([turn, within], "So pretty!", 800, 2) == f"{within}\nSo pretty!"
-    assert chunking.after_earlier([within + "y"], "So pretty!", 800, 2) == "So pretty!"
 
 
 def test_each_message_of_a_session_is_embedded_after_the_ones_with_text_before_it():

@@ -88,10 +88,10 @@ def known_fingerprint(embedder: Embedder) -> str:
 
 def preprocessing_tag(chunk_chars: int, chunk_overlap: int, before: int = 0) -> str:
     """``before``: the embedder's ``context_before`` (named only when it embeds any)."""
-    from ..chunking import SHORT_CONTEXT, SHORT_MESSAGE
+    from ..chunking import SHORT_MESSAGE
 
     return f"prep{PREPROCESSING_VERSION}-chunk{chunk_chars}o{chunk_overlap}" + (
-        f"-after{before}below{SHORT_MESSAGE}within{SHORT_CONTEXT}" if before else "")
+        f"-after{before}below{SHORT_MESSAGE}" if before else "")
 
 
 def normalise(x):
