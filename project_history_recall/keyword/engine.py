@@ -503,7 +503,9 @@ class _OwnIndex:
         """The index's length of a message is its normalised text's (``textindex.index_texts``): one
         read otherwise was edited in place since it was indexed, its row count and last id unchanged,
         and would be found by words it no longer says. Such a message is dropped, and its session
-        marked to be indexed again by the next search. The rows Hermes itself may still rewrite are
+        marked to be indexed again by the next search; with another process writing keywords.db, the
+        mark waits the search's budget at most and the redo goes to the background
+        (``Keeper.changed``). The rows Hermes itself may still rewrite are
         checked by their digests before a search (``textindex.Keeper._edited``); this catches edits
         elsewhere (an importer, ``hermes sessions clean-markers``) that change the length."""
         fresh = [i for i, (n, text) in enumerate(zip(lengths.tolist(), texts, strict=True))
@@ -511,8 +513,10 @@ class _OwnIndex:
         if fresh:
             self.edited.update(message_ids[i] for i in fresh)
             sessions = sorted({self.names[o] for o in self.lookup.sessions_of(keys[fresh]).tolist()})
+            ctx = self.ctx
             try:
-                self.lookup.index.mark_dirty(sessions)
+                textindex.keeper(ctx.home).changed(ctx.scope.attribution.key, sessions,
+                                                   ctx.settings.index_budget_ms / 1000.0)
             except derived.StoreError as exc:  # the hits are right without them; a later search marks them
                 logger.warning("could not mark edited messages for re-indexing: %s", exc)
         return self.edited

@@ -36,7 +36,9 @@ So the plugin keeps a derived index in its data folder, never in
   may still rewrite (``changes.edit_windows``; ``index`` on the command line
   checks every row), and its session indexed again; elsewhere by its
   length, when a search reads it
-  (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``).
+  (``engine._OwnIndex.outdated``): its session is marked to redo (``mark_dirty``),
+  or, another process holding the file's write lock past the search's budget, its redo
+  queued for the background (``Rewritten``).
 - **Merging**, after a build or some of searches' small updates (the
   background thread's idle time, the ``index`` command): FTS5's segments, one
   a commit, merged in small committed steps until no level holds two, as a
@@ -55,6 +57,7 @@ import json
 import logging
 import re
 import sqlite3
+import time
 import unicodedata
 from contextlib import closing
 from dataclasses import dataclass
@@ -231,6 +234,15 @@ class KeywordState(SessionState):
 
 
 _STATE_COLUMNS = ", ".join(field.name for field in dataclasses.fields(KeywordState))
+
+
+@dataclass
+class Rewritten(Change):
+    """A redo of a session holding a row rewritten in place since it was indexed: due whatever the
+    session's counts say (its mark, ``mark_dirty``, may not have been written: another process held
+    the file), unless the session was indexed again since (its ordinal is no longer ``ordinal``)."""
+
+    ordinal: int = 0
 
 
 class TextIndex(derived.DerivedFile):
@@ -426,7 +438,8 @@ class TextIndex(derived.DerivedFile):
             row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM sessions WHERE session_id = ?",
                                (work.session_id,)).fetchone()
             st = KeywordState(*row) if row else None
-            if st is not None and (st.seen_count, st.seen_max_id) == work.seen:
+            if st is not None and (st.seen_count, st.seen_max_id) == work.seen and not (
+                    first and isinstance(work, Rewritten) and work.ordinal == st.ordinal):
                 return  # another thread or process did this already
             if st is None or (first and work.kind == "redo"):
                 if st is not None:
@@ -455,11 +468,12 @@ class TextIndex(derived.DerivedFile):
 
         self.transaction(_do, wait)
 
-    def mark_dirty(self, session_ids: list[str]) -> None:
-        """Have the next check index these sessions again (``changes``: a negative ``seen_count``)."""
+    def mark_dirty(self, session_ids: list[str], wait: float = derived.LOCK_WAIT) -> None:
+        """Have the next check index these sessions again (``changes``: a negative ``seen_count``);
+        ``wait``: as in ``write``."""
         self.transaction(lambda conn: conn.execute(
             "UPDATE sessions SET seen_count = -1 WHERE session_id IN (SELECT value FROM json_each(?))",
-            (json.dumps(session_ids),)))
+            (json.dumps(session_ids),)), wait)
 
     def index(self, conn: sqlite3.Connection, work: Change, key: tuple, batch: int = BATCH_ROWS,
               wait: float = derived.LOCK_WAIT) -> None:
@@ -612,8 +626,9 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         """The members' states when every one is current (indexing a few new
         messages on the way), else None (the rest goes on in the background).
         ``key``: the scope's attribution key; ``counts``: the search's, if any; ``wait``: how long
-        the few new messages may wait for another process's write lock (the search's budget)
-        before they too are left to the background."""
+        this may wait for another process's write lock in all (the search's budget) before the
+        work is left to the background."""
+        deadline = time.monotonic() + wait
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
@@ -621,7 +636,12 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         if states is None:
             states = self.index.states(members)
         work = changes(conn, states, members, self._counted(counts, members, stamp))
-        work.update(self._edited(conn, states, members, work))
+        work.update(self._queued(key, states, work))
+        edited = self._edited(conn, states, members, work)
+        if edited:
+            # A redo as of counts it was current at is not done otherwise (``write``) if this work is lost.
+            self._mark(sorted(edited), deadline - time.monotonic())
+            work.update(edited)
         if work:
             todo = sum(c.seen[0] - (states[c.session_id].seen_count
                                     if c.kind == "append" and c.session_id in states else 0) for c in work.values())
@@ -630,7 +650,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 return None
             try:
                 for change in work.values():
-                    self.index.index(conn, change, key, wait=wait)
+                    self.index.index(conn, change, key, wait=max(0.0, deadline - time.monotonic()))
             except derived.StoreError as exc:
                 if not exc.locked:
                     raise
@@ -649,7 +669,10 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         with reading(state_db_path(self.home)) as (conn, _shape):
             states = self.index.states(members)
             work = changes(conn, states, members)
-            work.update(self._edited(conn, states, members, work, every_row=True))
+            edited = self._edited(conn, states, members, work, every_row=True)
+        if edited:
+            self.index.mark_dirty(sorted(edited))  # done in this thread: another process's lock waited for
+        work.update(edited)
         for n, sid in enumerate(sorted(work, reverse=True), 1):  # newest sessions first
             self._index(key, work[sid])
             if on_progress:
@@ -658,10 +681,10 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
 
     def _edited(self, conn: sqlite3.Connection, states: dict[str, KeywordState], members: list[str],
                 work: dict[str, Change], every_row: bool = False) -> dict[str, Change]:
-        """A redo of each session holding a row Hermes rewrote in place since it was indexed, among
-        those it may still rewrite (``edit_windows``; with ``every_row``, among all it holds): its
-        words then are the ones indexed."""
-        out = {}
+        """A redo (``Rewritten``) of each session holding a row Hermes rewrote in place since it was
+        indexed, among those it may still rewrite (``edit_windows``; with ``every_row``, among all it
+        holds): its words then are the ones indexed. The caller marks them (``mark_dirty``)."""
+        out: dict[str, Change] = {}
         for sid, after in edit_windows(conn, states, members, work, every_row).items():
             st = states[sid]
             skip = [] if every_row else self._big.unchanged(conn, sid, after, st.indexed_max_id)
@@ -671,14 +694,56 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 if mid not in held:
                     continue
                 if held[mid] != digest(content, name, calls):
-                    out[sid] = Change(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+                    out[sid] = Rewritten(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id),
+                                         st.ordinal)
                     break
                 if is_big(content, calls):
                     big.append((mid, role == "assistant"))  # Hermes writes tool calls in assistant rows only
             else:
                 self._big.found(conn, sid, big)
-        if out:
-            self.index.mark_dirty(sorted(out))  # a redo as of counts it was current at is not done otherwise (``write``)
+        return out
+
+    def _mark(self, session_ids: list[str], wait: float) -> bool:
+        """Mark ``session_ids`` in keywords.db to be indexed again, so that a later search does it
+        if the work queued now is lost with the process; False when another process held the file's
+        write lock for ``wait``. A search waited for it SQLite's whole timeout (10 s) whatever its
+        budget; now the redo, queued all the same, is due whatever the counts say (``Rewritten``)."""
+        try:
+            self.index.mark_dirty(session_ids, max(0.0, wait))
+        except derived.StoreError as exc:
+            if not exc.locked:
+                raise
+            logger.info("%s: left to the background to mark %s for re-indexing", exc, ", ".join(session_ids))
+            return False
+        return True
+
+    def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
+        """Have the sessions in which a search found a message that no longer says what was indexed
+        (``engine._OwnIndex.outdated``) indexed again: marked in keywords.db, waiting at most ``wait``
+        for another process's write lock, else their redo queued for the background now. One
+        queued already is left be."""
+        with self._cond:
+            queued = {sid for sid, item in self._queues.get(key, {}).items() if isinstance(item, Rewritten)}
+        todo = [sid for sid in session_ids if sid not in queued]
+        if not todo or self._mark(todo, wait):
+            return
+        later: dict[str, Change] = {sid: Rewritten(sid, "redo", 0, (st.seen_count, st.seen_max_id), st.ordinal)
+                                    for sid, st in self.index.states(todo).items() if st.seen_count >= 0}
+        if later:
+            self._add(key, later)
+
+    def _queued(self, key: tuple, states: dict[str, KeywordState], work: dict[str, Change]) -> dict[str, Change]:
+        """The scope's queued redos of rows rewritten in place (``Rewritten``) still due (the session
+        not indexed again since), as of the counts now: the counts do not tell them, so a plan made
+        from them alone would leave them out, and replace the queue that holds them (``_submit``)."""
+        with self._cond:
+            queued = [item for item in self._queues.get(key, {}).values() if isinstance(item, Rewritten)]
+        out: dict[str, Change] = {}
+        for item in queued:
+            sid, st = item.session_id, states.get(item.session_id)
+            if st is not None and st.ordinal == item.ordinal and (sid not in work or work[sid].kind == "append"):
+                out[sid] = Rewritten(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id),
+                                     st.ordinal)
         return out
 
     def settle(self) -> int:

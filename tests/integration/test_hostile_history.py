@@ -314,7 +314,7 @@ def test_no_text_hermes_stores_is_taken_for_one_edited_in_place(world, work, mon
     enable_plugin(world.home)
     textindex = plugin_module("keyword.textindex")
     marked: list = []
-    monkeypatch.setattr(textindex.TextIndex, "mark_dirty", lambda self, sessions: marked.append(sessions))
+    monkeypatch.setattr(textindex.TextIndex, "mark_dirty", lambda self, sessions, *_: marked.append(sessions))
     for n in range(2):
         assert mid in ids_of(_search(asker, query, "keyword"))
         world.say(asker, "user", f"state.db changed {n}")  # the next search checks the rows again

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cli_runs import cli_process
-from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, plugin_settings, wait_idle,
+from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, ids, plugin_settings, wait_idle,
                           write_as_importer)
 
 SEARCH = "project_history_search"
@@ -309,17 +309,14 @@ def test_an_index_another_process_is_writing_holds_a_search_no_longer_than_its_b
     assert res["semantic_status"] == "ready" and res["results"][0]["session_id"] == "20260903_000001_zebra1", res
 
 
-@pytest.mark.parametrize("rows_since", [0, 300])
-def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(world, work, rows_since):
-    """A search that meets a message rewritten in place marks its session in ``embeddings.db`` to be
-    embedded again: among the rows Hermes may still rewrite (``rows_since`` 0) before it searches,
-    elsewhere (300 rows written since) when the stale vector comes up as a hit. With another process
-    holding the file's write lock, the mark waited SQLite's whole busy timeout, 10 s, whatever the
-    budget. Now it waits the budget at most, the reconcile goes to the background, no search shows
-    the old text meanwhile, and once the lock is free the message is found by what it says now."""
+def _rewritten(world, work, rows_since: int, args: dict) -> tuple[str, list[int]]:
+    """Project App searched by ``args`` (its indexes built; the budget 1 s), then its two messages
+    about the server running out of memory rewritten in place by an importer: among the rows Hermes
+    may still rewrite (``rows_since`` 0), or with that many rows written since. (The asker, the
+    messages rewritten.)"""
     asker = _world(world, work, sessions=6)
     plugin_settings(world.home, index_budget_ms=1000)
-    assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["results"]
+    assert call(SEARCH, args, session_id=asker)["results"]
     from hermes_state import SessionDB
 
     if rows_since:
@@ -330,7 +327,7 @@ def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(wo
                 db.append_message("20260903_000002_chatter", "assistant", f"routine line {n}", timestamp=1.79e9 + n)
         finally:
             db.close()
-        assert call(SEARCH, {"query": MEANING, "mode": "semantic"}, session_id=asker)["results"]
+        assert call(SEARCH, args, session_id=asker)["results"]
     wait_idle(300)
     conn = sqlite3.connect(f"file:{world.home / 'state.db'}?mode=ro", uri=True)
     try:
@@ -342,9 +339,58 @@ def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(wo
     for mid, text in zip(edited, ["the office plants are watered by a robot on tuesdays",
                                   "the robot waters the ferns and the cactus in the office"], strict=True):
         write_as_importer(world.home, "UPDATE messages SET content = ? WHERE id = ?", text, mid)
+    return asker, edited
+
+
+@pytest.mark.parametrize("rows_since", [0, 300])
+def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(world, work, rows_since):
+    """A search that meets a message rewritten in place marks its session in ``embeddings.db`` to be
+    embedded again: among the rows Hermes may still rewrite (``rows_since`` 0) before it searches,
+    elsewhere (300 rows written since) when the stale vector comes up as a hit. With another process
+    holding the file's write lock, the mark waited SQLite's whole busy timeout, 10 s, whatever the
+    budget. Now it waits the budget at most, the reconcile goes to the background, no search shows
+    the old text meanwhile, and once the lock is free the message is found by what it says now."""
+    asker, edited = _rewritten(world, work, rows_since, {"query": MEANING, "mode": "semantic"})
     # The stale vectors' hits are dropped.
     _searched_while_written(world.home / PLUGIN_KEY / "embeddings.db", asker, {"query": MEANING, "mode": "semantic"},
                             lambda res: "out of memory" not in json.dumps(res))
     res = call(SEARCH, {"query": "a robot waters the office plants", "mode": "semantic"}, session_id=asker)
     found = [m["message_id"] for r in res["results"] for m in [r, *r.get("more_hits", [])]]
     assert set(edited) & set(found[:3]) and "robot" in res["results"][0]["snippet"], res
+
+
+def _keyword_state(home: Path, message_id: int) -> tuple[int, int]:
+    """(ordinal, seen_count) in keywords.db of the session holding ``message_id``: a redo gives the
+    session a new ordinal; a negative count marks it to redo."""
+    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
+    try:
+        (sid,) = conn.execute("SELECT session_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+    finally:
+        conn.close()
+    conn = sqlite3.connect(f"file:{home / PLUGIN_KEY / 'keywords.db'}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT ordinal, seen_count FROM sessions WHERE session_id = ?", (sid,)).fetchone()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("rows_since", [0, 300])
+def test_a_text_rewritten_in_place_while_another_process_writes_keywords_db(world, work, rows_since):
+    """The keyword side of the case above: a search that meets a message rewritten in place (by its
+    digest among the rows Hermes may still rewrite, ``rows_since`` 0; by its length when its old words
+    make it a hit, 300 rows since) marks its session in ``keywords.db`` to be indexed again, and waited
+    SQLite's whole busy timeout for another process's write lock. Now it waits the budget at most; the
+    redo is queued all the same and done by the background once the lock is free (a redo as of the
+    counts the session was current at was skipped, so the change would be lost), and no search finds
+    the message by the words it no longer says meanwhile."""
+    args = {"query": "server ran out of memory", "mode": "keyword"}
+    asker, edited = _rewritten(world, work, rows_since, args)
+    ordinal, _ = _keyword_state(world.home, edited[0])
+    _searched_while_written(world.home / PLUGIN_KEY / "keywords.db", asker, args,
+                            lambda res: not set(edited) & set(ids(res)))
+    # Done by the background, before any search could find the rewrite again.
+    redone, seen = _keyword_state(world.home, edited[0])
+    assert redone != ordinal and seen >= 0, (ordinal, redone, seen)
+    res = call(SEARCH, {"query": "robot office", "mode": "keyword"}, session_id=asker)
+    assert set(ids(res)) == set(edited) and "robot" in res["results"][0]["snippet"], res
+    assert not set(edited) & set(ids(call(SEARCH, args, session_id=asker)))

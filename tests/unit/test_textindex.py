@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import closing
 
 import numpy as np
@@ -81,6 +82,41 @@ def test_a_session_lookup_finds_its_rows_and_a_redo_retires_the_old_ones(tmp_pat
     assert states["s1"].ordinal != old and index.garbage() == 2
     lookup = textindex.lookup_for(index, states, ["s1"], with_tools=True)
     assert len(lookup.keys('"超时"', 10)) == 0 and len(lookup.keys('"websocket"', 10)) == 1
+
+
+def test_a_rewrite_the_lock_kept_unmarked_is_queued_planned_again_and_redone_once(tmp_path, monkeypatch):
+    """``Keeper.changed`` while another process holds keywords.db's write lock past its wait: the
+    mark is not written, so the session's counts say it is current. Its redo is queued instead
+    (``Rewritten``), planned again by the next check (a plan from the counts would replace the queue
+    without it), and done whatever the counts say, once: a plain redo as of the same counts is not."""
+    index = textindex.TextIndex(tmp_path / "keywords.db")
+    key = ("auto", "/k")
+    _write(index, "s1", [(1, "user", "the server ran out of memory", None, None, 10.0)], (1, 1))
+    keeper = textindex.Keeper(tmp_path, index)
+    monkeypatch.setattr(keeper, "_start", lambda: None)  # no thread: the queue stays as it is looked at
+    other = sqlite3.connect(index.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing the file
+    try:
+        started = time.monotonic()
+        keeper.changed(key, ["s1"], 0.2)
+        assert time.monotonic() - started < 2
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    before = index.states(["s1"])
+    assert before["s1"].seen_count == 1  # not marked
+    redo = keeper._queued(key, before, {})["s1"]
+    assert isinstance(redo, textindex.Rewritten) and redo.seen == (1, 1)
+    rows = [(1, "user", "a robot waters the plants", None, None, 10.0)]
+    index.write(Change("s1", "redo", 0, (1, 1)), key, rows, first=True, complete=True)
+    assert index.states(["s1"]) == before  # as of the counts it is current at: taken for done
+    index.write(redo, key, rows, first=True, complete=True)
+    after = index.states(["s1"])
+    assert after["s1"].ordinal != before["s1"].ordinal and after["s1"].seen_count == 1
+    lookup = textindex.lookup_for(index, after, ["s1"], with_tools=False)
+    assert len(lookup.keys('"robot"', 10)) == 1 and not len(lookup.keys('"memory"', 10))
+    index.write(redo, key, rows, first=True, complete=True)  # another copy of it (another thread's)
+    assert index.states(["s1"]) == after and keeper._queued(key, after, {}) == {}
 
 
 def test_a_term_counted_with_its_rows_has_the_count_and_keys_of_two_lookups(tmp_path):
