@@ -170,6 +170,11 @@ class Worker(Generic[W, A]):
                 self._cond.wait(left)
             return len(self._queues.get(key) or {})
 
+    def _waiting(self, key: tuple) -> list[W]:
+        """The items the scope's queue holds now (the thread may finish any of them meanwhile)."""
+        with self._cond:
+            return list(self._queues.get(key, {}).values())
+
     def _add(self, key: tuple, work: dict[str, W]) -> None:
         """Queue ``work`` beside what the scope's queue holds (an item of the same session
         replaced), for the thread; the caller does not wait."""

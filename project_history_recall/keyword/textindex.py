@@ -722,8 +722,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         (``engine._OwnIndex.outdated``) indexed again: marked in keywords.db, waiting at most ``wait``
         for another process's write lock, else their redo queued for the background now. One
         queued already is left be."""
-        with self._cond:
-            queued = {sid for sid, item in self._queues.get(key, {}).items() if isinstance(item, Rewritten)}
+        queued = {item.session_id for item in self._waiting(key) if isinstance(item, Rewritten)}
         todo = [sid for sid in session_ids if sid not in queued]
         if not todo or self._mark(todo, wait):
             return
@@ -736,10 +735,10 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         """The scope's queued redos of rows rewritten in place (``Rewritten``) still due (the session
         not indexed again since), as of the counts now: the counts do not tell them, so a plan made
         from them alone would leave them out, and replace the queue that holds them (``_submit``)."""
-        with self._cond:
-            queued = [item for item in self._queues.get(key, {}).values() if isinstance(item, Rewritten)]
         out: dict[str, Change] = {}
-        for item in queued:
+        for item in self._waiting(key):
+            if not isinstance(item, Rewritten):
+                continue
             sid, st = item.session_id, states.get(item.session_id)
             if st is not None and st.ordinal == item.ordinal and (sid not in work or work[sid].kind == "append"):
                 out[sid] = Rewritten(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id),

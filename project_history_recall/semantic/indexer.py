@@ -177,6 +177,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         consent.check(self.home, self.embedder, key)
         states = self.store.states(self.fp, members)
         work = plan(conn, states, members, self._counted(counts, members, stamp))
+        work.update(self._queued(key, states, work))
         work.update(self._edited(conn, shape, states, members, work, deadline))
         for item in work.values():
             item.project = key
@@ -230,13 +231,24 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         process's write lock, else their reconcile queued for the background now. One marked
         already, or queued (``top_up`` found the rewrite, and the lock held its mark off), is left be."""
         deadline = time.monotonic() + wait
-        with self._cond:
-            queued = {sid for sid, item in self._queues.get(key, {}).items() if item.kind == "reconcile"}
+        queued = {item.session_id for item in self._waiting(key) if item.kind == "reconcile"}
         states = self.store.states(self.fp, [sid for sid in session_ids if sid not in queued])
         later = {sid: Work(sid, "reconcile", 0, (st.seen_count, st.seen_max_id), key)
                  for sid, st in states.items() if st.seen_count >= 0 and not self._mark(sid, deadline)}
         if later:
             self._add(key, later)
+
+    def _queued(self, key: tuple, states: dict[str, vectors.VectorState], work: dict[str, Work]) -> dict[str, Work]:
+        """The scope's queued reconciles of its members, as of the counts now: one ``changed`` or
+        ``_edited`` queued while another process held off its mark is in neither the counts nor
+        embeddings.db, so a plan made from them alone would leave it out, and replace the queue
+        that holds it (``_submit``). An append planned for the session becomes its reconcile."""
+        out = {}
+        for item in self._waiting(key):
+            sid, st = item.session_id, states.get(item.session_id)
+            if item.kind == "reconcile" and st is not None and (sid not in work or work[sid].kind == "append"):
+                out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+        return out
 
     @staticmethod
     def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:
