@@ -42,7 +42,8 @@ from ..home import Home
 from . import answerkind, cjk, querytext, textindex
 from .lengths import Lengths, PerSession
 from .querytext import STOP_WORDS, ParsedQuery, Term, fts_quote, is_cjk
-from .scoring import GLUED_CREDIT, WORD_TOKEN, Backend, Concept, Facts, Reads, inverse_frequency, rank, shares, spread
+from .scoring import (GLUED_CREDIT, WORD_TOKEN, Backend, Concept, Facts, Reads, Sessions, by_session, inverse_frequency,
+                      rank, shares)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -355,11 +356,19 @@ class Ranking:
     near: frozenset[int] = frozenset()  # messages the semantic side finds near the question (``backed``)
     asks: str | None = None  # the kind of answer the question asks for (``answerkind.asked``)
     mean_length: float | None = None  # the scope's mean message length, where its lengths are unequal
+    # The keys' sessions, once asked for (``rank`` and ``about``); not carried into a ranking made
+    # from this one (``backed``: its concepts' credit differs).
+    _sessions: Sessions | None = field(default=None, init=False, repr=False, compare=False)
 
     def _reads(self) -> Reads:
         if self.reads is None:
             self.reads = Reads(self.backend)
         return self.reads
+
+    def _by_session(self) -> Sessions:
+        if self._sessions is None:
+            self._sessions = by_session(self.concepts, self.keys, self.backend)
+        return self._sessions
 
     def facts(self) -> Facts:
         if self.known is None:
@@ -375,18 +384,14 @@ class Ranking:
         if not len(self.keys):
             return []
         return rank(self.concepts, self.keys, self.sessions, self.backend, keep, self.facts(), self._reads(),
-                    self.near, self.asks, self.mean_length)
+                    self.near, self.asks, self.mean_length, self._by_session())
 
     def about(self) -> set[str]:
         """The candidates' sessions *about* the question (``scoring.spread``), by session id."""
-        import numpy as np
-
-        if not (len(self.keys) and self.concepts):
+        grouped = self._by_session() if len(self.keys) else None
+        if grouped is None or grouped.lean is None:  # no candidates, or no concepts
             return set()
-        ordinals, session_at = np.unique(self.backend.sessions_of(self.keys), return_inverse=True)
-        credit = np.stack([c.credit for c in self.concepts])
-        lean = spread(self.concepts, credit, session_at, self.backend.session_sizes(ordinals))
-        return {self.backend.names[n] for n in ordinals[lean > 0].tolist()}
+        return {self.backend.names[n] for n in grouped.ordinals[grouped.lean > 0].tolist()}
 
     def answered(self, message_ids: list[int]) -> dict[int, bool | None]:
         """Whether each of ``message_ids`` (any, not only candidates) says the kind of answer the

@@ -387,6 +387,27 @@ def shares(concepts: list[Concept], candidates: int) -> "np.ndarray":
                np.zeros(candidates))
 
 
+@dataclass(frozen=True)
+class Sessions:
+    """The candidates' sessions (``ordinals``, sorted), the place among them of each candidate's
+    (``at``), and how far each is *about* the question (``lean``, ``spread``; None without concepts)."""
+
+    ordinals: "np.ndarray"
+    at: "np.ndarray"
+    lean: "np.ndarray | None"
+
+
+def by_session(concepts: list[Concept], keys: "np.ndarray", backend: Backend) -> Sessions:
+    """The candidates ``keys`` grouped by session, as ``rank`` scores them and ``Ranking.about``
+    reads them: computed once for both."""
+    import numpy as np
+
+    ordinals, at = np.unique(backend.sessions_of(keys), return_inverse=True)
+    lean = spread(concepts, np.stack([c.credit for c in concepts]), at, backend.session_sizes(ordinals)) \
+        if concepts else None
+    return Sessions(ordinals, at, lean)
+
+
 def spread(concepts: list[Concept], credit: "np.ndarray", session_at: "np.ndarray", sizes: "np.ndarray"
            ) -> "np.ndarray":
     """Per candidate session (``session_at`` of each candidate, ``sizes`` its messages), how far it
@@ -409,7 +430,7 @@ def spread(concepts: list[Concept], credit: "np.ndarray", session_at: "np.ndarra
 
 def rank(concepts: list[Concept], keys: "np.ndarray", sessions: int, backend: Backend, keep: int,
          facts: Facts | None = None, reads: Reads | None = None, near: Collection[int] = (),
-         asks: str | None = None, mean_length: float | None = None) -> list[Hit]:
+         asks: str | None = None, mean_length: float | None = None, grouped: Sessions | None = None) -> list[Hit]:
     """The best ``keep`` of the candidates ``keys`` (of a scope of ``sessions`` sessions),
     best first: each message's share of the query, normalised by its length as BM25
     does, lifted by its session's evidence.
@@ -424,16 +445,17 @@ def rank(concepts: list[Concept], keys: "np.ndarray", sessions: int, backend: Ba
     credited for (``ANSWER_CREDIT``); ``mean_length``: the scope's mean message length where its
     messages are unequal in length (``lengths.Lengths.unequal_mean``), which BM25 then weighs a
     message's length against rather than its candidates' mean (mostly long replies that hold the
-    question's words by chance, and which that mean makes look ordinary)."""
+    question's words by chance, and which that mean makes look ordinary); ``grouped``: the keys'
+    ``by_session``, if known."""
     import numpy as np
 
     if not len(keys):
         return []
-    sessions_of_keys = backend.sessions_of(keys)
+    grouped = grouped or by_session(concepts, keys, backend)
     facts = facts or backend.facts(keys)
     credit = np.stack([c.credit for c in concepts]) if concepts else np.zeros((0, len(keys)))
     share = shares(concepts, len(keys))
-    session_ids, session_at = np.unique(sessions_of_keys, return_inverse=True)
+    session_ids, session_at = grouped.ordinals, grouped.at
     # Candidates grouped by session, best share first within each.
     order = np.lexsort((-share, session_at))
     starts = np.flatnonzero(np.r_[True, np.diff(session_at[order]) != 0])
@@ -451,8 +473,8 @@ def rank(concepts: list[Concept], keys: "np.ndarray", sessions: int, backend: Ba
     best = rank_in_session < SESSION_TOP
     top = np.bincount(session_at[order][best], weights=share[order][best], minlength=len(session_ids))
     evidence = SESSION_WEIGHT * top / SESSION_TOP + COVERAGE_WEIGHT * coverage
-    if len(concepts):
-        evidence = evidence + SPREAD_WEIGHT * spread(concepts, credit, session_at, backend.session_sizes(session_ids))
+    if grouped.lean is not None:
+        evidence = evidence + SPREAD_WEIGHT * grouped.lean
     known = facts.message_ids >= 0  # a row the index lost its record of cannot be shown
     lengths = facts.lengths
     # The candidates' mean stands for the scope's where its messages are alike in length (taking the

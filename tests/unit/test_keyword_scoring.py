@@ -364,3 +364,21 @@ def test_a_ranking_names_the_sessions_about_the_question():
     assert Ranking([trip], keys, 5, backend).about() == set()  # one concept said all through is not enough
     assert Ranking([], keys, 5, backend).about() == set()
     assert Ranking([trip, kyoto], keys[:0], 5, backend).about() == set()
+
+
+def test_a_ranking_names_the_sessions_about_the_question_from_what_it_ranked_them_by():
+    from project_history_recall.keyword.engine import Ranking
+
+    session_at = np.array([0, 0, 0, 0, 1, 1, 2, 3, 3, 3, 4, 4])
+    trip = _concept(1.0, [1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1])
+    kyoto = _concept(3.0, [1, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1])
+    backend = _OneMessageSessions(5)
+    asked = []
+    backend.sessions_of = lambda keys: asked.append("sessions_of") or session_at[np.asarray(keys)]
+    backend.session_sizes = lambda sessions: asked.append("session_sizes") or np.array(
+        [5, 10, 4, 0, 2], dtype=np.float64)[np.asarray(sessions)]
+    ranking = Ranking([trip, kyoto], np.arange(len(session_at)), 5, backend)
+    ranking.hits(3)
+    ranked_by = list(asked)
+    assert ranking.about() == {"s0"}
+    assert asked == ranked_by == ["sessions_of", "session_sizes"]  # the sessions rank() grouped, not again
