@@ -294,6 +294,13 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             logger.exception("sweeping deleted sessions failed")
 
     def _step(self, key: tuple, item: Work) -> Step:
+        """One session's work. Another process holding embeddings.db's write lock past the wait
+        (``derived.LOCK_WAIT``) pauses it, as the keyword index's does: it stays queued and is tried
+        again (``Step.PAUSE``) until the lock is free. Stopped, the thread gave up every scope's queue,
+        and a reconcile queued because its mark was held off was in neither the counts nor the file.
+        Tried again, the item goes on after the last batch committed (``process``); every write is
+        INSERT OR REPLACE, so the batch that met the lock is simply written again, but it is embedded
+        again too: a remote embedder is sent that batch a second time."""
         try:
             resume_after = self.process(item)
         except StateDBError as exc:
@@ -302,8 +309,15 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             return Step.DROP  # the consent was removed from config.yaml while this scope was queued
         except LeftProject:
             return Step.DONE  # the scope it is in now embeds it, under that scope's consent
-        except (EmbedderUnavailable, derived.StoreError) as exc:
-            # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
+        except derived.StoreError as exc:
+            if not exc.locked:
+                # embeddings.db damaged or unwritable: its reason, no traceback.
+                logger.warning("indexing stopped: %s", exc)
+                raise Stop(str(exc)) from exc
+            logger.warning("indexing paused: %s", exc)
+            return Step.PAUSE  # another process's write: it ends
+        except EmbedderUnavailable as exc:
+            # A remote service failing: its reason, no traceback.
             logger.warning("indexing stopped: %s", exc)
             raise Stop(str(exc)) from exc
         if resume_after is not None:
@@ -348,6 +362,8 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             if len(pending) >= batch:
                 self._embed_and_store(work, pending, None if reconcile else mid, progress)
                 pending = []
+                if not reconcile:
+                    work.after_id = mid  # committed: a try again after a failure goes on from here
                 if on_batch:
                     on_batch()
                 if progress is None and not reconcile and self._newer_scope_waiting(work):
