@@ -17,14 +17,14 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from cli_runs import cli_process
-from hermes_world import (PLUGIN_KEY, call, checkpoint, db_digest, enable_plugin, ids, plugin_settings, wait_idle,
-                          write_as_importer)
+from hermes_world import (PLUGIN_KEY, background_workers, call, checkpoint, db_digest, enable_plugin, ids,
+                          plugin_settings, wait_idle, write_as_importer)
+from write_lock import WriteLock
 
 SEARCH = "project_history_search"
 TOPICS = ["websocket reconnect backoff", "payment callback timeout", "invoice exporter parallel tests",
@@ -250,35 +250,44 @@ def test_an_index_another_release_holds_open_is_left_to_it(world, work):
     assert _layout(path) != "2"
 
 
-# Another process in the middle of a write to one of the plugin's indexes (another Hermes process's
-# indexer committing a batch, a `sqlite3` shell left in a transaction): the write lock is its.
-WRITER = textwrap.dedent("""
-    import sqlite3, sys
-    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-    conn.execute("BEGIN IMMEDIATE")
-    print("writing", flush=True)
-    sys.stdin.read()
-""")
-
-
-def _searched_while_written(path: Path, asker: str, args: dict, holds) -> None:
-    """Search ``args`` twice while another process holds the write lock of ``path`` (the budget is
-    1 s): each answers within 5 s and ``holds`` of its response. Then the lock is let go and the
-    background's work waited for."""
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert writer.stdout.readline() == "writing\n"
+def _searched_while_written(path: Path, asker: str, args: dict, holds, meanwhile=lambda: None) -> None:
+    """Search ``args`` twice while another process holds the write lock of ``path`` (another Hermes
+    process's indexer committing a batch, a `sqlite3` shell left in a transaction; the budget is 1 s):
+    each answers while that process still holds it, and ``holds`` of its response. The holder lets go
+    by itself within 8 s, before SQLite's 10 s timeout, so a search that waited the lock out would come
+    back after it. ``meanwhile()`` is checked before it lets go; then the background's work is waited for."""
+    with WriteLock(path, at_most=8) as writer:
         for _ in range(2):
-            started = time.monotonic()
             res = call(SEARCH, args, session_id=asker)
-            took = time.monotonic() - started
             assert res["success"] and holds(res), res
-            assert took < 5, (took, res.get("semantic_status"), res.get("semantic_reason"))
-    finally:
-        writer.stdin.close()
-        writer.wait(10)
+            assert writer.holds(), (res.get("semantic_status"), res.get("semantic_reason"))
+        meanwhile()
     wait_idle(60)
+
+
+def _redo_queued(home: Path, message_id: int, is_redo, seen_count) -> None:
+    """The session of ``message_id`` is queued for the background's redo (an item ``is_redo`` of) and
+    not marked in the plugin's file (``seen_count`` of its session id is not negative): the lock held
+    the mark off."""
+    sid = _session_of(home, message_id)
+    queued = set()
+    for _home, worker in background_workers():
+        with worker._cond:
+            queued |= {item.session_id for queue in worker._queues.values() for item in queue.values() if is_redo(item)}
+    assert sid in queued and seen_count(sid) >= 0, (sid, queued)
+
+
+def _row(path: Path, sql: str, *args) -> tuple:
+    """The first row ``sql`` reads from ``path``, opened read-only."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchone()
+    finally:
+        conn.close()
+
+
+def _session_of(home: Path, message_id: int) -> str:
+    return _row(home / "state.db", "SELECT session_id FROM messages WHERE id = ?", message_id)[0]
 
 
 @pytest.mark.parametrize("name, mode", [("keywords.db", "keyword"), ("embeddings.db", "semantic"),
@@ -351,27 +360,27 @@ def test_a_text_rewritten_in_place_while_another_process_writes_embeddings_db(wo
     budget. Now it waits the budget at most, the reconcile goes to the background, no search shows
     the old text meanwhile, and once the lock is free the message is found by what it says now."""
     asker, edited = _rewritten(world, work, rows_since, {"query": MEANING, "mode": "semantic"})
-    # The stale vectors' hits are dropped.
+    # The stale vectors' hits are dropped; the session's reconcile waits in the queue, not in the file.
     _searched_while_written(world.home / PLUGIN_KEY / "embeddings.db", asker, {"query": MEANING, "mode": "semantic"},
-                            lambda res: "out of memory" not in json.dumps(res))
+                            lambda res: "out of memory" not in json.dumps(res),
+                            lambda: _redo_queued(world.home, edited[0], lambda item: item.kind == "reconcile",
+                                                 lambda sid: _vectors_seen(world.home, sid)))
     res = call(SEARCH, {"query": "a robot waters the office plants", "mode": "semantic"}, session_id=asker)
     found = [m["message_id"] for r in res["results"] for m in [r, *r.get("more_hits", [])]]
     assert set(edited) & set(found[:3]) and "robot" in res["results"][0]["snippet"], res
 
 
+def _vectors_seen(home: Path, session_id: str) -> int:
+    """The session's least ``seen_count`` in embeddings.db (of any model): negative when marked to reconcile."""
+    return _row(home / PLUGIN_KEY / "embeddings.db", "SELECT min(seen_count) FROM sessions WHERE session_id = ?",
+                session_id)[0]
+
+
 def _keyword_state(home: Path, message_id: int) -> tuple[int, int]:
     """(ordinal, seen_count) in keywords.db of the session holding ``message_id``: a redo gives the
     session a new ordinal; a negative count marks it to redo."""
-    conn = sqlite3.connect(f"file:{home / 'state.db'}?mode=ro", uri=True)
-    try:
-        (sid,) = conn.execute("SELECT session_id FROM messages WHERE id = ?", (message_id,)).fetchone()
-    finally:
-        conn.close()
-    conn = sqlite3.connect(f"file:{home / PLUGIN_KEY / 'keywords.db'}?mode=ro", uri=True)
-    try:
-        return conn.execute("SELECT ordinal, seen_count FROM sessions WHERE session_id = ?", (sid,)).fetchone()
-    finally:
-        conn.close()
+    return _row(home / PLUGIN_KEY / "keywords.db", "SELECT ordinal, seen_count FROM sessions WHERE session_id = ?",
+                _session_of(home, message_id))
 
 
 @pytest.mark.parametrize("rows_since", [0, 300])
@@ -387,7 +396,9 @@ def test_a_text_rewritten_in_place_while_another_process_writes_keywords_db(worl
     asker, edited = _rewritten(world, work, rows_since, args)
     ordinal, _ = _keyword_state(world.home, edited[0])
     _searched_while_written(world.home / PLUGIN_KEY / "keywords.db", asker, args,
-                            lambda res: not set(edited) & set(ids(res)))
+                            lambda res: not set(edited) & set(ids(res)),
+                            lambda: _redo_queued(world.home, edited[0], lambda item: type(item).__name__ == "Rewritten",
+                                                 lambda _sid: _keyword_state(world.home, edited[0])[1]))
     # Done by the background, before any search could find the rewrite again.
     redone, seen = _keyword_state(world.home, edited[0])
     assert redone != ordinal and seen >= 0, (ordinal, redone, seen)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from contextlib import closing
 
 import numpy as np
 import pytest
 
+from write_lock import WriteLock
 from project_history_recall.keyword import textindex
 from project_history_recall.hermes.changes import Change
 from project_history_recall.keyword.lengths import Lengths, PerSession
@@ -94,15 +94,10 @@ def test_a_rewrite_the_lock_kept_unmarked_is_queued_planned_again_and_redone_onc
     _write(index, "s1", [(1, "user", "the server ran out of memory", None, None, 10.0)], (1, 1))
     keeper = textindex.Keeper(tmp_path, index)
     monkeypatch.setattr(keeper, "_start", lambda: None)  # no thread: the queue stays as it is looked at
-    other = sqlite3.connect(index.path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")  # another process writing the file
-    try:
-        started = time.monotonic()
+    with WriteLock(index.path, at_most=5) as other:  # another process writing the file
         keeper.changed(key, ["s1"], 0.2)
-        assert time.monotonic() - started < 2
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
+        assert other.holds()  # back before the lock was let go: it waited its 0.2 s, not the lock out
+        assert [type(item) for item in keeper._waiting(key)] == [textindex.Rewritten]
     before = index.states(["s1"])
     assert before["s1"].seen_count == 1  # not marked
     redo = keeper._queued(key, before, {})["s1"]
