@@ -11,7 +11,8 @@ A scope found current is remembered with what that answer depended on (state.db'
 stamp, the index's commits, the scope's members), so the next search over an unchanged
 scope neither asks state.db nor reads the index's rows again.
 
-A subclass supplies ``_step``, one item's work, and ``_idle`` if it has chores for quiet times
+A subclass supplies ``_step``, one item's work; ``_redo`` and ``_due``, what a redo of a session
+that is due whatever its counts say is (``_queued``); and ``_idle`` if it has chores for quiet times
 (the thread does them whenever its queues run empty, and when ``chores()`` asks after a write
 made outside it).
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from .files.derived import DerivedFile
-from .hermes.changes import Counted, Once
+from .hermes.changes import Counted, Once, SessionState
 from .hermes.paths import state_db_path
 from .hermes.readonly import StateDBError, file_fingerprint
 
@@ -37,11 +38,12 @@ PAUSE = 0.5  # seconds before an item that failed for a passing reason (a lock) 
 
 class Item(Protocol):
     session_id: str
+    kind: str  # "append": new rows only; anything else redoes the session
     seen: tuple[int, int]  # state.db's (count(*), max(id)) of the session when the item was planned
 
 
 W = TypeVar("W", bound=Item)
-A = TypeVar("A")  # what a current scope's answer is (its sessions' states in the index)
+S = TypeVar("S", bound=SessionState)  # what the index keeps of a session; a current scope's answer is its members'
 
 
 class Step(enum.Enum):
@@ -60,7 +62,7 @@ class Stop(Exception):
         self.reason = reason
 
 
-class Worker(Generic[W, A]):
+class Worker(Generic[W, S]):
     """One index's background thread, its queues and its memo of current scopes."""
 
     thread_name = "phr-worker"
@@ -76,11 +78,20 @@ class Worker(Generic[W, A]):
         self._busy = False  # an item is being worked on (it is still in its queue, or was dropped)
         self._chores = False  # asked for the idle chores (``chores``) and not yet begun on them
         self._thread: threading.Thread | None = None
-        self._memo: dict[tuple, tuple[tuple, A]] = {}  # scope key -> (what the answer depended on, the answer)
+        self._memo: dict[tuple, tuple[tuple, dict[str, S]]] = {}  # scope key -> (what the answer depended on, the answer)
         self.error: str | None = None
 
     # -- what a subclass supplies ---------------------------------------------------------
     def _step(self, key: tuple, item: W) -> Step:
+        raise NotImplementedError
+
+    def _redo(self, key: tuple, state: S, seen: tuple[int, int]) -> W:
+        """An item of ``key``'s scope that redoes ``state``'s session, due whatever the session's counts
+        say, as of state.db's ``seen``: queued when its mark in the index could not be written."""
+        raise NotImplementedError
+
+    def _due(self, item: W, state: S) -> bool:
+        """Whether ``item``, queued, is such a redo (``_redo``) and still due for ``state``'s session."""
         raise NotImplementedError
 
     def _idle(self) -> None:
@@ -115,7 +126,7 @@ class Worker(Generic[W, A]):
             return self._next() is None
 
     # -- the memo -------------------------------------------------------------------------
-    def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, A | None]:
+    def _recall(self, key: tuple, members: list[str]) -> tuple[tuple, dict[str, S] | None]:
         """(what an answer for ``key`` depends on now, the answer remembered for exactly that,
         else None). Nothing queued for the scope may change it either."""
         stamp = (file_fingerprint(state_db_path(self.home)), self._file.commits(), hash(frozenset(members)))
@@ -132,7 +143,7 @@ class Worker(Generic[W, A]):
         has none (the index then reads its own)."""
         return counts(members, stamp[0]) if counts is not None else None
 
-    def _index_unchanged(self, key: tuple, stamp: tuple) -> A | None:
+    def _index_unchanged(self, key: tuple, stamp: tuple) -> dict[str, S] | None:
         """The answer remembered for ``key`` when only state.db changed since (Hermes writes it all
         through a session): the index has not committed since, so what it says of the same members
         is what it said then; state.db must still be asked whether they are current."""
@@ -145,11 +156,30 @@ class Worker(Generic[W, A]):
         before reading the answer, so that a commit in between only makes the memo miss once."""
         return stamp[0], self._file.commits(), stamp[2]
 
-    def _remember(self, key: tuple, stamp: tuple, answer: A) -> A:
+    def _remember(self, key: tuple, stamp: tuple, answer: dict[str, S]) -> dict[str, S]:
         """``answer`` for ``key``, read after ``stamp`` was taken, until anything in it changes."""
         with self._cond:
             self._memo[key] = (stamp, answer)
         return answer
+
+    # -- redos the counts do not tell -----------------------------------------------------------
+    def _replan(self, key: tuple, state: S, work: dict[str, W]) -> W:
+        """A redo (``_redo``) of ``state``'s session as of the counts its planned ``work`` was made from,
+        else those the index holds."""
+        planned = work.get(state.session_id)
+        return self._redo(key, state, planned.seen if planned is not None else (state.seen_count, state.seen_max_id))
+
+    def _queued(self, key: tuple, states: dict[str, S], work: dict[str, W]) -> dict[str, W]:
+        """The scope's queued redos still due (``_due``) of its members (``states``), as of the counts
+        now: one queued while another process held off its mark in the file is in neither the counts
+        nor the file, so a plan made from them alone would leave it out, and replace the queue that
+        holds it (``_submit``). An append planned for the session becomes its redo."""
+        out: dict[str, W] = {}
+        for item in self._waiting(key):
+            st, planned = states.get(item.session_id), work.get(item.session_id)
+            if st is not None and (planned is None or planned.kind == "append") and self._due(item, st):
+                out[item.session_id] = self._replan(key, st, work)
+        return out
 
     # -- the queues -----------------------------------------------------------------------
     def _submit(self, key: tuple, work: dict[str, W], wait: float = 0.0) -> int:

@@ -16,6 +16,7 @@ it for one of Hermes's own, and tell the user to repair a file that is fine.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sqlite3
@@ -29,6 +30,8 @@ from typing import Callable, Iterator, TypeVar
 from ..errors import DataError
 from .folders import make_own
 from .locks import FileLock, LockTimeout
+
+logger = logging.getLogger(__name__)
 
 # SQLite's primary result codes (the low byte of an extended code) that mean the file's bytes are wrong.
 _NOT_A_DATABASE = 26  # SQLITE_NOTADB
@@ -65,6 +68,20 @@ def is_damage(exc: sqlite3.Error) -> bool:
         return _primary(exc) in _DAMAGE
     text = str(exc).lower()
     return "malformed" in text or "not a database" in text
+
+
+def unless_locked(write: Callable[[], object], instead: str) -> bool:
+    """``write()``, a write to a derived file that waits a bounded time for another process's write
+    lock: True once done; False when that lock held it off past the wait, logged with what the
+    background does ``instead``. Any other failure is raised."""
+    try:
+        write()
+    except StoreError as exc:
+        if not exc.locked:
+            raise
+        logger.info("%s: left to the background to %s", exc, instead)
+        return False
+    return True
 
 
 def write_limit(path: Path) -> str:

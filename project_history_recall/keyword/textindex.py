@@ -609,7 +609,7 @@ def lookup_for(index: TextIndex, states: dict[str, KeywordState], searched: list
                   since, until, {st.ordinal: st.next_seq for st in found})
 
 
-class Keeper(Worker[Change, dict[str, KeywordState]]):
+class Keeper(Worker[Change, KeywordState]):
     """Keeps one keywords.db in step with state.db: small updates in the
     searching thread, first builds in the background."""
 
@@ -637,7 +637,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
             states = self.index.states(members)
         work = changes(conn, states, members, self._counted(counts, members, stamp))
         work.update(self._queued(key, states, work))
-        edited = self._edited(conn, states, members, work)
+        edited = self._edited(conn, key, states, members, work)
         if edited:
             # A redo as of counts it was current at is not done otherwise (``write``) if this work is lost.
             self._mark(sorted(edited), deadline - time.monotonic())
@@ -669,7 +669,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         with reading(state_db_path(self.home)) as (conn, _shape):
             states = self.index.states(members)
             work = changes(conn, states, members)
-            edited = self._edited(conn, states, members, work, every_row=True)
+            edited = self._edited(conn, key, states, members, work, every_row=True)
         if edited:
             self.index.mark_dirty(sorted(edited))  # done in this thread: another process's lock waited for
         work.update(edited)
@@ -679,7 +679,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 on_progress(n, len(work))
         return len(work)
 
-    def _edited(self, conn: sqlite3.Connection, states: dict[str, KeywordState], members: list[str],
+    def _edited(self, conn: sqlite3.Connection, key: tuple, states: dict[str, KeywordState], members: list[str],
                 work: dict[str, Change], every_row: bool = False) -> dict[str, Change]:
         """A redo (``Rewritten``) of each session holding a row Hermes rewrote in place since it was
         indexed, among those it may still rewrite (``edit_windows``; with ``every_row``, among all it
@@ -694,8 +694,7 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
                 if mid not in held:
                     continue
                 if held[mid] != digest(content, name, calls):
-                    out[sid] = Rewritten(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id),
-                                         st.ordinal)
+                    out[sid] = self._replan(key, st, work)
                     break
                 if is_big(content, calls):
                     big.append((mid, role == "assistant"))  # Hermes writes tool calls in assistant rows only
@@ -708,14 +707,8 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         if the work queued now is lost with the process; False when another process held the file's
         write lock for ``wait``. A search waited for it SQLite's whole timeout (10 s) whatever its
         budget; now the redo, queued all the same, is due whatever the counts say (``Rewritten``)."""
-        try:
-            self.index.mark_dirty(session_ids, max(0.0, wait))
-        except derived.StoreError as exc:
-            if not exc.locked:
-                raise
-            logger.info("%s: left to the background to mark %s for re-indexing", exc, ", ".join(session_ids))
-            return False
-        return True
+        return derived.unless_locked(lambda: self.index.mark_dirty(session_ids, max(0.0, wait)),
+                                     f"mark {', '.join(session_ids)} for re-indexing")
 
     def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
         """Have the sessions in which a search found a message that no longer says what was indexed
@@ -726,24 +719,17 @@ class Keeper(Worker[Change, dict[str, KeywordState]]):
         todo = [sid for sid in session_ids if sid not in queued]
         if not todo or self._mark(todo, wait):
             return
-        later: dict[str, Change] = {sid: Rewritten(sid, "redo", 0, (st.seen_count, st.seen_max_id), st.ordinal)
+        later: dict[str, Change] = {sid: self._redo(key, st, (st.seen_count, st.seen_max_id))
                                     for sid, st in self.index.states(todo).items() if st.seen_count >= 0}
         if later:
             self._add(key, later)
 
-    def _queued(self, key: tuple, states: dict[str, KeywordState], work: dict[str, Change]) -> dict[str, Change]:
-        """The scope's queued redos of rows rewritten in place (``Rewritten``) still due (the session
-        not indexed again since), as of the counts now: the counts do not tell them, so a plan made
-        from them alone would leave them out, and replace the queue that holds them (``_submit``)."""
-        out: dict[str, Change] = {}
-        for item in self._waiting(key):
-            if not isinstance(item, Rewritten):
-                continue
-            sid, st = item.session_id, states.get(item.session_id)
-            if st is not None and st.ordinal == item.ordinal and (sid not in work or work[sid].kind == "append"):
-                out[sid] = Rewritten(sid, "redo", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id),
-                                     st.ordinal)
-        return out
+    def _redo(self, key: tuple, state: KeywordState, seen: tuple[int, int]) -> Change:
+        return Rewritten(state.session_id, "redo", 0, seen, state.ordinal)
+
+    def _due(self, item: Change, state: KeywordState) -> bool:
+        # Done once the session is indexed again (its ordinal changed), whatever its counts say.
+        return isinstance(item, Rewritten) and item.ordinal == state.ordinal
 
     def settle(self) -> int:
         """Merge the index's segments after a build (``build``'s callers, once all is built: merging

@@ -130,7 +130,7 @@ def first_text(conn: sqlite3.Connection, shape: Shape, members: list[str], chunk
     return None
 
 
-class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
+class Indexer(Worker[Work, vectors.VectorState]):
     """The background indexer of one embeddings.db for one model."""
 
     thread_name = "phr-indexer"
@@ -178,7 +178,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         states = self.store.states(self.fp, members)
         work = plan(conn, states, members, self._counted(counts, members, stamp))
         work.update(self._queued(key, states, work))
-        work.update(self._edited(conn, shape, states, members, work, deadline))
+        work.update(self._edited(conn, shape, key, states, members, work, deadline))
         for item in work.values():
             item.project = key
         pending = self._submit(key, work, wait=deadline - time.monotonic())
@@ -189,7 +189,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             states = self.store.states(self.fp, members)
         return self._summary(0, self._remember(key, stamp, states))
 
-    def _edited(self, conn: sqlite3.Connection, shape: Shape, states: dict[str, vectors.VectorState],
+    def _edited(self, conn: sqlite3.Connection, shape: Shape, key: tuple, states: dict[str, vectors.VectorState],
                 members: list[str], work: dict[str, Work], deadline: float) -> dict[str, Work]:
         """A reconcile of each session holding a message Hermes rewrote in place since it was
         embedded, among those it may still rewrite (``changes.edit_windows``): a blank row filled
@@ -205,7 +205,7 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
             held = self.store.hashes(self.fp, sid, after, st.indexed_max_id)
             if now != {mid: value for mid, value in held.items() if mid not in skip}:
                 self._mark(sid, deadline)
-                out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
+                out[sid] = self._replan(key, st, work)
             else:
                 self._big.found(conn, sid, [(mid, False) for mid, raw, _ts in read if changes.is_big(raw)])
         return out
@@ -216,14 +216,9 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         until ``deadline``. A search waited for it SQLite's whole timeout (10 s) whatever its budget;
         now the reconcile, queued all the same, marks the session with its first write, and until
         it is done every hit on the message is checked against what was embedded (``search._checked``)."""
-        try:
-            self.store.mark_dirty(self.fp, sid, wait=max(0.0, deadline - time.monotonic()))
-        except derived.StoreError as exc:
-            if not exc.locked:
-                raise
-            logger.info("%s: left to the background to mark %s for re-embedding", exc, sid)
-            return False
-        return True
+        return derived.unless_locked(
+            lambda: self.store.mark_dirty(self.fp, sid, wait=max(0.0, deadline - time.monotonic())),
+            f"mark {sid} for re-embedding")
 
     def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
         """Have the sessions in which a search found a message that no longer says what was
@@ -233,22 +228,17 @@ class Indexer(Worker[Work, dict[str, vectors.VectorState]]):
         deadline = time.monotonic() + wait
         queued = {item.session_id for item in self._waiting(key) if item.kind == "reconcile"}
         states = self.store.states(self.fp, [sid for sid in session_ids if sid not in queued])
-        later = {sid: Work(sid, "reconcile", 0, (st.seen_count, st.seen_max_id), key)
+        later = {sid: self._redo(key, st, (st.seen_count, st.seen_max_id))
                  for sid, st in states.items() if st.seen_count >= 0 and not self._mark(sid, deadline)}
         if later:
             self._add(key, later)
 
-    def _queued(self, key: tuple, states: dict[str, vectors.VectorState], work: dict[str, Work]) -> dict[str, Work]:
-        """The scope's queued reconciles of its members, as of the counts now: one ``changed`` or
-        ``_edited`` queued while another process held off its mark is in neither the counts nor
-        embeddings.db, so a plan made from them alone would leave it out, and replace the queue
-        that holds it (``_submit``). An append planned for the session becomes its reconcile."""
-        out = {}
-        for item in self._waiting(key):
-            sid, st = item.session_id, states.get(item.session_id)
-            if item.kind == "reconcile" and st is not None and (sid not in work or work[sid].kind == "append"):
-                out[sid] = Work(sid, "reconcile", 0, work[sid].seen if sid in work else (st.seen_count, st.seen_max_id))
-        return out
+    def _redo(self, key: tuple, state: vectors.VectorState, seen: tuple[int, int]) -> Work:
+        return Work(state.session_id, "reconcile", 0, seen, key)
+
+    def _due(self, item: Work, state: vectors.VectorState) -> bool:
+        # A reconcile checks its session whole by content hash: one done since only finds nothing left to do.
+        return item.kind == "reconcile"
 
     @staticmethod
     def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:

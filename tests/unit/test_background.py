@@ -12,13 +12,13 @@ import pytest
 from project_history_recall import background
 from project_history_recall.background import Step, Stop
 from project_history_recall.files.derived import DerivedFile
-from project_history_recall.hermes.changes import Change
+from project_history_recall.hermes.changes import Change, SessionState
 
 A, B = ("auto", "/a"), ("auto", "/b")
 LONG = 60  # a bound for waits that end as soon as the thread has done its part
 
 
-class Scripted(background.Worker[Change, dict]):
+class Scripted(background.Worker[Change, SessionState]):
     """Works through items as scripted per session (the default: done), once ``gate`` opens."""
 
     thread_name = "phr-test-worker"
