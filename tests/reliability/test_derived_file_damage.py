@@ -325,6 +325,9 @@ def _rewritten(world, work, rows_since: int, args: dict) -> tuple[str, list[int]
     messages rewritten.)"""
     asker = _world(world, work, sessions=6)
     plugin_settings(world.home, index_budget_ms=1000)
+    # The first search starts the indexes; on a busy machine 1 s may not see them finished.
+    call(SEARCH, args, session_id=asker)
+    wait_idle(300)
     assert call(SEARCH, args, session_id=asker)["results"]
     from hermes_state import SessionDB
 
