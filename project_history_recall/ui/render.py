@@ -346,7 +346,7 @@ class Output:
         return self._screen.shown(envfile.scrub_key(text, self._key))
 
     def _write(self, stream, text: str, start: str = "", end: str = "") -> None:
-        stream.write(start + self._safe(text) + end)
+        stream.write(_encodable(stream, start + self._safe(text) + end))
         stream.flush()
 
     def print(self, text: str = "") -> None:
@@ -354,7 +354,10 @@ class Output:
 
     def json(self, response: dict) -> None:
         # default=str: a date a person wrote in config.yaml unquoted is a date to YAML (``consent list``).
-        self.print(json.dumps(response, ensure_ascii=False, indent=2, default=str))
+        text = json.dumps(response, ensure_ascii=False, indent=2, default=str)
+        if _encodable(sys.stdout, text) != text:  # \uXXXX escapes read back as the same JSON
+            text = json.dumps(response, ensure_ascii=True, indent=2, default=str)
+        self.print(text)
 
     def error(self, text: str) -> None:
         self._write(sys.stderr, f"{self._prog}: {text}\n")
@@ -382,3 +385,17 @@ class Output:
 
     def style(self) -> Style:
         return Style.for_stream(sys.stdout, self._screen)
+
+
+def _encodable(stream, text: str) -> str:
+    """``text`` as ``stream`` can write it: a character its encoding lacks (a Latin-1 or ASCII locale,
+    ``PYTHONIOENCODING``, a Windows code page) becomes a backslash escape, as Python writes it on stderr,
+    instead of an error that loses the whole answer."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know cannot have been set on a stream
+        pass
+    return text

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from cli_runs import cli_env, cli_process
+from cli_runs import MODULE, cli_env, cli_process
 from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings, websocket_app
 
 
@@ -224,3 +224,37 @@ def test_a_home_whose_name_is_too_long_is_told(world, work, monkeypatch, capsys,
         assert cli.main([*argv, "--home", str(far)]) == 3, argv
         shown = capsys.readouterr()
         assert "too long" in shown.err and "Internal" not in shown.out + shown.err, (argv, shown)
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_an_output_that_cannot_take_every_character_gets_escapes(world, work, encoding):
+    """The standalone command line with stdout in an encoding that lacks the history's characters (a
+    Latin-1 or ASCII locale, ``PYTHONIOENCODING``, a Windows code page when redirected): every search
+    whose answer held one (Chinese, the quotes around the query, a middle dot) failed whole, "Internal
+    error: UnicodeEncodeError", exit 3, ``--json`` too. Text now shows such a character as a backslash
+    escape, as Python writes stderr, and ``--json`` as ``\\uXXXX``, which reads back unchanged."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "支付回调超时了"), ("assistant", "把 timeout 改成 15 秒 ✓"), cwd=app)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    before = db_digest(world.home / "state.db")
+    env = cli_env(world.home, PYTHONIOENCODING=encoding)
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*MODULE, *argv], env=env, cwd=app, capture_output=True, encoding=encoding, timeout=300)
+
+    shown = run("search", "超时")
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    assert "\\u8d85\\u65f6" in shown.stdout and "15" in shown.stdout, shown.stdout
+    done = run("search", "超时", "--json")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["success"] and "✓" in answer["results"][0]["context"][-1]["text"], answer
+    for argv in (["status"], ["projects"], ["config"]):
+        done = run(*argv)
+        assert done.returncode == 0 and "Internal" not in done.stderr, (argv, done.stderr)
+    assert db_digest(world.home / "state.db") == before
+
