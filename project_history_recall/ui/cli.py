@@ -36,7 +36,7 @@ from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
-from . import consent_words, demo, edge, render
+from . import consent_words, demo, edge, render, terminal
 from .arguments import DESCRIPTION, Parser, setup_parser
 
 # A person running one search waits for the model and index (the agent's tool
@@ -274,7 +274,7 @@ LONG_INDEX_S = 30
 
 def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
     """``indexing.run`` with a progress bar on a terminal, and a line now and then elsewhere."""
-    terminal = sys.stderr.isatty()
+    on_terminal = terminal.is_terminal(sys.stderr)
     drawn = []
     last = time.monotonic()
 
@@ -282,7 +282,7 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
         nonlocal last
         rate = p.chunks / p.embed_seconds if p is not None and p.embed_seconds else 0.0
         counts = (done, total, p.messages if p else 0, p.chunks if p else 0, rate)
-        if terminal:
+        if on_terminal:
             columns = shutil.get_terminal_size().columns
             run.out.progress(render.progress_bar(f"{name} ({stage})", *counts, columns=columns))
             drawn.append(True)
@@ -359,7 +359,7 @@ def cmd_consent(run: _Run) -> int:
 
     def confirm(described: dict) -> bool:
         """The yes/no question, asked only on a terminal."""
-        if not sys.stdin.isatty():
+        if not terminal.is_terminal(sys.stdin):
             raise UsageError(f"nothing recorded: add --yes to agree without a prompt "
                              f"({described['would_send']['messages']:,} messages of "
                              f"'{described['project']['name']}' to {described['service']})")

@@ -31,7 +31,7 @@ class Style:
 
     @classmethod
     def for_stream(cls, stream, screen: terminal.Screen) -> "Style":
-        return cls(screen if stream.isatty() and os.environ.get("NO_COLOR") is None else None)
+        return cls(screen if terminal.is_terminal(stream) and os.environ.get("NO_COLOR") is None else None)
 
     def _sgr(self, code: str, text: str) -> str:
         return f"{self.screen.sgr(code)}{text}{self.screen.sgr('0')}" if self.screen else text
@@ -346,6 +346,8 @@ class Output:
         return self._screen.shown(envfile.scrub_key(text, self._key))
 
     def _write(self, stream, text: str, start: str = "", end: str = "") -> None:
+        if stream is None:  # closed when the command started (`>&-`): Python's own print writes nothing then
+            return
         stream.write(_encodable(stream, start + self._safe(text) + end))
         stream.flush()
 

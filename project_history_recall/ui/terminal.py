@@ -18,6 +18,12 @@ import secrets
 _UNSAFE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+def is_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal; a stream closed when the command started (``<&-``, ``2>&-``) is
+    None in Python, and no terminal."""
+    return stream is not None and stream.isatty()
+
+
 def shown(text: str) -> str:
     """``text`` with every character that acts on a terminal, or reorders what it shows, escaped."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -258,3 +258,39 @@ def test_an_output_that_cannot_take_every_character_gets_escapes(world, work, en
         assert done.returncode == 0 and "Internal" not in done.stderr, (argv, done.stderr)
     assert db_digest(world.home / "state.db") == before
 
+
+def test_standard_streams_closed_when_the_command_starts(world, work, server):
+    """The command line started with stdin, stdout or stderr closed (``<&-``, ``>&-``, ``2>&-``: a
+    daemon's or cron's job, a script that closed them), where Python makes the stream None. ``consent
+    grant`` read stdin to tell a terminal, and failed "Internal error: AttributeError", exit 3; so did
+    ``search`` with stdout closed, after searching; ``index`` with stderr closed failed as it started,
+    and its error, written to the closed stream, raised again: the run died with exit 1 (the code for
+    "nothing done") and no word. A closed stdin is now no terminal (consent needs ``--yes``, as from a
+    pipe), and what is written to a closed stream goes nowhere, as Python's own ``print`` does: each
+    command does its work and answers with its own exit code."""
+    from hermes_world import remote_settings
+
+    app, _asker = websocket_app(world, work)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    env = cli_env(world.home)
+    before = db_digest(world.home / "state.db")
+
+    def closed(redirect: str, *argv: str) -> subprocess.CompletedProcess:
+        script = f"exec {shlex.join(MODULE + list(argv))} {redirect}"
+        return subprocess.run(["sh", "-c", script], env=env, cwd=app, capture_output=True, text=True, timeout=300)
+
+    for redirect, argv, code in (("<&-", ["search", "websocket"], 0), (">&-", ["search", "websocket"], 0),
+                                 ("2>&-", ["search", "nothing-like-this"], 1), (">&-", ["status"], 0),
+                                 ("2>&-", ["index"], 0), ("2>&-", ["index", "--all"], 0), (">&-", ["index"], 0)):
+        done = closed(redirect, *argv)
+        assert done.returncode == code and "Internal" not in done.stdout + done.stderr, (redirect, argv, done)
+    remote_settings(world.home, server)
+    (world.home / ".env").write_text("PHR_TEST_KEY=sk-phr-test-closed-stdin\n", encoding="utf-8")
+    settings = (world.home / PLUGIN_KEY / "config.yaml").read_text(encoding="utf-8")
+    done = closed("<&-", "consent", "grant")
+    assert done.returncode == 2 and "--yes" in done.stderr and "Internal" not in done.stderr, done
+    assert (world.home / PLUGIN_KEY / "config.yaml").read_text(encoding="utf-8") == settings
+    assert server.count() == 0
+    assert db_digest(world.home / "state.db") == before
