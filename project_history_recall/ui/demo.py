@@ -174,9 +174,18 @@ def ensure(root: Path | None = None) -> tuple[dict, bool]:
     Built in a child process, so Hermes's import-time files land in the demo
     home and never in a real one; one process at a time builds (a lock file)."""
     from ..errors import DataError
-    from ..files.locks import FileLock
 
     root = root or demo_root()
+    try:
+        return _ensured(root)
+    except OSError as exc:  # the cache folder a file, not writable, the disk full
+        raise DataError(f"could not build the demo home in {root}: {exc.strerror or exc}") from None
+
+
+def _ensured(root: Path) -> tuple[dict, bool]:
+    from ..errors import DataError
+    from ..files.locks import FileLock
+
     root.mkdir(parents=True, exist_ok=True)
     recipe = _recipe()
     with FileLock(root / ".lock"):

@@ -294,3 +294,23 @@ def test_standard_streams_closed_when_the_command_starts(world, work, server):
     assert (world.home / PLUGIN_KEY / "config.yaml").read_text(encoding="utf-8") == settings
     assert server.count() == 0
     assert db_digest(world.home / "state.db") == before
+
+
+def test_a_cache_folder_the_demo_cannot_be_made_in_is_told(tmp_path):
+    """``quickstart`` with no Hermes home builds the demo under ``$XDG_CACHE_HOME``; that folder a
+    file (or one the demo's folder cannot be made in) answered "Internal error: NotADirectoryError",
+    the code of a bug. It is now the one-line data error of a demo that cannot be built, naming the
+    folder, exit 3, ``--json`` too; the file is left as it was."""
+    user = tmp_path / "new-user"
+    user.mkdir()
+    cache = tmp_path / "cache"
+    cache.write_text("a file, not a folder\n", encoding="utf-8")
+    env = cli_env(HOME=str(user), XDG_CACHE_HOME=str(cache))
+    done = cli_process("quickstart", "websocket", cwd=tmp_path, env=env)
+    assert done.returncode == 3 and done.stdout == "", done
+    assert len(done.stderr.strip().splitlines()) == 1 and "Internal" not in done.stderr, done.stderr
+    assert "could not build the demo home" in done.stderr and str(cache) in done.stderr, done.stderr
+    answer = json.loads(cli_process("quickstart", "--json", cwd=tmp_path, env=env).stdout)
+    assert answer["success"] is False and answer["outcome"] == "data" and answer["error_code"] != "internal", answer
+    assert cache.read_text(encoding="utf-8") == "a file, not a folder\n"
+    assert not (user / ".hermes").exists()
