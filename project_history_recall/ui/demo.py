@@ -122,7 +122,10 @@ MARKER = "demo.json"  # beside home/ and work/: what was built, and from what
 
 
 def demo_root() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    # The XDG spec has a relative XDG_CACHE_HOME ignored: taken, it built the demo in whatever folder
+    # the command ran in, and the commands printed for later named it relative to that folder.
+    cache = os.environ.get("XDG_CACHE_HOME") or ""
+    base = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
     return base / "project-history-recall" / "demo"
 
 

@@ -314,3 +314,20 @@ def test_a_cache_folder_the_demo_cannot_be_made_in_is_told(tmp_path):
     assert answer["success"] is False and answer["outcome"] == "data" and answer["error_code"] != "internal", answer
     assert cache.read_text(encoding="utf-8") == "a file, not a folder\n"
     assert not (user / ".hermes").exists()
+
+
+def test_a_relative_cache_folder_is_ignored_as_the_xdg_spec_says(tmp_path):
+    """``XDG_CACHE_HOME=cache`` (relative, which the XDG spec has ignored): ``quickstart`` built the demo
+    home in whatever folder it ran in, and the commands it printed named it relative to that folder,
+    so they failed pasted anywhere else. The demo is now built under ``~/.cache``, nothing is made
+    where the command ran, and the printed commands name it whole."""
+    user, here = tmp_path / "new-user", tmp_path / "here"
+    user.mkdir()
+    here.mkdir()
+    env = cli_env(HOME=str(user), XDG_CACHE_HOME="cache")
+    done = cli_process("quickstart", "websocket", cwd=here, env=env)
+    assert done.returncode == 0, done.stderr
+    assert list(here.iterdir()) == []
+    root = user / ".cache" / "project-history-recall" / "demo"
+    assert (root / "demo.json").is_file()
+    assert f"--home {root / 'home'}" in done.stdout and "recall status /" in done.stdout, done.stdout
