@@ -97,7 +97,9 @@ def _folder(value: str | None) -> str:
             return os.getcwd()
         except OSError:  # deleted (or moved away from) since the shell entered it
             raise UsageError("the folder this runs in no longer exists: cd to one, or give --dir FOLDER") from None
-    folder = _expanded(Path(value)).absolute()
+    # Lexically, as a shell's cd and Hermes's projects_db read a folder: ``absolute()`` kept the ``..`` of
+    # ``--dir ../app``, and that spelling is no project's folder.
+    folder = Path(os.path.abspath(_expanded(Path(value))))
     if not folder.is_dir():
         raise UsageError(f"no such folder: {value}" if not folder.exists() else f"not a folder: {value}")
     return str(folder)

@@ -331,3 +331,24 @@ def test_a_relative_cache_folder_is_ignored_as_the_xdg_spec_says(tmp_path):
     root = user / ".cache" / "project-history-recall" / "demo"
     assert (root / "demo.json").is_file()
     assert f"--home {root / 'home'}" in done.stdout and "recall status /" in done.stdout, done.stdout
+
+
+def test_a_folder_named_with_dot_dot_is_the_folder_it_names(world, work):
+    """``--dir ../app`` (and ``status ../app``, ``index ../app``) from a folder beside App's: the
+    command line made the folder absolute but kept its ``..``, and ``…/sib/../app`` is no project's
+    folder, so it searched an automatic project of nothing ("in no project"). The folder is now read
+    as a shell's ``cd`` and Hermes's ``projects_db`` read it, ``..`` taken out: App, as from inside it."""
+    app, _asker = websocket_app(world, work)
+    beside = work / "sib"
+    beside.mkdir()
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    env = cli_env(world.home)
+    done = cli_process("search", "websocket", "--dir", "../app", "--json", env=env, cwd=beside)
+    answer = json.loads(done.stdout)
+    assert answer["success"] and answer["project"]["name"] == "App" and answer["results"], answer
+    status = json.loads(cli_process("status", "../app", "--json", env=env, cwd=beside).stdout)
+    assert status["project"]["name"] == "App", status
+    indexed = cli_process("index", "../app", env=env, cwd=beside)
+    assert indexed.returncode == 0 and "no project" not in indexed.stderr, indexed.stderr
