@@ -276,7 +276,7 @@ LONG_INDEX_S = 30
 
 def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool = False) -> dict:
     """``indexing.run`` with a progress bar on a terminal, and a line now and then elsewhere."""
-    on_terminal = terminal.is_terminal(sys.stderr)
+    on_terminal = terminal.takes_escapes(sys.stderr)
     drawn = []
     last = time.monotonic()
 

@@ -10,6 +10,7 @@ the same escape inside a JSON string reads back as the very character, so JSON s
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 
@@ -22,6 +23,12 @@ def is_terminal(stream) -> bool:
     """Whether ``stream`` is a terminal; a stream closed when the command started (``<&-``, ``2>&-``) is
     None in Python, and no terminal."""
     return stream is not None and stream.isatty()
+
+
+def takes_escapes(stream) -> bool:
+    """Whether ``stream`` is a terminal that reads escape sequences: ``TERM=dumb`` (Emacs's shell, some
+    CI consoles) says it does not, and Hermes's own colours (``hermes_cli.colors``) stay off there."""
+    return is_terminal(stream) and os.environ.get("TERM") != "dumb"
 
 
 def shown(text: str) -> str:

@@ -40,6 +40,28 @@ def test_search_in_a_terminal_highlights_and_links(home, work):
     assert code == 1 and "Nothing found" in plain(out)
 
 
+
+def test_a_dumb_terminal_gets_no_escape_sequences(home, work):
+    """``TERM=dumb`` (Emacs's shell, some CI consoles) shows an escape sequence as the characters it
+    is: Hermes keeps its colours off there (``hermes_cli.colors``), but the plugin coloured its cards
+    and drew ``index``'s progress bar with ``\r`` and ``ESC[K``. Now neither: « » marks the words found,
+    and ``index`` writes a line now and then, as into a log."""
+    w = World(home)
+    app = work / "app"
+    app.mkdir()
+    w.project("App", app)
+    w.session(("user", "the websocket reconnect loop is flaky"), cwd=app, title="Fix websocket")
+    w.close()
+    plugin_settings(home, semantic=False)
+    env = {**terminal_env(home), "TERM": "dumb"}
+    code, out = run_in_terminal(["search", "websocket", "--dir", str(app), "--mode", "keyword"], env)
+    assert code == 0 and "«websocket»" in out, out
+    code, indexed = run_in_terminal(["index", "--all"], env)
+    assert code == 0, indexed
+    for shown in (out, indexed):
+        assert "\x1b" not in shown and "\r" not in shown.replace("\r\n", ""), shown
+
+
 # What pasted logs and fetched pages hold, each raw on a terminal doing more than showing text.
 HOSTILE = ("\x1b[2J\x1b[H"  # clears the screen
            "\x1b]0;pwned\x07"  # sets the window title (and the BEL rings)
