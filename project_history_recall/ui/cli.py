@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
-from ..errors import EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
+from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
 from ..hermes import paths
 from ..hermes.host import Caller
@@ -404,8 +404,11 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # The reader stopped early (`… | head`): what it wanted was printed. Python would report the
         # pipe again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        render.silence(sys.stdout)
         return EXIT_FOUND
+    except render.OutputLost as exc:  # not a bug of ours: said where it still can be
+        out.error(f"could not write the answer to the standard output: {exc}")
+        return EXIT_DATA
     except Exception as exc:  # a PluginError raised before the library was called (a bad --dir), or a bug
         return run.emit(edge.failure(home, exc, f"{prog} {args.recall_command}"), render.format_message)
 

@@ -331,6 +331,24 @@ def scrubbed(home: Path, text: str) -> str:
     return terminal.shown(config.scrub_configured(home, text))
 
 
+class OutputLost(Exception):
+    """A write to stdout refused by the file behind it (a full disk, a quota, an I/O error): what the
+    command had to say is lost, whatever it did."""
+
+    def __init__(self, cause: OSError):
+        super().__init__(cause.strerror or str(cause))
+
+
+def silence(stream) -> None:
+    """Point ``stream``'s file at /dev/null, once it refused a write or its reader left, so that
+    Python's flush at exit does not fail on the same bytes again and print a traceback."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, stream.fileno())
+    finally:
+        os.close(null)
+
+
 class Output:
     """The one place the command line writes to stdout and stderr, so neither the key scrub nor
     the escaping of control characters can be missed: the key is looked up once per command
@@ -348,8 +366,17 @@ class Output:
     def _write(self, stream, text: str, start: str = "", end: str = "") -> None:
         if stream is None:  # closed when the command started (`>&-`): Python's own print writes nothing then
             return
-        stream.write(_encodable(stream, start + self._safe(text) + end))
-        stream.flush()
+        try:
+            stream.write(_encodable(stream, start + self._safe(text) + end))
+            stream.flush()
+        except BrokenPipeError:
+            raise  # the reader stopped early (`… | head`): the command line ends quietly
+        except OSError as exc:
+            # A full disk, a quota, an I/O error. Without its progress and notes the command can still
+            # do its work and end with its own code; without its answer it has nothing to give.
+            silence(stream)
+            if stream is sys.stdout:
+                raise OutputLost(exc) from exc
 
     def print(self, text: str = "") -> None:
         self._write(sys.stdout, text + "\n")

@@ -296,6 +296,38 @@ def test_standard_streams_closed_when_the_command_starts(world, work, server):
     assert db_digest(world.home / "state.db") == before
 
 
+def test_an_answer_the_disk_refuses_is_told_on_stderr(world, work):
+    """stdout on a full disk (``> /dev/full``; a quota or an I/O error alike): the search was done, its
+    answer refused, and the run said "Internal error: OSError", a bug of ours to a person whose disk is
+    full. It now says on stderr that the answer could not be written, and why, with the data-error code
+    3; what goes to a stderr that refuses is dropped, and the command does its work (``index``) and ends
+    with its own code."""
+    app, _asker = websocket_app(world, work)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    env = cli_env(world.home)
+    before = db_digest(world.home / "state.db")
+
+    def full(redirect: str, *argv: str) -> subprocess.CompletedProcess:
+        script = f"exec {shlex.join(MODULE + list(argv))} {redirect}"
+        return subprocess.run(["sh", "-c", script], env=env, cwd=app, capture_output=True, text=True, timeout=300)
+
+    done = full("2> /dev/full", "index")
+    assert done.returncode == 0 and "Keyword index: 1 of 2 sessions brought up to date" in done.stdout, done
+    for argv in (["search", "websocket"], ["search", "websocket", "--json"], ["status"], ["projects", "--json"]):
+        done = full("> /dev/full", *argv)
+        assert done.returncode == 3, (argv, done)
+        assert done.stderr.strip().endswith("could not write the answer to the standard output: No space left on "
+                                            "device"), (argv, done.stderr)
+        assert "Internal" not in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
+    told = full("", "search", "websocket", "--project", "No such project")  # told on stderr
+    done = full("2> /dev/full", "search", "websocket", "--project", "No such project")
+    assert told.stderr and done.returncode == told.returncode != 0 and done.stdout == told.stdout, (told, done)
+    assert cli_process("search", "websocket", "--json", env=env, cwd=app).returncode == 0
+    assert db_digest(world.home / "state.db") == before
+
+
 def test_a_cache_folder_the_demo_cannot_be_made_in_is_told(tmp_path):
     """``quickstart`` with no Hermes home builds the demo under ``$XDG_CACHE_HOME``; that folder a
     file (or one the demo's folder cannot be made in) answered "Internal error: NotADirectoryError",
