@@ -33,6 +33,20 @@ def register(ctx) -> None:
         ctx.register_hook("on_session_start", warmup.on_session_start)
     ctx.register_skill("recall", Path(__file__).parent / "skills" / "recall" / "SKILL.md",
                        description="Recall earlier sessions of this project and cite them")
+    # Hermes 0.22 imports a directory install anew at every forced rediscovery (a plugin installed or
+    # enabled while a gateway or the TUI runs) and unloads the copy it replaces, which kept its model,
+    # vectors and indexes in memory (about 50 MB a time) for as long as the process lived. A pip
+    # install is not imported again: its one copy goes on serving, so it keeps what it holds.
+    if callable(getattr(ctx, "on_unload", None)) and __name__.startswith("hermes_plugins."):
+        ctx.on_unload(_let_go)
+
+
+def _let_go() -> None:
+    from .home import Home
+    from .semantic import embedders
+
+    Home.forget_every()
+    embedders.forget()
 
 
 def _recall(args) -> None:

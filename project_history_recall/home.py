@@ -45,6 +45,13 @@ class Home:
         with cls._homes_lock:
             return list(cls._homes.values())
 
+    @classmethod
+    def forget_every(cls) -> None:
+        """Let go of every home, and what its slots keep (a copy of the plugin Hermes unloaded:
+        see ``register``). A background thread finishes the work it has in hand, then ends."""
+        with cls._homes_lock:
+            cls._homes.clear()
+
     def __init__(self, path: Path):
         self.path = path
         self.state_db = paths.state_db_path(path)

@@ -13,7 +13,7 @@ from contextlib import closing
 import pytest
 
 from cli_runs import HERMES_BIN, cli_process
-from hermes_world import PLUGIN_KEY, World, call, enable_plugin, only_on
+from hermes_world import PLUGIN_KEY, World, call, enable_plugin, only_on, plugin_module
 
 OUR_TOOLS = {"project_history_search", "project_session_move"}
 PLATFORMS = ("cli", "telegram", "discord", "slack", "cron")
@@ -114,6 +114,30 @@ def test_directory_install_loads_and_dispatches(home, work):
     w.close()
     res = call("project_history_search", {"query": "websocket"}, session_id=asker)
     assert res["success"] and res["results"]
+
+
+@only_on((0, 22), "0.22 imports a directory install anew at each forced rediscovery and unloads the copy it replaces")
+def test_a_copy_hermes_replaces_lets_go_of_its_model_and_homes(world, home, work):
+    """A gateway that installs or enables any plugin while it runs rediscovers them all; the copy of
+    ours it replaced kept its model, vectors and indexes in memory for good (about 50 MB each time)."""
+    import sys
+
+    from hermes_cli import plugins
+
+    (work / "d").mkdir()
+    world.project("D", work / "d")
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=work / "d")
+    asker = world.session(cwd=work / "d")
+    enable_plugin(home)
+    for round in range(3):
+        res = call("project_history_search", {"query": "websocket", "mode": "hybrid"}, session_id=asker)
+        assert res["success"] and res["semantic_status"] == "ready" and res["results"], res
+        package = sys.modules[plugin_module("home").__name__.removesuffix(".home")]
+        held = (package.home.Home, sys.modules[f"{package.__name__}.semantic.embedders"])
+        assert held[0].every() and held[1]._cache
+        plugins.discover_plugins(force=True)
+        assert plugin_module("home").Home is not held[0], "Hermes did not import the plugin anew"
+        assert not held[0].every() and not held[1]._cache, f"round {round}: the replaced copy keeps what it held"
 
 
 def test_pip_install_loads_through_the_entry_point(installed, tmp_path):

@@ -130,6 +130,13 @@ def load(settings: Settings, wait: float | None = None) -> Embedder | None:
         return _cache.get(key)
 
 
+def forget() -> None:
+    """Let go of the loaded models (a copy of the plugin Hermes unloaded: see ``register``)."""
+    with _lock:
+        _cache.clear()
+        _failures.clear()
+
+
 def stored_fingerprint(embedder: Embedder, store) -> str | None:
     """The fingerprint an embedder that learns its size (one with ``fingerprint_parts``) stored
     its vectors under in an earlier process, while its size is not known yet in this one
