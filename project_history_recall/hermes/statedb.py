@@ -60,9 +60,11 @@ class Shape:
         return f"COALESCE({alias}.display_kind, '') != 'hidden'" if self.has_display_kind else "1"
 
 
+# Every column a search reads whatever the release: one a later Hermes dropped is told as a layout
+# this plugin does not know, not as "no such column" from the middle of a search.
 _REQUIRED = {
-    "sessions": {"id", "cwd", "git_repo_root", "parent_session_id", "started_at", "title"},
-    "messages": {"id", "session_id", "role", "content", "timestamp"},
+    "sessions": {"id", "cwd", "git_repo_root", "parent_session_id", "started_at", "title", "source", "message_count"},
+    "messages": {"id", "session_id", "role", "content", "timestamp", "tool_calls", "tool_name"},
 }
 
 

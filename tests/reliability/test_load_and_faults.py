@@ -258,6 +258,34 @@ def test_state_db_faults_give_clear_errors(home, work):
         assert "Traceback" not in res["error"]
 
 
+@pytest.mark.parametrize("table, column", [("sessions", "source"), ("sessions", "message_count"),
+                                           ("messages", "tool_calls"), ("messages", "tool_name")])
+def test_a_column_a_search_reads_dropped_by_a_later_hermes_is_told_as_the_layout(world, work, table, column):
+    """Each of these was read by every search but not checked for: "Reading state.db failed: no such
+    column", the catch-all code, where a layout the plugin does not know has its own."""
+    app = work / "app"
+    app.mkdir()
+    asker = world.session(("user", "websocket reconnect"), cwd=app)
+    world.session(("user", "websocket backoff"), cwd=app, title="backoff")
+    world.close()
+    enable_plugin(world.home)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:  # what names the column goes first
+        for kind, name in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('index', 'trigger', 'view') "
+                                       "AND sql LIKE ?", (f"%{column}%",)).fetchall():
+            conn.execute(f"DROP {kind} {name}")
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.commit()
+    checkpoint(world.home)
+    before = db_digest(world.home / "state.db")
+    answers = [call("project_history_search", {"query": "websocket", "mode": mode}, session_id=asker)
+               for mode in ("keyword", "hybrid", "semantic")]
+    answers.append(call("project_session_move", {"project": str(app), "session": "backoff"}, session_id=asker))
+    for res in answers:
+        assert res["success"] is False and res["error_code"] == "schema", res
+        assert f"{table} lacks {column}" in res["error"], res
+    assert db_digest(world.home / "state.db") == before
+
+
 def test_a_damaged_page_in_a_real_state_db(world, work):
     app = work / "app"
     app.mkdir()
