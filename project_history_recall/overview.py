@@ -15,6 +15,7 @@ from .hermes import paths
 from .hermes.host import Caller
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
+from .keyword import engine as keyword
 from .move import finish_interrupted
 from .results import link, warnings_field, when
 from .scope import sessionref
@@ -30,7 +31,9 @@ def status(home: Path, caller: Caller) -> dict:
         with reading(paths.state_db_path(home)) as (conn, _shape):
             scope = resolve_scope(home, conn, caller, include_current=True)
             row = scope.caller_facts
-            outcome = semantic.report(home, config.load(home), conn, scope)
+            settings = config.load(home)
+            words = keyword.report(home, settings, conn, scope.members)
+            outcome = semantic.report(home, settings, conn, scope)
             mode = journal_mode(conn)
     except PluginError as exc:
         return exc.envelope()
@@ -44,6 +47,7 @@ def status(home: Path, caller: Caller) -> dict:
         "attributed_by": scope.attribution.via,
         "sessions_in_scope": len(scope.session_ids),
         "messages_in_scope": scope.message_estimate,
+        **words,
         **outcome.fields(),
         "journal_mode": mode,
         **warnings_field(scope.warnings),

@@ -41,8 +41,6 @@ from .settings import MAX_CONTEXT, MAX_LIMIT, MODES
 if TYPE_CHECKING:
     import numpy as np
 
-    from .keyword.textindex import Lookup
-
 logger = logging.getLogger(__name__)
 
 # Candidates each engine brings to the fusion (LoCoMo-tuned: the semantic
@@ -281,7 +279,7 @@ def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: d
 
 
 def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]], searched_with: str,
-             outcome: semantic.Outcome) -> dict:
+             outcome: semantic.Outcome, warnings: tuple[str, ...]) -> dict:
     home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
@@ -315,7 +313,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "journal_mode": journal_mode(conn),
         "profile": profile,
     }
-    response.update(results.warnings_field(scope.warnings))
+    response.update(results.warnings_field(scope.warnings + warnings))
     if scope.excluded_lineage:
         response["current_session_excluded"] = True
     if out:
@@ -388,14 +386,16 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     return orderwords.behind(hits, follow)
 
 
-def _search(req: SearchRequest, ctx: SearchContext) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome]:
-    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome)."""
-    ranked, reserved, searched_with, outcome = _ranked(req, ctx)
+def _search(req: SearchRequest, ctx: SearchContext
+            ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, tuple[str, ...]]:
+    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome; the
+    keyword side's warnings, ``keyword.Source.warnings``, when it ran)."""
+    ranked, reserved, searched_with, outcome, source = _ranked(req, ctx)
     groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
     if searched_with == "keyword+semantic":
         groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
         groups = _led(groups, ranked, outcome)
-    return groups, searched_with, outcome
+    return groups, searched_with, outcome, source.warnings() if searched_with != "semantic" else ()
 
 
 def _led(groups: list[sessions.Group[Hit]], ranked: list[Hit], outcome: semantic.Outcome
@@ -437,29 +437,31 @@ def _standouts(outcome: semantic.Outcome, count: int) -> list[str]:
     return [sid for sid, hit in best.items() if hit.message_id in high]
 
 
-def _topped_up(req: SearchRequest, ctx: SearchContext, lookup: Lookup | None,
+def _topped_up(req: SearchRequest, ctx: SearchContext, source: keyword.Source,
                hits: list[Hit]) -> list[Hit]:
     """A keyword search's ``hits`` as ranked, and when they hold fewer than ``req.limit`` sessions, the
     best of the others by the question's stop words after them (``keyword.topped_up``): after the
     lifts, so that none of those comes before a session the question's own words found."""
-    return keyword.topped_up(ctx, hits, KEYWORD_SCORED, lookup, req.limit)
+    return keyword.topped_up(ctx, hits, KEYWORD_SCORED, source, req.limit)
 
 
-def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str], str, semantic.Outcome]:
+def _ranked(req: SearchRequest, ctx: SearchContext
+            ) -> tuple[list[Hit], list[str], str, semantic.Outcome, keyword.Source]:
     """(hits best first, enough of them for ``req.limit`` sessions; the sessions reserved a place
-    among them (``sessions.by_session``); engines used; the semantic outcome). With the semantic
-    engine's hits, the list ends at the last hit that decides those sessions."""
+    among them (``sessions.by_session``); engines used; the semantic outcome; where the keyword side
+    looked its terms up). With the semantic engine's hits, the list ends at the last hit that
+    decides those sessions."""
     settings = ctx.settings
-    lookup = keyword.own_index(ctx)
+    source = keyword.own_index(ctx)
     windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        return _topped_up(req, ctx, lookup, _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, lookup))), \
-            [], "keyword", outcome
+        return _topped_up(req, ctx, source, _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, source))), \
+            [], "keyword", outcome, source
     # In hybrid mode the characters of the question's words count where the semantic side backs
     # the message (``fusion.backed``), so they are looked up too.
-    found = None if req.mode == "semantic" else keyword.find(ctx, lookup, gated=req.mode == "hybrid")
+    found = None if req.mode == "semantic" else keyword.find(ctx, source, gated=req.mode == "hybrid")
     kw_all = found.hits(KEYWORD_SCORED) if found is not None else []
     # The keyword engine's ranking as keyword mode has it: the candidates are its first, so that a
     # time the question names counts in choosing them (once: they keep their own scores, and the
@@ -471,11 +473,11 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     outcome = semantic.run(ctx, wanted, candidates=chosen, evidence=req.mode == "hybrid" and settings.fusion != "rrf")
     if not outcome.usable:
         if req.mode == "semantic":
-            kw_all = keyword.search(ctx, KEYWORD_SCORED, lookup)
+            kw_all = keyword.search(ctx, KEYWORD_SCORED, source)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        return _topped_up(req, ctx, lookup, _lifted(req, settings, windows, kw_all)), [], "keyword", outcome
+        return _topped_up(req, ctx, source, _lifted(req, settings, windows, kw_all)), [], "keyword", outcome, source
     if req.mode == "semantic":
-        return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome
+        return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome, source
     near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)
     credited = found.backed(fusion.backed(outcome.similarity, outcome.background), near) \
         if found is not None else None
@@ -504,7 +506,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext) -> tuple[list[Hit], list[str
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
                                   + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
-    return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome
+    return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome, source
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:
@@ -547,7 +549,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
                                 Once(conn, shape, paths.state_db_path(home)))
-            groups, searched_with, outcome = _search(req, ctx)
+            groups, searched_with, outcome, warnings = _search(req, ctx)
             if left_scope(home, conn, scope, [g.session_id for g in groups]):
                 # A session found has left the project since the sessions were last read whole (Hermes
                 # moved or archived it): its messages are not this project's to show. Once more, on
@@ -555,7 +557,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                       include_current=req.include_current_session)
                 ctx = dataclasses.replace(ctx, scope=scope, counts=Once(conn, shape, paths.state_db_path(home)))
-                groups, searched_with, outcome = _search(req, ctx)
-            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome), note)
+                groups, searched_with, outcome, warnings = _search(req, ctx)
+            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome, warnings), note)
     except PluginError as exc:
         return exc.envelope()

@@ -31,6 +31,7 @@ import json
 import logging
 import sqlite3
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection
 
 from ..files import derived
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..context import SearchContext
+    from ..settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -241,35 +243,78 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     return concepts
 
 
-def own_index(ctx: SearchContext) -> textindex.Lookup | None:
-    """The plugin's own keyword index for this scope, when it is current (brought
-    up to date here if only a little is missing); None: use Hermes's indexes."""
+@dataclass
+class Source:
+    """Where a search's keyword side looks its terms up: the plugin's own index (``lookup``: the
+    scope is current there), else Hermes's indexes, ``instead`` saying why when the plugin's index
+    could not be used (None: it answers, or the settings turned it off)."""
+
+    lookup: textindex.Lookup | None = None
+    instead: str | None = None
+
+    def failed(self, exc: derived.StoreError) -> None:
+        """The plugin's index failed under the search: Hermes's indexes answer the rest of it."""
+        logger.warning("keyword index unavailable: %s", exc)
+        self.lookup, self.instead = None, f"could not be used: {exc}"
+
+    def warnings(self) -> tuple[str, ...]:
+        """The response's warning when Hermes's indexes answered for the plugin's: they find
+        Chinese words of one or two characters only by reading the scope, and rank otherwise."""
+        if self.instead is None:
+            return ()
+        return (f"keyword index {self.instead}; keyword results come from Hermes's own indexes meanwhile, "
+                "weaker on Chinese",)
+
+
+def own_index(ctx: SearchContext) -> Source:
+    """The plugin's own keyword index for this scope, when it is current (brought up to date
+    here if only a little is missing); else Hermes's indexes answer (``Source``)."""
     if not ctx.settings.keyword_index:
-        return None
+        return Source()
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
         states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts,
                               wait=ctx.settings.index_budget_ms / 1000.0)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
-        # A full disk, an unwritable folder: Hermes's indexes answer instead.
+        # A full disk, an unwritable folder, a FIFO at its path: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)
-        return None
-    if states is None:
-        return None
+        return Source(instead=f"could not be used: {exc}")
+    if isinstance(states, textindex.Pending):
+        return Source(instead=states.why())
     filters = ctx.filters
-    return textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
-                                filters.since, filters.until)
+    return Source(textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
+                                       filters.since, filters.until))
 
 
-def search(ctx: SearchContext, limit: int, lookup: textindex.Lookup | None = None) -> list[Hit]:
-    """The best ``limit`` messages of the context's scope. With ``lookup`` (``own_index``:
-    the scope is current in the plugin's own index) terms are looked up there, when it
-    can answer them all."""
-    return find(ctx, lookup).hits(limit)
+def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: list[str]) -> dict:
+    """The ``status`` command's fields for the plugin's keyword index of ``members``, as
+    ``keyword_status`` (``ready``, ``indexing``, ``disabled``, ``unavailable``), ``keyword_index``
+    (sessions, those current) and ``keyword_reason``; nothing is indexed."""
+    if not settings.keyword_index:
+        return {"keyword_status": "disabled",
+                "keyword_reason": "the plugin's keyword index is turned off in the settings ('keyword_index: false'); "
+                                  "Hermes's own indexes answer"}
+    try:
+        states = textindex.keeper(home).report(conn, members)
+    except (derived.StoreError, sqlite3.Error, OSError) as exc:
+        return {"keyword_status": "unavailable",
+                "keyword_reason": f"{exc}; Hermes's own indexes answer meanwhile, weaker on Chinese"}
+    if isinstance(states, textindex.Pending):
+        return {"keyword_status": "indexing", "keyword_index": {"sessions": states.sessions,
+                                                                "sessions_indexed": states.current},
+                "keyword_reason": "the next search builds the rest in the background (Hermes's own indexes "
+                                  "answer meanwhile), or run the 'index' command"}
+    return {"keyword_status": "ready", "keyword_index": {"sessions": len(members), "sessions_indexed": len(members)}}
 
 
-def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex.Lookup | None,
+def search(ctx: SearchContext, limit: int, source: Source | None = None) -> list[Hit]:
+    """The best ``limit`` messages of the context's scope, looked up where ``source``
+    (``own_index``) says: the plugin's index when it can answer all the terms."""
+    return find(ctx, source).hits(limit)
+
+
+def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, source: Source | None,
               sessions: int) -> list[Hit]:
     """``hits`` (the question's best ``limit``), and when they hold some but fewer than ``sessions``
     sessions, the best ``limit`` messages of the others by the question's stop words after them
@@ -281,7 +326,7 @@ def topped_up(ctx: SearchContext, hits: list[Hit], limit: int, lookup: textindex
     stop = querytext.stop_words(ctx.query)
     if stop.empty:
         return hits
-    return filled(hits, find(replace(ctx, query=stop), lookup).hits(limit))
+    return filled(hits, find(replace(ctx, query=stop), source).hits(limit))
 
 
 def filled(hits: list[Hit], others: list[Hit]) -> list[Hit]:
@@ -298,21 +343,21 @@ def filled(hits: list[Hit], others: list[Hit]) -> list[Hit]:
     return hits + [replace(h, score=floor / 2 * max(h.score, 0.0) / top) for h in rest]
 
 
-def find(ctx: SearchContext, lookup: textindex.Lookup | None = None, gated: bool = False) -> Ranking:
+def find(ctx: SearchContext, source: Source | None = None, gated: bool = False) -> Ranking:
     """The query's terms looked up in the context's scope, to be ranked (``Ranking.hits``);
-    ``lookup`` as in ``search``. ``gated``: the ``backed_characters`` of the words the scope
+    ``source`` as in ``search``. ``gated``: the ``backed_characters`` of the words the scope
     says are looked up too, for ``Ranking.backed`` to credit where the semantic side backs them."""
     if not ctx.scope.session_ids or ctx.query.empty:
         return Ranking([], _no_keys(), 0, _HermesIndexes(ctx))
-    if lookup is not None:
+    if source is not None and source.lookup is not None:
         try:
-            matches = _index_matches(ctx.query, lookup)
+            matches = _index_matches(ctx.query, source.lookup)
             if matches is not None:
-                return _find(ctx, _OwnIndex(ctx, lookup, matches), gated)
+                return _find(ctx, _OwnIndex(ctx, source.lookup, matches), gated)
         except derived.StoreError as exc:
             # The plugin's index failed under this search (found damaged, and set aside for a
-            # rebuild; or a full disk): Hermes's own indexes answer it.
-            logger.warning("keyword index unavailable: %s", exc)
+            # rebuild; or a full disk): Hermes's own indexes answer it, and say so.
+            source.failed(exc)
     return _find(ctx, _HermesIndexes(ctx), gated)
 
 

@@ -245,6 +245,22 @@ class Rewritten(Change):
     ordinal: int = 0
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A scope not current in the index, its work left to the background: ``current`` of its
+    ``sessions`` members are; ``locked``: another process held the file's write lock."""
+
+    current: int
+    sessions: int
+    locked: bool = False
+
+    def why(self) -> str:
+        """What a person reads, after "keyword index "."""
+        if self.locked:
+            return "is being written by another process"
+        return f"is being built ({self.current:,} of {self.sessions:,} sessions)"
+
+
 class TextIndex(derived.DerivedFile):
     """One keywords.db."""
 
@@ -622,9 +638,9 @@ class Keeper(Worker[Change, KeywordState]):
         self._big = BigRows()  # the big rows ``_edited`` found as indexed
 
     def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None,
-              wait: float = derived.LOCK_WAIT) -> dict[str, KeywordState] | None:
+              wait: float = derived.LOCK_WAIT) -> dict[str, KeywordState] | Pending:
         """The members' states when every one is current (indexing a few new
-        messages on the way), else None (the rest goes on in the background).
+        messages on the way), else how far they are (the rest goes on in the background).
         ``key``: the scope's attribution key; ``counts``: the search's, if any; ``wait``: how long
         this may wait for another process's write lock in all (the search's budget) before the
         work is left to the background."""
@@ -643,11 +659,9 @@ class Keeper(Worker[Change, KeywordState]):
             self._mark(sorted(edited), deadline - time.monotonic())
             work.update(edited)
         if work:
-            todo = sum(c.seen[0] - (states[c.session_id].seen_count
-                                    if c.kind == "append" and c.session_id in states else 0) for c in work.values())
-            if todo > INLINE_ROWS:
+            if _rows_to_index(work, states) > INLINE_ROWS:
                 self._submit(key, work)
-                return None
+                return Pending(len(members) - len(work), len(members))
             try:
                 for change in work.values():
                     self.index.index(conn, change, key, wait=max(0.0, deadline - time.monotonic()))
@@ -655,12 +669,22 @@ class Keeper(Worker[Change, KeywordState]):
                 if not exc.locked:
                     raise
                 self._submit(key, work)
-                return None
+                return Pending(len(members) - len(work), len(members), locked=True)
             if self.index.unmerged() >= MERGE_AFTER_COMMITS:
                 self.chores()  # the background merges (an index grown only by searches is merged too)
             stamp = self._restamp(stamp)
             states = self.index.states(members)
         return self._remember(key, stamp, states)
+
+    def report(self, conn: sqlite3.Connection, members: list[str]) -> dict[str, KeywordState] | Pending:
+        """What ``ready`` would answer for ``members``, without indexing or queueing anything (the
+        ``status`` command): current when what is missing is little enough for a search to index
+        itself. Edits in place, told only by reading rows, are left to the search."""
+        states = self.index.states(members)
+        work = changes(conn, states, members)
+        if _rows_to_index(work, states) > INLINE_ROWS:
+            return Pending(len(members) - len(work), len(members))
+        return states
 
     def build(self, key: tuple, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
@@ -772,6 +796,12 @@ class Keeper(Worker[Change, KeywordState]):
             logger.warning("keyword index stopped: %s", exc)
             raise Stop(str(exc)) from exc
         return Step.DONE
+
+
+def _rows_to_index(work: dict[str, Change], states: dict[str, KeywordState]) -> int:
+    """The messages ``work`` indexes: an append's new ones, a redo's all."""
+    return sum(c.seen[0] - (states[c.session_id].seen_count if c.kind == "append" and c.session_id in states else 0)
+               for c in work.values())
 
 
 class _Kept:

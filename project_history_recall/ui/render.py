@@ -144,15 +144,16 @@ def estimate_text(estimate: dict) -> str:
     return text
 
 
-def _semantic_line(response: dict) -> str:
-    parts = [response["semantic_status"]]
-    index = response.get("semantic_index")
+def _index_line(response: dict, side: str) -> str:
+    """The ``status`` line of the ``side`` ("keyword", "semantic") index."""
+    parts = [response[f"{side}_status"]]
+    index = response.get(f"{side}_index")
     if isinstance(index, dict) and "sessions" in index:
         parts.append(f"{index.get('sessions_indexed', 0)}/{index['sessions']} sessions indexed")
         if index.get("chunks_pending"):
             parts.append(estimate_text(index))
-    if response.get("semantic_reason"):
-        parts.append(response["semantic_reason"])
+    if response.get(f"{side}_reason"):
+        parts.append(response[f"{side}_reason"])
     return " — ".join(parts)
 
 
@@ -168,13 +169,14 @@ def format_status(response: dict) -> str:
         ("project", project_label(response["project"])),
         ("attributed by", response.get("attributed_by")),
         ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
-        ("semantic", _semantic_line(response)),
+        ("keyword", _index_line(response, "keyword")),
+        ("semantic", _index_line(response, "semantic")),
         ("state.db", _JOURNAL.get(response.get("journal_mode") or "", "-")),
         ("hermes home", f"{response['hermes_home']} (profile {response['profile']})"),
     ]
     asked = response.get("consent")
     if isinstance(asked, dict) and asked.get("how_to_record"):
-        rows.insert(5, ("to agree", asked["how_to_record"]))
+        rows.insert(6, ("to agree", asked["how_to_record"]))
     rows += [("warning", w) for w in response.get("warnings", [])]
     return "\n".join(f"{k:>14}: {v}" for k, v in rows)
 

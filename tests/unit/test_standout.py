@@ -8,6 +8,7 @@ import pytest
 
 from project_history_recall import search
 from project_history_recall.hits import BOTH, KEYWORD, SEMANTIC, Hit
+from project_history_recall.keyword.engine import Source
 from project_history_recall.semantic.engine import Outcome
 
 # Ten sessions the blend ranks "a" to "j"; the semantic side ranks "j" first, then "i", then "b".
@@ -23,8 +24,8 @@ def _order(monkeypatch, j: float, i: float = 0.2, searched_with: str = "keyword+
                       background=background, similarity=similarity or {})
     # Hybrid reserves places for the semantic side's first sessions, a fifth of the results.
     monkeypatch.setattr(search, "_ranked",
-                        lambda req, ctx: (RANKED, ["j", "i"][: req.limit // 5], searched_with, outcome))
-    groups, _, _ = search._search(search.SearchRequest("q", limit=limit), None)
+                        lambda req, ctx: (RANKED, ["j", "i"][: req.limit // 5], searched_with, outcome, Source()))
+    groups, _, _, _ = search._search(search.SearchRequest("q", limit=limit), None)
     return "".join(g.session_id for g in groups)
 
 

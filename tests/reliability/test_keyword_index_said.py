@@ -1,0 +1,115 @@
+"""Whose index the keyword results came from is said. While ``keywords.db`` is first built or
+rebuilt in the background (set aside as not a database, say), or cannot be used at all (a FIFO at
+its path), Hermes's own indexes answer the keyword side, weaker on Chinese: the search's
+``warnings`` say so, in the tool's JSON, ``/recall`` and the command line alike. With
+``keyword_index: false`` (the user's choice) nothing is said. ``status`` shows the index beside
+the semantic one, in text and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from cli_runs import cli_process
+from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, wait_idle
+
+SEARCH = "project_history_search"
+MEANWHILE = "; keyword results come from Hermes's own indexes meanwhile, weaker on Chinese"
+BUILDING = re.compile(r"keyword index is being built \(\d+ of \d+ sessions\)" + re.escape(MEANWHILE))
+
+
+def _app(world, work, messages_each: int) -> tuple:
+    """Project App, four sessions of ``messages_each`` messages (one says 支付回调超时), and a
+    session asking from it: (the folder, the asker)."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    for n in range(4):
+        said = [("user", f"note {n}.{m} about the release checklist") for m in range(messages_each - 1)]
+        world.session(("user", f"websocket reconnect {n} failed: 支付回调超时"), *said, cwd=app, title=f"chat {n}")
+    asker = world.session(cwd=app)
+    world.close()
+    return app, asker
+
+
+def _said(res: dict) -> list[str]:
+    assert res["success"] and res["results"], res
+    return [w for w in res.get("warnings", []) if w.startswith("keyword index")]
+
+
+def _cli(home, app, *args: str) -> str:
+    proc = cli_process("--home", str(home), *args, cwd=app)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_build_in_the_background_is_said_until_the_index_answers(world, work, monkeypatch):
+    """More than a search indexes itself (1,000 messages): the build goes to the background and
+    the search says its keyword results are Hermes's; so again once the file, found not to be a
+    database, is set aside and rebuilt. Once built, nothing is said."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    app, asker = _app(world, work, messages_each=300)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False)
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    shown = get_plugin_command_handler("recall")("websocket reconnect")
+    assert re.search(r"^warning: " + BUILDING.pattern + "$", shown, re.MULTILINE), shown
+    assert "chat " in shown  # answered all the same
+    wait_idle(300)
+    for mode in ("keyword", "hybrid"):
+        built = call(SEARCH, {"query": "支付回调超时", "mode": mode}, session_id=asker)
+        assert _said(built) == [] and "warnings" not in built, built
+    status = json.loads(_cli(world.home, app, "status", "--json"))
+    assert status["keyword_status"] == "ready" and status["keyword_index"]["sessions"] >= 4, status
+    assert re.search(r"^ +keyword: ready — (\d+)/\1 sessions indexed$", _cli(world.home, app, "status"), re.MULTILINE)
+
+    data = world.home / PLUGIN_KEY
+    for old in data.glob("keywords.db*"):
+        if not old.name.endswith(".lock"):
+            old.unlink()
+    (data / "keywords.db").write_bytes(b"not a database " * 1000)
+    rebuilt = json.loads(_cli(world.home, app, "search", "支付回调超时", "--mode", "keyword", "--json"))
+    assert [w for w in _said(rebuilt) if BUILDING.fullmatch(w)] == _said(rebuilt) != [], rebuilt
+    assert list(data.glob("keywords.db.broken-*"))
+
+
+def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
+    """A FIFO at ``keywords.db``: searches answer from Hermes's indexes and say why; ``status``
+    shows the keyword index unavailable, with the reason."""
+    app, asker = _app(world, work, messages_each=3)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False, index_budget_ms=2000)
+    data = world.home / PLUGIN_KEY
+    data.mkdir(exist_ok=True)
+    for old in data.glob("keywords.db*"):
+        old.unlink()
+    os.mkfifo(data / "keywords.db")
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "websocket reconnect", "mode": mode}, session_id=asker)
+        [said] = _said(res)
+        assert said.startswith("keyword index could not be used: ") and "keywords.db" in said, said
+        assert said.endswith(MEANWHILE), said
+    text = _cli(world.home, app, "search", "websocket", "reconnect")
+    assert re.search(r"^warning: keyword index could not be used: .*keywords\.db", text, re.MULTILINE), text
+    status = json.loads(_cli(world.home, app, "status", "--json"))
+    assert status["keyword_status"] == "unavailable" and "keywords.db" in status["keyword_reason"], status
+    assert re.search(r"^ +keyword: unavailable — cannot use .*keywords\.db", _cli(world.home, app, "status"),
+                     re.MULTILINE)
+    assert (data / "keywords.db").is_fifo()
+
+
+def test_the_index_turned_off_is_not_warned_about(world, work):
+    """``keyword_index: false``: Hermes's indexes answer, as the user chose, with no warning;
+    ``status`` says the index is off by the settings."""
+    app, asker = _app(world, work, messages_each=300)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False, keyword_index=False)
+    for mode in ("keyword", "hybrid"):
+        res = call(SEARCH, {"query": "websocket reconnect", "mode": mode}, session_id=asker)
+        assert _said(res) == [] and "warnings" not in res, res
+    status = json.loads(_cli(world.home, app, "status", "--json"))
+    assert status["keyword_status"] == "disabled" and "keyword_index: false" in status["keyword_reason"], status
+    assert re.search(r"^ +keyword: disabled — .*'keyword_index: false'", _cli(world.home, app, "status"), re.MULTILINE)
+    assert not (world.home / PLUGIN_KEY / "keywords.db").exists()
