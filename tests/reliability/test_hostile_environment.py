@@ -259,6 +259,22 @@ def test_an_output_that_cannot_take_every_character_gets_escapes(world, work, en
     assert db_digest(world.home / "state.db") == before
 
 
+def _redirected_app(world, work):
+    """Project App, keyword-only; a runner of the command line in App's folder through ``sh`` with a
+    redirection (``closed(">&-", "search", "x")``); state.db's digest before."""
+    app, _asker = websocket_app(world, work)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    env = cli_env(world.home)
+
+    def run(redirect: str, *argv: str) -> subprocess.CompletedProcess:
+        script = f"exec {shlex.join(MODULE + list(argv))} {redirect}"
+        return subprocess.run(["sh", "-c", script], env=env, cwd=app, capture_output=True, text=True, timeout=300)
+
+    return app, run, db_digest(world.home / "state.db")
+
+
 def test_standard_streams_closed_when_the_command_starts(world, work, server):
     """The command line started with stdin, stdout or stderr closed (``<&-``, ``>&-``, ``2>&-``: a
     daemon's or cron's job, a script that closed them), where Python makes the stream None. ``consent
@@ -270,17 +286,7 @@ def test_standard_streams_closed_when_the_command_starts(world, work, server):
     command does its work and answers with its own exit code."""
     from hermes_world import remote_settings
 
-    app, _asker = websocket_app(world, work)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
-    env = cli_env(world.home)
-    before = db_digest(world.home / "state.db")
-
-    def closed(redirect: str, *argv: str) -> subprocess.CompletedProcess:
-        script = f"exec {shlex.join(MODULE + list(argv))} {redirect}"
-        return subprocess.run(["sh", "-c", script], env=env, cwd=app, capture_output=True, text=True, timeout=300)
-
+    _app, closed, before = _redirected_app(world, work)
     for redirect, argv, code in (("<&-", ["search", "websocket"], 0), (">&-", ["search", "websocket"], 0),
                                  ("2>&-", ["search", "nothing-like-this"], 1), (">&-", ["status"], 0),
                                  ("2>&-", ["index"], 0), ("2>&-", ["index", "--all"], 0), (">&-", ["index"], 0)):
@@ -302,17 +308,7 @@ def test_an_answer_the_disk_refuses_is_told_on_stderr(world, work):
     full. It now says on stderr that the answer could not be written, and why, with the data-error code
     3; what goes to a stderr that refuses is dropped, and the command does its work (``index``) and ends
     with its own code."""
-    app, _asker = websocket_app(world, work)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
-    env = cli_env(world.home)
-    before = db_digest(world.home / "state.db")
-
-    def full(redirect: str, *argv: str) -> subprocess.CompletedProcess:
-        script = f"exec {shlex.join(MODULE + list(argv))} {redirect}"
-        return subprocess.run(["sh", "-c", script], env=env, cwd=app, capture_output=True, text=True, timeout=300)
-
+    app, full, before = _redirected_app(world, work)
     done = full("2> /dev/full", "index")
     assert done.returncode == 0 and "Keyword index: 1 of 2 sessions brought up to date" in done.stdout, done
     for argv in (["search", "websocket"], ["search", "websocket", "--json"], ["status"], ["projects", "--json"]):
@@ -324,7 +320,7 @@ def test_an_answer_the_disk_refuses_is_told_on_stderr(world, work):
     told = full("", "search", "websocket", "--project", "No such project")  # told on stderr
     done = full("2> /dev/full", "search", "websocket", "--project", "No such project")
     assert told.stderr and done.returncode == told.returncode != 0 and done.stdout == told.stdout, (told, done)
-    assert cli_process("search", "websocket", "--json", env=env, cwd=app).returncode == 0
+    assert cli_process("search", "websocket", "--json", env=cli_env(world.home), cwd=app).returncode == 0
     assert db_digest(world.home / "state.db") == before
 
 
