@@ -279,7 +279,7 @@ def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: d
 
 
 def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]], searched_with: str,
-             outcome: semantic.Outcome, warnings: tuple[str, ...]) -> dict:
+             outcome: semantic.Outcome, source: keyword.Source | None) -> dict:
     home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
@@ -309,11 +309,12 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "notice": NOTICE,
         "results": out,
         "sessions_in_scope": len(scope.session_ids),
+        **(source.fields() if source is not None else {}),
         **outcome.fields(),
         "journal_mode": journal_mode(conn),
         "profile": profile,
     }
-    response.update(results.warnings_field(scope.warnings + warnings))
+    response.update(results.warnings_field(scope.warnings + (source.warnings() if source is not None else ())))
     if scope.excluded_lineage:
         response["current_session_excluded"] = True
     if out:
@@ -387,15 +388,15 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
 
 
 def _search(req: SearchRequest, ctx: SearchContext
-            ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, tuple[str, ...]]:
-    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome; the
-    keyword side's warnings, ``keyword.Source.warnings``, when it ran)."""
+            ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, keyword.Source | None]:
+    """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome; where
+    the keyword side looked its terms up, when it ran)."""
     ranked, reserved, searched_with, outcome, source = _ranked(req, ctx)
     groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
     if searched_with == "keyword+semantic":
         groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
         groups = _led(groups, ranked, outcome)
-    return groups, searched_with, outcome, source.warnings() if searched_with != "semantic" else ()
+    return groups, searched_with, outcome, source if searched_with != "semantic" else None
 
 
 def _led(groups: list[sessions.Group[Hit]], ranked: list[Hit], outcome: semantic.Outcome
@@ -549,7 +550,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
                                 Once(conn, shape, paths.state_db_path(home)))
-            groups, searched_with, outcome, warnings = _search(req, ctx)
+            groups, searched_with, outcome, source = _search(req, ctx)
             if left_scope(home, conn, scope, [g.session_id for g in groups]):
                 # A session found has left the project since the sessions were last read whole (Hermes
                 # moved or archived it): its messages are not this project's to show. Once more, on
@@ -557,7 +558,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                       include_current=req.include_current_session)
                 ctx = dataclasses.replace(ctx, scope=scope, counts=Once(conn, shape, paths.state_db_path(home)))
-                groups, searched_with, outcome, warnings = _search(req, ctx)
-            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome, warnings), note)
+                groups, searched_with, outcome, source = _search(req, ctx)
+            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome, source), note)
     except PluginError as exc:
         return exc.envelope()

@@ -243,34 +243,59 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     return concepts
 
 
+# Why Hermes's indexes answer the keyword side with ``keyword_index: false``, the user's choice.
+TURNED_OFF = ("the plugin's keyword index is turned off in the settings ('keyword_index: false'); "
+              "Hermes's own indexes answer")
+
+
 @dataclass
 class Source:
     """Where a search's keyword side looks its terms up: the plugin's own index (``lookup``: the
     scope is current there), else Hermes's indexes, ``instead`` saying why when the plugin's index
-    could not be used (None: it answers, or the settings turned it off)."""
+    could not be used (None: it answers, or the settings turned it off). ``status`` as ``report``
+    has it; ``index``: how far the scope is while ``indexing``."""
 
     lookup: textindex.Lookup | None = None
     instead: str | None = None
+    status: str = "ready"  # ready | indexing | unavailable | disabled
+    index: dict | None = None
 
     def failed(self, exc: derived.StoreError) -> None:
         """The plugin's index failed under the search: Hermes's indexes answer the rest of it."""
         logger.warning("keyword index unavailable: %s", exc)
-        self.lookup, self.instead = None, f"could not be used: {exc}"
+        self.lookup, self.instead, self.status, self.index = None, f"could not be used: {exc}", "unavailable", None
+
+    def _said(self) -> str | None:
+        """Why Hermes's indexes answered for the plugin's: they find Chinese words of one or two
+        characters only by reading the scope, and rank otherwise."""
+        if self.instead is None:
+            return None
+        return (f"keyword index {self.instead}; keyword results come from Hermes's own indexes meanwhile, "
+                "weaker on Chinese")
 
     def warnings(self) -> tuple[str, ...]:
-        """The response's warning when Hermes's indexes answered for the plugin's: they find
-        Chinese words of one or two characters only by reading the scope, and rank otherwise."""
-        if self.instead is None:
-            return ()
-        return (f"keyword index {self.instead}; keyword results come from Hermes's own indexes meanwhile, "
-                "weaker on Chinese",)
+        """The response's warning when Hermes's indexes answered for the plugin's (none when the
+        settings turned it off)."""
+        said = self._said()
+        return (said,) if said else ()
+
+    def fields(self) -> dict:
+        """What a search response says of the keyword side: ``keyword_status``, and when it is not
+        ``ready``, ``keyword_reason`` (the warning's words) and ``keyword_index`` while indexing."""
+        out: dict[str, object] = {"keyword_status": self.status}
+        reason = TURNED_OFF if self.status == "disabled" else self._said()
+        if reason:
+            out["keyword_reason"] = reason
+        if self.index is not None:
+            out["keyword_index"] = self.index
+        return out
 
 
 def own_index(ctx: SearchContext) -> Source:
     """The plugin's own keyword index for this scope, when it is current (brought up to date
     here if only a little is missing); else Hermes's indexes answer (``Source``)."""
     if not ctx.settings.keyword_index:
-        return Source()
+        return Source(status="disabled")
     scope = ctx.scope
     try:
         keeper = textindex.keeper(ctx.home)
@@ -279,9 +304,9 @@ def own_index(ctx: SearchContext) -> Source:
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder, a FIFO at its path: Hermes's indexes answer instead.
         logger.warning("keyword index unavailable: %s", exc)
-        return Source(instead=f"could not be used: {exc}")
+        return Source(instead=f"could not be used: {exc}", status="unavailable")
     if isinstance(states, textindex.Pending):
-        return Source(instead=states.why())
+        return Source(instead=states.why(), status="indexing", index=states.counts())
     filters = ctx.filters
     return Source(textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
                                        filters.since, filters.until))
@@ -292,17 +317,14 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: li
     ``keyword_status`` (``ready``, ``indexing``, ``disabled``, ``unavailable``), ``keyword_index``
     (sessions, those current) and ``keyword_reason``; nothing is indexed."""
     if not settings.keyword_index:
-        return {"keyword_status": "disabled",
-                "keyword_reason": "the plugin's keyword index is turned off in the settings ('keyword_index: false'); "
-                                  "Hermes's own indexes answer"}
+        return {"keyword_status": "disabled", "keyword_reason": TURNED_OFF}
     try:
         states = textindex.keeper(home).report(conn, members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         return {"keyword_status": "unavailable",
                 "keyword_reason": f"{exc}; Hermes's own indexes answer meanwhile, weaker on Chinese"}
     if isinstance(states, textindex.Pending):
-        return {"keyword_status": "indexing", "keyword_index": {"sessions": states.sessions,
-                                                                "sessions_indexed": states.current},
+        return {"keyword_status": "indexing", "keyword_index": states.counts(),
                 "keyword_reason": "the next search builds the rest in the background (Hermes's own indexes "
                                   "answer meanwhile), or run the 'index' command"}
     return {"keyword_status": "ready", "keyword_index": {"sessions": len(members), "sessions_indexed": len(members)}}

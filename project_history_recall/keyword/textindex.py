@@ -260,6 +260,10 @@ class Pending:
             return "is being written by another process"
         return f"is being built ({self.current:,} of {self.sessions:,} sessions)"
 
+    def counts(self) -> dict:
+        """How far the scope is, as ``status`` and a search response's ``keyword_index`` say."""
+        return {"sessions": self.sessions, "sessions_indexed": self.current}
+
 
 class TextIndex(derived.DerivedFile):
     """One keywords.db."""

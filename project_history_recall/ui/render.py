@@ -63,18 +63,37 @@ class OneShot:
     waited_s: int  # how long a search waits for the model and the index
 
 
+def _finish(response: dict, one_shot: OneShot) -> str:
+    """The command that indexes the rest of the response's project."""
+    project = (response.get("project") or {}).get("id")
+    return f"to index the rest, run: {one_shot.command} index --project {shlex.quote(str(project))}"
+
+
 def _unfinished(response: dict, one_shot: OneShot | None) -> str | None:
     """For a one-shot process, what replaces "continues in the background" / "on the next search"
     (None: say what the tool says)."""
     if one_shot is None or response.get("semantic_status") not in ("indexing", "partial"):
         return None
     index = response.get("semantic_index") or {}
-    project = (response.get("project") or {}).get("id")
-    finish = f"to index the rest, run: {one_shot.command} index --project {shlex.quote(str(project))}"
+    finish = _finish(response, one_shot)
     if "sessions" not in index:
         return f"the embedding model was not ready within the {one_shot.waited_s} s this command waits; {finish}"
     return (f"{index.get('sessions_indexed', 0)} of {index['sessions']} sessions indexed within the "
             f"{one_shot.waited_s} s this command waits; {finish}")
+
+
+def _warnings(response: dict, one_shot: OneShot | None) -> list[str]:
+    """The response's warnings; for a one-shot process, the keyword index's, which says its build goes
+    on "meanwhile" (it ends with the process), says how far it got and the command that finishes."""
+    said = response.get("warnings", [])
+    if one_shot is None or response.get("keyword_status") != "indexing":
+        return said
+    index = response.get("keyword_index") or {}
+    unfinished = (f"keyword index: {index.get('sessions_indexed', 0)} of {index.get('sessions', '?')} sessions "
+                  "indexed when this command searched; keyword results come from Hermes's own indexes, "
+                  f"weaker on Chinese; {_finish(response, one_shot)}")
+    # The keyword side's warning is its keyword_reason, word for word (``keyword.Source``).
+    return [unfinished if w == response.get("keyword_reason") else w for w in said]
 
 
 def format_search(response: dict, style: Style, one_shot: OneShot | None = None) -> str:
@@ -88,7 +107,7 @@ def format_search(response: dict, style: Style, one_shot: OneShot | None = None)
         reason = _unfinished(response, one_shot) or response.get("semantic_reason")
         line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")
     lines.append(style.dim(line))
-    lines += [f"warning: {w}" for w in response.get("warnings", [])]
+    lines += [f"warning: {w}" for w in _warnings(response, one_shot)]
     if response.get("reason"):
         lines.append("")
         lines.append(response["reason"])

@@ -38,6 +38,14 @@ def _said(res: dict) -> list[str]:
     return [w for w in res.get("warnings", []) if w.startswith("keyword index")]
 
 
+def _junk(data) -> None:
+    """``keywords.db`` (and what was set aside of it) replaced by a file that is not a database."""
+    for old in data.glob("keywords.db*"):
+        if not old.name.endswith(".lock"):
+            old.unlink()
+    (data / "keywords.db").write_bytes(b"not a database " * 1000)
+
+
 def _cli(home, app, *args: str) -> str:
     proc = cli_process("--home", str(home), *args, cwd=app)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -61,18 +69,40 @@ def test_a_build_in_the_background_is_said_until_the_index_answers(world, work, 
     for mode in ("keyword", "hybrid"):
         built = call(SEARCH, {"query": "支付回调超时", "mode": mode}, session_id=asker)
         assert _said(built) == [] and "warnings" not in built, built
+        assert built["keyword_status"] == "ready" and not {"keyword_reason", "keyword_index"} & set(built), built
     status = json.loads(_cli(world.home, app, "status", "--json"))
     assert status["keyword_status"] == "ready" and status["keyword_index"]["sessions"] >= 4, status
     assert re.search(r"^ +keyword: ready — (\d+)/\1 sessions indexed$", _cli(world.home, app, "status"), re.MULTILINE)
 
     data = world.home / PLUGIN_KEY
-    for old in data.glob("keywords.db*"):
-        if not old.name.endswith(".lock"):
-            old.unlink()
-    (data / "keywords.db").write_bytes(b"not a database " * 1000)
+    _junk(data)
     rebuilt = json.loads(_cli(world.home, app, "search", "支付回调超时", "--mode", "keyword", "--json"))
     assert [w for w in _said(rebuilt) if BUILDING.fullmatch(w)] == _said(rebuilt) != [], rebuilt
     assert list(data.glob("keywords.db.broken-*"))
+
+
+def test_the_keyword_side_s_state_is_in_the_response_and_the_command_line_says_how_to_finish(world, work):
+    """While the index is built, a search's ``keyword_status`` is ``indexing``, its
+    ``keyword_reason`` the warning's words and ``keyword_index`` how far it is; ``ready`` once
+    built. A command-line search, whose build ends with it, names the command that finishes it."""
+    app, asker = _app(world, work, messages_each=300)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False)
+    pending = call(SEARCH, {"query": "支付回调超时", "mode": "keyword"}, session_id=asker)
+    [said] = _said(pending)
+    assert BUILDING.fullmatch(said) and pending["keyword_status"] == "indexing", pending
+    assert pending["keyword_reason"] == said, pending
+    index = pending["keyword_index"]
+    assert 0 <= index["sessions_indexed"] < index["sessions"] >= 4, pending
+    wait_idle(300)
+    assert call(SEARCH, {"query": "支付回调超时"}, session_id=asker)["keyword_status"] == "ready"
+
+    _junk(world.home / PLUGIN_KEY)
+    text = _cli(world.home, app, "search", "支付回调超时", "--mode", "keyword")
+    assert re.search(r"^warning: keyword index: \d+ of \d+ sessions indexed when this command searched; keyword "
+                     r"results come from Hermes's own indexes, weaker on Chinese; to index the rest, run: .+ index "
+                     r"--project \S+$", text, re.MULTILINE), text
+    assert "meanwhile" not in text and "chat " in text
 
 
 def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
@@ -91,6 +121,7 @@ def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
         [said] = _said(res)
         assert said.startswith("keyword index could not be used: ") and "keywords.db" in said, said
         assert said.endswith(MEANWHILE), said
+        assert res["keyword_status"] == "unavailable" and res["keyword_reason"] == said, res
     text = _cli(world.home, app, "search", "websocket", "reconnect")
     assert re.search(r"^warning: keyword index could not be used: .*keywords\.db", text, re.MULTILINE), text
     status = json.loads(_cli(world.home, app, "status", "--json"))
@@ -109,7 +140,20 @@ def test_the_index_turned_off_is_not_warned_about(world, work):
     for mode in ("keyword", "hybrid"):
         res = call(SEARCH, {"query": "websocket reconnect", "mode": mode}, session_id=asker)
         assert _said(res) == [] and "warnings" not in res, res
+        assert res["keyword_status"] == "disabled" and "keyword_index: false" in res["keyword_reason"], res
     status = json.loads(_cli(world.home, app, "status", "--json"))
     assert status["keyword_status"] == "disabled" and "keyword_index: false" in status["keyword_reason"], status
     assert re.search(r"^ +keyword: disabled — .*'keyword_index: false'", _cli(world.home, app, "status"), re.MULTILINE)
     assert not (world.home / PLUGIN_KEY / "keywords.db").exists()
+
+
+def test_a_purely_semantic_search_says_nothing_of_the_keyword_side(world, work):
+    """Semantic mode with the semantic side answering: the keyword side did not run, so the response
+    has no ``keyword_status`` (as keyword mode's text says nothing of the semantic side)."""
+    app, asker = _app(world, work, messages_each=3)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "websocket reconnect", "mode": "semantic"}, session_id=asker)
+    assert res["searched_with"] == "semantic" and res["results"], res
+    assert not {"keyword_status", "keyword_reason", "keyword_index"} & set(res), res
+    hybrid = call(SEARCH, {"query": "websocket reconnect", "mode": "hybrid"}, session_id=asker)
+    assert hybrid["searched_with"] == "keyword+semantic" and hybrid["keyword_status"] == "ready", hybrid

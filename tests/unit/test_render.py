@@ -114,3 +114,17 @@ def test_a_consent_request_is_put_in_words_for_the_agent_or_for_a_person():
     assert person["ask_user"] == agent["ask_user"]
     assert consent_words.in_response({"consent": {"required": False, "status": "recorded"}},
                                      consent_words.for_agent) == {"consent": {"required": False, "status": "recorded"}}
+
+
+def test_a_one_shot_process_says_how_to_finish_the_keyword_index():
+    reason = ("keyword index is being built (3 of 40 sessions); keyword results come from Hermes's own "
+              "indexes meanwhile, weaker on Chinese")
+    response = {**SEARCH, "keyword_status": "indexing", "keyword_index": {"sessions": 40, "sessions_indexed": 3},
+                "keyword_reason": reason, "warnings": ["recall.db was set aside", reason]}
+    text = render.format_search(response, render.Style(), render.OneShot("recall --home /h", 60))
+    assert "meanwhile" not in text and "warning: recall.db was set aside" in text
+    assert ("warning: keyword index: 3 of 40 sessions indexed when this command searched; keyword results come "
+            "from Hermes's own indexes, weaker on Chinese; to index the rest, run: recall --home /h index "
+            "--project p_1") in text
+    # inside a running Hermes (/recall) the build does go on: the tool's own words stay
+    assert f"warning: {reason}" in render.format_search(response, render.Style())
