@@ -1,9 +1,11 @@
 """Whose index the keyword results came from is said. While ``keywords.db`` is first built or
 rebuilt in the background (set aside as not a database, say), or cannot be used at all (a FIFO at
 its path), Hermes's own indexes answer the keyword side, weaker on Chinese: the search's
-``warnings`` say so, in the tool's JSON, ``/recall`` and the command line alike. With
-``keyword_index: false`` (the user's choice) nothing is said. ``status`` shows the index beside
-the semantic one, in text and JSON."""
+``warnings`` say so, in the tool's JSON, ``/recall`` and the command line alike, and its
+``keyword_status`` (``ready``, ``indexing``, ``unavailable``, ``disabled``) in a field; the command
+line, whose build ends with it, names the command that finishes it. With ``keyword_index: false``
+(the user's choice) nothing is warned. ``status`` shows the index beside the semantic one, in text
+and JSON."""
 
 from __future__ import annotations
 
