@@ -260,10 +260,12 @@ class Source:
     status: str = "ready"  # ready | indexing | unavailable | disabled
     index: dict | None = None
 
-    def failed(self, exc: derived.StoreError) -> None:
-        """The plugin's index failed under the search: Hermes's indexes answer the rest of it."""
+    def failed(self, exc: Exception) -> "Source":
+        """The plugin's index could not be used, or failed under the search: Hermes's indexes answer
+        (the rest of) it."""
         logger.warning("keyword index unavailable: %s", exc)
         self.lookup, self.instead, self.status, self.index = None, f"could not be used: {exc}", "unavailable", None
+        return self
 
     def _said(self) -> str | None:
         """Why Hermes's indexes answered for the plugin's: they find Chinese words of one or two
@@ -303,8 +305,7 @@ def own_index(ctx: SearchContext) -> Source:
                               wait=ctx.settings.index_budget_ms / 1000.0)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder, a FIFO at its path: Hermes's indexes answer instead.
-        logger.warning("keyword index unavailable: %s", exc)
-        return Source(instead=f"could not be used: {exc}", status="unavailable")
+        return Source().failed(exc)
     if isinstance(states, textindex.Pending):
         return Source(instead=states.why(), status="indexing", index=states.counts())
     filters = ctx.filters

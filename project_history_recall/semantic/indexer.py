@@ -299,15 +299,11 @@ class Indexer(Worker[Work, vectors.VectorState]):
             return Step.DROP  # the consent was removed from config.yaml while this scope was queued
         except LeftProject:
             return Step.DONE  # the scope it is in now embeds it, under that scope's consent
-        except derived.StoreError as exc:
-            if not exc.locked:
-                # embeddings.db damaged or unwritable: its reason, no traceback.
-                logger.warning("indexing stopped: %s", exc)
-                raise Stop(str(exc)) from exc
-            logger.warning("indexing paused: %s", exc)
-            return Step.PAUSE  # another process's write: it ends
-        except EmbedderUnavailable as exc:
-            # A remote service failing: its reason, no traceback.
+        except (EmbedderUnavailable, derived.StoreError) as exc:
+            if isinstance(exc, derived.StoreError) and exc.locked:
+                logger.warning("indexing paused: %s", exc)
+                return Step.PAUSE  # another process's write: it ends
+            # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
             logger.warning("indexing stopped: %s", exc)
             raise Stop(str(exc)) from exc
         if resume_after is not None:
