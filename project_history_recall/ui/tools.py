@@ -21,17 +21,17 @@ TOOLSET = "project_history"
 SEARCH_SCHEMA = {
     "name": "project_history_search",
     "description": (
-        "Search earlier sessions of THIS project (the ones Hermes groups with the current session by "
-        "folder or repo), by keyword and by meaning. Use it instead of session_search when the user "
-        "refers to past work here: 'what did we decide about X', 'how did we fix this error'. "
+        "Search earlier sessions of THIS project (those Hermes groups with this one by folder or repo), "
+        "by keyword and by meaning. Use it instead of session_search when the user refers to past work here: "
+        "'what did we decide about X', 'how did we fix this error'. "
         "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
-        "semantic for the same idea in other words or another language. Each result is one earlier "
+        "semantic for the same idea in other words or another language. Each result is one "
         "session, best first: its best message (message_id, snippet, context) and, in more_hits, its "
-        "other messages among the best matches of the search (message_id, snippet). Each message_id can be read around with "
+        "other messages among the search's best matches. Read around a message_id with "
         "session_search(session_id=..., around_message_id=..., profile=...); cite the session's link. "
-        "project.kind 'home' means nothing "
-        "was searched: offer project_session_move, or use session_search. semantic_status "
-        "'consent_required': keyword results are there and nothing was sent; tell the user what "
+        "project.kind 'home': nothing was searched; offer project_session_move, or use session_search. "
+        "keyword_status, semantic_status (why: *_reason) and warnings say what the search went without. "
+        "semantic_status 'consent_required': keyword results are there, nothing was sent; tell the user what "
         "'consent' says would be sent, and ask."
     ),
     "parameters": {

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
 
-from hermes_world import enable_plugin, hermes_line
+from hermes_world import PLUGIN_KEY, call, enable_plugin, hermes_line, plugin_settings
 
 OURS = ("project_history_search", "project_session_move")
 
@@ -47,3 +49,34 @@ def test_descriptions_are_short_enough_to_be_shown_whole(home):
     # Discord shows a slash command's description and "Arguments: <hint>" cut at 100 characters.
     assert 0 < len(command["description"]) <= 100
     assert len(f"Arguments: {command['args_hint']}") <= 100
+
+
+def test_the_search_description_and_the_skill_name_what_a_response_says_it_went_without(world, work):
+    """A search response says how each side answered (``keyword_status`` with ``keyword_reason``, beside
+    ``semantic_status``) and what it went without (``warnings``); the description named only
+    ``semantic_status``. The description Hermes hands the model and the skill it serves name each field
+    a response with a keyword index that cannot be used (a FIFO at its path) carries."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, semantic=False)
+    os.mkfifo(world.home / PLUGIN_KEY / "keywords.db")
+    enable_plugin(world.home)
+    res = call("project_history_search", {"query": "websocket"}, session_id=asker)
+    assert res["success"] and res["results"] and res["warnings"], res
+    statuses = [key for key in res if key.endswith("_status")]
+    reasons = [key for key in res if key.endswith("_reason")]
+    assert {"keyword_status", "semantic_status"} <= set(statuses) and "keyword_reason" in reasons, res
+    import model_tools
+
+    deferred = {"skip_tool_search_assembly": True} if hermes_line() >= (0, 22) else {}
+    description = next(d["function"]["description"] for d in model_tools.get_tool_definitions(
+        enabled_toolsets=["project_history"], quiet_mode=True, **deferred)
+        if d["function"]["name"] == "project_history_search")
+    skill = json.dumps(call("skill_view", {"name": "project-history-recall:recall"}), ensure_ascii=False)
+    for field in [*statuses, "warnings"]:
+        assert field in description and field in skill, field
+    for field in reasons:
+        assert "*_reason" in description and field in skill, field
