@@ -13,7 +13,7 @@ from contextlib import closing
 import pytest
 
 from cli_runs import HERMES_BIN, cli_process
-from hermes_world import PLUGIN_KEY, World, call, enable_plugin, only_on, plugin_module
+from hermes_world import PLUGIN_KEY, World, call, enable_plugin, only_on, plugin_module, plugin_settings
 
 OUR_TOOLS = {"project_history_search", "project_session_move"}
 PLATFORMS = ("cli", "telegram", "discord", "slack", "cron")
@@ -138,6 +138,44 @@ def test_a_copy_hermes_replaces_lets_go_of_its_model_and_homes(world, home, work
         plugins.discover_plugins(force=True)
         assert plugin_module("home").Home is not held[0], "Hermes did not import the plugin anew"
         assert not held[0].every() and not held[1]._cache, f"round {round}: the replaced copy keeps what it held"
+
+
+
+@only_on((0, 22), "0.22 imports a directory install anew at each forced rediscovery and unloads the copy it replaces")
+def test_a_model_that_finishes_loading_after_its_copy_was_replaced_is_not_kept(world, home, work, monkeypatch):
+    """The first search starts the model loading in a thread; a plugin installed meanwhile makes Hermes
+    replace our copy, which lets go of its models. The load finished after that, and the replaced copy
+    kept the model in memory for good. Now a load that ends after its copy let go keeps nothing. The
+    load is held until the copy is replaced, and the test waits for its thread to end, not for a time."""
+    import threading
+
+    from hermes_cli import plugins
+
+    (work / "d").mkdir()
+    world.project("D", work / "d")
+    world.session(("user", "the websocket reconnect loop is flaky"), cwd=work / "d")
+    asker = world.session(cwd=work / "d")
+    plugin_settings(home, index_budget_ms=0)  # the search waits for nothing: the model is still loading
+    enable_plugin(home)
+    old = plugin_module("semantic.embedders")
+    build, released, loaders = old._build, threading.Event(), []
+
+    def held(settings):
+        loaders.append(threading.current_thread())
+        released.wait()
+        return build(settings)
+
+    monkeypatch.setattr(old, "_build", held)
+    try:
+        res = call("project_history_search", {"query": "websocket", "mode": "hybrid"}, session_id=asker)
+        assert res["success"] and res["semantic_status"] == "indexing" and res["results"], res
+        assert len(loaders) == 1 and loaders[0].is_alive()
+        plugins.discover_plugins(force=True)
+        assert plugin_module("semantic.embedders") is not old, "Hermes did not import the plugin anew"
+    finally:
+        released.set()
+    loaders[0].join()
+    assert not old._cache and not old._failures and not old._loading, "the replaced copy keeps the model"
 
 
 def test_pip_install_loads_through_the_entry_point(installed, tmp_path):

@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -130,6 +131,42 @@ def test_warm_up_readies_every_offline_model_with_its_own_weight(monkeypatch, tm
                       model.context_weight)]
     engine.warm(tmp_path, config.Settings(embedder="openai"), scope)  # a remote model: nothing at all
     assert len(asked) == 1
+
+
+
+def test_a_load_that_ends_after_forget_keeps_nothing_and_leaves_a_later_load_be(monkeypatch):
+    """``forget`` (a copy of the plugin Hermes unloaded) while the model loads: that load, ending
+    after, kept the model in the forgotten copy's memory. Now it keeps nothing, and a load begun after
+    ``forget`` is its own: the earlier one ending neither ends its wait nor stands in for it. Each
+    load is held until the test lets it go; the test waits for threads, never for a time."""
+    for name, fresh in (("_cache", {}), ("_failures", {}), ("_loading", {}), ("_generation", 0)):
+        monkeypatch.setattr(embedders, name, fresh)
+    entered, gates, loaders = [threading.Event(), threading.Event()], [threading.Event(), threading.Event()], []
+
+    def build(settings):
+        n = len(loaders)
+        loaders.append(threading.current_thread())
+        entered[n].set()
+        gates[n].wait()
+        return f"model {n}"
+
+    monkeypatch.setattr(embedders, "_build", build)
+    settings = config.Settings()
+    key = embedders._key(settings)
+    try:
+        assert embedders.load(settings, wait=0) is None
+        entered[0].wait()
+        embedders.forget()
+        assert embedders.load(settings, wait=0) is None  # not the earlier load's: a load of its own
+        entered[1].wait()
+        gates[0].set()
+        loaders[0].join()
+        assert embedders._cache == {} and key in embedders._loading
+    finally:
+        for gate in gates:
+            gate.set()
+    loaders[1].join()
+    assert embedders.load(settings, wait=0) == "model 1" and embedders._loading == {}
 
 
 # -- the choice --------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ _cache: dict[tuple, Embedder] = {}
 _failures: dict[tuple, str] = {}
 _loading: dict[tuple, threading.Event] = {}
 _lock = threading.Lock()
+# Counted up by ``forget``: a load begun before keeps nothing it finishes after.
+_generation = 0
 
 
 def identity(settings: Settings) -> tuple[bool, str, str]:
@@ -74,22 +76,28 @@ def _build(settings: Settings) -> Embedder:
     return OpenAIEmbedder.from_settings(settings)
 
 
-def _load_now(key: tuple, settings: Settings, done: threading.Event) -> None:
+def _load_now(key: tuple, settings: Settings, done: threading.Event, generation: int) -> None:
     try:
         embedder = _build(settings)
     except EmbedderUnavailable as exc:
-        with _lock:
-            _failures[key] = str(exc)
+        _keep(_failures, key, str(exc), generation)
     except Exception as exc:  # anything else the model throws while loading
-        with _lock:
-            _failures[key] = f"the embedded model failed to load: {type(exc).__name__}: {exc}"
+        _keep(_failures, key, f"the embedded model failed to load: {type(exc).__name__}: {exc}", generation)
     else:
-        with _lock:
-            _cache[key] = embedder
+        _keep(_cache, key, embedder, generation)
     finally:
         with _lock:
-            _loading.pop(key, None)
+            if _loading.get(key) is done:  # after ``forget``, a later load's may be there
+                del _loading[key]
         done.set()
+
+
+def _keep(kept: dict, key: tuple, value: object, generation: int) -> None:
+    """What a load begun in ``generation`` came to, unless ``forget`` let go of everything since: a
+    model finished after its copy of the plugin was unloaded would stay in that copy's memory."""
+    with _lock:
+        if generation == _generation:
+            kept[key] = value
 
 
 @overload
@@ -121,7 +129,7 @@ def load(settings: Settings, wait: float | None = None) -> Embedder | None:
         done = _loading.get(key)
         if done is None:
             done = _loading[key] = threading.Event()
-            threading.Thread(target=_load_now, args=(key, settings, done), name="phr-model-load",
+            threading.Thread(target=_load_now, args=(key, settings, done, _generation), name="phr-model-load",
                              daemon=True).start()
     done.wait(wait)
     with _lock:
@@ -131,10 +139,14 @@ def load(settings: Settings, wait: float | None = None) -> Embedder | None:
 
 
 def forget() -> None:
-    """Let go of the loaded models (a copy of the plugin Hermes unloaded: see ``register``)."""
+    """Let go of the loaded models, and of those still loading when they finish (a copy of the
+    plugin Hermes unloaded: see ``register``)."""
+    global _generation
     with _lock:
+        _generation += 1
         _cache.clear()
         _failures.clear()
+        _loading.clear()
 
 
 def stored_fingerprint(embedder: Embedder, store) -> str | None:
