@@ -201,13 +201,18 @@ def _called_sql(m: str) -> str:
     """The names of the tools the message ``m`` calls, when it has no text (Hermes keeps its calls as
     a JSON list of ``{"function": {"name", "arguments"}}``), joined by ", "; else NULL. A message that
     only calls a tool is found by its calls' arguments, as in Hermes's own index, and showed nothing.
-    Names only: arguments may hold anything, a file's whole text among them. The CASEs keep each
-    JSON function from a value that is not JSON (SQLite evaluates a CASE's branches in order)."""
+    Names only: arguments may hold anything, a file's whole text among them. Calls that cannot be read
+    (cut short, not a list, no name in them) are named by the row's ``tool_name``, else "a tool": such
+    a message is found by their text all the same. The CASEs keep each JSON function from a value
+    that is not JSON (SQLite evaluates a CASE's branches in order)."""
     calls = text_sql(f"{m}.tool_calls")
-    return (f"CASE WHEN COALESCE({m}.content, '') = '' AND json_valid({calls}) AND json_type({calls}) = 'array' "
-            f"THEN (SELECT group_concat(name, ', ') FROM (SELECT CASE WHEN c.type = 'object' AND "
-            f"json_type(c.value, '$.function.name') = 'text' THEN json_extract(c.value, '$.function.name') END "
-            f"AS name FROM json_each({calls}) c) WHERE name != '') END AS called")
+    unread = f"COALESCE(NULLIF({text_sql(f'{m}.tool_name')}, ''), 'a tool')"
+    names = (f"(SELECT group_concat(name, ', ') FROM (SELECT CASE WHEN c.type = 'object' AND "
+             f"json_type(c.value, '$.function.name') = 'text' THEN json_extract(c.value, '$.function.name') END "
+             f"AS name FROM json_each({calls}) c) WHERE name != '')")
+    return (f"CASE WHEN COALESCE({m}.content, '') != '' OR COALESCE({calls}, '') = '' THEN NULL "
+            f"WHEN NOT json_valid({calls}) THEN {unread} WHEN json_type({calls}) != 'array' THEN {unread} "
+            f"WHEN json_array_length({calls}) = 0 THEN NULL ELSE COALESCE({names}, {unread}) END AS called")
 
 
 _MESSAGE_COLS = (f"id, session_id, role, {seconds_sql('timestamp')} AS timestamp, {text_sql('tool_name')} AS tool_name, "

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from cli_runs import cli_process
-from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, ids, only_on, plugin_module,
+from hermes_world import (call, checkpoint, db_digest, enable_plugin, found, hits, ids, only_on, plugin_module,
                           plugin_settings, write_as_importer)
 
 SEARCH = "project_history_search"
@@ -529,3 +529,31 @@ def test_a_hit_on_a_call_alone_shows_the_tool_it_calls(world, work, keyword_inde
         around = call("project_history_search", {"query": "quarterly ledger", "mode": "keyword", "context": 2},
                       session_id=asker)["results"][0]["context"]
         assert [e["text"] for e in around if e["message_id"] == call_id] == ["(calls terminal, read_file)"], around
+
+
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-keyword-index", "hermes-indexes"])
+def test_a_hit_on_a_call_that_cannot_be_read_shows_a_call_all_the_same(world, work, keyword_index):
+    """A message that only calls tools, its calls' JSON cut short by an importer (or not a list, or
+    without a name): found by their text, its snippet and its line in a window were empty. Now they
+    say it calls a tool, named by the row's ``tool_name`` where it has one, as a readable call's do."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "list the quarterly ledger files"), cwd=app)
+    calls = [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls ledgerdir"}'}}]
+    cut = world.say(sid, "assistant", None, tool_calls=calls)
+    named = world.say(sid, "assistant", None, tool_calls=calls, tool_name="terminal")
+    unnamed = world.say(sid, "assistant", None, tool_calls=calls)
+    world.say(sid, "assistant", "done, four files")
+    for mid, broken in ((cut, '[{"id": "c1", "function": {"name": "terminal", "arguments": "ls ledgerdir'),
+                        (named, '{"call": "ls ledgerdir"}'), (unnamed, '[{"arguments": "ls ledgerdir"}]')):
+        write_as_importer(world.home, "UPDATE messages SET tool_calls = ? WHERE id = ?", broken, mid)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, keyword_index=keyword_index, semantic=False)
+    enable_plugin(world.home)
+    expected = {cut: "(calls a tool)", named: "(calls terminal)", unnamed: "(calls a tool)"}
+    res = call("project_history_search", {"query": "ledgerdir", "mode": "keyword", "context": 0}, session_id=asker)
+    assert {h["message_id"]: h["snippet"] for h in hits(res)} == expected, res
+    around = call("project_history_search", {"query": "quarterly ledger", "mode": "keyword", "context": 4},
+                  session_id=asker)["results"][0]["context"]
+    assert {e["message_id"]: e["text"] for e in around if e["message_id"] in expected} == expected, around
