@@ -253,7 +253,8 @@ class Source:
     """Where a search's keyword side looks its terms up: the plugin's own index (``lookup``: the
     scope is current there), else Hermes's indexes, ``instead`` saying why when the plugin's index
     could not be used (None: it answers, or the settings turned it off). ``status`` as ``report``
-    has it; ``index``: how far the scope is while ``indexing``."""
+    has it, and ``unavailable`` too while another process holds the file's write lock (as the
+    semantic side says of its file); ``index``: how far the scope is while ``indexing``."""
 
     lookup: textindex.Lookup | None = None
     instead: str | None = None
@@ -307,6 +308,8 @@ def own_index(ctx: SearchContext) -> Source:
         # A full disk, an unwritable folder, a FIFO at its path: Hermes's indexes answer instead.
         return Source().failed(exc)
     if isinstance(states, textindex.Pending):
+        if states.locked:  # not a build: another process held the file's write lock past the search's budget
+            return Source(instead=states.why(), status="unavailable")
         return Source(instead=states.why(), status="indexing", index=states.counts())
     filters = ctx.filters
     return Source(textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,

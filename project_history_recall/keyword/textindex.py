@@ -257,7 +257,7 @@ class Pending:
     def why(self) -> str:
         """What a person reads, after "keyword index "."""
         if self.locked:
-            return "is being written by another process"
+            return "is locked by another process"
         return f"is being built ({self.current:,} of {self.sessions:,} sessions)"
 
     def counts(self) -> dict:

@@ -1,6 +1,6 @@
 """Whose index the keyword results came from is said. While ``keywords.db`` is first built or
-rebuilt in the background (set aside as not a database, say), or cannot be used at all (a FIFO at
-its path), Hermes's own indexes answer the keyword side, weaker on Chinese: the search's
+rebuilt in the background (set aside as not a database, say), or cannot be used (another process
+holds its write lock; a FIFO at its path), Hermes's own indexes answer the keyword side, weaker on Chinese: the search's
 ``warnings`` say so, in the tool's JSON, ``/recall`` and the command line alike, and its
 ``keyword_status`` (``ready``, ``indexing``, ``unavailable``, ``disabled``) in a field; the command
 line, whose build ends with it, names the command that finishes it. With ``keyword_index: false``
@@ -15,6 +15,7 @@ import re
 
 from cli_runs import cli_process
 from hermes_world import PLUGIN_KEY, call, enable_plugin, plugin_settings, wait_idle
+from write_lock import WriteLock
 
 SEARCH = "project_history_search"
 MEANWHILE = "; keyword results come from Hermes's own indexes meanwhile, weaker on Chinese"
@@ -131,6 +132,43 @@ def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
     assert re.search(r"^ +keyword: unavailable — cannot use .*keywords\.db", _cli(world.home, app, "status"),
                      re.MULTILINE)
     assert (data / "keywords.db").is_fifo()
+
+
+
+def test_an_index_another_process_holds_is_said_to_be_locked_not_built(world, work, monkeypatch):
+    """Another process holding ``keywords.db``'s write lock past the search's budget, with a new message
+    to add: the search said the index was ``indexing``, "being written", though nothing was built
+    (the command line then told the person to index the rest). Now it says the index is locked by
+    another process and that Hermes's own indexes answered meanwhile, as ``unavailable`` (as the
+    semantic side says of its locked file), in the tool's JSON and in ``/recall``; ``ready`` once
+    the lock is gone. The holder lets go by itself only after the searches answered (``holds``)."""
+    from hermes_cli.plugins import get_plugin_command_handler
+    from hermes_state import SessionDB
+
+    app, asker = _app(world, work, messages_each=3)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False, index_budget_ms=1000)
+    assert call(SEARCH, {"query": "websocket reconnect"}, session_id=asker)["keyword_status"] == "ready"
+    wait_idle(300)
+    db = SessionDB(db_path=world.home / "state.db")
+    try:
+        db.create_session("20260903_000001_zebra1", "cli", model="test/model", cwd=str(app))
+        db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
+    finally:
+        db.close()
+    locked = "keyword index is locked by another process" + MEANWHILE
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    with WriteLock(world.home / PLUGIN_KEY / "keywords.db", at_most=8) as writer:
+        res = call(SEARCH, {"query": "zebra crossing", "mode": "keyword"}, session_id=asker)
+        shown = get_plugin_command_handler("recall")("zebra crossing")
+        assert writer.holds()
+    assert _said(res) == [locked] and res["results"][0]["session_id"] == "20260903_000001_zebra1", res
+    assert res["keyword_status"] == "unavailable" and res["keyword_reason"] == locked, res
+    assert "keyword_index" not in res, res
+    assert f"warning: {locked}" in shown.splitlines(), shown
+    wait_idle(60)
+    again = call(SEARCH, {"query": "zebra crossing", "mode": "keyword"}, session_id=asker)
+    assert again["keyword_status"] == "ready" and "warnings" not in again, again
 
 
 def test_the_index_turned_off_is_not_warned_about(world, work):
