@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection
 
 from ..files import derived
-from ..hermes import messages
+from ..hermes import messages, paths
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
 from ..hits import Hit
@@ -319,9 +319,14 @@ def own_index(ctx: SearchContext) -> Source:
 def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: list[str]) -> dict:
     """The ``status`` command's fields for the plugin's keyword index of ``members``, as
     ``keyword_status`` (``ready``, ``indexing``, ``disabled``, ``unavailable``), ``keyword_index``
-    (sessions, those current) and ``keyword_reason``; nothing is indexed."""
+    (sessions, those current) and ``keyword_reason``; nothing is indexed. A home never searched has
+    no ``keywords.db``, and a status read makes none: not built yet."""
     if not settings.keyword_index:
         return {"keyword_status": "disabled", "keyword_reason": TURNED_OFF}
+    if members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
+        return {"keyword_status": "indexing", "keyword_index": {"sessions": len(members), "sessions_indexed": 0},
+                "keyword_reason": "the keyword index is not built yet; the next search builds it, or run the "
+                                  "'index' command"}
     try:
         states = textindex.keeper(home).report(conn, members)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:

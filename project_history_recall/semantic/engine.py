@@ -22,7 +22,7 @@ from ..hits import SEMANTIC, Hit
 from ..scope.resolve import Scope, known_scopes
 from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
-from .store import VectorStore
+from .store import VectorStore, path_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,6 +83,18 @@ def prepare(home: Path, settings: Settings, wait: float | None = None) -> Outcom
     """Embedder and store, or the status that explains why semantic search cannot run.
 
     ``wait``: how long to wait for the model to load (None: as long as it takes)."""
+    out = _loaded(settings, wait)
+    if out.status != "ready":
+        return out
+    try:
+        out.store = kept.of(home).vector_store()
+    except derived.StoreError as exc:
+        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
+    return out
+
+
+def _loaded(settings: Settings, wait: float | None) -> Outcome:
+    """``prepare``'s embedder alone (``ready``), or the status that explains why it cannot run."""
     if not settings.semantic:
         return Outcome("disabled", "semantic search is turned off in the settings ('semantic: false')")
     try:
@@ -92,11 +104,7 @@ def prepare(home: Path, settings: Settings, wait: float | None = None) -> Outcom
     if embedder is None:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
-    try:
-        store = kept.of(home).vector_store()
-    except derived.StoreError as exc:
-        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
-    return Outcome("ready", embedder=embedder, store=store)
+    return Outcome("ready", embedder=embedder)
 
 
 def learn_size(embedder: Embedder, text: str | None, as_query: bool = False) -> bool:
@@ -241,11 +249,15 @@ def warm(home: Path, settings: Settings, scope: Scope) -> None:
 
 
 def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope) -> Outcome:
-    """The scope's semantic status without indexing or searching (``status`` command)."""
-    out = prepare(home, settings, wait=None)
+    """The scope's semantic status without indexing or searching (``status`` command). A home
+    never searched has no ``embeddings.db``, and a status read makes none: not built yet."""
+    built = path_for(paths.data_dir(home)).exists()
+    out = prepare(home, settings, wait=None) if built else _loaded(settings, wait=None)
     if out.status != "ready":
         return out
-    embedder, store = out.parts()
+    embedder, store = out.embedder, out.store
+    if embedder is None:
+        raise AssertionError("a ready semantic outcome has no embedder")
     members = scope.members
     if scope.attribution.kind != "home":
         try:
@@ -253,13 +265,15 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         except consent.ConsentRequired as exc:  # what would be sent, without the agent's token
             return Outcome("consent_required", str(exc), consent=consent_request.describe(
                 conn, embedder, scope.attribution.as_json(), members, settings.chunk_chars))
-    try:
-        # A remote model not asked yet in this process: its vectors from earlier runs, if any
-        # (none stored: every session is still to be indexed).
-        fp = embedder.fingerprint or embedders.stored_fingerprint(embedder, store)
-        states = store.states(fp, members) if fp is not None else {}
-    except derived.StoreError as exc:
-        return Outcome("unavailable", f"the vector index cannot be used: {exc}")
+    fp, states = embedder.fingerprint, {}
+    if store is not None:  # else not built: every session is still to be indexed
+        try:
+            # A remote model not asked yet in this process: its vectors from earlier runs, if any
+            # (none stored: every session is still to be indexed).
+            fp = fp or embedders.stored_fingerprint(embedder, store)
+            states = store.states(fp, members) if fp is not None else {}
+        except derived.StoreError as exc:
+            return Outcome("unavailable", f"the vector index cannot be used: {exc}")
     work = indexer.plan(conn, states, members)
     pending = len(work)
     indexed = sum(1 for st in states.values() if st.chunks > 0)
@@ -271,5 +285,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
                                           embedder, measured_rate(home, fp)))
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
-                      "in the background, or run the 'index' command")
+                      "in the background, or run the 'index' command") if built else (
+            "the semantic index is not built yet; the next search builds it in the background, or run the "
+            "'index' command")
     return out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cli_runs import cli_env, cli_process
 from conftest import SRC
-from hermes_world import EMBED_KEY
+from hermes_world import EMBED_KEY, PLUGIN_KEY, call, enable_plugin, wait_idle, websocket_app
 
 
 def _pasted(line: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
@@ -201,3 +201,37 @@ def test_errors_and_progress_never_show_the_key(remote_pq, tmp_path):
     done = cli_process("search", "pelican", "--project", f"x{key}", "--home", str(remote_pq["home"]), cwd=tmp_path)
     assert done.returncode == 2 and "[redacted]" in done.stderr, done.stderr
     assert key[:8] not in done.stderr + done.stdout
+
+
+def test_status_before_any_search_makes_no_file_and_says_the_indexes_are_not_built(world, work, monkeypatch):
+    """``status`` on a home never searched created an empty keywords.db and embeddings.db (with their
+    WAL, shared-memory and lock files) in the plugin's data folder: a read that wrote. Now the command
+    line's and ``/recall``'s status make no file there and say the indexes are not built yet; the first
+    search builds both, and status then says they are ready."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    app, asker = websocket_app(world, work)
+    enable_plugin(world.home)
+    data = world.home / PLUGIN_KEY
+
+    def files() -> list[str]:
+        return sorted(str(p.relative_to(data)) for p in data.rglob("*"))
+
+    before = files()
+    status = json.loads(cli_process("--home", str(world.home), "status", "--json", cwd=app).stdout)
+    assert status["keyword_status"] == status["semantic_status"] == "indexing", status
+    assert status["keyword_index"]["sessions_indexed"] == status["semantic_index"]["sessions_indexed"] == 0, status
+    assert "not built yet" in status["keyword_reason"] and "not built yet" in status["semantic_reason"], status
+    text = cli_process("--home", str(world.home), "status", cwd=app).stdout
+    assert re.search(r"^ +keyword: indexing — 0/\d+ sessions indexed — the keyword index is not built yet", text,
+                     re.MULTILINE), text
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    shown = get_plugin_command_handler("recall")("status")
+    assert "the keyword index is not built yet" in shown and "the semantic index is not built yet" in shown, shown
+    assert files() == before
+    res = call("project_history_search", {"query": "websocket reconnect", "mode": "hybrid"}, session_id=asker)
+    assert res["results"] and res["keyword_status"] == res["semantic_status"] == "ready", res
+    assert (data / "keywords.db").exists() and (data / "embeddings.db").exists()
+    wait_idle(300)
+    after = json.loads(cli_process("--home", str(world.home), "status", "--json", cwd=app).stdout)
+    assert after["keyword_status"] == after["semantic_status"] == "ready", after
