@@ -254,7 +254,8 @@ class Source:
     scope is current there), else Hermes's indexes, ``instead`` saying why when the plugin's index
     could not be used (None: it answers, or the settings turned it off). ``status`` as ``report``
     has it, and ``unavailable`` too while another process holds the file's write lock (as the
-    semantic side says of its file); ``index``: how far the scope is while ``indexing``."""
+    semantic side says of its file); ``index``: how far the scope is while ``indexing`` (and, for
+    the ``status`` command, when ``ready``)."""
 
     lookup: textindex.Lookup | None = None
     instead: str | None = None
@@ -283,8 +284,9 @@ class Source:
         return (said,) if said else ()
 
     def fields(self) -> dict:
-        """What a search response says of the keyword side: ``keyword_status``, and when it is not
-        ``ready``, ``keyword_reason`` (the warning's words) and ``keyword_index`` while indexing."""
+        """What a search response (and ``report``, for ``status``) says of the keyword side:
+        ``keyword_status``, and when it is not ``ready``, ``keyword_reason`` (the warning's words);
+        ``keyword_index`` when ``index`` is known."""
         out: dict[str, object] = {"keyword_status": self.status}
         reason = TURNED_OFF if self.status == "disabled" else self._said()
         if reason:
@@ -294,16 +296,17 @@ class Source:
         return out
 
 
-def own_index(ctx: SearchContext) -> Source:
-    """The plugin's own keyword index for this scope, when it is current (brought up to date
-    here if only a little is missing); else Hermes's indexes answer (``Source``)."""
-    if not ctx.settings.keyword_index:
+def _source(home: Path, settings: Settings,
+            ask: Callable[[textindex.Keeper], dict[str, textindex.KeywordState] | textindex.Pending],
+            ready: Callable[[textindex.Keeper, dict[str, textindex.KeywordState]], Source]) -> Source:
+    """What the keeper says of a scope when asked (``ask``: ``Keeper.ready`` for a search,
+    ``Keeper.report`` for ``status``), in the same words for both: ``ready`` makes the answer of a
+    current scope, and otherwise Hermes's indexes answer (``Source``)."""
+    if not settings.keyword_index:
         return Source(status="disabled")
-    scope = ctx.scope
     try:
-        keeper = textindex.keeper(ctx.home)
-        states = keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts,
-                              wait=ctx.settings.index_budget_ms / 1000.0)
+        keeper = textindex.keeper(home)
+        states = ask(keeper)
     except (derived.StoreError, sqlite3.Error, OSError) as exc:
         # A full disk, an unwritable folder, a FIFO at its path: Hermes's indexes answer instead.
         return Source().failed(exc)
@@ -311,32 +314,32 @@ def own_index(ctx: SearchContext) -> Source:
         if states.locked:  # not a build: another process held the file's write lock past the search's budget
             return Source(instead=states.why(), status="unavailable")
         return Source(instead=states.why(), status="indexing", index=states.counts())
-    filters = ctx.filters
-    return Source(textindex.lookup_for(keeper.index, states, scope.session_ids, "tool" in filters.roles,
-                                       filters.since, filters.until))
+    return ready(keeper, states)
+
+
+def own_index(ctx: SearchContext) -> Source:
+    """The plugin's own keyword index for this scope, when it is current (brought up to date
+    here if only a little is missing); else Hermes's indexes answer (``Source``)."""
+    scope, filters = ctx.scope, ctx.filters
+    return _source(ctx.home, ctx.settings,
+                   lambda keeper: keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts,
+                                               wait=ctx.settings.index_budget_ms / 1000.0),
+                   lambda keeper, states: Source(textindex.lookup_for(
+                       keeper.index, states, scope.session_ids, "tool" in filters.roles, filters.since, filters.until)))
 
 
 def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: list[str]) -> dict:
-    """The ``status`` command's fields for the plugin's keyword index of ``members``, as
-    ``keyword_status`` (``ready``, ``indexing``, ``disabled``, ``unavailable``), ``keyword_index``
-    (sessions, those current) and ``keyword_reason``; nothing is indexed. A home never searched has
-    no ``keywords.db``, and a status read makes none: not built yet."""
-    if not settings.keyword_index:
-        return {"keyword_status": "disabled", "keyword_reason": TURNED_OFF}
-    if members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
-        return {"keyword_status": "indexing", "keyword_index": {"sessions": len(members), "sessions_indexed": 0},
+    """The ``status`` command's fields for the plugin's keyword index of ``members``, as a search
+    says them (``Source.fields``), and for a current scope its ``keyword_index`` too; nothing is
+    indexed (``Keeper.report``). A home never searched has no ``keywords.db``, and a status read
+    makes none: not built yet."""
+    if settings.keyword_index and members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
+        return {"keyword_status": "indexing", "keyword_index": textindex.progress(0, len(members)),
                 "keyword_reason": "the keyword index is not built yet; the next search builds it, or run the "
                                   "'index' command"}
-    try:
-        states = textindex.keeper(home).report(conn, members)
-    except (derived.StoreError, sqlite3.Error, OSError) as exc:
-        return {"keyword_status": "unavailable",
-                "keyword_reason": f"{exc}; Hermes's own indexes answer meanwhile, weaker on Chinese"}
-    if isinstance(states, textindex.Pending):
-        return {"keyword_status": "indexing", "keyword_index": states.counts(),
-                "keyword_reason": "the next search builds the rest in the background (Hermes's own indexes "
-                                  "answer meanwhile), or run the 'index' command"}
-    return {"keyword_status": "ready", "keyword_index": {"sessions": len(members), "sessions_indexed": len(members)}}
+    done = textindex.progress(len(members), len(members))
+    return _source(home, settings, lambda keeper: keeper.report(conn, members),
+                   lambda _keeper, _states: Source(index=done)).fields()
 
 
 def search(ctx: SearchContext, limit: int, source: Source | None = None) -> list[Hit]:

@@ -245,24 +245,34 @@ class Rewritten(Change):
     ordinal: int = 0
 
 
+def progress(current: int, sessions: int) -> dict:
+    """How far a scope is, ``current`` of its ``sessions`` members, as ``status`` and a search
+    response's ``keyword_index`` say."""
+    return {"sessions": sessions, "sessions_indexed": current}
+
+
 @dataclass(frozen=True)
 class Pending:
     """A scope not current in the index, its work left to the background: ``current`` of its
-    ``sessions`` members are; ``locked``: another process held the file's write lock."""
+    ``sessions`` members are; ``locked``: another process held the file's write lock; ``queued``:
+    the work was handed to the background (False: ``Keeper.report`` only looked)."""
 
     current: int
     sessions: int
     locked: bool = False
+    queued: bool = True
 
     def why(self) -> str:
         """What a person reads, after "keyword index "."""
         if self.locked:
             return "is locked by another process"
+        if not self.queued:
+            return (f"is built for {self.current:,} of {self.sessions:,} sessions: the next search builds the "
+                    "rest in the background, or run the 'index' command")
         return f"is being built ({self.current:,} of {self.sessions:,} sessions)"
 
     def counts(self) -> dict:
-        """How far the scope is, as ``status`` and a search response's ``keyword_index`` say."""
-        return {"sessions": self.sessions, "sessions_indexed": self.current}
+        return progress(self.current, self.sessions)
 
 
 class TextIndex(derived.DerivedFile):
@@ -687,7 +697,7 @@ class Keeper(Worker[Change, KeywordState]):
         states = self.index.states(members)
         work = changes(conn, states, members)
         if _rows_to_index(work, states) > INLINE_ROWS:
-            return Pending(len(members) - len(work), len(members))
+            return Pending(len(members) - len(work), len(members), queued=False)
         return states
 
     def build(self, key: tuple, members: list[str], on_progress=None) -> int:

@@ -87,10 +87,17 @@ def test_a_build_in_the_background_is_said_until_the_index_answers(world, work, 
 def test_the_keyword_side_s_state_is_in_the_response_and_the_command_line_says_how_to_finish(world, work):
     """While the index is built, a search's ``keyword_status`` is ``indexing``, its
     ``keyword_reason`` the warning's words and ``keyword_index`` how far it is; ``ready`` once
-    built. A command-line search, whose build ends with it, names the command that finishes it."""
+    built. A command-line search, whose build ends with it, names the command that finishes it.
+    ``status`` before any search says it in the search's words, and how to finish."""
     app, asker = _app(world, work, messages_each=300)
     enable_plugin(world.home)
     plugin_settings(world.home, semantic=False)
+    before = json.loads(_cli(world.home, app, "status", "--json"))
+    index = before["keyword_index"]
+    assert before["keyword_status"] == "indexing" and index["sessions_indexed"] < index["sessions"], before
+    assert before["keyword_reason"] == (f"keyword index is built for {index['sessions_indexed']} of {index['sessions']} "
+                                        "sessions: the next search builds the rest in the background, or run the "
+                                        "'index' command" + MEANWHILE), before
     pending = call(SEARCH, {"query": "支付回调超时", "mode": "keyword"}, session_id=asker)
     [said] = _said(pending)
     assert BUILDING.fullmatch(said) and pending["keyword_status"] == "indexing", pending
@@ -129,8 +136,9 @@ def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
     assert re.search(r"^warning: keyword index could not be used: .*keywords\.db", text, re.MULTILINE), text
     status = json.loads(_cli(world.home, app, "status", "--json"))
     assert status["keyword_status"] == "unavailable" and "keywords.db" in status["keyword_reason"], status
-    assert re.search(r"^ +keyword: unavailable — cannot use .*keywords\.db", _cli(world.home, app, "status"),
-                     re.MULTILINE)
+    assert status["keyword_reason"].endswith(MEANWHILE), status  # the search's words
+    assert re.search(r"^ +keyword: unavailable — keyword index could not be used: cannot use .*keywords\.db",
+                     _cli(world.home, app, "status"), re.MULTILINE)
     assert (data / "keywords.db").is_fifo()
 
 
