@@ -12,9 +12,10 @@ stamp, the index's commits, the scope's members), so the next search over an unc
 scope neither asks state.db nor reads the index's rows again.
 
 A subclass supplies ``_step``, one item's work; ``_redo`` and ``_due``, what a redo of a session
-that is due whatever its counts say is (``_queued``); and ``_idle`` if it has chores for quiet times
-(the thread does them whenever its queues run empty, and when ``chores()`` asks after a write
-made outside it).
+that is due whatever its counts say is (``_queued``); ``_held`` and ``_unmarked``, what the index
+holds of a session and how it marks one to be redone (``changed``); and ``_idle`` if it has chores
+for quiet times (the thread does them whenever its queues run empty, and when ``chores()`` asks
+after a write made outside it).
 """
 
 from __future__ import annotations
@@ -92,6 +93,16 @@ class Worker(Generic[W, S]):
 
     def _due(self, item: W, state: S) -> bool:
         """Whether ``item``, queued, is such a redo (``_redo``) and still due for ``state``'s session."""
+        raise NotImplementedError
+
+    def _held(self, session_ids: list[str]) -> dict[str, S]:
+        """What the index holds of those of ``session_ids`` it holds."""
+        raise NotImplementedError
+
+    def _unmarked(self, session_ids: list[str], deadline: float) -> list[str]:
+        """Mark ``session_ids`` in the index's file to be redone, so that a later search does it if a
+        redo queued now is lost with the process; returns those another process's write lock kept
+        unmarked until ``deadline`` (``time.monotonic``)."""
         raise NotImplementedError
 
     def _idle(self) -> None:
@@ -180,6 +191,23 @@ class Worker(Generic[W, S]):
             if st is not None and (planned is None or planned.kind == "append") and self._due(item, st):
                 out[item.session_id] = self._replan(key, st, work)
         return out
+
+    def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
+        """Have the sessions in which a search found a message that no longer says what was indexed
+        indexed again: marked in the index's file (``_unmarked``), waiting at most ``wait`` for
+        another process's write lock, else their redo (``_redo``) queued for ``key``'s scope now.
+        Only a session the index holds is; one marked already, or with a redo queued that is still
+        due (``_due``), is left be."""
+        deadline = time.monotonic() + wait
+        queued = {item.session_id: item for item in self._waiting(key)}
+        held = {sid: st for sid, st in self._held(session_ids).items()
+                if st.seen_count >= 0 and not (sid in queued and self._due(queued[sid], st))}
+        if not held:
+            return
+        later = {sid: self._redo(key, held[sid], (held[sid].seen_count, held[sid].seen_max_id))
+                 for sid in self._unmarked([sid for sid in session_ids if sid in held], deadline)}
+        if later:
+            self._add(key, later)
 
     # -- the queues -----------------------------------------------------------------------
     def _submit(self, key: tuple, work: dict[str, W], wait: float = 0.0) -> int:

@@ -748,19 +748,12 @@ class Keeper(Worker[Change, KeywordState]):
         return derived.unless_locked(lambda: self.index.mark_dirty(session_ids, max(0.0, wait)),
                                      f"mark {', '.join(session_ids)} for re-indexing")
 
-    def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
-        """Have the sessions in which a search found a message that no longer says what was indexed
-        (``engine._OwnIndex.outdated``) indexed again: marked in keywords.db, waiting at most ``wait``
-        for another process's write lock, else their redo queued for the background now. One
-        queued already is left be."""
-        queued = {item.session_id for item in self._waiting(key) if isinstance(item, Rewritten)}
-        todo = [sid for sid in session_ids if sid not in queued]
-        if not todo or self._mark(todo, wait):
-            return
-        later: dict[str, Change] = {sid: self._redo(key, st, (st.seen_count, st.seen_max_id))
-                                    for sid, st in self.index.states(todo).items() if st.seen_count >= 0}
-        if later:
-            self._add(key, later)
+    def _held(self, session_ids: list[str]) -> dict[str, KeywordState]:
+        return self.index.states(session_ids)
+
+    def _unmarked(self, session_ids: list[str], deadline: float) -> list[str]:
+        # All in one transaction.
+        return [] if self._mark(session_ids, deadline - time.monotonic()) else session_ids
 
     def _redo(self, key: tuple, state: KeywordState, seen: tuple[int, int]) -> Change:
         return Rewritten(state.session_id, "redo", 0, seen, state.ordinal)

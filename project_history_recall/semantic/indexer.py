@@ -220,18 +220,12 @@ class Indexer(Worker[Work, vectors.VectorState]):
             lambda: self.store.mark_dirty(self.fp, sid, wait=max(0.0, deadline - time.monotonic())),
             f"mark {sid} for re-embedding")
 
-    def changed(self, key: tuple, session_ids: list[str], wait: float) -> None:
-        """Have the sessions in which a search found a message that no longer says what was
-        embedded re-embedded: marked in embeddings.db, waiting at most ``wait`` for another
-        process's write lock, else their reconcile queued for the background now. One marked
-        already, or queued (``top_up`` found the rewrite, and the lock held its mark off), is left be."""
-        deadline = time.monotonic() + wait
-        queued = {item.session_id for item in self._waiting(key) if item.kind == "reconcile"}
-        states = self.store.states(self.fp, [sid for sid in session_ids if sid not in queued])
-        later = {sid: self._redo(key, st, (st.seen_count, st.seen_max_id))
-                 for sid, st in states.items() if st.seen_count >= 0 and not self._mark(sid, deadline)}
-        if later:
-            self._add(key, later)
+    def _held(self, session_ids: list[str]) -> dict[str, vectors.VectorState]:
+        return self.store.states(self.fp, session_ids)
+
+    def _unmarked(self, session_ids: list[str], deadline: float) -> list[str]:
+        # A transaction each (``VectorStore.mark_dirty``).
+        return [sid for sid in session_ids if not self._mark(sid, deadline)]
 
     def _redo(self, key: tuple, state: vectors.VectorState, seen: tuple[int, int]) -> Work:
         return Work(state.session_id, "reconcile", 0, seen, key)

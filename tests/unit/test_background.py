@@ -223,3 +223,40 @@ def test_after_state_db_alone_changed_the_index_answer_is_still_known(home, inde
     assert worker._index_unchanged(A, worker._recall(A, ["s1", "s2"])[0]) is None  # other members
     index.transaction(lambda conn: conn.execute("INSERT INTO t VALUES (1)"))
     assert worker._index_unchanged(A, worker._recall(A, ["s1"])[0]) is None  # the index committed
+
+
+class Marking(Scripted):
+    """Holds ``held``; a session in ``locked`` cannot be marked (another process's write lock)."""
+
+    def __init__(self, home, file, held, locked=()):
+        super().__init__(home, file)
+        self.held, self.locked, self.marked = held, set(locked), []
+
+    def _held(self, session_ids):
+        return {sid: self.held[sid] for sid in session_ids if sid in self.held}
+
+    def _unmarked(self, session_ids, deadline):
+        self.marked += [sid for sid in session_ids if sid not in self.locked]
+        return [sid for sid in session_ids if sid in self.locked]
+
+    def _redo(self, key, state, seen):
+        return Change(state.session_id, "redo", 0, seen)
+
+    def _due(self, item, state):
+        return item.kind == "redo"
+
+
+def test_a_changed_session_is_marked_else_its_redo_queued_and_one_left_to_others_is_not_asked_again(
+        home, index, monkeypatch):
+    """``changed``: only sessions the index holds, not marked already nor with a redo still due
+    queued, are marked; those the lock kept unmarked have their redo queued, as of the counts
+    the index holds."""
+    held = {sid: SessionState(sid, 5, 3, 9) for sid in ("s1", "s2", "s3", "s4")}
+    held["s2"].seen_count = -1  # marked already
+    worker = Marking(home, index, held, locked={"s4"})
+    monkeypatch.setattr(worker, "_start", lambda: None)  # no thread: the queue stays as it is looked at
+    worker._add(A, {"s3": Change("s3", "redo", 0, (3, 9))})  # its redo still due
+    worker.changed(A, ["s1", "s2", "s3", "s4", "gone"], 0.0)
+    assert worker.marked == ["s1"]
+    assert {item.session_id: (item.kind, item.seen) for item in worker._waiting(A)} == {
+        "s3": ("redo", (3, 9)), "s4": ("redo", (3, 9))}
