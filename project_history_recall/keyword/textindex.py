@@ -662,10 +662,8 @@ class Keeper(Worker[Change, KeywordState]):
         stamp, known = self._recall(key, members)
         if known is not None:
             return known
-        states = self._index_unchanged(key, stamp)
-        if states is None:
-            states = self.index.states(members)
-        work = changes(conn, states, members, self._counted(counts, members, stamp))
+        plan = self._plan(conn, members, self._index_unchanged(key, stamp), counts, stamp)
+        states, work = plan.states, plan.work
         work.update(self._queued(key, states, work))
         edited = self._edited(conn, key, states, members, work)
         if edited:
@@ -673,9 +671,9 @@ class Keeper(Worker[Change, KeywordState]):
             self._mark(sorted(edited), deadline - time.monotonic())
             work.update(edited)
         if work:
-            if _rows_to_index(work, states) > INLINE_ROWS:
+            if not plan.inline():
                 self._submit(key, work)
-                return Pending(len(members) - len(work), len(members))
+                return plan.pending()
             try:
                 for change in work.values():
                     self.index.index(conn, change, key, wait=max(0.0, deadline - time.monotonic()))
@@ -683,7 +681,7 @@ class Keeper(Worker[Change, KeywordState]):
                 if not exc.locked:
                     raise
                 self._submit(key, work)
-                return Pending(len(members) - len(work), len(members), locked=True)
+                return plan.pending(locked=True)
             if self.index.unmerged() >= MERGE_AFTER_COMMITS:
                 self.chores()  # the background merges (an index grown only by searches is merged too)
             stamp = self._restamp(stamp)
@@ -694,19 +692,25 @@ class Keeper(Worker[Change, KeywordState]):
         """What ``ready`` would answer for ``members``, without indexing or queueing anything (the
         ``status`` command): current when what is missing is little enough for a search to index
         itself. Edits in place, told only by reading rows, are left to the search."""
-        states = self.index.states(members)
-        work = changes(conn, states, members)
-        if _rows_to_index(work, states) > INLINE_ROWS:
-            return Pending(len(members) - len(work), len(members), queued=False)
-        return states
+        plan = self._plan(conn, members)
+        return plan.states if plan.inline() else plan.pending(queued=False)
+
+    def _plan(self, conn: sqlite3.Connection, members: list[str], states: dict[str, KeywordState] | None = None,
+              counts: Once | None = None, stamp: tuple = ()) -> _Plan:
+        """The work that brings ``members`` up to date from their ``states`` (None: read from the
+        index now), by the search's ``counts`` read after ``stamp`` (``_counted``; None: state.db's
+        read now), as ``ready``, ``report`` and ``build`` each begin."""
+        if states is None:
+            states = self.index.states(members)
+        return _Plan(members, states, changes(conn, states, members, self._counted(counts, members, stamp)))
 
     def build(self, key: tuple, members: list[str], on_progress=None) -> int:
         """Bring ``members`` up to date in this thread (the CLI and benchmarks); returns sessions done.
 
         State.db is read ``BATCH_ROWS`` messages per statement (see ``reading``)."""
         with reading(state_db_path(self.home)) as (conn, _shape):
-            states = self.index.states(members)
-            work = changes(conn, states, members)
+            plan = self._plan(conn, members)
+            states, work = plan.states, plan.work
             edited = self._edited(conn, key, states, members, work, every_row=True)
         if edited:
             self.index.mark_dirty(sorted(edited))  # done in this thread: another process's lock waited for
@@ -805,10 +809,25 @@ class Keeper(Worker[Change, KeywordState]):
         return Step.DONE
 
 
-def _rows_to_index(work: dict[str, Change], states: dict[str, KeywordState]) -> int:
-    """The messages ``work`` indexes: an append's new ones, a redo's all."""
-    return sum(c.seen[0] - (states[c.session_id].seen_count if c.kind == "append" and c.session_id in states else 0)
-               for c in work.values())
+@dataclass
+class _Plan:
+    """A scope's ``members``, what the index holds of them (``states``) and the ``work`` that brings
+    them up to date (the caller may add to it)."""
+
+    members: list[str]
+    states: dict[str, KeywordState]
+    work: dict[str, Change]
+
+    def inline(self) -> bool:
+        """Whether the messages the work indexes (an append's new ones, a redo's all) are few enough
+        for a search to index them itself (``INLINE_ROWS``)."""
+        states = self.states
+        return sum(c.seen[0] - (states[c.session_id].seen_count if c.kind == "append" and c.session_id in states else 0)
+                   for c in self.work.values()) <= INLINE_ROWS
+
+    def pending(self, locked: bool = False, queued: bool = True) -> Pending:
+        """How far the scope is with the work left to the background (``Pending``)."""
+        return Pending(len(self.members) - len(self.work), len(self.members), locked, queued)
 
 
 class _Kept:
