@@ -243,6 +243,13 @@ def _concepts(groups: dict[int, list[Term]], found: dict[Term, "np.ndarray"], ke
     return concepts
 
 
+def from_hermes(meanwhile: bool = True) -> str:
+    """What a person is told when Hermes's indexes answered the keyword side for the plugin's: they
+    find Chinese words of one or two characters only by reading the scope, and rank otherwise.
+    ``meanwhile``: until the plugin's index is built (not in a process whose build ends with it)."""
+    return f"keyword results come from Hermes's own indexes{' meanwhile' if meanwhile else ''}, weaker on Chinese"
+
+
 # Why Hermes's indexes answer the keyword side with ``keyword_index: false``, the user's choice.
 TURNED_OFF = ("the plugin's keyword index is turned off in the settings ('keyword_index: false'); "
               "Hermes's own indexes answer")
@@ -270,12 +277,10 @@ class Source:
         return self
 
     def _said(self) -> str | None:
-        """Why Hermes's indexes answered for the plugin's: they find Chinese words of one or two
-        characters only by reading the scope, and rank otherwise."""
+        """Why Hermes's indexes answered for the plugin's, and what that means (``from_hermes``)."""
         if self.instead is None:
             return None
-        return (f"keyword index {self.instead}; keyword results come from Hermes's own indexes meanwhile, "
-                "weaker on Chinese")
+        return f"keyword index {self.instead}; {from_hermes()}"
 
     def warnings(self) -> tuple[str, ...]:
         """The response's warning when Hermes's indexes answered for the plugin's (none when the

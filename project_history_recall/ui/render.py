@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import results
 from .. import settings as config
 from ..files import envfile
+from ..keyword.engine import from_hermes
 from . import consent_words, terminal
 
 class Style:
@@ -90,8 +91,7 @@ def _warnings(response: dict, one_shot: OneShot | None) -> list[str]:
         return said
     index = response.get("keyword_index") or {}
     unfinished = (f"keyword index: {index.get('sessions_indexed', 0)} of {index.get('sessions', '?')} sessions "
-                  "indexed when this command searched; keyword results come from Hermes's own indexes, "
-                  f"weaker on Chinese; {_finish(response, one_shot)}")
+                  f"indexed when this command searched; {from_hermes(meanwhile=False)}; {_finish(response, one_shot)}")
     # The keyword side's warning is its keyword_reason, word for word (``keyword.Source``).
     return [unfinished if w == response.get("keyword_reason") else w for w in said]
 
