@@ -47,7 +47,9 @@ def _handle(home: Path, raw_args: str) -> str:
     from . import render
 
     text = (raw_args or "").strip()
-    verb, _, rest = text.partition(" ")
+    # Split as Hermes finds the command's own name, by any whitespace: an ideographic space (which a
+    # Chinese input method types) or a tab after the verb is no part of it.
+    verb, rest = (text.split(maxsplit=1) + ["", ""])[:2]
     verb, rest = verb.lower(), rest.strip()
     if not text or verb in ("help", "-h", "--help"):
         return USAGE

@@ -46,3 +46,30 @@ def test_recall_skill_is_served_by_skill_view(world, work):
     assert out.get("success") is True, out
     text = json.dumps(out, ensure_ascii=False)
     assert "project_history_search" in text and "session_search(session_id=" in text
+
+
+def test_recall_verbs_are_split_off_by_any_space_as_hermes_splits_the_command(world, work, monkeypatch):
+    """Hermes finds the command's name by any whitespace (``str.split()``: the gateway's
+    ``MessageEvent.get_command_args``, the CLI's ``process_command``), so an ideographic space, which a
+    Chinese input method types, or a tab reaches ``/recall`` between its verb and the rest: the verb
+    counts there too. (Before, only an ASCII space did: ``move　Other`` was searched for, not done.)"""
+    from gateway.platforms.base import MessageEvent
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    w = _world(world, work)
+    handler = get_plugin_command_handler("recall")
+    monkeypatch.setenv("HERMES_SESSION_ID", w["me"])
+
+    def recall(text: str) -> str:
+        return handler(MessageEvent(text=f"/recall {text}").get_command_args())
+
+    assert "project App" in recall("status\u3000")
+    assert "project App" in recall("STATUS\t")
+    assert "/recall move" in recall("help\u3000")
+    assert "say which project" in recall("move\u3000\u3000")
+    assert "Fix websocket" in recall("search\u3000websocket")
+    moved = recall("move\u3000Other")
+    assert "Moved session" in moved and "Other" in moved, moved
+    assert "project Other" in recall("status")
+    moved_back = recall("move\tApp")
+    assert "Moved session" in moved_back and "App" in moved_back, moved_back
