@@ -372,6 +372,9 @@ def _plan(home: Path, caller: Caller, req: MoveRequest) -> _Plan | dict:
 
 def _git_at(target: Target, folder: str) -> GitAt:
     """The repository and branch of the folder a session moves to, which must exist here."""
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise MoveError(f"The folder of {target.label} is {folder}, which is a file, not a folder; nothing was "
+                        "changed.", "folder_missing", folder=folder)
     if not os.path.isdir(folder):
         raise MoveError(f"The folder of {target.label}, {folder}, does not exist on this machine; "
                         "nothing was changed.", "folder_missing", folder=folder)

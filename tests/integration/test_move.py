@@ -218,6 +218,24 @@ def test_every_validation_error_changes_nothing(ab, world, odd_projects, args, c
         assert "'work'" in res["error"] or "'elsewhere'" in res["error"]
 
 
+def test_a_project_folder_that_is_a_file_is_refused_as_what_it_is(ab, world, work):
+    """A project's folder that is a file (``projects_db`` takes any path; the folder replaced by a file
+    since) is refused with ``folder_missing``, saying it is a file: "does not exist on this machine", as
+    it said before, sent the user looking for something that is there."""
+    plain = work / "notes.txt"
+    plain.write_text("a file, not a folder\n", encoding="utf-8")
+    world.project("Filed", plain)
+    linked = work / "to-a-file"
+    linked.symlink_to(plain)
+    world.project("Linked file", linked)
+    for name, folder in (("Filed", plain), ("Linked file", linked)):
+        with unchanged_everywhere(world):
+            res = call(MOVE, {"project": name, "session": ab["sa"]}, session_id=ab["ask_a"])
+        assert res["success"] is False and res["error_code"] == "folder_missing", res
+        assert f"{folder}, which is a file, not a folder" in res["error"], res
+        assert "does not exist" not in res["error"], res
+
+
 def test_no_calling_session_and_no_session_argument(ab, world):
     with unchanged_everywhere(world):
         res = call(MOVE, {"project": "Beta"})
