@@ -535,20 +535,66 @@ def _re_anchor_live_session(plan: _Plan) -> str:
 
 
 def run(home: Path, caller: Caller, args: object) -> dict:
-    """One move, start to finish; always returns a response dict, never raises for bad input."""
+    """One move, start to finish; always returns a response dict, never raises for bad input.
+
+    A conversation Hermes compressed into a chain of sessions moves whole: the session named first,
+    then each other part, one move each, as Hermes's sidebar shows the chain as one conversation."""
     try:
         req = request_from_args(args)
         finish_interrupted(home)  # a move cut short first: its record says where the session was
-        # A refused or no-op request is answered from reads alone: it never
-        # touches the data folder, not even to take the lock (unless a move was cut short).
-        plan = _plan(home, caller, req)
-        if isinstance(plan, dict):
-            return plan
-        with records.moving(paths.data_dir(home)):
-            plan = _plan(home, caller, req)
-            return plan if isinstance(plan, dict) else _carry_out(home, plan)
+        response = _move_one(home, caller, req)
+        if response.get("success"):
+            _move_parts(home, caller, req, response)
+        return response
     except PluginError as exc:
         return exc.envelope()
+
+
+def _move_one(home: Path, caller: Caller, req: MoveRequest) -> dict:
+    # A refused or no-op request is answered from reads alone: it never
+    # touches the data folder, not even to take the lock (unless a move was cut short).
+    plan = _plan(home, caller, req)
+    if isinstance(plan, dict):
+        return plan
+    with records.moving(paths.data_dir(home)):
+        plan = _plan(home, caller, req)
+        return plan if isinstance(plan, dict) else _carry_out(home, plan)
+
+
+def _move_parts(home: Path, caller: Caller, req: MoveRequest, response: dict) -> None:
+    """Move the other parts of the moved session's conversation into the same project, each a move of
+    its own (a part left behind by a failure is said, and moving the conversation again finishes it)."""
+    with reading(paths.state_db_path(home)) as (conn, _shape):
+        others = sessionref.compression_parts(conn, response["session_id"])
+    if not others:
+        return
+    parts: list[dict] = []
+    moved: list[str] = []
+    failed: list[tuple[str, str]] = []
+    for sid in others:
+        try:
+            done = _move_one(home, caller, MoveRequest(req.project, sid))
+        except PluginError as exc:
+            done = exc.envelope()
+        parts.append({"session_id": sid, "moved": bool(done.get("moved"))})
+        if done.get("moved"):
+            moved.append(sid)
+        elif not done.get("success"):
+            parts[-1]["error"] = str(done.get("error"))
+            failed.append((sid, parts[-1]["error"]))
+    response["conversation_parts"] = parts
+    notes = response.setdefault("notes", [])
+    if moved:
+        response["outcome"] = DONE
+    if moved and not response.get("moved"):
+        response["message"] = (f"Session '{response['title'] or response['session_id']}' was already in "
+                               f"'{response['project']['name']}'; the other parts of its conversation were moved "
+                               f"there: {', '.join(moved)}.")
+    elif moved:
+        notes.append(f"Hermes compressed this conversation into several sessions; the other parts moved too: "
+                     f"{', '.join(moved)}.")
+    for sid, error in failed:
+        notes.append(f"Part {sid} of this conversation did not move ({error}); run the move again to move it.")
 
 
 def _carry_out(home: Path, plan: _Plan) -> dict:

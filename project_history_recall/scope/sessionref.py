@@ -200,3 +200,54 @@ def conversation_of(conn: sqlite3.Connection, row: SessionRow) -> SessionRow:
         seen.add(parent.id)
         row = parent
     return row
+
+
+# Hermes follows a compression chain at most this far (``SessionDB.get_compression_tip``).
+_CHAIN_LIMIT = 100
+
+
+def _continues(source: str | None, model_config: str | None) -> bool:
+    """Whether a child of a session that ended with 'compression' continues its conversation, as Hermes
+    tells one: not a /branch, a subagent run or a tool's session."""
+    if source == "tool" or is_delegated(source, model_config):
+        return False
+    try:
+        config = json.loads(model_config) if model_config else None
+    except (TypeError, ValueError):
+        return True
+    return not (isinstance(config, dict) and config.get("_branched_from") is not None)
+
+
+def compression_parts(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """The other sessions of ``session_id``'s conversation where Hermes compressed it the legacy way:
+    each part ended with ``end_reason = 'compression'`` and went on in a child. Hermes's sidebar lists
+    the chain once, grouped by its latest part's folder. Root first; none for a state.db without those
+    columns."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    if not {"parent_session_id", "end_reason", "source", "model_config"} <= have:
+        return []
+    select = (f"SELECT id, {text_sql('parent_session_id')}, {text_sql('end_reason')}, {text_sql('source')}, "
+              f"{text_sql('model_config')} FROM sessions")
+
+    def one(sid: str) -> tuple | None:
+        return conn.execute(f"{select} WHERE id = ?", (sid,)).fetchone()
+
+    row = one(session_id)
+    if row is None:
+        return []
+    root, seen = row, {row[0]}
+    while len(seen) < _CHAIN_LIMIT and root[1] and _continues(root[3], root[4]):
+        parent = one(root[1])
+        if parent is None or parent[2] != "compression" or parent[0] in seen:
+            break
+        root = parent
+        seen.add(root[0])
+    chain, ended = [root[0]], [root] if root[2] == "compression" else []
+    while ended and len(chain) < _CHAIN_LIMIT:
+        children = conn.execute(f"{select} WHERE parent_session_id = ? ORDER BY rowid", (ended.pop(0)[0],)).fetchall()
+        for child in children:
+            if child[0] not in chain and _continues(child[3], child[4]):
+                chain.append(child[0])
+                if child[2] == "compression":
+                    ended.append(child)
+    return [sid for sid in chain[:_CHAIN_LIMIT] if sid != session_id]

@@ -216,7 +216,7 @@ def format_projects(response: dict) -> str:
 
 def format_move(response: dict) -> str:
     if not response.get("moved"):
-        return response["message"]
+        return "\n".join([response["message"], *(f"     note: {n}" for n in response.get("notes", []))])
     lines = [response["message"]]
     rows = [("session", f"{response['session_id']}  {response.get('title') or ''}".rstrip()),
             ("from", project_label(response["previous_project"])),

@@ -21,6 +21,7 @@ from hermes_world import (
     db_digest,
     enable_plugin,
     found,
+    hermes_line,
     make_repo,
     only_on,
     plugin_module,
@@ -136,6 +137,92 @@ def test_a_subagent_moves_the_conversation_that_delegated_it(ab, world):
     res = call(MOVE, {"project": "Beta"}, session_id=child)
     assert res["moved"] and res["session_id"] == ab["ask_a"] and "subagent" in res["notes"][0]
     assert session_rows(world.home)[child] == child_row
+
+
+def compressed_conversation(world: World, folder: Path) -> dict:
+    """One conversation Hermes compressed twice the legacy way (each part ended with 'compression' and
+    went on in a child), and a /branch off its first part, all in ``folder``."""
+    root = world.session(("user", "pangolin early part of the conversation"), cwd=folder, title="Long talk")
+    world.db.end_session(root, "compression")
+    middle = world.session(("user", "pangolin middle part"), cwd=folder, parent=root)
+    world.db.end_session(middle, "compression")
+    tip = world.session(("user", "pangolin latest part"), cwd=folder, parent=middle)
+    branch = "20260901_777777_b4a9c0"
+    world.db.create_session(branch, "cli", model="test/model", model_config={"_branched_from": root},
+                            cwd=str(folder), parent_session_id=root)
+    world.say(branch, "user", "pangolin on a branch of its own")
+    return {"root": root, "middle": middle, "tip": tip, "branch": branch}
+
+
+def test_a_compressed_conversation_moves_whole(ab, world):
+    """Hermes lists a conversation compressed into a chain of sessions once, by its latest part, whose folder
+    groups it in the sidebar (``list_sessions_rich`` projects the chain's root forward to its tip). Moving
+    the conversation moved only the part named (the calling one, the tip): the sidebar showed it in the new
+    project, while its earlier parts, most of what was said, were still searched in the old one, and
+    moving the root by its title moved nothing the sidebar shows. Every part moves now; a branch, a
+    conversation of its own, does not."""
+    conv = compressed_conversation(world, ab["alpha"])
+    parts = {conv["root"], conv["middle"], conv["tip"]}
+    rows_before = session_rows(world.home)
+
+    res = call(MOVE, {"project": "Beta"}, session_id=conv["tip"])
+    assert res["moved"] and res["session_id"] == conv["tip"], res
+    assert {p["session_id"] for p in res["conversation_parts"] if p["moved"]} == {conv["root"], conv["middle"]}, res
+    rows = session_rows(world.home)
+    assert {sid for sid in parts if rows[sid]["cwd"] == str(ab["beta"])} == parts
+    assert rows[conv["branch"]] == rows_before[conv["branch"]]
+    pangolin = {"mode": "keyword", "query": "pangolin"}
+    assert found(call(SEARCH, pangolin, session_id=ab["ask_b"])) == parts
+    assert found(call(SEARCH, pangolin, session_id=ab["ask_a"])) == {conv["branch"]}
+    if hermes_line() == (0, 19):  # Hermes's sidebar grouping imports on 0.19.0 only (SIDEBAR)
+        assert sidebar_groups(world.db)[conv["tip"]] == ab["B"]
+
+    back = call(MOVE, {"project": "Alpha", "session": "Long talk"}, session_id=ab["ask_b"])
+    assert back["moved"] and back["session_id"] == conv["root"], back
+    assert {p["session_id"] for p in back["conversation_parts"] if p["moved"]} == {conv["middle"], conv["tip"]}
+    assert found(call(SEARCH, pangolin, session_id=ab["ask_a"])) == parts | {conv["branch"]}
+    assert found(call(SEARCH, pangolin, session_id=ab["ask_b"])) == set()
+    if hermes_line() == (0, 19):
+        assert sidebar_groups(world.db)[conv["tip"]] == ab["A"]
+
+
+def test_a_conversation_hermes_moved_by_its_latest_part_is_finished_by_a_move(ab, world):
+    """Hermes's desktop moves the live session, a compressed conversation's latest part, alone
+    (``update_session_cwd``), and so did this plugin's moves before: moving the conversation to where
+    that part already is moves the rest, and says so."""
+    conv = compressed_conversation(world, ab["alpha"])
+    world.db.update_session_cwd(conv["tip"], str(ab["beta"]))
+    res = call(MOVE, {"project": "Beta"}, session_id=conv["tip"])
+    assert res["success"] and res["moved"] is False and res["outcome"] == "done", res
+    assert {p["session_id"] for p in res["conversation_parts"] if p["moved"]} == {conv["root"], conv["middle"]}
+    assert "other parts of its conversation were moved" in res["message"], res
+    assert found(call(SEARCH, {"mode": "keyword", "query": "pangolin"}, session_id=ab["ask_b"])) == {
+        conv["root"], conv["middle"], conv["tip"]}
+    again = call(MOVE, {"project": "Beta"}, session_id=conv["tip"])
+    assert again["outcome"] == "nothing" and not any(p["moved"] for p in again["conversation_parts"]), again
+
+
+def test_a_part_that_cannot_move_is_said_and_the_next_move_finishes_the_conversation(ab, world):
+    conv = compressed_conversation(world, ab["alpha"])
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        conn.execute(f"CREATE TRIGGER refuse_root BEFORE UPDATE OF cwd ON sessions WHEN OLD.id = '{conv['root']}' "
+                     "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")
+        conn.commit()
+    res = call(MOVE, {"project": "Beta"}, session_id=conv["tip"])
+    assert res["moved"] and res["outcome"] == "done", res
+    parts = {p["session_id"]: p for p in res["conversation_parts"]}
+    assert parts[conv["middle"]]["moved"] and not parts[conv["root"]]["moved"], res
+    assert "refused by the test" in parts[conv["root"]]["error"], res
+    assert any(conv["root"] in note and "run the move again" in note for note in res["notes"]), res
+    assert session_rows(world.home)[conv["root"]]["cwd"] == str(ab["alpha"])
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        conn.execute("DROP TRIGGER refuse_root")
+        conn.commit()
+    again = call(MOVE, {"project": "Beta"}, session_id=conv["tip"])
+    assert again["outcome"] == "done" and [p["session_id"] for p in again["conversation_parts"] if p["moved"]] == [
+        conv["root"]], again
+    assert found(call(SEARCH, {"mode": "keyword", "query": "pangolin"}, session_id=ab["ask_b"])) == {
+        conv["root"], conv["middle"], conv["tip"]}
 
 
 @SIDEBAR
