@@ -69,6 +69,16 @@ def caller_from_dispatch(kw: dict) -> Caller:
     )
 
 
+def tool_result_limit() -> int:
+    """Hermes's limit for one tool result, in characters: a longer result reaches the model as a
+    1,500-character preview of its JSON, cut mid-way, the rest saved to a file."""
+    try:
+        from tools.budget_config import DEFAULT_RESULT_SIZE_CHARS
+    except ImportError:  # a Hermes without it: the limit it has had since the budget came in
+        return 100_000
+    return int(DEFAULT_RESULT_SIZE_CHARS)
+
+
 # --- Moving a session: Hermes's own write paths ------------------------
 
 

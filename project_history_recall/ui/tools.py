@@ -78,11 +78,52 @@ def _json(payload: dict) -> str:
     return terminal.shown(json.dumps(payload, ensure_ascii=False))
 
 
+def _trimmed_warning(limit: int) -> str:
+    return (f"The answer was cut to stay within Hermes's limit of {limit:,} characters for one tool result "
+            "('trimmed' counts what was left out, from the lowest results up): ask with a smaller limit or "
+            "context, or read around a hit with session_search.")
+
+
+def _fitted(payload: dict, limit: int) -> str:
+    """``payload`` as JSON within ``limit`` characters. Past it, the context windows of the lowest results
+    go first, then their more_hits, then the lowest results themselves; ``trimmed`` counts them."""
+    text = _json(payload)
+    results = payload.get("results")
+    if len(text) <= limit or not isinstance(results, list):
+        return text
+    kept = [dict(r) for r in results]
+    trimmed = {"context_windows": 0, "more_hits": 0, "results": 0}
+    fitted = {**payload, "results": kept, "trimmed": trimmed,
+              "warnings": [*payload.get("warnings", []), _trimmed_warning(limit)]}
+    cuts = [(r, "context", "context_windows") for r in reversed(kept)] + \
+           [(r, "more_hits", "more_hits") for r in reversed(kept)]
+    over = len(_json(fitted)) - limit
+    for result, key, counted in cuts:
+        if over <= 0:
+            over = len(_json(fitted)) - limit  # the estimates below, checked
+            if over <= 0:
+                break
+        if result.get(key):
+            over -= len(_json(result[key])) - 2
+            result[key] = []
+            trimmed[counted] += 1
+    for result in kept:
+        if "more_hits" in result and not result["more_hits"]:
+            del result["more_hits"]  # absent, as for a result that has none
+    text = _json(fitted)
+    while len(text) > limit and len(kept) > 1:
+        kept.pop()
+        trimmed["results"] += 1
+        text = _json(fitted)
+    return text
+
+
 def _answer(tool: str, run, args: dict, kw: dict) -> str:
-    """``run(home, caller, args)`` for Hermes's dispatch: JSON out, never a traceback."""
+    """``run(home, caller, args)`` for Hermes's dispatch: JSON out, never a traceback, within Hermes's
+    limit for one tool result."""
     home = paths.hermes_home()
     try:
-        text = _json(run(home, host.caller_from_dispatch(kw), args))
+        text = _fitted(run(home, host.caller_from_dispatch(kw), args), host.tool_result_limit())
     except Exception as exc:
         text = _json(edge.failure(home, exc, tool))
     # Belt and braces: the remote embedder's key never leaves in a tool result,

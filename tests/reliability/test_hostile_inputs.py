@@ -174,3 +174,41 @@ def test_an_argument_nested_thousands_deep_is_refused_as_a_bad_argument(fuzz_wor
             "project_history_search", {"query": "websocket", key: deep}, session_id=fuzz_world["asker"]))
         assert out["success"] is False and out["error_code"] == "bad_argument", (key, out)
         assert f"'{key}'" in out["error"] and len(out["error"]) < 200, out["error"]
+
+
+def test_the_largest_answer_asked_for_stays_within_hermes_limit_for_one_tool_result(world, work):
+    """``limit: 50, context: 10`` is within the schema's bounds, and over long messages made a 200 KB
+    answer. Hermes keeps one tool result to ``DEFAULT_RESULT_SIZE_CHARS`` (100,000): a longer one
+    reaches the model as a 1,500-character preview of the JSON, cut mid-way, the rest saved to a file.
+    The search now fits its answer under that limit, leaving out the farthest context windows first,
+    and says what it left out."""
+    import model_tools
+    from tools.budget_config import DEFAULT_RESULT_SIZE_CHARS
+    from tools.tool_result_storage import maybe_persist_tool_result
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    words = "the websocket reconnect loop and its retry backoff, 超时重连的细节 " * 12
+    for n in range(24):
+        world.session(*[("user" if j % 2 == 0 else "assistant", f"{n} {j} {words}") for j in range(24)], cwd=app)
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+
+    for args in ({"limit": 50, "context": 10}, {"limit": 50, "context": 10, "include_current_session": True},
+                 {"limit": 2, "context": 10}):
+        raw = model_tools.handle_function_call("project_history_search", {"query": "websocket reconnect", **args},
+                                               session_id=asker)
+        assert len(raw) <= DEFAULT_RESULT_SIZE_CHARS, (args, len(raw))
+        # What the agent loop hands the model: the answer whole, as it is under the limit.
+        assert maybe_persist_tool_result(raw, "project_history_search", "call_1") == raw
+        out = _plugins_own_answer(raw)
+        assert out["success"] and out["results"], args
+        if args["limit"] == 2:
+            assert "trimmed" not in out and all(len(r["context"]) > 2 for r in out["results"])
+            continue
+        assert len(out["results"]) >= 20, len(out["results"])
+        assert out["trimmed"]["context_windows"] > 0, out["trimmed"]
+        assert out["results"][0]["context"], "the best results keep their windows"
+        assert any("100,000" in w for w in out["warnings"]), out.get("warnings")
