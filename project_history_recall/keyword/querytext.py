@@ -131,6 +131,18 @@ def clean_ref(value: object) -> str:
     return _printable(value, formats=True)[:MAX_QUERY_CHARS].strip()
 
 
+# Quotes a person puts around a name, each with its closing one.
+_NAME_QUOTES = {**_QUOTE_PAIRS, "'": "'", "‘": "’", "«": "»", "`": "`"}
+
+
+def unquoted(ref: str) -> str:
+    """``ref`` without one pair of quotes around the whole of it (``"Web Shop"``, ``“Web Shop”``), as a
+    shell reads one quoted argument; as it is otherwise."""
+    if len(ref) > 2 and _NAME_QUOTES.get(ref[0]) == ref[-1]:
+        return ref[1:-1].strip()
+    return ref
+
+
 def _extract_phrases(text: str) -> tuple[list[str], str]:
     phrases: list[str] = []
     out: list[str] = []

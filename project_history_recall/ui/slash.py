@@ -44,6 +44,7 @@ def handle(raw_args: str) -> str:
 
 def _handle(home: Path, raw_args: str) -> str:
     from .. import move, overview, search
+    from ..keyword import querytext
     from . import render
 
     text = (raw_args or "").strip()
@@ -59,7 +60,12 @@ def _handle(home: Path, raw_args: str) -> str:
     if verb == "move":
         if not rest:
             return "recall: say which project, e.g. /recall move webshop\n" + USAGE
-        return _plain(move.run(home, caller, {"project": rest}), render.format_move)
+        moved = move.run(home, caller, {"project": rest})
+        # No shell stands before /recall to take off the quotes around a name of several words; a
+        # project named with them (refused here, and so unchanged) is taken first.
+        if moved.get("error_code") == "unknown_project" and querytext.unquoted(rest) != rest:
+            moved = move.run(home, caller, {"project": querytext.unquoted(rest)})
+        return _plain(moved, render.format_move)
     query = rest if verb == "search" else text
     # A person typed this: a consent request names the command that grants it, not the agent's token.
     response = render.for_person(search.run(home, caller, {"query": query, "context": 1}), "hermes recall")

@@ -73,3 +73,22 @@ def test_recall_verbs_are_split_off_by_any_space_as_hermes_splits_the_command(wo
     assert "project Other" in recall("status")
     moved_back = recall("move\tApp")
     assert "Moved session" in moved_back and "App" in moved_back, moved_back
+
+
+def test_recall_move_takes_a_quoted_project_name_as_a_shell_would(world, work, monkeypatch):
+    """``/recall`` has no shell in front of it, so the quotes a person puts around a name of several
+    words (``hermes recall move … "Web Shop"`` loses them in the shell) reached the move, which
+    looked for a project named with them."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    w = _world(world, work)
+    (work / "web shop").mkdir()
+    world.project("Web Shop", work / "web shop")
+    handler = get_plugin_command_handler("recall")
+    monkeypatch.setenv("HERMES_SESSION_ID", w["me"])
+
+    moved = handler('move "Web Shop"')
+    assert "Moved session" in moved and "Web Shop" in moved, moved
+    moved = handler("move “App”")
+    assert "Moved session" in moved and "'App'" in moved, moved
+    assert "No project" in handler("move \"Nowhere\"")
