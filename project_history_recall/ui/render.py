@@ -293,14 +293,25 @@ def format_index(response: dict) -> str:
         rate = totals["chunks_embedded"] / totals["embed_seconds"] if totals["embed_seconds"] else 0.0
         lines.append(f"Indexed {len(response['projects'])} project(s), {totals['sessions']:,} sessions with "
                      f"{response['model_name']} into {response['index']}")
-        lines.append(f"  embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
-                     f"({rate:,.0f} chunks/s); removed {totals['messages_removed']:,} deleted and re-embedded "
-                     f"{totals['messages_changed']:,} changed messages; dropped the vectors of "
-                     f"{totals['deleted_sessions_dropped']:,} deleted sessions; {totals['seconds']:.1f} s")
+        lines.append(f"  {_index_work(totals, rate)}; {totals['seconds']:.1f} s")
     for item in response.get("skipped_for_consent", []):
         done = "Stopped" if "sent_before_withdrawal" in item else "Skipped"
         lines.append(f"{done} {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")
     return "\n".join(lines)
+
+
+def _index_work(totals: dict, rate: float) -> str:
+    """What an index run did. The removals and re-embeddings only when there were some: a first
+    run's line of "removed 0 … 0 … 0" read as something having gone wrong."""
+    done = [f"embedded {totals['messages_embedded']:,} messages as {totals['chunks_embedded']:,} chunks "
+            f"({rate:,.0f} chunks/s)"]
+    if totals["messages_removed"]:
+        done.append(f"removed {totals['messages_removed']:,} deleted messages")
+    if totals["messages_changed"]:
+        done.append(f"re-embedded {totals['messages_changed']:,} changed messages")
+    if totals["deleted_sessions_dropped"]:
+        done.append(f"dropped the vectors of {totals['deleted_sessions_dropped']:,} deleted sessions")
+    return "; ".join(done)
 
 
 def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,

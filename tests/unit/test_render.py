@@ -128,3 +128,17 @@ def test_a_one_shot_process_says_how_to_finish_the_keyword_index():
             "--project p_1") in text
     # inside a running Hermes (/recall) the build does go on: the tool's own words stay
     assert f"warning: {reason}" in render.format_search(response, render.Style())
+
+
+def test_an_index_run_names_only_the_work_it_did():
+    totals = {"sessions": 7, "messages_embedded": 17, "chunks_embedded": 17, "embed_seconds": 0.5,
+              "messages_removed": 0, "messages_changed": 0, "deleted_sessions_dropped": 0, "seconds": 1.25}
+    response = {"semantic_status": "ready", "projects": [{}, {}], "totals": totals, "model_name": "m",
+                "index": "/h/embeddings.db"}
+    first = render.format_index(response).splitlines()
+    assert first == ["Indexed 2 project(s), 7 sessions with m into /h/embeddings.db",
+                     "  embedded 17 messages as 17 chunks (34 chunks/s); 1.2 s"]
+    totals.update(messages_removed=2, messages_changed=1, deleted_sessions_dropped=3)
+    assert render.format_index(response).splitlines()[1] == (
+        "  embedded 17 messages as 17 chunks (34 chunks/s); removed 2 deleted messages; re-embedded 1 changed "
+        "messages; dropped the vectors of 3 deleted sessions; 1.2 s")
