@@ -162,9 +162,15 @@ def _live_projects(home: Path) -> list[dict]:
     return sorted((p for p in listed if not p.get("archived")), key=lambda p: -p["sessions"])
 
 
+def _names_to_pick(home: Path) -> str:
+    """The largest projects' names as they go after ``--project``: quoted where a shell needs it
+    (``--project Web shop``, pasted, searched for "shop" in no project)."""
+    return ", ".join(shlex.quote(p["name"]) for p in _live_projects(home)[:8]) or "none yet"
+
+
 def _nowhere(run: _Run, folder: str) -> str:
     """What a person can do from a folder that is in no project."""
-    names = ", ".join(p["name"] for p in _live_projects(run.home)[:8]) or "none yet"
+    names = _names_to_pick(run.home)
     return "\n".join([
         f"{folder} is in no project of {run.home}, so there is no project history to search here.",
         f"  search a project:        {run.command} search QUERY --project NAME   (projects: {names})",
@@ -318,8 +324,7 @@ def cmd_index(run: _Run) -> int:
     a = run.args
     caller = _caller(_folder(a.dir))
     if not (a.project or a.all) and _in_no_project(overview.status(run.home, caller)):
-        names = ", ".join(p["name"] for p in _live_projects(run.home)[:8]) or "none yet"
-        raise UsageError(f"{caller.cwd} is in no project: give --project NAME ({names}) or --all")
+        raise UsageError(f"{caller.cwd} is in no project: give --project NAME ({_names_to_pick(run.home)}) or --all")
     return run.emit(_indexed(run, caller, a.project, a.all), render.format_index)
 
 

@@ -93,6 +93,25 @@ def test_projects_labels_automatic_projects(world, work, tmp_path):
     assert loose and "(auto)" in loose[0] and str(work / "loose") in loose[0], done.stdout
 
 
+def test_a_folder_in_no_project_offers_project_names_that_paste(world, work, tmp_path):
+    """``(projects: Web shop)`` beside ``--project NAME`` was pasted as ``--project Web shop``, which
+    the shell splits."""
+    shop = work / "shop"
+    shop.mkdir()
+    world.project("Web shop", shop)
+    world.session(("user", "what did we decide about retries"), cwd=shop, title="Retry policy")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = cli_process("search", "retries", "--home", str(world.home), cwd=elsewhere)
+    assert done.returncode == 1 and "(projects: 'Web shop')" in done.stdout, done.stdout
+    offered = re.search(r"search a project: +(.+) --project NAME +\(projects: (.+)\)", done.stdout)
+    pasted = _pasted(f"{offered.group(1).replace('QUERY', 'retries')} --project {offered.group(2)}",
+                     elsewhere, tmp_path / "fresh-user")
+    assert pasted.returncode == 0 and "Retry policy" in pasted.stdout, (offered.group(0), pasted.stderr)
+    index = cli_process("index", "--home", str(world.home), cwd=elsewhere)
+    assert index.returncode == 2 and "--project NAME ('Web shop') or --all" in index.stderr, index.stderr
+
+
 def test_consent_hint_keeps_the_home_and_works_when_pasted(remote_pq, tmp_path):
     home = remote_pq["home"]
     done = cli_process("search", "pelican", "--dir", str(remote_pq["p_dir"]), "--home", str(home), cwd=tmp_path,
