@@ -190,11 +190,15 @@ def cmd_search(run: _Run) -> int:
 
 
 def cmd_status(run: _Run, folder: str | None = None) -> int:
-    folder = folder or _folder(run.args.dir)
+    return _status(run, folder or _folder(run.args.dir))[0]
+
+
+def _status(run: _Run, folder: str) -> tuple[int, dict]:
+    """``status`` of ``folder``, printed; its exit code and response."""
     response = render.for_person(overview.status(run.home, _caller(folder)), run.command)
     if response.get("success") and _in_no_project(response):
         response = {**response, "reason": _nowhere(run, folder)}
-    return run.emit(response, lambda r: "\n\n".join(filter(None, [render.format_status(r), r.get("reason")])))
+    return run.emit(response, lambda r: "\n\n".join(filter(None, [render.format_status(r), r.get("reason")]))), response
 
 
 def cmd_quickstart(run: _Run) -> int:
@@ -202,8 +206,9 @@ def cmd_quickstart(run: _Run) -> int:
     if not run.args.demo and paths.state_db_path(run.home).is_file():
         if query:
             return _search_here(run, query)
-        code = cmd_status(run, _folder(None))
-        if not run.args.json:
+        code, response = _status(run, _folder(None))
+        # From a folder in no project, searching "it" finds nothing: the lines above say what to do instead.
+        if not run.args.json and response.get("success") and not response.get("reason"):
             run.out.print(f"\nNext: search it, e.g.  {run.command} search 'what did we decide about X'")
         return code
     try:

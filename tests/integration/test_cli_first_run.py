@@ -95,7 +95,7 @@ def test_projects_labels_automatic_projects(world, work, tmp_path):
 
 def test_a_folder_in_no_project_offers_project_names_that_paste(world, work, tmp_path):
     """``(projects: Web shop)`` beside ``--project NAME`` was pasted as ``--project Web shop``, which
-    the shell splits."""
+    the shell splits; and a first run with no query said "in no project", then "Next: search it"."""
     shop = work / "shop"
     shop.mkdir()
     world.project("Web shop", shop)
@@ -110,6 +110,11 @@ def test_a_folder_in_no_project_offers_project_names_that_paste(world, work, tmp
     assert pasted.returncode == 0 and "Retry policy" in pasted.stdout, (offered.group(0), pasted.stderr)
     index = cli_process("index", "--home", str(world.home), cwd=elsewhere)
     assert index.returncode == 2 and "--project NAME ('Web shop') or --all" in index.stderr, index.stderr
+    first = cli_process("quickstart", "--home", str(world.home), cwd=elsewhere)
+    assert first.returncode == 0 and "is in no project" in first.stdout, first.stdout
+    assert "Next: search it" not in first.stdout, first.stdout
+    here = cli_process("quickstart", "--home", str(world.home), cwd=shop)
+    assert here.returncode == 0 and "Next: search it" in here.stdout, here.stdout
 
 
 def test_consent_hint_keeps_the_home_and_works_when_pasted(remote_pq, tmp_path):
