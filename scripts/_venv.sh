@@ -8,7 +8,8 @@ ensure_venv() {
     exit 2
   fi
   if [ ! -f "$venv/.installed" ] || [ "$source" -nt "$venv/.installed" ]; then
-    echo "setting up $venv (once)…" >&2
+    # pip runs quietly (its output is a wall of text), so say what the silence is and how long it lasts.
+    echo "setting up $venv (once; pip works quietly for a minute or two)…" >&2
     "$py" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@"
     touch "$venv/.installed"
