@@ -307,8 +307,8 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
         # Worth a line only before a wait a person would wonder about (a first index with e5).
         if run.args.json or (e.get("estimated_seconds") or 0) < LONG_INDEX_S:
             return
-        if drawn:  # the keyword index's bar: end it, the note goes on a line of its own
-            run.out.progress(None)
+        if drawn:  # the keyword index's bar: the note takes its place
+            run.out.progress(None, keep=False)
             drawn.clear()
         run.out.note(f"Indexing {render.estimate_text(e)}; Ctrl-C stops, the next run resumes.")
 
@@ -316,13 +316,19 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
         run.out.note("another index run is under way in this home: waiting for it, then doing only what it "
                      "leaves undone")
 
+    finished = False
     try:
-        return indexing.run(run.home, caller, project=project, every=every,
-                            on_progress=None if run.args.json else progress, grant_command=run.command,
-                            on_wait=waiting, on_estimate=estimate)
+        response = indexing.run(run.home, caller, project=project, every=every,
+                                on_progress=None if run.args.json else progress, grant_command=run.command,
+                                on_wait=waiting, on_estimate=estimate)
+        finished = True
+        return response
     finally:
-        if drawn:  # end the progress line, so whatever follows (an interruption, too) starts on its own
-            run.out.progress(None)
+        # A finished run's last bar (one project's, "Webshop v2 (semantic) 1/1", even when nothing was
+        # indexed) gives way to the summary; an interrupted one's stays, to show where it stopped, and
+        # what follows starts on a line of its own.
+        if drawn:
+            run.out.progress(None, keep=not finished)
 
 
 def cmd_index(run: _Run) -> int:

@@ -427,12 +427,12 @@ class Output:
         """A line of progress on stderr, for a log as much as a terminal."""
         self._write(sys.stderr, text + "\n")
 
-    def progress(self, line: str | None) -> None:
+    def progress(self, line: str | None, keep: bool = True) -> None:
         """A progress line redrawn in place on stderr (cleared to the end, since it may have
         shrunk; the carriage return and that clearing are the only control sequences it lets
-        through); None ends it."""
+        through); None ends it, leaving its last state on screen or, ``keep`` False, erasing it."""
         if line is None:
-            self._write(sys.stderr, "\n")
+            self._write(sys.stderr, "\n" if keep else "", start="" if keep else "\r", end="" if keep else "\033[K")
         else:
             self._write(sys.stderr, line, start="\r", end="\033[K")
 

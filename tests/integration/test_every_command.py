@@ -280,6 +280,8 @@ def test_the_progress_line_fits_a_60_column_terminal(people, world, work):
     bars = [part.removesuffix("\x1b[K") for part in term.raw.split("\r") if part.endswith("\x1b[K")]
     assert bars and all(len(line) <= 59 for line in bars), bars
     assert any(line.startswith("App (semantic)") for line in bars), bars
+    # Finished, the last project's bar gives way to the summary rather than standing above it.
+    assert "\r\x1b[KKeyword index:" in term.raw, term.raw[-600:]
 
 
 def test_index_off_a_terminal_writes_a_line_now_and_then(world, work, monkeypatch, capsys):
@@ -306,8 +308,8 @@ def test_ctrl_c_during_index_ends_the_progress_line_first_and_resumes_later(worl
     monkeypatch.setattr(sys, "stderr", screen)
     draw, drawn = render.Output.progress, []
 
-    def interrupted_while_drawing(self, line):
-        draw(self, line)
+    def interrupted_while_drawing(self, line, keep=True):
+        draw(self, line, keep)
         drawn.append(line)
         if len(drawn) == 2:
             raise KeyboardInterrupt

@@ -142,3 +142,13 @@ def test_an_index_run_names_only_the_work_it_did():
     assert render.format_index(response).splitlines()[1] == (
         "  embedded 17 messages as 17 chunks (34 chunks/s); removed 2 deleted messages; re-embedded 1 changed "
         "messages; dropped the vectors of 3 deleted sessions; 1.2 s")
+
+
+def test_a_progress_line_ends_kept_or_erased(tmp_path, capsys):
+    out = render.Output(tmp_path)
+    out.progress("App (semantic) 1/2 sessions")
+    out.progress(None)
+    out.progress("App (semantic) 2/2 sessions")
+    out.progress(None, keep=False)
+    assert capsys.readouterr().err == ("\rApp (semantic) 1/2 sessions\x1b[K\n"
+                                       "\rApp (semantic) 2/2 sessions\x1b[K\r\x1b[K")
