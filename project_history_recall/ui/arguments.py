@@ -112,7 +112,8 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
     ix.add_argument("--all", action="store_true", help="index every project of this profile")
     qs = command("quickstart", help="search your Hermes home from here, or a demo home if you have none")
-    qs.add_argument("query", nargs="*", help="what to search for (none: show where this folder belongs)")
+    qs.add_argument("query", nargs="*", help="what to search for (none: show where this folder belongs, or, in "
+                                             "the demo, four searches of its own)")
     qs.add_argument("--demo", action="store_true", help="use the demo home even if you have one")
     command("config", help="the effective settings, where each comes from, and any warnings (secrets masked)")
     co = command("consent", help="consents to send a project's messages to a remote embedder")

@@ -327,6 +327,7 @@ def test_help_documents_every_option(people):
 
     assert "semantic: by meaning" in helped("search")
     assert "the folder to look at" in helped("status")
+    assert "or, in the demo, four searches of its own" in helped("quickstart")  # what scripts/recall runs
 
 
 def test_the_readme_starts_with_a_short_quick_start():
