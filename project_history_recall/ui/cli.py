@@ -240,6 +240,8 @@ def cmd_quickstart(run: _Run) -> int:
             run.out.print(f"$ cd {shlex.quote(folder)} && {demo_run.command} search {shlex.quote(q)}")
             run.out.print(render.format_search(response, run.out.style(), demo_run.one_shot)
                           if response.get("success") else response["error"])
+            if response.get("success") and not response.get("results"):
+                run.out.print(_demo_holds(demo.MAIN_PROJECT))
             run.out.print()
     hermes = f"{_hermes(demo_run.home)} recall status {shlex.quote(folder)}"
     if text:
@@ -248,6 +250,14 @@ def cmd_quickstart(run: _Run) -> int:
         run.out.json({"success": True, "demo_home": str(demo_run.home), "built_now": built, "indexed": indexed,
                       "searched_from": folder, "searches": responses, "hermes": hermes})
     return min(errors.exit_code(r) for r in responses)
+
+
+def _demo_holds(project: str) -> str:
+    """After a question of a person's own found nothing in the demo: it holds only a few short
+    sessions, which "Nothing found." alone does not say."""
+    held = demo.titles(project)
+    return (f"The demo's project {demo.EXPLICIT_PROJECTS[project]} holds only {len(held)} short sessions: "
+            f"{'; '.join(held)}. Ask about one of them, or run without a query to see the demo's own searches.")
 
 
 def _search_here(run: _Run, query: str) -> int:

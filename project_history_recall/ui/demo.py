@@ -73,6 +73,11 @@ EXPLICIT_PROJECTS = {"webshop": "Webshop", "webshop_v2%": "Webshop v2", "notes":
 MAIN_PROJECT = "webshop"  # where the first run's searches run: the one with the most history
 
 
+def titles(project: str) -> list[str]:
+    """The titles of a demo project's conversations: what a search there can find."""
+    return [title for name, _, title, _ in CONVERSATIONS if name == project]
+
+
 def build(home: Path, work: Path | None = None) -> dict:
     """Create the demo home; returns {'home', 'work', 'sessions': {title: id}, 'projects': {folder: id}}."""
     from hermes_cli import projects_db

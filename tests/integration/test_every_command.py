@@ -192,6 +192,12 @@ def test_the_readmes_first_query_finds_something_in_the_demo_and_says_where(peop
     again = people["run"]("quickstart", QUERY)  # the reused demo home: nothing to re-index, nothing said of it
     assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
     assert "brought up to date" not in again.stdout and "chunks" not in again.stdout, again.stdout
+    assert "holds only" not in again.stdout
+    # A newcomer's own question that the demo's few sessions cannot answer: told what they hold.
+    own = people["run"]("quickstart", "kubernetes helm chart")
+    assert own.returncode == 1 and "Nothing found." in own.stdout, own.stdout + own.stderr
+    assert ("The demo's project Webshop holds only 4 short sessions: Fix flaky websocket reconnect; 修改支付服务端超时; "
+            "Release checklist; Retry policy for the payment client.") in own.stdout, own.stdout
 
 
 def test_a_folder_in_no_project_names_the_projects_and_the_commands(people, world, work):
