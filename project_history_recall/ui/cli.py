@@ -217,7 +217,7 @@ def cmd_quickstart(run: _Run) -> int:
         return run.emit(exc.envelope(), render.format_message)
     demo_run = dataclasses.replace(run, home=Path(info["home"]))
     text = not run.args.json
-    why = "you asked for the demo" if run.args.demo else f"there is no Hermes home at {run.home}"
+    why = "you asked for the demo" if run.args.demo else _no_history(run.home)
     made = "built it just now with Hermes's own SessionDB" if built else "built on an earlier run, reused"
     if text:
         run.out.print(f"Using the demo home at {demo_run.home} ({why}; {made}).")
@@ -250,6 +250,14 @@ def cmd_quickstart(run: _Run) -> int:
         run.out.json({"success": True, "demo_home": str(demo_run.home), "built_now": built, "indexed": indexed,
                       "searched_from": folder, "searches": responses, "hermes": hermes})
     return min(errors.exit_code(r) for r in responses)
+
+
+def _no_history(home: Path) -> str:
+    """Why the demo is searched: a home Hermes made (``hermes project create`` makes one) but never
+    ran a session in is there, only without sessions."""
+    if home.is_dir():
+        return f"the Hermes home at {home} has no sessions yet: no {paths.state_db_path(home).name}"
+    return f"there is no Hermes home at {home}"
 
 
 def _demo_holds(project: str) -> str:

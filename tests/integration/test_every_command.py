@@ -193,6 +193,12 @@ def test_the_readmes_first_query_finds_something_in_the_demo_and_says_where(peop
     assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
     assert "brought up to date" not in again.stdout and "chunks" not in again.stdout, again.stdout
     assert "holds only" not in again.stdout
+    assert f"there is no Hermes home at {people['env']['HOME']}/.hermes;" in again.stdout, again.stdout
+    # A home Hermes made (``hermes project create`` does) but never ran a session in is there, only empty.
+    (Path(people["env"]["HOME"]) / ".hermes").mkdir()
+    made = people["run"]("quickstart", QUERY)
+    assert made.returncode == 0 and "Retry policy for the payment client" in made.stdout, made.stdout + made.stderr
+    assert f"the Hermes home at {people['env']['HOME']}/.hermes has no sessions yet: no state.db;" in made.stdout
     # A newcomer's own question that the demo's few sessions cannot answer: told what they hold.
     own = people["run"]("quickstart", "kubernetes helm chart")
     assert own.returncode == 1 and "Nothing found." in own.stdout, own.stdout + own.stderr
