@@ -22,11 +22,16 @@ def _pasted(line: str, cwd: Path, home: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", line], env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
 
 
+def _project(world, folder: Path, name: str, said: str, title: str) -> Path:
+    """An explicit project of a new folder, with one session that said ``said``."""
+    folder.mkdir()
+    world.project(name, folder)
+    world.session(("user", said), cwd=folder, title=title)
+    return folder
+
+
 def _small_world(world, work) -> Path:
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    world.session(("user", "the websocket reconnect loop is flaky"), cwd=app, title="Fix websocket")
+    app = _project(world, work / "app", "App", "the websocket reconnect loop is flaky", "Fix websocket")
     auto = work / "loose"
     auto.mkdir()
     subprocess.run(["git", "init", "-q", str(auto)], check=True)
@@ -96,10 +101,7 @@ def test_projects_labels_automatic_projects(world, work, tmp_path):
 def test_a_folder_in_no_project_offers_project_names_that_paste(world, work, tmp_path):
     """``(projects: Web shop)`` beside ``--project NAME`` was pasted as ``--project Web shop``, which
     the shell splits; and a first run with no query said "in no project", then "Next: search it"."""
-    shop = work / "shop"
-    shop.mkdir()
-    world.project("Web shop", shop)
-    world.session(("user", "what did we decide about retries"), cwd=shop, title="Retry policy")
+    shop = _project(world, work / "shop", "Web shop", "what did we decide about retries", "Retry policy")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = cli_process("search", "retries", "--home", str(world.home), cwd=elsewhere)
