@@ -334,6 +334,22 @@ def retire(file: "DerivedFile | None") -> None:
             file.close()
 
 
+def _begun(conn: sqlite3.Connection, deadline: float) -> bool:
+    """A write transaction begun on ``conn`` after one turn of waiting for another process's write
+    lock (``_WRITE_TURN``): True; False while that lock is held and ``deadline`` is still ahead, and
+    past it the locked error."""
+    conn.execute(f"PRAGMA busy_timeout={int(_WRITE_TURN * 1000)}")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _primary(exc) not in _BUSY or time.monotonic() >= deadline:
+            raise
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT * 1000)}")
+    return True
+
+
 class DerivedFile:
     """One derived SQLite file, shared by the threads of a process (one lock).
 
@@ -425,18 +441,23 @@ class DerivedFile:
                 return out
             time.sleep(_WRITE_TURN)
 
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the file's write lock past one turn of waiting (a commit of
+        its own passes within it), as a write of this process would meet it now: what a search says
+        held its index's work off, rather than a build. Any other failure is the writer's to meet."""
+        try:
+            with self.using() as conn:
+                if _begun(conn, time.monotonic()):
+                    conn.execute("ROLLBACK")
+        except StoreError as exc:
+            return exc.locked
+        return False
+
     def _try_transaction(self, fn, deadline: float) -> tuple[bool, object]:
         """(True, ``fn``'s result) or, another process's write lock still held and time left, (False, None)."""
         with self.using() as conn:
-            conn.execute(f"PRAGMA busy_timeout={int(_WRITE_TURN * 1000)}")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if _primary(exc) not in _BUSY or time.monotonic() >= deadline:
-                    raise
+            if not _begun(conn, deadline):
                 return False, None
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT * 1000)}")
             try:
                 out = fn(conn)
                 conn.execute("COMMIT")

@@ -49,6 +49,9 @@ class Outcome:
     rows: dict = field(default_factory=dict)
     # The scope's vectors, for how alike messages are to each other (``likeness``).
     matrix: ScopeMatrix | None = None
+    # unavailable, yet searched: another process holds embeddings.db's write lock, and the sessions
+    # indexed before it answer.
+    held_off: bool = False
 
     def likeness(self, message_ids: list[int]) -> "np.ndarray":
         """``ScopeMatrix.likeness`` of these messages; all 0 without the matrix."""
@@ -61,7 +64,7 @@ class Outcome:
 
     @property
     def usable(self) -> bool:
-        return self.status in ("ready", "partial")
+        return self.status in ("ready", "partial") or self.held_off
 
     def parts(self) -> tuple[Embedder, VectorStore]:
         """The embedder and store of an outcome ``prepare`` made ready (``usable``)."""
@@ -166,14 +169,23 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         return Outcome("unavailable", worker.error)
     out.index = {"sessions": len(members), "sessions_indexed": summary["indexed"],
                  "sessions_pending": summary["pending"]}
-    if summary["pending"] and not summary["indexed"]:
+    pending, indexed = summary["pending"], summary["indexed"]
+    if pending and summary["locked"]:
+        # Not a build: another process holds the file's write lock, and the work waits for it.
+        out.status, out.held_off = "unavailable", bool(indexed)
+        out.reason = (f"the vector index is locked by another process, {pending} of {len(members)} sessions not "
+                      "indexed yet; " + ("semantic results come from the indexed part meanwhile" if indexed
+                                         else "no semantic results meanwhile"))
+        if not indexed:
+            return out
+    elif pending and not indexed:
         out.status = "indexing"
-        out.reason = (f"building the semantic index for this project ({summary['pending']} sessions to go); "
+        out.reason = (f"building the semantic index for this project ({pending} sessions to go); "
                       "it continues in the background")
         return out
-    if summary["pending"]:
+    elif pending:
         out.status = "partial"
-        out.reason = (f"{summary['pending']} of {len(members)} sessions are still being indexed in the "
+        out.reason = (f"{pending} of {len(members)} sessions are still being indexed in the "
                       "background; semantic results come from the indexed part")
     if not wait or limit <= 0:
         return out

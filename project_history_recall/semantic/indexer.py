@@ -168,7 +168,8 @@ class Indexer(Worker[Work, vectors.VectorState]):
         are the caller's read-only state.db connection and what it offers, ``counts`` the search's, if any.
 
         Returns ``{"pending": sessions still to do, "indexed": sessions with
-        vectors, "states": each member's row in embeddings.db}``.
+        vectors, "states": each member's row in embeddings.db, "locked": whether another process
+        holds embeddings.db's write lock, holding the work left off}``.
         """
         deadline = time.monotonic() + budget_s
         stamp, known = self._recall(key, members)
@@ -183,7 +184,7 @@ class Indexer(Worker[Work, vectors.VectorState]):
             item.project = key
         pending = self._submit(key, work, wait=deadline - time.monotonic())
         if pending:
-            return self._summary(pending, self.store.states(self.fp, members))
+            return self._summary(pending, self.store.states(self.fp, members), self.store.held_elsewhere())
         if work:
             stamp = self._restamp(stamp)
             states = self.store.states(self.fp, members)
@@ -235,8 +236,9 @@ class Indexer(Worker[Work, vectors.VectorState]):
         return item.kind == "reconcile"
 
     @staticmethod
-    def _summary(pending: int, states: dict[str, vectors.VectorState]) -> dict:
-        return {"pending": pending, "indexed": sum(1 for st in states.values() if st.chunks > 0), "states": states}
+    def _summary(pending: int, states: dict[str, vectors.VectorState], locked: bool = False) -> dict:
+        return {"pending": pending, "indexed": sum(1 for st in states.values() if st.chunks > 0), "states": states,
+                "locked": locked}
 
     def index_now(self, key: tuple, members: list[str], on_progress=None, progress: Progress | None = None) -> Progress:
         """Index ``members`` in this thread (the CLI's ``index``): every session is
