@@ -96,13 +96,23 @@ def _warnings(response: dict, one_shot: OneShot | None) -> list[str]:
     return [unfinished if w == response.get("keyword_reason") else w for w in said]
 
 
+# What the last word of a hit's line (``score_source``) means, where it varies: a newcomer at the
+# terminal reads "· both" with nothing else to explain it.
+_LEGEND = "; each hit ends with the engine that found it, or both"
+
+
+def _mixed(response: dict) -> bool:
+    """Whether the results may each have been found by either engine: hybrid mode, both engines ran."""
+    return response.get("searched_with") == "keyword+semantic" and bool(response.get("results"))
+
+
 def format_search(response: dict, style: Style, one_shot: OneShot | None = None) -> str:
     lines = []
     searched = response.get("sessions_in_scope", 0)
     scope = f"{project_label(response['project'])}, {searched} session{'' if searched == 1 else 's'} searched"
     lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
     used = response.get("searched_with", response.get("mode"))
-    line = f"mode {response.get('mode')} (searched with {used})"
+    line = f"mode {response.get('mode')} (searched with {used}{_LEGEND if _mixed(response) else ''})"
     if response.get("mode") != "keyword":  # keyword mode never asked for the semantic side
         reason = _unfinished(response, one_shot) or response.get("semantic_reason")
         line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")

@@ -89,6 +89,25 @@ def test_keyword_mode_says_nothing_of_a_next_search(world, work, tmp_path):
     assert "background" not in done.stdout
 
 
+def test_a_hybrid_search_says_what_a_hit_s_last_word_means(world, work, tmp_path):
+    """Each hit's line ends with the engine that found it (``· both``, ``· keyword``, ``· semantic``),
+    which only docs/first-run.md explained: a hybrid search's mode line now says so. Keyword mode,
+    whose hits all say ``keyword``, and ``--json`` (``score_source``) are left as they were."""
+    app = _small_world(world, work)
+    said = "; each hit ends with the engine that found it, or both)"
+
+    def search(*extra: str) -> str:
+        done = cli_process("search", "websocket", "--dir", str(app), "--home", str(world.home), *extra, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    hybrid = search()
+    assert f"mode hybrid (searched with keyword+semantic{said}; semantic: ready" in hybrid.splitlines(), hybrid
+    assert re.search(r"^ 1\. Fix websocket · .* · (both|keyword|semantic)$", hybrid, re.MULTILINE), hybrid
+    assert "mode keyword (searched with keyword)" in search("--mode", "keyword").splitlines()
+    assert "engine that found it" not in search("--json")
+
+
 def test_projects_labels_automatic_projects(world, work, tmp_path):
     _small_world(world, work)
     done = cli_process("projects", "--home", str(world.home), cwd=tmp_path)
