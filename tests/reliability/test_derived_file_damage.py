@@ -250,6 +250,19 @@ def test_an_index_another_release_holds_open_is_left_to_it(world, work):
     assert _layout(path) != "2"
 
 
+def _searched_first(world, work, args: dict) -> tuple[str, dict]:
+    """Project App (6 sessions) searched once by ``args`` with the tests' budget, the background's work
+    waited for, then the budget set to 1 s for the searches under test: (the asker, that first response).
+    Given 1 s, a first search on a busy machine (Hermes 0.22 loads the model for each home) ended before
+    the model had loaded, so embeddings.db was never made; a write lock's holder then made an empty one,
+    which the next search rightly set aside as not a database, the holder's lock going with it."""
+    asker = _world(world, work, sessions=6)
+    first = call(SEARCH, args, session_id=asker)
+    wait_idle(300)
+    plugin_settings(world.home, index_budget_ms=1000)
+    return asker, first
+
+
 def _searched_while_written(path: Path, asker: str, args: dict, holds, meanwhile=lambda: None) -> None:
     """Search ``args`` twice while another process holds the write lock of ``path`` (another Hermes
     process's indexer committing a batch, a `sqlite3` shell left in a transaction; the budget is 1 s):
@@ -298,10 +311,8 @@ def test_an_index_another_process_is_writing_holds_a_search_no_longer_than_its_b
     budget: the keyword index's few new rows are written in the search, and the semantic search waited
     for the background indexer, which held the file's connection while it waited for the lock. Now a
     search waits about its budget, answers from what it can read, and the work goes on later."""
-    asker = _world(world, work, sessions=6)
-    plugin_settings(world.home, index_budget_ms=1000)
-    assert call(SEARCH, {"query": "websocket", "mode": "hybrid"}, session_id=asker)["results"]
-    wait_idle(300)
+    asker, first = _searched_first(world, work, {"query": "websocket", "mode": "hybrid"})
+    assert first["results"] and first["semantic_status"] == "ready", first
     from hermes_state import SessionDB
 
     db = SessionDB(db_path=world.home / "state.db")
@@ -323,12 +334,8 @@ def _rewritten(world, work, rows_since: int, args: dict) -> tuple[str, list[int]
     about the server running out of memory rewritten in place by an importer: among the rows Hermes
     may still rewrite (``rows_since`` 0), or with that many rows written since. (The asker, the
     messages rewritten.)"""
-    asker = _world(world, work, sessions=6)
-    plugin_settings(world.home, index_budget_ms=1000)
-    # The first search starts the indexes; on a busy machine 1 s may not see them finished.
-    call(SEARCH, args, session_id=asker)
-    wait_idle(300)
-    assert call(SEARCH, args, session_id=asker)["results"]
+    asker, first = _searched_first(world, work, args)
+    assert first["results"], first
     from hermes_state import SessionDB
 
     if rows_since:
