@@ -16,12 +16,18 @@ from pathlib import Path
 
 _HOLDER = textwrap.dedent("""
     import select, sqlite3, sys
-    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn = sqlite3.connect(sys.argv[1], uri=True, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     print("holding", flush=True)
     select.select([sys.stdin], [], [], float(sys.argv[2]))  # told to let go (stdin closed), or by itself
     conn.execute("ROLLBACK")
 """)
+
+
+def _existing(path: Path) -> str:
+    """``path`` as a URI SQLite opens only if the file is there: a holder that made the file would hold
+    an empty one, which the plugin rightly sets aside as not a database, and its lock with it."""
+    return f"{path.resolve().as_uri()}?mode=rw"
 
 
 class WriteLock:
@@ -30,13 +36,13 @@ class WriteLock:
 
     def __init__(self, path: Path, at_most: float):
         self.path = path
-        self._proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), str(at_most)],
+        self._proc = subprocess.Popen([sys.executable, "-c", _HOLDER, _existing(path), str(at_most)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._proc.stdout is not None and self._proc.stdout.readline() == "holding\n"
+        assert self._proc.stdout is not None and self._proc.stdout.readline() == "holding\n", f"{path} not held"
 
     def holds(self) -> bool:
         """Whether the holder has the lock now: a write begun by another connection is refused at once."""
-        probe = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        probe = sqlite3.connect(_existing(self.path), uri=True, timeout=0, isolation_level=None)
         try:
             probe.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
