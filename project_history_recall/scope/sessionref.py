@@ -55,6 +55,8 @@ class SessionRow:
     message_count: int = 0
     archived: bool = False
     delegated: bool = False  # a delegate_task subagent run (Hermes marks it in model_config)
+    end_reason: str | None = None  # 'compression': the conversation went on in a child
+    branched: bool = False  # a /branch of its parent (Hermes marks it in model_config)
 
     @property
     def facts(self) -> SessionFacts:
@@ -78,7 +80,7 @@ def parse(text: str) -> Ref:
 
 
 _COLUMNS = ("id", "title", "source", "cwd", "git_branch", "git_repo_root", "parent_session_id",
-            "message_count", "archived", "model_config")
+            "message_count", "archived", "model_config", "end_reason")
 _NUMBERS = ("id", "message_count", "archived")  # (and the key) read as they are; the rest as text
 
 
@@ -89,9 +91,17 @@ def _select(conn: sqlite3.Connection) -> str:
 
 
 def _row(values: sqlite3.Row | tuple) -> SessionRow:
-    sid, title, source, cwd, branch, root, parent, count, archived, model_config = tuple(values)
+    sid, title, source, cwd, branch, root, parent, count, archived, model_config, end_reason = tuple(values)
     return SessionRow(sid, title, source, cwd, branch, root, parent, int(count or 0), bool(archived),
-                      is_delegated(source, model_config))
+                      is_delegated(source, model_config), end_reason, _branched(model_config))
+
+
+def _branched(model_config: str | None) -> bool:
+    try:
+        config = json.loads(model_config) if model_config else None
+    except (TypeError, ValueError):
+        return False
+    return isinstance(config, dict) and config.get("_branched_from") is not None
 
 
 def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
@@ -206,48 +216,35 @@ def conversation_of(conn: sqlite3.Connection, row: SessionRow) -> SessionRow:
 _CHAIN_LIMIT = 100
 
 
-def _continues(source: str | None, model_config: str | None) -> bool:
+def _continues(row: SessionRow) -> bool:
     """Whether a child of a session that ended with 'compression' continues its conversation, as Hermes
     tells one: not a /branch, a subagent run or a tool's session."""
-    if source == "tool" or is_delegated(source, model_config):
-        return False
-    try:
-        config = json.loads(model_config) if model_config else None
-    except (TypeError, ValueError):
-        return True
-    return not (isinstance(config, dict) and config.get("_branched_from") is not None)
+    return not (row.source == "tool" or row.delegated or row.branched)
 
 
 def compression_parts(conn: sqlite3.Connection, session_id: str) -> list[str]:
     """The other sessions of ``session_id``'s conversation where Hermes compressed it the legacy way:
     each part ended with ``end_reason = 'compression'`` and went on in a child. Hermes's sidebar lists
     the chain once, grouped by its latest part's folder. Root first; none for a state.db without those
-    columns."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-    if not {"parent_session_id", "end_reason", "source", "model_config"} <= have:
+    columns (read as NULL)."""
+    root = fetch(conn, session_id)
+    if root is None:
         return []
-    select = (f"SELECT id, {text_sql('parent_session_id')}, {text_sql('end_reason')}, {text_sql('source')}, "
-              f"{text_sql('model_config')} FROM sessions")
-
-    def one(sid: str) -> tuple | None:
-        return conn.execute(f"{select} WHERE id = ?", (sid,)).fetchone()
-
-    row = one(session_id)
-    if row is None:
-        return []
-    root, seen = row, {row[0]}
-    while len(seen) < _CHAIN_LIMIT and root[1] and _continues(root[3], root[4]):
-        parent = one(root[1])
-        if parent is None or parent[2] != "compression" or parent[0] in seen:
+    seen = {root.id}
+    while len(seen) < _CHAIN_LIMIT and root.parent_session_id and _continues(root):
+        parent = fetch(conn, root.parent_session_id)
+        if parent is None or parent.end_reason != "compression" or parent.id in seen:
             break
         root = parent
-        seen.add(root[0])
-    chain, ended = [root[0]], [root] if root[2] == "compression" else []
+        seen.add(root.id)
+    chain, ended = [root.id], [root] if root.end_reason == "compression" else []
+    select = _select(conn)
     while ended and len(chain) < _CHAIN_LIMIT:
-        children = conn.execute(f"{select} WHERE parent_session_id = ? ORDER BY rowid", (ended.pop(0)[0],)).fetchall()
-        for child in children:
-            if child[0] not in chain and _continues(child[3], child[4]):
-                chain.append(child[0])
-                if child[2] == "compression":
+        children = conn.execute(f"SELECT {select} FROM sessions WHERE parent_session_id = ? ORDER BY rowid",
+                                (ended.pop(0).id,)).fetchall()
+        for child in map(_row, children):
+            if child.id not in chain and _continues(child):
+                chain.append(child.id)
+                if child.end_reason == "compression":
                     ended.append(child)
     return [sid for sid in chain[:_CHAIN_LIMIT] if sid != session_id]
