@@ -569,20 +569,17 @@ def _move_parts(home: Path, caller: Caller, req: MoveRequest, response: dict) ->
     if not others:
         return
     parts: list[dict] = []
-    moved: list[str] = []
-    failed: list[tuple[str, str]] = []
     for sid in others:
         try:
             done = _move_one(home, caller, MoveRequest(req.project, sid))
         except PluginError as exc:
             done = exc.envelope()
-        parts.append({"session_id": sid, "moved": bool(done.get("moved"))})
-        if done.get("moved"):
-            moved.append(sid)
-        elif not done.get("success"):
-            parts[-1]["error"] = str(done.get("error"))
-            failed.append((sid, parts[-1]["error"]))
+        part = {"session_id": sid, "moved": bool(done.get("moved"))}
+        if not part["moved"] and not done.get("success"):
+            part["error"] = str(done.get("error"))
+        parts.append(part)
     response["conversation_parts"] = parts
+    moved = [part["session_id"] for part in parts if part["moved"]]
     notes = response.setdefault("notes", [])
     if moved:
         response["outcome"] = DONE
@@ -593,8 +590,8 @@ def _move_parts(home: Path, caller: Caller, req: MoveRequest, response: dict) ->
     elif moved:
         notes.append(f"Hermes compressed this conversation into several sessions; the other parts moved too: "
                      f"{', '.join(moved)}.")
-    for sid, error in failed:
-        notes.append(f"Part {sid} of this conversation did not move ({error}); run the move again to move it.")
+    notes += [f"Part {part['session_id']} of this conversation did not move ({part['error']}); run the move again "
+              "to move it." for part in parts if "error" in part]
 
 
 def _carry_out(home: Path, plan: _Plan) -> dict:
