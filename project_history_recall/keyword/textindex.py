@@ -691,8 +691,11 @@ class Keeper(Worker[Change, KeywordState]):
     def report(self, conn: sqlite3.Connection, members: list[str]) -> dict[str, KeywordState] | Pending:
         """What ``ready`` would answer for ``members``, without indexing or queueing anything (the
         ``status`` command): current when what is missing is little enough for a search to index
-        itself. Edits in place, told only by reading rows, are left to the search."""
+        itself, and another process holds the file's write lock past a turn (as a search would meet it,
+        and say). Edits in place, told only by reading rows, are left to the search."""
         plan = self._plan(conn, members)
+        if plan.work and self.index.held_elsewhere():
+            return plan.pending(locked=True, queued=False)
         return plan.states if plan.inline() else plan.pending(queued=False)
 
     def _plan(self, conn: sqlite3.Connection, members: list[str], states: dict[str, KeywordState] | None = None,

@@ -178,6 +178,39 @@ def test_an_index_another_process_holds_is_said_to_be_locked_not_built(world, wo
     assert again["keyword_status"] == "ready" and "warnings" not in again, again
 
 
+def test_status_says_an_index_another_process_holds_is_locked(world, work, monkeypatch):
+    """``status`` beside a held ``keywords.db`` with a new session to add: it said ``ready``, every
+    session indexed, where a search then says the index is locked and Hermes's indexes answer. Now
+    it says what the search says, in ``/recall status`` and the command line's JSON; ``ready`` once
+    the lock is gone."""
+    from hermes_cli.plugins import get_plugin_command_handler
+    from hermes_state import SessionDB
+
+    app, asker = _app(world, work, messages_each=3)
+    enable_plugin(world.home)
+    plugin_settings(world.home, semantic=False, index_budget_ms=1000)
+    assert call(SEARCH, {"query": "websocket reconnect"}, session_id=asker)["keyword_status"] == "ready"
+    wait_idle(300)
+    db = SessionDB(db_path=world.home / "state.db")
+    try:
+        db.create_session("20260903_000001_zebra1", "cli", model="test/model", cwd=str(app))
+        db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
+    finally:
+        db.close()
+    locked = "keyword index is locked by another process" + MEANWHILE
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    with WriteLock(world.home / PLUGIN_KEY / "keywords.db", at_most=8) as writer:
+        shown = get_plugin_command_handler("recall")("status")
+        status = json.loads(_cli(world.home, app, "status", "--json"))
+        res = call(SEARCH, {"query": "zebra crossing", "mode": "keyword"}, session_id=asker)
+        assert writer.holds()
+    assert res["keyword_status"] == "unavailable" and res["keyword_reason"] == locked, res
+    assert status["keyword_status"] == "unavailable" and status["keyword_reason"] == locked, status
+    assert re.search(r"^ +keyword: unavailable — " + re.escape(locked) + "$", shown, re.MULTILINE), shown
+    wait_idle(60)
+    assert json.loads(_cli(world.home, app, "status", "--json"))["keyword_status"] == "ready"
+
+
 def test_the_index_turned_off_is_not_warned_about(world, work):
     """``keyword_index: false``: Hermes's indexes answer, as the user chose, with no warning;
     ``status`` says the index is off by the settings."""
