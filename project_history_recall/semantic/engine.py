@@ -140,6 +140,13 @@ def run(ctx: SearchContext, limit: int, *, wait: bool = True, candidates: set[in
     return out
 
 
+def _held_off(pending: int, sessions: int, indexed: int) -> str:
+    """Why the semantic side is ``unavailable`` while another process holds embeddings.db's write lock
+    with ``pending`` of ``sessions`` still to index: a search's words, and ``status``'s."""
+    return (f"the vector index is locked by another process, {pending} of {sessions} sessions not indexed yet; "
+            + ("semantic results come from the indexed part meanwhile" if indexed else "no semantic results meanwhile"))
+
+
 def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None, evidence: bool) -> Outcome:
     import time
 
@@ -173,9 +180,7 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
     if pending and summary["locked"]:
         # Not a build: another process holds the file's write lock, and the work waits for it.
         out.status, out.held_off = "unavailable", bool(indexed)
-        out.reason = (f"the vector index is locked by another process, {pending} of {len(members)} sessions not "
-                      "indexed yet; " + ("semantic results come from the indexed part meanwhile" if indexed
-                                         else "no semantic results meanwhile"))
+        out.reason = _held_off(pending, len(members), indexed)
         if not indexed:
             return out
     elif pending and not indexed:
@@ -300,4 +305,6 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
                       "in the background, or run the 'index' command") if built else (
             "the semantic index is not built yet; the next search builds it in the background, or run the "
             "'index' command")
+        if store is not None and store.held_elsewhere():  # as a search would meet it, and say
+            out.status, out.reason = "unavailable", _held_off(pending, len(members), indexed)
     return out

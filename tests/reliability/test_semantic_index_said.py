@@ -7,6 +7,7 @@ JSON, ``/recall`` and the command line alike; once the lock is gone the index ca
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -113,3 +114,32 @@ def test_a_project_not_indexed_before_the_lock_is_searched_by_keyword(world, wor
     assert res["searched_with"] == "keyword" and res["results"], res
     assert all(r["title"].startswith("App chat") for r in res["results"]), res
     wait_idle(60)
+
+
+def test_status_says_a_vector_index_another_process_holds_is_locked(world, work, monkeypatch, capsys):
+    """``status`` beside a held ``embeddings.db`` with a new session to embed: it said ``partial``, "the
+    next search indexes them in the background, or run the 'index' command", where a search then says
+    the index is locked by another process, and neither would index anything. Now ``/recall status``
+    and the command line say what the search says; ``ready`` once the lock is gone."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    app, asker = _app(world, work)
+    _indexed(world, asker)
+    _one_more(world.home, app)
+    monkeypatch.setenv("HERMES_SESSION_ID", asker)
+    monkeypatch.chdir(app)
+    shown = Outputs()
+    with WriteLock(world.home / PLUGIN_KEY / "embeddings.db", at_most=8) as writer:
+        recalled = get_plugin_command_handler("recall")("status")
+        run_cli(shown, capsys, "status", "--json", home=world.home)
+        res = call(SEARCH, {"query": "zebra crossing"}, session_id=asker)
+        assert writer.holds()
+    said = FROM_INDEXED.format(1, 6)
+    assert res["semantic_status"] == "unavailable" and res["semantic_reason"] == said, res
+    [status] = [json.loads(text) for text in shown.texts]
+    assert status["semantic_status"] == "unavailable" and status["semantic_reason"] == said, status
+    assert status["semantic_index"]["sessions_pending"] == 1, status
+    assert re.search(r"^ +semantic: unavailable — .*" + re.escape(said) + "$", recalled, re.MULTILINE), recalled
+    assert "'index' command" not in recalled, recalled
+    wait_idle(60)
+    assert get_plugin_command_handler("recall")("status").count("semantic: ready") == 1
