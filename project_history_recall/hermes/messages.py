@@ -197,20 +197,26 @@ def _message(conn: sqlite3.Connection, row: sqlite3.Row) -> MessageRow:
                       row["timestamp"] or 0.0, row["tool_name"], row["called"])
 
 
+# What ``str.strip`` takes off (every character below U+3001 that ``isspace``; none after): a text of only
+# these is blank, as ``MessageRow.shown`` reads it. As a GLOB class, which none of them has a meaning in.
+_BLANK = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
 def _called_sql(m: str) -> str:
     """The names of the tools the message ``m`` calls, when it has no text (Hermes keeps its calls as
     a JSON list of ``{"function": {"name", "arguments"}}``), joined by ", "; else NULL. A message that
     only calls a tool is found by its calls' arguments, as in Hermes's own index, and showed nothing.
     Names only: arguments may hold anything, a file's whole text among them. Calls that cannot be read
     (cut short, not a list, no name in them) are named by the row's ``tool_name``, else "a tool": such
-    a message is found by their text all the same. The CASEs keep each JSON function from a value
-    that is not JSON (SQLite evaluates a CASE's branches in order)."""
+    a message is found by their text all the same. Blank text is none: models send "\\n\\n" or a space
+    beside their calls, and Hermes keeps it. The CASEs keep each JSON function from a value that is
+    not JSON (SQLite evaluates a CASE's branches in order)."""
     calls = text_sql(f"{m}.tool_calls")
     unread = f"COALESCE(NULLIF({text_sql(f'{m}.tool_name')}, ''), 'a tool')"
     names = (f"(SELECT group_concat(name, ', ') FROM (SELECT CASE WHEN c.type = 'object' AND "
              f"json_type(c.value, '$.function.name') = 'text' THEN json_extract(c.value, '$.function.name') END "
              f"AS name FROM json_each({calls}) c) WHERE name != '')")
-    return (f"CASE WHEN COALESCE({m}.content, '') != '' OR COALESCE({calls}, '') = '' THEN NULL "
+    return (f"CASE WHEN COALESCE({m}.content GLOB '*[^{_BLANK}]*', 0) OR COALESCE({calls}, '') = '' THEN NULL "
             f"WHEN NOT json_valid({calls}) THEN {unread} WHEN json_type({calls}) != 'array' THEN {unread} "
             f"WHEN json_array_length({calls}) = 0 THEN NULL ELSE COALESCE({names}, {unread}) END AS called")
 

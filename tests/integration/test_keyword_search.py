@@ -532,6 +532,28 @@ def test_a_hit_on_a_call_alone_shows_the_tool_it_calls(world, work, keyword_inde
 
 
 @pytest.mark.parametrize("keyword_index", [True, False], ids=["own-keyword-index", "hermes-indexes"])
+def test_a_call_whose_text_is_only_blank_shows_the_tool_it_calls(world, work, keyword_index):
+    """Models send blank text beside their tool calls ("\\n\\n", a space), and Hermes keeps it as the
+    message's content: such a message was taken for one with text, and its snippet and its line in a
+    window were blank, where a call with no text at all names its tools. Blank is no text (as
+    ``str.strip`` reads it, the no-break and ideographic spaces too)."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    sid = world.session(("user", "list the quarterly ledger files"), cwd=app)
+    calls = [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls ledgerdir"}'}}]
+    blank = [world.say(sid, "assistant", text, tool_calls=calls) for text in ("\n\n", " ", "\t\u00a0\u3000\r\n")]
+    world.say(sid, "assistant", "done, four files")
+    asker = world.session(cwd=app)
+    plugin_settings(world.home, keyword_index=keyword_index, semantic=False)
+    enable_plugin(world.home)
+    res = call("project_history_search", {"query": "ledgerdir", "mode": "keyword", "context": 3}, session_id=asker)
+    assert sorted(ids(res)) == blank, res
+    assert {h["snippet"] for h in hits(res)} == {"(calls terminal)"}, res
+    assert [e["text"] for e in res["results"][0]["context"] if e["message_id"] in blank] == ["(calls terminal)"] * 3, res
+
+
+@pytest.mark.parametrize("keyword_index", [True, False], ids=["own-keyword-index", "hermes-indexes"])
 def test_a_hit_on_a_call_that_cannot_be_read_shows_a_call_all_the_same(world, work, keyword_index):
     """A message that only calls tools, its calls' JSON cut short by an importer (or not a list, or
     without a name): found by their text, its snippet and its line in a window were empty. Now they
