@@ -85,6 +85,10 @@ HOW_TO_OPEN = (
     "profile=<profile>). Cite a session by its link."
 )
 
+# Tool output is never embedded: a semantic search asked for it answers without it.
+TOOL_OUTPUT_BY_KEYWORD = ("tool output is searched by keyword only (it is never embedded), so this semantic search "
+                          "left it out: ask in hybrid or keyword mode to search it.")
+
 
 @dataclass(frozen=True)
 class SearchRequest:
@@ -102,6 +106,11 @@ class SearchRequest:
     @property
     def roles(self) -> tuple[str, ...]:
         return ("user", "assistant", "tool") if self.include_tool_output else ("user", "assistant")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the request asks for that its mode cannot search."""
+        return (TOOL_OUTPUT_BY_KEYWORD,) if self.include_tool_output and self.mode == "semantic" else ()
 
 
 def _as_bool(name: str, value: object) -> bool:
@@ -314,7 +323,8 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "journal_mode": journal_mode(conn),
         "profile": profile,
     }
-    response.update(results.warnings_field(scope.warnings + (source.warnings() if source is not None else ())))
+    response.update(results.warnings_field(scope.warnings + (source.warnings() if source is not None else ())
+                                           + req.warnings))
     if scope.excluded_lineage:
         response["current_session_excluded"] = True
     if out:

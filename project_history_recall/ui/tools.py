@@ -52,7 +52,8 @@ SEARCH_SCHEMA = {
             "context": {"type": "integer", "minimum": 0, "maximum": config.MAX_CONTEXT,
                         "description": "Messages shown before and after each hit (default 2)."},
             "include_tool_output": {"type": "boolean",
-                                    "description": "Also search tool output (default false)."},
+                                    "description": "Also search tool output, by keyword: in keyword and hybrid "
+                                                   "mode, never semantic (default false)."},
             "since": {"type": "string", "description": "Only messages after this: 2026-09-01 or an age like 7d, 2w."},
             "until": {"type": "string", "description": "Only messages before this date."},
             "project": {"type": "string",

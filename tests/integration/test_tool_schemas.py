@@ -80,3 +80,28 @@ def test_the_search_description_and_the_skill_name_what_a_response_says_it_went_
         assert field in description and field in skill, field
     for field in reasons:
         assert "*_reason" in description and field in skill, field
+
+
+def test_tool_output_asked_of_a_semantic_search_is_said_to_be_searched_by_keyword_only(world, work):
+    """The schema said ``include_tool_output`` "also searches tool output", and a semantic search given it
+    answered as if it had: tool output is never embedded, so the output that held the answer was not
+    looked at, and nothing said so. The schema now says tool output is searched by keyword, and a
+    semantic search asked for it says in ``warnings`` that it left it out; keyword and hybrid find it."""
+    from tools.registry import registry
+
+    world.project("App", work)
+    sid = world.session(("user", "please list the pods"), cwd=work)
+    world.say(sid, "tool", "capybara-worker-7f9 CrashLoopBackOff: memory limit exceeded", tool_name="terminal")
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    described = registry.get_entry("project_history_search").schema["parameters"]["properties"]
+    assert "keyword" in described["include_tool_output"]["description"]
+    args = {"query": "capybara CrashLoopBackOff", "include_tool_output": True}
+    for mode in ("keyword", "hybrid"):
+        res = call("project_history_search", {**args, "mode": mode}, session_id=asker)
+        assert res["results"][0]["role"] == "tool" and "warnings" not in res, res
+    res = call("project_history_search", {**args, "mode": "semantic"}, session_id=asker)
+    assert res["success"] and not res["results"], res
+    assert any("tool output" in w and "keyword" in w for w in res["warnings"]), res
+    plain = call("project_history_search", {"query": "list the pods", "mode": "semantic"}, session_id=asker)
+    assert "warnings" not in plain, plain
