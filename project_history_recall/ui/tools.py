@@ -50,7 +50,8 @@ SEARCH_SCHEMA = {
             "limit": {"type": "integer", "minimum": 1, "maximum": config.MAX_LIMIT,
                       "description": "Number of sessions (default 10)."},
             "context": {"type": "integer", "minimum": 0, "maximum": config.MAX_CONTEXT,
-                        "description": "Messages shown before and after each hit (default 2)."},
+                        "description": "Messages shown before and after each result's best message (default 2); "
+                                       "more_hits come without."},
             "include_tool_output": {"type": "boolean",
                                     "description": "Also search tool output, by keyword: in keyword and hybrid "
                                                    "mode, never semantic (default false)."},

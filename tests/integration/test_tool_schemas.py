@@ -105,3 +105,20 @@ def test_tool_output_asked_of_a_semantic_search_is_said_to_be_searched_by_keywor
     assert any("tool output" in w and "keyword" in w for w in res["warnings"]), res
     plain = call("project_history_search", {"query": "list the pods", "mode": "semantic"}, session_id=asker)
     assert "warnings" not in plain, plain
+
+
+def test_context_is_described_as_the_window_of_each_result_s_best_message(world, work):
+    """``context`` was described as the messages "before and after each hit", but a window is read around
+    each result's best message only (a further hit in ``more_hits`` comes without one, to be read around
+    with ``session_search``). The description says what the tool does."""
+    from tools.registry import registry
+
+    world.project("App", work)
+    world.session(("user", "the boiler pressure drops"), ("assistant", "check the boiler valve"), cwd=work)
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    res = call("project_history_search", {"query": "boiler", "mode": "keyword", "context": 1}, session_id=asker)
+    [result] = res["results"]
+    assert result["context"] and result["more_hits"] and not any("context" in h for h in result["more_hits"]), res
+    described = registry.get_entry("project_history_search").schema["parameters"]["properties"]["context"]
+    assert "best message" in described["description"] and "each hit" not in described["description"], described
