@@ -88,7 +88,8 @@ def _trimmed_warning(limit: int) -> str:
 
 def _fitted(payload: dict, limit: int) -> str:
     """``payload`` as JSON within ``limit`` characters. Past it, the context windows of the lowest results
-    go first, then their more_hits, then the lowest results themselves; ``trimmed`` counts them."""
+    go first, then their more_hits, then the lowest results themselves; ``trimmed`` counts them (the
+    windows emptied, the further hits and the results left out)."""
     text = _json(payload)
     results = payload.get("results")
     if len(text) <= limit or not isinstance(results, list):
@@ -107,8 +108,8 @@ def _fitted(payload: dict, limit: int) -> str:
                 break
         if result.get(key):
             over -= len(_json(result[key])) - 2
+            trimmed[counted] += 1 if key == "context" else len(result[key])
             result[key] = []
-            trimmed[counted] += 1
     for result in kept:
         if "more_hits" in result and not result["more_hits"]:
             del result["more_hits"]  # absent, as for a result that has none

@@ -176,6 +176,42 @@ def test_an_argument_nested_thousands_deep_is_refused_as_a_bad_argument(fuzz_wor
         assert f"'{key}'" in out["error"] and len(out["error"]) < 200, out["error"]
 
 
+def test_trimmed_counts_the_further_hits_left_out_not_the_results_that_held_them(world, work, monkeypatch):
+    """``trimmed.more_hits`` is documented as the further hits left out, and counted the results whose
+    ``more_hits`` were emptied: a result of three further hits left out counted one. Hermes's limit is
+    set low here (as it is scaled down for a model with a small window) so that the answer is fitted
+    by emptying windows and further hits alone; each counts what went."""
+    import model_tools
+
+    from hermes_world import plugin_module
+
+    folder = work / "house"
+    folder.mkdir()
+    world.project("House", folder)
+    for n in range(8):
+        world.session(*[("user", f"boiler {n}.{m}: the boiler pressure drops again, " + "and the valve hisses " * 8)
+                        for m in range(4)], cwd=folder)
+    asker = world.session(cwd=folder)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    args = {"query": "boiler pressure", "mode": "keyword", "context": 2}
+    whole = json.loads(model_tools.handle_function_call("project_history_search", args, session_id=asker))
+    assert "trimmed" not in whole and len(whole["results"]) == 8, whole
+    assert sum(len(r.get("more_hits", [])) for r in whole["results"]) > sum("more_hits" in r for r in whole["results"])
+    bare = [{k: v for k, v in r.items() if k not in ("context", "more_hits")} for r in whole["results"]]
+    limit = len(json.dumps({**whole, "results": bare}, ensure_ascii=False)) + 2_000  # room for the warning
+    monkeypatch.setattr(plugin_module("hermes.host"), "tool_result_limit", lambda: limit)
+    raw = model_tools.handle_function_call("project_history_search", args, session_id=asker)
+    fitted = json.loads(raw)
+    assert len(raw) <= limit and fitted["trimmed"]["results"] == 0, fitted["trimmed"]
+    assert [r["session_id"] for r in fitted["results"]] == [r["session_id"] for r in whole["results"]]
+    pairs = list(zip(whole["results"], fitted["results"], strict=True))
+    left_out = sum(len(w.get("more_hits", [])) - len(f.get("more_hits", [])) for w, f in pairs)
+    emptied = sum(1 for w, f in pairs if w["context"] and not f["context"])
+    assert left_out > sum("more_hits" in w and "more_hits" not in f for w, f in pairs)  # counts tell them apart
+    assert fitted["trimmed"] == {"context_windows": emptied, "more_hits": left_out, "results": 0}, fitted["trimmed"]
+
+
 def test_the_largest_answer_asked_for_stays_within_hermes_limit_for_one_tool_result(world, work):
     """``limit: 50, context: 10`` is within the schema's bounds, and over long messages made a 200 KB
     answer. Hermes keeps one tool result to ``DEFAULT_RESULT_SIZE_CHARS`` (100,000): a longer one
