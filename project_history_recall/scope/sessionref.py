@@ -112,6 +112,10 @@ def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
     return _row(row) if row else None
 
 
+# The sessions a refusal lists when a title names several (one more is read, to tell that they are).
+_LISTED = 10
+
+
 def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
     """Sessions with this title: exactly, else ignoring case, else the titles it begins (what a person
     remembers of a long title; more than one is ambiguous, as with equal titles)."""
@@ -124,7 +128,7 @@ def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
     ids = [sid for sid, t in titled if t == folded] or [sid for sid, t in titled if t.startswith(folded)]
     # Only the first few are listed when several match (``_listed``); one more tells that they are several.
     rows = conn.execute(f"SELECT {select} FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(ids[:11]),)).fetchall()
+                        (json.dumps(ids[:_LISTED + 1]),)).fetchall()
     order = {sid: i for i, sid in enumerate(ids)}
     return sorted((_row(r) for r in rows), key=lambda row: order[row.id])
 
@@ -166,7 +170,18 @@ def _other_profile_holding(home: Path, session_id: str) -> str | None:
 
 
 def _listed(rows: list[SessionRow], profile: str) -> list[dict]:
-    return [{"session_id": r.id, "title": r.title, "link": f"@session:{profile}/{r.id}"} for r in rows[:10]]
+    return [{"session_id": r.id, "title": r.title, "link": f"@session:{profile}/{r.id}"} for r in rows[:_LISTED]]
+
+
+def _one_conversation(conn: sqlite3.Connection, rows: list[SessionRow]) -> list[SessionRow]:
+    """``rows`` (the sessions a title names), or only the first when they are all parts of one
+    conversation Hermes compressed: it titles each part after the first with the first's title,
+    numbered ('Long talk', 'Long talk #2'), and the conversation moves whole whichever part is named.
+    Past ``_LISTED`` not every match was read, so they stay several."""
+    if len(rows) < 2 or len(rows) > _LISTED:
+        return rows
+    parts = {rows[0].id, *compression_parts(conn, rows[0].id)}
+    return rows[:1] if all(r.id in parts for r in rows) else rows
 
 
 def find(conn: sqlite3.Connection, home: Path, text: str) -> SessionRow:
@@ -179,7 +194,7 @@ def find(conn: sqlite3.Connection, home: Path, text: str) -> SessionRow:
         return row  # ids are unique across profiles, whatever a link's label says
     profile = paths.profile_name(home)
     if not ref.is_link:
-        titled = _by_title(conn, ref.value)
+        titled = _one_conversation(conn, _by_title(conn, ref.value))
         if len(titled) == 1:
             return titled[0]
         if titled:

@@ -202,6 +202,24 @@ def test_a_conversation_hermes_moved_by_its_latest_part_is_finished_by_a_move(ab
     assert again["outcome"] == "nothing" and not any(p["moved"] for p in again["conversation_parts"]), again
 
 
+def test_a_compressed_conversation_named_by_the_start_of_its_title_moves_whole(ab, world):
+    """Hermes titles each part of a compressed conversation after the first, numbered ('Long talk',
+    'Long talk #2', 'Long talk #3': ``get_next_title_in_lineage``). Named by the start of that title, as
+    a person remembers a long one, the move was refused as ambiguous between sessions that are one
+    conversation, which it moves whole. It moves now; the start of titles of two conversations is
+    still ambiguous."""
+    conv = compressed_conversation(world, ab["alpha"])
+    for part in (conv["middle"], conv["tip"]):
+        world.db.set_session_title(part, world.db.get_next_title_in_lineage("Long talk"))
+    assert session_rows(world.home)[conv["tip"]]["title"] == "Long talk #3"
+    res = call(MOVE, {"project": "Beta", "session": "long ta"}, session_id=ab["ask_b"])
+    assert res["moved"] and res["session_id"] == conv["root"], res
+    assert {p["session_id"] for p in res["conversation_parts"] if p["moved"]} == {conv["middle"], conv["tip"]}, res
+    world.session(cwd=ab["alpha"], title="Long table of contents")
+    res = call(MOVE, {"project": "Alpha", "session": "long ta"}, session_id=ab["ask_b"])
+    assert res["error_code"] == "ambiguous_session" and len(res["candidates"]) == 4, res
+
+
 def test_a_part_that_cannot_move_is_said_and_the_next_move_finishes_the_conversation(ab, world):
     conv = compressed_conversation(world, ab["alpha"])
     with closing(sqlite3.connect(world.home / "state.db")) as conn:
