@@ -142,14 +142,9 @@ def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
 
 
 
-def test_an_index_another_process_holds_is_said_to_be_locked_not_built(world, work, monkeypatch):
-    """Another process holding ``keywords.db``'s write lock past the search's budget, with a new message
-    to add: the search said the index was ``indexing``, "being written", though nothing was built
-    (the command line then told the person to index the rest). Now it says the index is locked by
-    another process and that Hermes's own indexes answered meanwhile, as ``unavailable`` (as the
-    semantic side says of its locked file), in the tool's JSON and in ``/recall``; ``ready`` once
-    the lock is gone. The holder lets go by itself only after the searches answered (``holds``)."""
-    from hermes_cli.plugins import get_plugin_command_handler
+def _indexed_then_one_more(world, work) -> tuple:
+    """``_app``'s project indexed by a search (semantic search off, a search's budget 1 s), then a session
+    Hermes writes to it: (the folder, the asker)."""
     from hermes_state import SessionDB
 
     app, asker = _app(world, work, messages_each=3)
@@ -163,6 +158,19 @@ def test_an_index_another_process_holds_is_said_to_be_locked_not_built(world, wo
         db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
     finally:
         db.close()
+    return app, asker
+
+
+def test_an_index_another_process_holds_is_said_to_be_locked_not_built(world, work, monkeypatch):
+    """Another process holding ``keywords.db``'s write lock past the search's budget, with a new message
+    to add: the search said the index was ``indexing``, "being written", though nothing was built
+    (the command line then told the person to index the rest). Now it says the index is locked by
+    another process and that Hermes's own indexes answered meanwhile, as ``unavailable`` (as the
+    semantic side says of its locked file), in the tool's JSON and in ``/recall``; ``ready`` once
+    the lock is gone. The holder lets go by itself only after the searches answered (``holds``)."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    app, asker = _indexed_then_one_more(world, work)
     locked = "keyword index is locked by another process" + MEANWHILE
     monkeypatch.setenv("HERMES_SESSION_ID", asker)
     with WriteLock(world.home / PLUGIN_KEY / "keywords.db", at_most=8) as writer:
@@ -184,19 +192,8 @@ def test_status_says_an_index_another_process_holds_is_locked(world, work, monke
     it says what the search says, in ``/recall status`` and the command line's JSON; ``ready`` once
     the lock is gone."""
     from hermes_cli.plugins import get_plugin_command_handler
-    from hermes_state import SessionDB
 
-    app, asker = _app(world, work, messages_each=3)
-    enable_plugin(world.home)
-    plugin_settings(world.home, semantic=False, index_budget_ms=1000)
-    assert call(SEARCH, {"query": "websocket reconnect"}, session_id=asker)["keyword_status"] == "ready"
-    wait_idle(300)
-    db = SessionDB(db_path=world.home / "state.db")
-    try:
-        db.create_session("20260903_000001_zebra1", "cli", model="test/model", cwd=str(app))
-        db.append_message("20260903_000001_zebra1", "user", "a zebra crossing near the websocket", timestamp=1.79e9)
-    finally:
-        db.close()
+    app, asker = _indexed_then_one_more(world, work)
     locked = "keyword index is locked by another process" + MEANWHILE
     monkeypatch.setenv("HERMES_SESSION_ID", asker)
     with WriteLock(world.home / PLUGIN_KEY / "keywords.db", at_most=8) as writer:
