@@ -13,7 +13,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
@@ -22,7 +22,7 @@ from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
 from .files import derived
-from .hermes import messages, paths
+from .hermes import host, messages, paths
 from .hermes.changes import Once
 from .hermes.host import Caller
 from .hermes.messages import Filters
@@ -102,6 +102,7 @@ class SearchRequest:
     project: str | None = None
     include_current_session: bool = False
     consent: str | None = None  # the token of a consent_required response, after the user agreed
+    zone: tzinfo | None = None  # the user's, for bare dates and the question's time words (None: the machine's)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -139,8 +140,9 @@ _RELATIVE = re.compile(r"^\s*(\d{1,5})\s*(h|d|w|m|y)\s*$", re.IGNORECASE)
 _UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
 
 
-def parse_time(name: str, value: object, now: float | None = None) -> float | None:
-    """'2026-09-01', '2026-09-01 14:30', ISO 8601, or '7d'/'12h'/'2w'/'3m'/'1y' ago."""
+def parse_time(name: str, value: object, now: float | None = None, zone: tzinfo | None = None) -> float | None:
+    """'2026-09-01', '2026-09-01 14:30' (in ``zone``, the machine's when None), ISO 8601, or
+    '7d'/'12h'/'2w'/'3m'/'1y' ago."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
@@ -156,6 +158,8 @@ def parse_time(name: str, value: object, now: float | None = None) -> float | No
         raise UsageError(
             f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
         ) from None
+    if parsed.tzinfo is None and zone is not None:
+        parsed = parsed.replace(tzinfo=zone)
     try:
         return parsed.timestamp()
     except (ValueError, OverflowError, OSError):
@@ -171,7 +175,7 @@ def _given(args: dict, key: str, default: object) -> object:
     return default if value is None else value
 
 
-def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
+def request_from_args(args: object, default_context: int = 2, zone: tzinfo | None = None) -> SearchRequest:
     if not isinstance(args, dict):
         raise UsageError("Arguments must be an object with at least 'query'.")
     raw_query = args.get("query")
@@ -192,8 +196,8 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
                             "the user agreed; nothing was recorded.")
     # Both ages from one moment: "since 7d until 7d" is no span, not one of the microseconds between two clock reads.
     now = time.time()
-    since = parse_time("since", args.get("since"), now)
-    until = parse_time("until", args.get("until"), now)
+    since = parse_time("since", args.get("since"), now, zone)
+    until = parse_time("until", args.get("until"), now, zone)
     if since is not None and until is not None and since >= until:
         raise UsageError("'since' must be earlier than 'until'.")
     return SearchRequest(
@@ -207,6 +211,7 @@ def request_from_args(args: object, default_context: int = 2) -> SearchRequest:
         project=(clean_ref(project) or None) if project else None,
         include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
         consent=(token.strip()[:200] or None) if token else None,
+        zone=zone,
     )
 
 
@@ -334,12 +339,12 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
 
 def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
     """The times the question names ("last week", "in May 2023"), read from when the asking
-    session began (from now when the caller has no session)."""
+    session asks (``messages.asked_at``; from now when the caller has no session)."""
     if not ctx.settings.time_weight:
         return []
-    caller = ctx.scope.caller_session
-    started = messages.session_started(ctx.conn, caller) if caller else None
-    return timewords.find(req.query, started or time.time())
+    caller, now = ctx.scope.caller_session, time.time()
+    asked = messages.asked_at(ctx.conn, caller, now) if caller else None
+    return timewords.find(req.query, asked or now, req.zone)
 
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
@@ -532,7 +537,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
     wait for the model and the index than get keyword-only results."""
     try:
         settings = config.load(home)
-        req = request_from_args(args, settings.context)
+        req = request_from_args(args, settings.context, host.user_timezone())
     except UsageError as exc:
         return exc.envelope()
     query = parse(req.query)

@@ -242,13 +242,22 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int],
     return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 
 
-def session_started(conn: sqlite3.Connection, session_id: str) -> float | None:
-    """When the session ``session_id`` began (None: no such row, or no usable time)."""
+def asked_at(conn: sqlite3.Connection, session_id: str, now: float) -> float | None:
+    """When the session ``session_id`` asks (None: no such row, or no usable time): its latest message's
+    time, as Hermes writes the user's turn before its agent calls a tool, or when it began, if later or
+    it has none. A session resumed days after it began (``hermes -c``, ``/resume``, a chat a gateway keeps)
+    asks at its latest turn, not at its start. A message time after ``now`` (a clock set wrong, a number an
+    importer wrote) is none; ``timestamp <= ?`` also leaves out text and blobs, which SQLite sorts after
+    every number."""
     try:
-        row = conn.execute(f"SELECT {seconds_sql('started_at')} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        row = conn.execute(
+            f"SELECT {seconds_sql('started_at')}, "
+            "(SELECT max(timestamp) FROM messages WHERE session_id = sessions.id AND timestamp <= ?) "
+            "FROM sessions WHERE id = ?", (now, session_id)).fetchone()
     except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
         return None
-    return float(row[0]) if row and row[0] is not None else None
+    times = [float(t) for t in row or () if t is not None]
+    return max(times) if times else None
 
 
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:

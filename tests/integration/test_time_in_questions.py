@@ -9,7 +9,7 @@ time weighting off.
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 
 import pytest
 
@@ -232,3 +232,59 @@ def test_a_lunar_day_finds_its_session_first(world, work, monkeypatch, mode):
     _with_weight(world.home, 0.5)
     first = {words: _sessions(asker, f"{words}缓存淘汰策略定了什么？", mode)[0] for words in asked}
     assert first == {words: said[name] for words, name in asked.items()}
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_resumed_session_reads_last_week_from_its_latest_turn(world, work, monkeypatch, mode):
+    """A session begun on Wednesday 24 June 2026 and taken up again on Wednesday 29 July (``hermes -c``,
+    ``/resume``, a chat a gateway keeps): Hermes writes the user's turn before the tool runs, so
+    "last week" is 20-26 July, not 15-21 June."""
+    import hermes_state
+
+    world.project("App", work)
+    june = _at(world, datetime(2026, 6, 17, 11).timestamp(), work)
+    july = _at(world, datetime(2026, 7, 22, 11).timestamp(), work)
+    with monkeypatch.context() as clock:
+        clock.setattr(hermes_state.time, "time", lambda: datetime(2026, 6, 24, 12).timestamp())
+        asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    _with_weight(world.home, 0.5)
+    query = "what did we decide last week about the cache eviction policy?"
+    assert _sessions(asker, query, mode)[0] == june
+    world._clock = datetime(2026, 7, 29, 12).timestamp()
+    world.say(asker, "user", query)
+    assert _sessions(asker, query, mode)[0] == july
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(world, work, monkeypatch, mode):
+    """The machine on UTC, the user's Hermes on Asia/Shanghai (``HERMES_TIMEZONE``), asked at 04:00 on
+    25 June in Shanghai: "yesterday" is the 24th there, which began at 16:00 UTC on the 23rd."""
+    import hermes_state
+    import hermes_time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setenv("HERMES_TIMEZONE", "Asia/Shanghai")
+    hermes_time.reset_cache()
+    try:
+        world.project("App", work)
+        utc = lambda *when: datetime(*when, tzinfo=timezone.utc).timestamp()  # noqa: E731
+        shanghai_24th = _at(world, utc(2026, 6, 24, 10), work)  # 18:00 on the 24th in Shanghai
+        utc_23rd = _at(world, utc(2026, 6, 23, 8), work)  # 16:00 on the 23rd in Shanghai
+        with monkeypatch.context() as clock:
+            clock.setattr(hermes_state.time, "time", lambda: utc(2026, 6, 24, 20))
+            asker = world.session(cwd=work)
+        enable_plugin(world.home)
+        _with_weight(world.home, 0.5)
+        for query in ("what did we decide yesterday about the cache eviction policy?", "昨天缓存淘汰策略定了什么？"):
+            assert _sessions(asker, query, mode)[0] == shanghai_24th
+        # A bare date in since/until is a Shanghai day too: the 24th there holds only the first session.
+        res = call(SEARCH, {"query": "cache eviction policy", "mode": mode, "since": "2026-06-24",
+                            "until": "2026-06-25"}, session_id=asker)
+        assert {r["session_id"] for r in res["results"]} == {shanghai_24th}, res
+        assert utc_23rd != shanghai_24th
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+        hermes_time.reset_cache()
