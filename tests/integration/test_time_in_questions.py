@@ -2,7 +2,7 @@
 
 The same words were said in sessions at different dates; a question that names one of the
 dates ("on March 10, 2026", "in June 2026", "last week", "上周") finds that session first,
-read from when the asking session began. Without a date, the order is exactly as with the
+read from the asking session's latest turn (its start when it has none). Without a date, the order is exactly as with the
 time weighting off.
 """
 
