@@ -22,7 +22,7 @@ from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
 from .files import derived
-from .hermes import host, messages, paths
+from .hermes import messages, paths
 from .hermes.changes import Once
 from .hermes.host import Caller
 from .hermes.messages import Filters
@@ -537,7 +537,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
     wait for the model and the index than get keyword-only results."""
     try:
         settings = config.load(home)
-        req = request_from_args(args, settings.context, host.user_timezone())
+        req = request_from_args(args, settings.context, config.user_zone(settings))
     except UsageError as exc:
         return exc.envelope()
     query = parse(req.query)

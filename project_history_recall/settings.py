@@ -32,9 +32,11 @@ import copy
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields
+from datetime import tzinfo
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
+from zoneinfo import ZoneInfo
 
 from .errors import brief
 from .files import envfile
@@ -90,6 +92,8 @@ class Settings:
     keyword_index: bool = True  # keep the plugin's own keyword index (keywords.db); false: Hermes's indexes only
     # Where they came from (not settings themselves).
     home: Path | None = field(default=None, compare=False)  # the Hermes home (its .env holds the key)
+    # Hermes's own ``timezone`` (the top level of its config.yaml): the zone its user speaks in.
+    hermes_timezone: str = field(default="", compare=False)
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)  # dotted key -> its source
     sources: tuple[str, ...] = field(default=(), compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -106,7 +110,7 @@ class Settings:
         return node
 
 
-_META = {"home", "origins", "sources", "warnings"}
+_META = {"home", "hermes_timezone", "origins", "sources", "warnings"}
 DEFAULTS: dict[str, Any] = Settings().values()
 
 _CHOICES = {"embedder": ("local", "e5-small", "local+e5", "openai"), "fusion": ("blend", "rrf")}
@@ -163,9 +167,7 @@ def _dict_or_empty(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _hermes_sections(home: Path, warnings: list[str]) -> list[tuple[str, dict]]:
-    path = home / "config.yaml"
-    data = _read_yaml(path, warnings)
+def _hermes_sections(path: Path, data: dict) -> list[tuple[str, dict]]:
     plugins = _dict_or_empty(data.get("plugins"))
     out = []
     section = plugins.get(PLUGIN_KEY)
@@ -293,7 +295,8 @@ def _load(home: Path) -> Settings:
     sources = [DEFAULTS_SOURCE]
     own = str(plugin_config_path(home))
     layers = [(own, _read_yaml(plugin_config_path(home), warnings))]
-    layers += _hermes_sections(home, warnings)
+    hermes = _read_yaml(home / "config.yaml", warnings)
+    layers += _hermes_sections(home / "config.yaml", hermes)
     for source, overlay in layers:
         if overlay:
             if isinstance(overlay, dict) and CONSENTS_KEY in overlay:
@@ -308,8 +311,22 @@ def _load(home: Path) -> Settings:
         warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {values['chunk_overlap']}")
         origins["chunk_overlap"] = DEFAULTS_SOURCE
     openai = OpenAISettings(**values.pop("openai"))
+    zone = hermes.get("timezone")
     return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),
-                    warnings=tuple(warnings))
+                    warnings=tuple(warnings), hermes_timezone=zone.strip() if isinstance(zone, str) else "")
+
+
+def user_zone(settings: Settings) -> tzinfo | None:
+    """The zone the user gave Hermes, found as Hermes finds it (``HERMES_TIMEZONE``, else config.yaml's
+    ``timezone``), in which they say "yesterday" or a bare date. None: the machine's own, as Hermes
+    then uses too, also for a name it does not know (it logs that, and so keeps its own reading)."""
+    name = os.environ.get("HERMES_TIMEZONE", "").strip() or settings.hermes_timezone
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return None
 
 
 def configured_key(home: Path) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from datetime import tzinfo
 from pathlib import Path
 from typing import Iterable
 
@@ -78,16 +77,6 @@ def tool_result_limit() -> int:
     except ImportError:  # a Hermes without it: the limit it has had since the budget came in
         return 100_000
     return int(DEFAULT_RESULT_SIZE_CHARS)
-
-
-def user_timezone() -> tzinfo | None:
-    """The zone the user gave Hermes (``HERMES_TIMEZONE``, else config.yaml's ``timezone``), in which
-    the user says "yesterday" or a bare date; None: the machine's own, as Hermes then reads it too."""
-    try:
-        from hermes_time import get_timezone
-    except ImportError:  # a Hermes without a zone setting
-        return None
-    return get_timezone()
 
 
 # --- Moving a session: Hermes's own write paths ------------------------

@@ -257,16 +257,19 @@ def test_a_resumed_session_reads_last_week_from_its_latest_turn(world, work, mon
 
 
 @pytest.mark.parametrize("mode", ["keyword", "hybrid"])
-def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(world, work, monkeypatch, mode):
-    """The machine on UTC, the user's Hermes on Asia/Shanghai (``HERMES_TIMEZONE``), asked at 04:00 on
-    25 June in Shanghai: "yesterday" is the 24th there, which began at 16:00 UTC on the 23rd."""
+@pytest.mark.parametrize("given_in", ["environment", "config.yaml"])
+def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(world, work, monkeypatch, mode,
+                                                                             given_in):
+    """The machine on UTC, the user's Hermes on Asia/Shanghai (``HERMES_TIMEZONE``, or ``timezone:`` in
+    config.yaml, as Hermes reads it), asked at 04:00 on 25 June in Shanghai: "yesterday" is the 24th
+    there, which began at 16:00 UTC on the 23rd."""
     import hermes_state
-    import hermes_time
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    monkeypatch.setenv("HERMES_TIMEZONE", "Asia/Shanghai")
-    hermes_time.reset_cache()
+    monkeypatch.delenv("HERMES_TIMEZONE", raising=False)
+    if given_in == "environment":
+        monkeypatch.setenv("HERMES_TIMEZONE", "Asia/Shanghai")
     try:
         world.project("App", work)
         utc = lambda *when: datetime(*when, tzinfo=timezone.utc).timestamp()  # noqa: E731
@@ -277,6 +280,9 @@ def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(wor
             asker = world.session(cwd=work)
         enable_plugin(world.home)
         _with_weight(world.home, 0.5)
+        if given_in == "config.yaml":
+            with open(world.home / "config.yaml", "a", encoding="utf-8") as config:
+                config.write("timezone: Asia/Shanghai\n")
         for query in ("what did we decide yesterday about the cache eviction policy?", "昨天缓存淘汰策略定了什么？"):
             assert _sessions(asker, query, mode)[0] == shanghai_24th
         # A bare date in since/until is a Shanghai day too: the 24th there holds only the first session.
@@ -287,4 +293,3 @@ def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(wor
     finally:
         monkeypatch.undo()
         time.tzset()
-        hermes_time.reset_cache()
