@@ -105,6 +105,12 @@ def write_limit(path: Path) -> str:
     return f"; the disk is full ({free:,} bytes free)" if free < 16 << 20 else ""
 
 
+def not_built(index: str, builds: str) -> str:
+    """What ``status`` says of the ``index`` ("keyword", "semantic") whose file no search has made yet
+    (a status read makes none); ``builds``: how the next search builds it."""
+    return f"the {index} index is not built yet; the next search {builds}, or run the 'index' command"
+
+
 def describe(path: Path, exc: BaseException) -> StoreError:
     """The error a person reads for ``exc`` met on the derived file ``path``."""
     if isinstance(exc, LockTimeout) or (isinstance(exc, sqlite3.Error) and (

@@ -253,6 +253,8 @@ def from_hermes(meanwhile: bool = True) -> str:
 # Why Hermes's indexes answer the keyword side with ``keyword_index: false``, the user's choice.
 TURNED_OFF = ("the plugin's keyword index is turned off in the settings ('keyword_index: false'); "
               "Hermes's own indexes answer")
+# What ``status`` says before any search made keywords.db (``Source.built``).
+NOT_BUILT = derived.not_built("keyword", "builds it")
 
 
 @dataclass
@@ -262,12 +264,14 @@ class Source:
     could not be used (None: it answers, or the settings turned it off). ``status`` as ``report``
     has it, and ``unavailable`` too while another process holds the file's write lock (as the
     semantic side says of its file); ``index``: how far the scope is while ``indexing`` (and, for
-    the ``status`` command, when ``ready``)."""
+    the ``status`` command, when ``ready``); ``built``: False for the ``status`` of a home with no
+    ``keywords.db`` yet (``report``)."""
 
     lookup: textindex.Lookup | None = None
     instead: str | None = None
     status: str = "ready"  # ready | indexing | unavailable | disabled
     index: dict | None = None
+    built: bool = True
 
     def failed(self, exc: Exception) -> "Source":
         """The plugin's index could not be used, or failed under the search: Hermes's indexes answer
@@ -293,7 +297,7 @@ class Source:
         ``keyword_status``, and when it is not ``ready``, ``keyword_reason`` (the warning's words);
         ``keyword_index`` when ``index`` is known."""
         out: dict[str, object] = {"keyword_status": self.status}
-        reason = TURNED_OFF if self.status == "disabled" else self._said()
+        reason = TURNED_OFF if self.status == "disabled" else NOT_BUILT if not self.built else self._said()
         if reason:
             out["keyword_reason"] = reason
         if self.index is not None:
@@ -339,9 +343,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: li
     indexed (``Keeper.report``). A home never searched has no ``keywords.db``, and a status read
     makes none: not built yet."""
     if settings.keyword_index and members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
-        return {"keyword_status": "indexing", "keyword_index": textindex.progress(0, len(members)),
-                "keyword_reason": "the keyword index is not built yet; the next search builds it, or run the "
-                                  "'index' command"}
+        return Source(status="indexing", index=textindex.progress(0, len(members)), built=False).fields()
     done = textindex.progress(len(members), len(members))
     return _source(home, settings, lambda keeper: keeper.report(conn, members),
                    lambda _keeper, _states: Source(index=done)).fields()

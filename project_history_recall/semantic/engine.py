@@ -303,8 +303,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command") if built else (
-            "the semantic index is not built yet; the next search builds it in the background, or run the "
-            "'index' command")
+            derived.not_built("semantic", "builds it in the background"))
         if store is not None and store.held_elsewhere():  # as a search would meet it, and say
             out.status, out.reason = "unavailable", _held_off(pending, len(members), indexed)
     return out
