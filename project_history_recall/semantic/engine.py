@@ -86,18 +86,18 @@ def prepare(home: Path, settings: Settings, wait: float | None = None) -> Outcom
     """Embedder and store, or the status that explains why semantic search cannot run.
 
     ``wait``: how long to wait for the model to load (None: as long as it takes)."""
-    out = _loaded(settings, wait)
-    if out.status != "ready":
-        return out
+    embedder = _loaded(settings, wait)
+    if isinstance(embedder, Outcome):
+        return embedder
     try:
-        out.store = kept.of(home).vector_store()
+        store = kept.of(home).vector_store()
     except derived.StoreError as exc:
         return Outcome("unavailable", f"the vector index cannot be used: {exc}")
-    return out
+    return Outcome("ready", embedder=embedder, store=store)
 
 
-def _loaded(settings: Settings, wait: float | None) -> Outcome:
-    """``prepare``'s embedder alone (``ready``), or the status that explains why it cannot run."""
+def _loaded(settings: Settings, wait: float | None) -> Embedder | Outcome:
+    """``prepare``'s embedder alone, or the outcome that explains why it cannot run."""
     if not settings.semantic:
         return Outcome("disabled", "semantic search is turned off in the settings ('semantic: false')")
     try:
@@ -107,7 +107,7 @@ def _loaded(settings: Settings, wait: float | None) -> Outcome:
     if embedder is None:
         return Outcome("indexing", "the embedded model is still loading (once per process); "
                                    "semantic results follow on the next search")
-    return Outcome("ready", embedder=embedder)
+    return embedder
 
 
 def learn_size(embedder: Embedder, text: str | None, as_query: bool = False) -> bool:
@@ -269,12 +269,17 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
     """The scope's semantic status without indexing or searching (``status`` command). A home
     never searched has no ``embeddings.db``, and a status read makes none: not built yet."""
     built = path_for(paths.data_dir(home)).exists()
-    out = prepare(home, settings, wait=None) if built else _loaded(settings, wait=None)
-    if out.status != "ready":
-        return out
-    embedder, store = out.embedder, out.store
-    if embedder is None:
-        raise AssertionError("a ready semantic outcome has no embedder")
+    store: VectorStore | None = None
+    if built:
+        out = prepare(home, settings, wait=None)
+        if out.status != "ready":
+            return out
+        embedder, store = out.parts()
+    else:
+        loaded = _loaded(settings, wait=None)
+        if isinstance(loaded, Outcome):
+            return loaded
+        embedder = loaded
     members = scope.members
     if scope.attribution.kind != "home":
         try:
@@ -294,12 +299,12 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
     work = indexer.plan(conn, states, members)
     pending = len(work)
     indexed = sum(1 for st in states.values() if st.chunks > 0)
-    out.index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}
+    index = {"sessions": len(members), "sessions_indexed": indexed, "sessions_pending": pending}
+    out = Outcome("ready", index=index, embedder=embedder, store=store)
     if pending:
         # A first index of a big project takes minutes with a slow model: say how many up front.
-        out.index.update(indexer.estimate(indexer.pending_chunks(conn, work, settings.chunk_chars,
-                                                                 settings.chunk_overlap),
-                                          embedder, measured_rate(home, fp)))
+        index.update(indexer.estimate(indexer.pending_chunks(conn, work, settings.chunk_chars, settings.chunk_overlap),
+                                      embedder, measured_rate(home, fp)))
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command") if built else (
