@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 KEYWORD, SEMANTIC, BOTH = "keyword", "semantic", "both"
+# Found by when it was said alone: a question that names only a time (``timeonly``).
+TIME = "time"
 
 
 @dataclass(frozen=True)
@@ -17,7 +19,7 @@ class Hit:
     message_id: int
     session_id: str
     score: float  # on the scale of its source: keyword evidence, a cosine, or the fused score
-    source: str  # KEYWORD, SEMANTIC, or BOTH when the fusion found it in both engines' lists
+    source: str  # KEYWORD, SEMANTIC, BOTH when the fusion found it in both engines' lists, or TIME
     timestamp: float  # seconds; 0.0 when state.db holds no usable time
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
-from . import consenting, fusion, orderwords, redaction, results, sessions, timewords
+from . import consenting, fusion, orderwords, redaction, results, sessions, timeonly, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
@@ -28,7 +28,7 @@ from .hermes.host import Caller
 from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
-from .hits import KEYWORD, SEMANTIC, Hit
+from .hits import KEYWORD, SEMANTIC, TIME, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import clean_ref, clean_text, parse
 from .scope.resolve import HOME_REASON, left_scope, resolve_scope
@@ -293,7 +293,7 @@ def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: d
 
 
 def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]], searched_with: str,
-             outcome: semantic.Outcome, source: keyword.Source | None) -> dict:
+             outcome: semantic.Outcome, source: keyword.Source | None, notes: tuple[str, ...] = ()) -> dict:
     home, conn, scope = ctx.home, ctx.conn, ctx.scope
     # Secrets are masked in what is shown, as snippets and windows are cut.
     shown = redaction.Masked(config.configured_key(home))
@@ -310,7 +310,8 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         best = [found[0] for found in (_still_there(g, rows) for g in groups) if found]
         windows = messages.windows(conn, ctx.shape, [rows[h.message_id] for h in best], req.context,
                                    ctx.filters.roles)
-    pattern = results.term_pattern(ctx.query)
+    # Sessions found by their time alone show their messages as they begin: no word was looked for.
+    pattern = results.term_pattern(ctx.query) if searched_with != TIME else None
     profile = paths.profile_name(home)
     out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
     response = {
@@ -329,7 +330,7 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         "profile": profile,
     }
     response.update(results.warnings_field(scope.warnings + (source.warnings() if source is not None else ())
-                                           + req.warnings))
+                                           + req.warnings + notes))
     if scope.excluded_lineage:
         response["current_session_excluded"] = True
     if out:
@@ -340,8 +341,6 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
 def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
     """The times the question names ("last week", "in May 2023"), read from when the asking
     session asks (``messages.asked_at``; from now when the caller has no session)."""
-    if not ctx.settings.time_weight:
-        return []
     caller, now = ctx.scope.caller_session, time.time()
     asked = messages.asked_at(ctx.conn, caller, now) if caller else None
     return timewords.find(req.query, asked or now, req.zone)
@@ -402,11 +401,28 @@ def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewor
     return orderwords.behind(hits, follow)
 
 
-def _search(req: SearchRequest, ctx: SearchContext
+def _answer(req: SearchRequest, ctx: SearchContext
+            ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, keyword.Source | None, tuple[str, ...]]:
+    """``_search``'s answer and what the response's warnings say of it. A question that names only a
+    time is answered by the sessions from then (``timeonly``), in every mode: the engines have nothing
+    to look for. Any other is ranked by the engines, the time it names lifting the hits from then
+    unless ``time_weight`` is 0."""
+    named = _times_named(req, ctx)
+    if timeonly.asks_only(req.query, named):
+        # As in keyword mode, the semantic index is only topped up in the background.
+        outcome = semantic.run(ctx, 0, wait=False)
+        groups = timeonly.sessions_from_then(ctx, named, req.limit)
+        bounded = req.since is not None or req.until is not None
+        return groups, TIME, outcome, None, (timeonly.note(named, bool(groups), bounded),)
+    return (*_search(req, ctx, named if ctx.settings.time_weight else []), ())
+
+
+def _search(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Window]
             ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, keyword.Source | None]:
     """(the best ``req.limit`` sessions, each with its hits; engines used; the semantic outcome; where
-    the keyword side looked its terms up, when it ran)."""
-    ranked, reserved, searched_with, outcome, source = _ranked(req, ctx)
+    the keyword side looked its terms up, when it ran), the hits in ``windows`` (the times the
+    question names) lifted."""
+    ranked, reserved, searched_with, outcome, source = _ranked(req, ctx, windows)
     groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
     if searched_with == "keyword+semantic":
         groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
@@ -461,7 +477,7 @@ def _topped_up(req: SearchRequest, ctx: SearchContext, source: keyword.Source,
     return keyword.topped_up(ctx, hits, KEYWORD_SCORED, source, req.limit)
 
 
-def _ranked(req: SearchRequest, ctx: SearchContext
+def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Window]
             ) -> tuple[list[Hit], list[str], str, semantic.Outcome, keyword.Source]:
     """(hits best first, enough of them for ``req.limit`` sessions; the sessions reserved a place
     among them (``sessions.by_session``); engines used; the semantic outcome; where the keyword side
@@ -469,7 +485,6 @@ def _ranked(req: SearchRequest, ctx: SearchContext
     decides those sessions."""
     settings = ctx.settings
     source = keyword.own_index(ctx)
-    windows = _times_named(req, ctx)
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
@@ -565,7 +580,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
                                 Once(conn, shape, paths.state_db_path(home)))
-            groups, searched_with, outcome, source = _search(req, ctx)
+            groups, searched_with, outcome, source, notes = _answer(req, ctx)
             if left_scope(home, conn, scope, [g.session_id for g in groups]):
                 # A session found has left the project since the sessions were last read whole (Hermes
                 # moved or archived it): its messages are not this project's to show. Once more, on
@@ -573,7 +588,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 scope = resolve_scope(home, conn, caller, project_ref=req.project,
                                       include_current=req.include_current_session)
                 ctx = dataclasses.replace(ctx, scope=scope, counts=Once(conn, shape, paths.state_db_path(home)))
-                groups, searched_with, outcome, source = _search(req, ctx)
-            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome, source), note)
+                groups, searched_with, outcome, source, notes = _answer(req, ctx)
+            return consenting.annotate(_respond(req, ctx, groups, searched_with, outcome, source, notes), note)
     except PluginError as exc:
         return exc.envelope()

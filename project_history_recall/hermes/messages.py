@@ -260,6 +260,30 @@ def asked_at(conn: sqlite3.Connection, session_id: str, now: float) -> float | N
     return max(times) if times else None
 
 
+def from_then(conn: sqlite3.Connection, shape: Shape, session_ids: list[str], filters: Filters,
+              spans: list[tuple[float, float]], limit: int) -> list[tuple[int, str, float]]:
+    """The ``limit`` sessions of ``session_ids`` whose messages ``filters`` lets through hold one
+    timed inside one of ``spans`` (``[start, end)``, seconds), the one with the latest such message
+    first: per session, ``(message id, session id, its time)`` of its first such message, the
+    user's if it has one. The bounds on the raw column let SQLite walk each session's messages
+    by time (``idx_messages_session``); the exact test is on the time read as a number."""
+    if not session_ids or not spans or limit <= 0:
+        return []
+    fsql, fparams = filters_sql(shape, filters)
+    at = seconds_sql("m.timestamp")
+    rows = conn.execute(
+        "WITH w(lo, hi) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)), "
+        f"inside AS (SELECT m.id, m.session_id, {at} AS t, m.role FROM messages m "
+        "WHERE m.session_id IN (SELECT value FROM json_each(?)) AND m.timestamp >= ? AND m.timestamp < ? "
+        f"AND {fsql} AND EXISTS (SELECT 1 FROM w WHERE {at} >= w.lo AND {at} < w.hi)), "
+        "firsts AS (SELECT id, session_id, t, max(t) OVER (PARTITION BY session_id) AS latest, "
+        "row_number() OVER (PARTITION BY session_id ORDER BY role != 'user', t, id) AS n FROM inside) "
+        "SELECT id, session_id, t FROM firsts WHERE n = 1 ORDER BY latest DESC, session_id LIMIT ?",
+        (json.dumps([list(span) for span in spans]), json.dumps(session_ids), min(lo for lo, _ in spans),
+         max(hi for _, hi in spans), *fparams, limit)).fetchall()
+    return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
+
+
 def fetch_sessions(conn: sqlite3.Connection, ids: list[str]) -> dict[str, dict]:
     if not ids:
         return {}

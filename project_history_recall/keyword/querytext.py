@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 from . import cjk
 
@@ -349,6 +350,16 @@ def parse(raw: object) -> ParsedQuery:
         seen.add(key)
         kept.append(term if term.partial else heads[key])
     return ParsedQuery(raw=text, terms=kept[:MAX_TERMS])
+
+
+def searches_besides(raw: str, phrases: Iterable[str]) -> bool:
+    """Whether ``raw`` holds something ``parse`` looks for besides its stop words, once each of
+    ``phrases`` (parts of it: the times a question names) is set aside: "what did we do
+    yesterday?" holds nothing besides "yesterday", "昨天的bug" holds "bug"."""
+    rest = clean_text(raw)
+    for phrase in phrases:
+        rest = rest.replace(phrase, " ")
+    return bool(_terms(rest, keep_stop=False))
 
 
 def stop_words(query: ParsedQuery) -> ParsedQuery:

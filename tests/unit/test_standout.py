@@ -24,8 +24,8 @@ def _order(monkeypatch, j: float, i: float = 0.2, searched_with: str = "keyword+
                       background=background, similarity=similarity or {})
     # Hybrid reserves places for the semantic side's first sessions, a fifth of the results.
     monkeypatch.setattr(search, "_ranked",
-                        lambda req, ctx: (RANKED, ["j", "i"][: req.limit // 5], searched_with, outcome, Source()))
-    groups, _, _, _ = search._search(search.SearchRequest("q", limit=limit), None)
+                        lambda req, ctx, windows: (RANKED, ["j", "i"][: req.limit // 5], searched_with, outcome, Source()))
+    groups, _, _, _ = search._search(search.SearchRequest("q", limit=limit), None, [])
     return "".join(g.session_id for g in groups)
 
 

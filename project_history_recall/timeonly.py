@@ -1,0 +1,55 @@
+"""A question that names a time and nothing else to look for ("what did we do yesterday?", "last
+week", 上周, 昨天做了什么): its answer is the sessions from then, newest first.
+
+Neither engine can answer one. The keyword side has only the time's own words to look for, and a
+message seldom says "yesterday" of the day it was written; the semantic side has a question about
+no matter at all. What such a question asks is which sessions were then, so it is answered by
+their times alone, in every mode. A question with anything else to look for ("what did we decide
+about the cache last week?") is ranked as ever, the time lifting the hits from then
+(``timewords.reweigh``).
+
+Whether there is anything else is the keyword side's own reading of the question (``querytext``)
+once the phrases the time words were read from are set aside: what is left is stop words or
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import sessions, timewords
+from .context import SearchContext
+from .hermes import messages
+from .hits import TIME, Hit
+from .keyword.querytext import searches_besides
+
+
+def asks_only(question: str, windows: Sequence[timewords.Window]) -> bool:
+    """Whether ``question`` names a time (``windows``, what ``timewords.find`` read in it) and holds
+    nothing else to look for besides stop words."""
+    return bool(windows) and not searches_besides(question, [w.phrase for w in windows])
+
+
+def sessions_from_then(ctx: SearchContext, windows: Sequence[timewords.Window], limit: int
+                       ) -> list[sessions.Group[Hit]]:
+    """The scope's ``limit`` sessions with a message inside one of ``windows`` that the request's
+    filters let through (roles, since, until), the one with the latest such message first. Each is
+    shown by its first message from then, the user's where it has one: what the user set out to
+    do then says what the session was about, where a later message or the assistant's answer is
+    one step of it. The hit's score is that message's time."""
+    found = messages.from_then(ctx.conn, ctx.shape, ctx.scope.session_ids, ctx.filters,
+                               [(w.start, w.end) for w in windows], limit)
+    return [sessions.Group(session_id, [Hit(message_id, session_id, at, TIME, at)])
+            for message_id, session_id, at in found]
+
+
+def note(windows: Sequence[timewords.Window], found: bool, bounded: bool) -> str:
+    """The response's warning: why these sessions, in this order, or why none (``bounded``: the
+    request gave since or until)."""
+    named = ", ".join(dict.fromkeys(f"“{w.phrase}”" for w in windows))
+    if found:
+        return (f"the question names only a time ({named}) and nothing else to look for, so these are the "
+                "sessions with messages from then, newest first, each shown by its first message from then "
+                "(the user's where there is one); add what it was about to rank by that instead.")
+    return (f"the question names only a time ({named}) and nothing else to look for, and no session searched "
+            f"has messages from then{' between since and until' if bounded else ''}: nothing to show.")

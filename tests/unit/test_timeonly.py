@@ -1,0 +1,43 @@
+"""Which questions name only a time: a time ``timewords`` reads, and nothing the keyword side would
+look for once that time's own words are set aside."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from project_history_recall import timeonly, timewords
+
+ASKED = datetime(2026, 6, 24, 12).timestamp()
+
+
+def _only(question: str) -> bool:
+    return timeonly.asks_only(question, timewords.find(question, ASKED))
+
+
+@pytest.mark.parametrize("question", [
+    "yesterday", "last week", "last week?", "What did we do yesterday?", "what did we do on 2026-06-20?",
+    "the week before last", "上周", "上上周", "昨天做了什么", "上周我们做了什么？", "上个月", "今天", '"yesterday"'])
+def test_a_time_with_stop_words_alone_is_only_a_time(question):
+    assert _only(question)
+
+
+@pytest.mark.parametrize("question", [
+    # Words to look for beside the time: ranked as ever, the time lifting its hits.
+    "what did we decide last week about the cache?", "昨天的bug", "what did we work on last week?",
+    "what happened in May 2023?", "前天干了啥",
+    # No time: stop words alone are looked for by themselves.
+    "what did we do?", "做了什么", "recently", "最近做了什么",
+    # A year too long for a time names none.
+    "12026年6月",
+])
+def test_anything_else_to_look_for_or_no_time_is_not(question):
+    assert not _only(question)
+
+
+def test_the_note_names_the_time_and_says_whether_any_session_was_then():
+    windows = timewords.find("上周做了什么", ASKED)
+    assert "“上周”" in timeonly.note(windows, True, False) and "newest first" in timeonly.note(windows, True, False)
+    assert "no session searched has messages from then: " in timeonly.note(windows, False, False)
+    assert "between since and until" in timeonly.note(windows, False, True)
