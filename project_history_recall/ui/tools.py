@@ -21,13 +21,14 @@ TOOLSET = "project_history"
 SEARCH_SCHEMA = {
     "name": "project_history_search",
     "description": (
-        "Search earlier sessions of THIS project (those Hermes groups with this one by folder or repo), "
+        "Search earlier sessions of THIS project (grouped with it by folder or repo), "
         "by keyword and by meaning. Use it instead of session_search when the user refers to past work here: "
-        "'what did we decide about X', 'how did we fix this error'. "
+        "'what did we decide about X'. "
         "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
         "semantic for the same idea in other words or another language. Each result is one "
         "session, best first: its best message (message_id, snippet, context) and, in more_hits, its "
-        "other messages among the search's best matches. Read around a message_id with "
+        "other matching messages. A time alone ('yesterday', '上周') lists the sessions from then, newest "
+        "first. Read around a message_id with "
         "session_search(session_id=..., around_message_id=..., profile=...); cite the session's link. "
         "project.kind 'home': nothing was searched; offer project_session_move, or use session_search. "
         "keyword_status, semantic_status (why: *_reason) and warnings say what the search went without. "
