@@ -26,7 +26,7 @@ LAYERS = (
     ("core", ("settings", "redaction", "home", "background")),
     ("scope", ("scope",)),
     ("engines", ("keyword", "semantic", "context")),
-    ("pieces", ("fusion", "sessions", "results", "timewords", "orderwords")),
+    ("pieces", ("fusion", "sessions", "results", "timewords", "timeonly", "orderwords")),
     ("use cases", ("search", "indexing", "consenting", "overview", "move", "warmup")),
     ("edges", ("ui",)),
     ("plugin", ("", "__main__")),
