@@ -175,6 +175,15 @@ def enable_plugin(home: Path) -> None:
     configfile.update_block(home / "config.yaml", "plugins", change)
 
 
+# The child loads this very file, whatever the package is called where it runs: a directory install
+# (``hermes plugins install``) is imported by Hermes as ``hermes_plugins.…``, and ``project_history_recall``
+# is no module of the child's Python then. ``build`` needs only the standard library and Hermes.
+_BUILD = ("import importlib.util, json, sys; from pathlib import Path; "
+          "spec = importlib.util.spec_from_file_location('phr_demo', sys.argv[1]); "
+          "demo = importlib.util.module_from_spec(spec); spec.loader.exec_module(demo); "
+          "print(json.dumps(demo.build(Path(sys.argv[2]), Path(sys.argv[3]))))")
+
+
 def ensure(root: Path | None = None) -> tuple[dict, bool]:
     """(the demo home's build info, whether it was built just now), reusing a sound one;
     raises ``DataError`` when it cannot be built.
@@ -207,9 +216,7 @@ def _ensured(root: Path) -> tuple[dict, bool]:
             elif target.exists():
                 target.unlink()
         home = root / "home"
-        code = ("import json, sys; from pathlib import Path; from project_history_recall.ui import demo; "
-                "print(json.dumps(demo.build(Path(sys.argv[1]), Path(sys.argv[2]))))")
-        proc = subprocess.run([sys.executable, "-c", code, str(home), str(root / "work")],
+        proc = subprocess.run([sys.executable, "-c", _BUILD, __file__, str(home), str(root / "work")],
                               env=dict(os.environ, HERMES_HOME=str(home)), capture_output=True, text=True)
         if proc.returncode != 0:
             tail = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]

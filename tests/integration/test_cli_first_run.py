@@ -280,3 +280,18 @@ def test_status_before_any_search_makes_no_file_and_says_the_indexes_are_not_bui
     wait_idle(300)
     after = json.loads(cli_process("--home", str(world.home), "status", "--json", cwd=app).stdout)
     assert after["keyword_status"] == after["semantic_status"] == "ready", after
+
+
+def test_the_demo_is_built_by_a_directory_install(world, work, tmp_path):
+    """``hermes recall quickstart --demo`` with the plugin installed as Hermes installs it
+    (``hermes plugins install``: a folder in ``$HERMES_HOME/plugins/``, imported as
+    ``hermes_plugins.…``) failed "could not build the demo home (is hermes-agent installed?):
+    ModuleNotFoundError: No module named 'project_history_recall'": the child that builds it
+    imported the package by a name only a pip install gives it."""
+    websocket_app(world, work)
+    world.close()
+    enable_plugin(world.home)
+    env = {k: v for k, v in cli_env(world.home, XDG_CACHE_HOME=str(tmp_path / "cache")).items() if k != "PYTHONPATH"}
+    done = cli_process("quickstart", "--demo", "websocket", hermes=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "built it just now" in done.stdout and "Fix flaky websocket reconnect" in done.stdout, done.stdout
