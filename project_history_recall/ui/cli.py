@@ -133,13 +133,17 @@ class _Run:
         return render.OneShot(self.command, CLI_INDEX_BUDGET_MS // 1000)
 
     def emit(self, response: dict, fmt) -> int:
-        """The response as JSON (``--json``) or as text; its exit code."""
-        if self.args.json:
-            self.out.json(response)
-        elif not response.get("success"):
-            self.out.error(response.get("error", "failed"))
-        else:
-            self.out.print(fmt(response))
+        """The response as JSON (``--json``) or as text; its exit code, whether or not anyone read it
+        (``… | head`` ends the reader early, and ``set -o pipefail`` still reads the code)."""
+        try:
+            if self.args.json:
+                self.out.json(response)
+            elif not response.get("success"):
+                self.out.error(response.get("error", "failed"))
+            else:
+                self.out.print(fmt(response))
+        except BrokenPipeError:
+            pass
         return errors.exit_code(response)
 
     def search(self, caller: Caller, request: dict) -> dict:
@@ -436,8 +440,9 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
         out.error("interrupted")
         return 130
     except BrokenPipeError:
-        # The reader stopped early (`… | head`): what it wanted was printed. Python would report the
-        # pipe again when it flushes stdout at exit.
+        # The reader stopped early (`… | head`) while a command printed more than one answer
+        # (``quickstart``'s searches): what it wanted was printed. Python would report the pipe again
+        # when it flushes stdout at exit.
         render.silence(sys.stdout)
         return EXIT_FOUND
     except render.OutputLost as exc:  # not a bug of ours: said where it still can be

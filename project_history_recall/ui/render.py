@@ -411,13 +411,14 @@ class Output:
         try:
             stream.write(_encodable(stream, start + self._safe(text) + end))
             stream.flush()
-        except BrokenPipeError:
-            raise  # the reader stopped early (`… | head`): the command line ends quietly
         except OSError as exc:
-            # A full disk, a quota, an I/O error. Without its progress and notes the command can still
-            # do its work and end with its own code; without its answer it has nothing to give.
+            # A full disk, a quota, an I/O error, a reader gone. Without its progress and notes the
+            # command can still do its work and end with its own code; without its answer it has
+            # nothing to give, and stops.
             silence(stream)
             if stream is sys.stdout:
+                if isinstance(exc, BrokenPipeError):
+                    raise  # the reader stopped early (`… | head`): nothing to say, and no one to say it to
                 raise OutputLost(exc) from exc
 
     def print(self, text: str = "") -> None:

@@ -14,8 +14,9 @@ import textwrap
 
 import pytest
 
-from cli_runs import MODULE, cli_env, cli_process
-from hermes_world import PLUGIN_KEY, World, checkpoint, db_digest, plugin_settings, websocket_app
+from cli_runs import HERMES_BIN, MODULE, cli_env, cli_process
+from hermes_world import (PLUGIN_KEY, World, checkpoint, db_digest, enable_plugin, plugin_settings,
+                          websocket_app)
 
 
 def _tree(folder) -> dict:
@@ -380,3 +381,46 @@ def test_a_folder_named_with_dot_dot_is_the_folder_it_names(world, work):
     assert status["project"]["name"] == "App", status
     indexed = cli_process("index", "../app", env=env, cwd=beside)
     assert indexed.returncode == 0 and "no project" not in indexed.stderr, indexed.stderr
+
+
+@pytest.mark.parametrize("hermes", [False, True], ids=["standalone", "hermes-recall"])
+def test_a_reader_gone_keeps_the_commands_exit_code(world, work, hermes):
+    """stdout or stderr a pipe whose reader has gone (``… | head``, ``2>&1 | grep -q``, a log
+    collector that died). A broken stdout ended every command with 0, "found", a failed search
+    with ``--json`` included; a broken stderr did the same to every error, so a move or a search
+    that failed said it succeeded to ``set -o pipefail`` and to any script. The command's own exit
+    code stands now, whoever reads its words; what goes to a stderr whose reader left is dropped, as
+    on a full disk, and the command goes on."""
+    app, _asker = websocket_app(world, work)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    if hermes:
+        enable_plugin(world.home)
+    before = db_digest(world.home / "state.db")
+
+    def gone(which: str, *argv: str) -> tuple[int, str]:
+        """(exit code, what the other stream said) with ``which`` stream's reader gone."""
+        read, write = os.pipe()
+        os.close(read)
+        other = {"stderr" if which == "stdout" else "stdout": subprocess.PIPE}
+        cmd = [str(HERMES_BIN), "recall", *argv] if hermes else [*MODULE, *argv]
+        try:
+            done = subprocess.run(cmd, env=cli_env(world.home), cwd=app, text=True, timeout=300,
+                                  **{which: write}, **other)
+        finally:
+            os.close(write)
+        return done.returncode, done.stderr if which == "stdout" else done.stdout
+
+    for which, argv, code in (
+            ("stdout", ["search", "websocket"], 0), ("stdout", ["search", "nothing-like-this"], 1),
+            ("stdout", ["--json", "search", "websocket", "--project", "No such project"], 2),
+            ("stdout", ["--json", "session", "no-such-session"], 2), ("stdout", ["--json", "status"], 0),
+            ("stderr", ["search", "websocket", "--project", "No such project"], 2),
+            ("stderr", ["session", "no-such-session"], 2), ("stderr", ["move", "no-such-session", "App"], 2),
+            ("stderr", ["search", "websocket", "--dir", str(work / "gone")], 2),
+            ("stderr", ["index"], 0)):
+        exit_code, said = gone(which, *argv)
+        assert exit_code == code, (which, argv, exit_code, said)
+        assert "Traceback" not in said and "Exception ignored" not in said, (which, argv, said)
+    assert db_digest(world.home / "state.db") == before
