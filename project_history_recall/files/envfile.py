@@ -12,7 +12,7 @@ standalone CLI runs without Hermes and may read another profile
 (``--home``) than the one Hermes would pick. It follows Hermes's own rules:
 ``.env`` wins over a value inherited from the shell (``load_hermes_dotenv``
 loads it with ``override=True``), ``export`` prefixes and quotes are accepted,
-a byte-order mark is ignored.
+a comment after the value is no part of it, a byte-order mark is ignored.
 """
 
 from __future__ import annotations
@@ -42,13 +42,25 @@ def env_path(home: Path) -> Path:
     return home / ENV_FILE
 
 
-def _unquote(raw: str) -> str:
+# A quoted value, then at most a comment (python-dotenv's grammar, which Hermes reads ``.env`` with).
+_QUOTED = re.compile(r"""\s*(?:"((?:\\.|[^"\\])*)"|'((?:\\.|[^'\\])*)')\s*(?:#.*)?$""")
+# A comment after an unquoted value: a ``#`` that follows whitespace (``KEY=sk-… # the work key``).
+_COMMENT = re.compile(r"\s+#.*")
+
+
+def _unquote(raw: str) -> str | None:
+    """The value of ``KEY=raw`` as Hermes reads it; None for a line python-dotenv cannot parse (a quote
+    left open), which Hermes skips."""
+    quoted = _QUOTED.match(raw)
+    if quoted is not None:
+        double, single = quoted.groups()
+        if double is not None:
+            return re.sub(r'\\(["\\])', r"\1", double)
+        return re.sub(r"\\(['\\])", r"\1", single)
     value = raw.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r'\\(["\\])', r"\1", value[1:-1])
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1]
-    return value
+    if value[:1] in ("'", '"'):
+        return None
+    return _COMMENT.sub("", value).strip()
 
 
 def parse(text: str) -> dict[str, str]:
@@ -61,9 +73,9 @@ def parse(text: str) -> dict[str, str]:
         if line.startswith("export "):
             line = line[len("export "):]
         name, _, value = line.partition("=")
-        name = name.strip()
-        if NAME.match(name):
-            out[name] = _unquote(value)
+        name, value = name.strip(), _unquote(value)
+        if NAME.match(name) and value is not None:
+            out[name] = value
     return out
 
 

@@ -253,6 +253,21 @@ def test_a_consent_stays_in_the_profile_it_was_given_in(remote_pq, server, capsy
 
 
 # -- the key ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("line", [f"PHR_TEST_KEY={EMBED_KEY}   # the work key", f"PHR_TEST_KEY='{EMBED_KEY}' # work",
+                                  f'export PHR_TEST_KEY="{EMBED_KEY}"\t# rotated in May'])
+def test_a_comment_after_the_key_in_env_is_no_part_of_it(remote_pq, server, line):
+    """``.env`` with a comment after the key, as python-dotenv (which Hermes reads it with) and
+    shells allow. The plugin took the comment, and the quotes around a quoted key, for part of the
+    key: every request went out as ``Bearer sk-… # the work key``, which the service refused, and
+    semantic search never worked though Hermes read the same file right."""
+    (remote_pq["home"] / ".env").write_text(f"# keys\n{line}\n", encoding="utf-8")
+    home, p_dir = remote_pq["home"], remote_pq["p_dir"]
+    assert cli_process("consent", "grant", "--yes", home=home, cwd=p_dir).returncode == 0
+    done = cli_process("--json", "search", "pelican worker version", "--mode", "semantic", home=home, cwd=p_dir)
+    assert done.returncode == 0 and json.loads(done.stdout)["semantic_status"] == "ready", done.stdout + done.stderr
+    assert server.requests and {r.headers.get("Authorization") for r in server.requests} == {f"Bearer {EMBED_KEY}"}
+
+
 def test_the_key_never_shows_anywhere(remote_pq, server, capsys, monkeypatch, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     log_file = tmp_path / "all.log"
