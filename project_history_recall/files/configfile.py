@@ -46,6 +46,7 @@ LOCK_NAME = ".config.lock"
 _ITEM = re.compile(r"^( *)- ")  # a list item's line, and its indent
 _TMP_PREFIX = ".config.yaml."
 _TMP_SUFFIX = ".tmp"
+_BOM = "\ufeff"
 
 
 class ConfigWriteError(DataError):
@@ -57,7 +58,8 @@ class ConfigWriteError(DataError):
 def _block_span(lines: list[str], key: str) -> tuple[int, int] | None:
     """[start, end) of the top-level ``key:`` block, or None."""
     head = re.compile(rf"^{re.escape(key)}\s*:(\s|$)")
-    start = next((i for i, line in enumerate(lines) if head.match(line)), None)
+    # The first line may open with a byte-order mark (Windows Notepad writes one), which YAML skips.
+    start = next((i for i, line in enumerate(lines) if head.match(line.lstrip(_BOM) if i == 0 else line)), None)
     if start is None:
         return None
     end = start + 1

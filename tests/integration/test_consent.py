@@ -252,6 +252,24 @@ def test_a_consent_stays_in_the_profile_it_was_given_in(remote_pq, server, capsy
     assert server.count() > sent
 
 
+def test_a_consent_is_added_to_the_block_a_byte_order_mark_opens(remote_pq, server):
+    """The plugin's config.yaml saved with a byte-order mark (Windows Notepad writes one) where
+    ``consents:`` is the first key, as the plugin writes it into a new file. YAML skips the mark,
+    the plugin's editor did not: it found no ``consents:`` block and wrote a second one at the end,
+    which wins. The first then showed consents that no longer decided anything: deleting one there,
+    the way a consent is withdrawn, withdrew nothing."""
+    home, config = remote_pq["home"], remote_pq["config"]
+    assert cli_process("consent", "grant", "--yes", home=home, cwd=remote_pq["p_dir"]).returncode == 0
+    settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+    consents = settings.pop("consents")
+    config.write_text("\ufeff" + yaml.safe_dump({"consents": consents}) + yaml.safe_dump(settings), encoding="utf-8")
+    assert cli_process("consent", "grant", "--yes", home=home, cwd=remote_pq["q_dir"]).returncode == 0
+    text = config.read_text(encoding="utf-8")
+    assert text.count("consents:") == 1, text
+    listed = cli_process("--json", "consent", "list", home=home, cwd=remote_pq["p_dir"])
+    assert sorted(c["project"]["name"] for c in json.loads(listed.stdout)["consents"]) == ["Pelican", "Quokka"]
+
+
 # -- the key ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("line", [f"PHR_TEST_KEY={EMBED_KEY}   # the work key", f"PHR_TEST_KEY='{EMBED_KEY}' # work",
                                   f'export PHR_TEST_KEY="{EMBED_KEY}"\t# rotated in May'])
