@@ -13,6 +13,7 @@ missing, broken, or made by another version of this file or of Hermes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -145,18 +146,40 @@ def _recipe() -> str:
 
 
 def _reusable(root: Path, recipe: str) -> dict | None:
-    """The recorded build when it is still whole and of this recipe, else None."""
+    """The recorded build when it is still whole and of this recipe, else None. Whole: its sessions,
+    its projects (without them the searches said "the demo's main project, Webshop" of an automatic
+    one) and the plugin enabled (the last line says Hermes finds it there)."""
     try:
         info = json.loads((root / MARKER).read_text(encoding="utf-8"))
         if info.get("recipe") != recipe or not all(Path(info["work"], name).is_dir()
                                                    for name in EXPLICIT_PROJECTS):
             return None
-        uri = (Path(info["home"]) / "state.db").as_uri() + "?mode=ro"
-        with sqlite3.connect(uri, uri=True) as conn:
-            sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error):
+        home = Path(info["home"])
+        sessions = _read(home / "state.db", "SELECT count(*) FROM sessions")[0][0]
+        projects = {row[0] for row in _read(home / "projects.db", "SELECT id FROM projects WHERE NOT archived")}
+        whole = (sessions == len(info["sessions"]) and projects == set(info["projects"].values())
+                 and _enabled(home))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, sqlite3.Error):
         return None
-    return info if sessions == len(info.get("sessions", ())) else None
+    return info if whole else None
+
+
+def _read(path: Path, sql: str) -> list:
+    with contextlib.closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def _enabled(home: Path) -> bool:
+    """Whether the home's ``config.yaml`` lists the plugin in ``plugins.enabled``."""
+    import yaml
+
+    from ..hermes.paths import PLUGIN_KEY
+
+    try:
+        config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return False
+    return PLUGIN_KEY in ((config or {}).get("plugins") or {}).get("enabled", ())
 
 
 def enable_plugin(home: Path) -> None:

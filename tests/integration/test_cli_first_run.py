@@ -295,3 +295,21 @@ def test_the_demo_is_built_by_a_directory_install(world, work, tmp_path):
     done = cli_process("quickstart", "--demo", "websocket", hermes=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "built it just now" in done.stdout and "Fix flaky websocket reconnect" in done.stdout, done.stdout
+
+
+def test_a_demo_home_without_its_projects_or_the_plugin_is_built_again(tmp_path):
+    """A demo home whose ``projects.db`` was deleted, or whose ``config.yaml`` no longer enables the
+    plugin, was reused as whole (only its sessions were counted): quickstart said its searches ran
+    "in the demo's main project, Webshop" while each searched an automatic project of that folder,
+    and ended saying Hermes finds the plugin there, where ``hermes recall`` was no command."""
+    user = tmp_path / "new-user"
+    user.mkdir()
+    env = cli_env(HOME=str(user), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    home = tmp_path / "cache" / "project-history-recall" / "demo" / "home"
+    assert cli_process("quickstart", "websocket", cwd=tmp_path, env=env).returncode == 0
+    for damage in ("projects.db", "config.yaml"):
+        for path in home.glob(f"{damage}*"):
+            path.unlink()
+        again = cli_process("quickstart", "websocket", cwd=tmp_path, env=env)
+        assert again.returncode == 0 and "built it just now" in again.stdout, (damage, again.stdout + again.stderr)
+        assert "in project Webshop" in again.stdout and "automatic project" not in again.stdout, (damage, again.stdout)
