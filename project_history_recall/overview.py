@@ -50,7 +50,9 @@ def status(home: Path, caller: Caller) -> dict:
         **words,
         **outcome.fields(),
         "journal_mode": mode,
-        **warnings_field(scope.warnings),
+        # A settings file that could not be read, or a bad value, is otherwise seen only by ``config``:
+        # status would show the defaults in effect as if they were the person's choice.
+        **warnings_field(scope.warnings + settings.warnings),
         "hermes_home": str(home),
         "profile": paths.profile_name(home),
     }

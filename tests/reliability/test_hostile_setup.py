@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from cli_runs import Outputs, run_cli
-from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_settings
+from hermes_world import call, checkpoint, db_digest, enable_plugin, plugin_settings, websocket_app
 
 
 def test_a_yaml_alias_bomb_in_a_setting_is_warned_about_in_a_few_characters(world, work, capsys):
@@ -100,3 +100,24 @@ def _asking_from_another_project(world, work) -> str:
     plugin_settings(world.home, semantic=False)
     enable_plugin(world.home)
     return caller
+
+
+def test_status_says_the_settings_file_was_ignored_and_where_it_broke(world, work):
+    """A tab in the plugin's config.yaml (YAML refuses one for indentation) throws the whole file
+    out, ``semantic: false`` with it. Only ``config`` said so, and only "could not be read
+    (ScannerError)": ``status`` and ``/recall status``, where a person looks, showed semantic search
+    ready as if it were their choice. Status now carries the settings' warnings, and the warning
+    says where YAML stopped and why."""
+    from cli_runs import cli_process
+
+    app, _asker = websocket_app(world, work)
+    world.close()
+    enable_plugin(world.home)
+    config = world.home / "project-history-recall" / "config.yaml"
+    config.write_text("index_budget_ms: 60000\nsemantic: false\nopenai:\n\tmodel: mine\n", encoding="utf-8")
+    said = "config.yaml: could not be read (ScannerError at line 4, column 1: found character '\\t'"
+    for hermes in (False, True):
+        shown = cli_process("status", home=world.home, cwd=app, hermes=hermes)
+        assert shown.returncode == 0 and said in shown.stdout, (hermes, shown.stdout + shown.stderr)
+        answer = json.loads(cli_process("--json", "status", home=world.home, cwd=app, hermes=hermes).stdout)
+        assert any(said in w for w in answer["warnings"]), answer
