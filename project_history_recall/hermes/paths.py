@@ -66,9 +66,16 @@ def data_dir(home: Path) -> Path:
 
 
 def profile_name(home: Path) -> str:
-    """The profile segment Hermes puts in ``@session:<profile>/<id>`` links."""
-    if home.parent.name == "profiles" and _PROFILE_ID.fullmatch(home.name):
-        return home.name
+    """The profile segment Hermes puts in ``@session:<profile>/<id>`` links: the home's real folder, as
+    Hermes's ``get_active_profile_name`` reads it (a ``HERMES_HOME`` that is a symlink to
+    ``profiles/work`` is profile work, whose links Hermes looks up in that profile)."""
+    try:
+        real = Path(os.path.realpath(home))
+    except (OSError, ValueError):  # a name past the system's limits, a NUL
+        real = home
+    for folder in (real, home):
+        if folder.parent.name == "profiles" and _PROFILE_ID.fullmatch(folder.name):
+            return folder.name
     return "default"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ import textwrap
 import pytest
 
 from cli_runs import HERMES_BIN, MODULE, cli_env, cli_process
+from conftest import REPO, SRC
 from hermes_world import (PLUGIN_KEY, World, checkpoint, db_digest, enable_plugin, plugin_settings,
                           websocket_app)
 
@@ -424,3 +426,47 @@ def test_a_reader_gone_keeps_the_commands_exit_code(world, work, hermes):
         assert exit_code == code, (which, argv, exit_code, said)
         assert "Traceback" not in said and "Exception ignored" not in said, (which, argv, said)
     assert db_digest(world.home / "state.db") == before
+
+
+TESTS = REPO / "tests"
+
+
+def test_a_home_reached_through_a_symlink_is_linked_as_its_profile(tmp_path):
+    """``HERMES_HOME`` a symlink to a profile's folder (``~/.hermes/profiles/work``): Hermes reads the
+    profile from the folder the link reaches (``get_active_profile_name``), the plugin read the link's
+    own name, so every result linked ``@session:default/<id>``, and Hermes's ``session_search``, handed
+    the link, looked in the default profile: "profile 'default': unable to open database file" (seen on
+    both lines; this test compares the link with the profile Hermes names)."""
+    user = tmp_path / "user"
+    profile = user / ".hermes" / "profiles" / "work"
+    profile.mkdir(parents=True)
+    (user / ".hermes" / "config.yaml").write_text("{}\n", encoding="utf-8")
+    app = tmp_path / "app"
+    app.mkdir()
+    env = cli_env(tmp_path / "link", HOME=str(user))
+    made = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, sys.argv[2])
+        from hermes_world import World
+        world = World(Path(sys.argv[1]))
+        world.project("App", sys.argv[3])
+        print(world.session(("user", "the websocket reconnect loop of the work profile"), cwd=sys.argv[3]))
+        world.close()
+        """), str(profile), str(TESTS), str(app)], env=cli_env(profile, HOME=str(user)),
+        capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    session = made.stdout.split()[-1]
+    plugin_settings(profile, semantic=False)
+    (tmp_path / "link").symlink_to(profile)
+    # Enabled as `hermes plugins install` leaves it, for `hermes recall`.
+    (profile / "config.yaml").write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+    shutil.copytree(SRC / "project_history_recall", profile / "plugins" / PLUGIN_KEY,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for hermes in (False, True):
+        done = cli_process("--json", "search", "websocket", env=env, cwd=app, hermes=hermes)
+        assert done.returncode == 0, done.stderr
+        assert [r["link"] for r in json.loads(done.stdout)["results"]] == [f"@session:work/{session}"], done.stdout
+    hermes_says = subprocess.run([sys.executable, "-c", "from hermes_cli.profiles import get_active_profile_name; "
+                                  "print(get_active_profile_name())"], env=env, capture_output=True, text=True, timeout=120)
+    assert hermes_says.stdout.split()[-1:] == ["work"], hermes_says.stdout + hermes_says.stderr
