@@ -21,7 +21,19 @@ DESCRIPTION = (
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     """One line on stderr naming the command as the person typed it (argparse prints the usage block too)."""
-    parser.exit(EXIT_USAGE, f"{parser.prog}: {message} (see {parser.prog} --help)\n")
+    parser.exit(EXIT_USAGE, f"{parser.prog}: {message}{_dash_hint(parser, message)} (see {parser.prog} --help)\n")
+
+
+def _dash_hint(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse reads every word that starts with ``-`` as an option, so a query, session id or title
+    that does (``search -v``, ``session -x``) was refused as an unknown option, or left the argument
+    "required" though the person gave it: how to pass one, where that may be what happened."""
+    words = [a for a in parser._actions if not a.option_strings and a.nargs != argparse.PARSER]
+    dashed = message.startswith("unrecognized arguments:") and any(
+        w.startswith("-") for w in message.split(":", 1)[1].split())
+    if not words or not (dashed or message.startswith("the following arguments are required:")):
+        return ""
+    return f"; a {words[0].dest} that starts with '-' goes after '--', as in: {parser.prog} -- -x"
 
 
 def _parse_strictly(parser: argparse.ArgumentParser, args=None, namespace=None):

@@ -313,3 +313,23 @@ def test_a_demo_home_without_its_projects_or_the_plugin_is_built_again(tmp_path)
         again = cli_process("quickstart", "websocket", cwd=tmp_path, env=env)
         assert again.returncode == 0 and "built it just now" in again.stdout, (damage, again.stdout + again.stderr)
         assert "in project Webshop" in again.stdout and "automatic project" not in again.stdout, (damage, again.stdout)
+
+
+def test_a_query_or_session_that_starts_with_a_dash_is_told_how_to_pass_it(world, work, tmp_path):
+    """argparse takes every word that starts with ``-`` for an option: ``session -x`` said "the
+    following arguments are required: session" to a person who gave one, and ``search -v`` or
+    ``search rm -rf`` refused the query, with nothing on how to search for it. The refusal now says
+    that such a word goes after ``--``, and the line it shows does what was meant."""
+    app = _small_world(world, work)
+    enable_plugin(world.home)
+    for hermes in (False, True):
+        prog = "hermes recall" if hermes else "project-history-recall"
+        for argv, hint in ((["session", "-x"], "session -- -x"), (["search", "-v"], "search -- -x"),
+                           (["search", "rm", "-rf"], "search -- -x"), (["move", "-x", "App"], "move -- -x")):
+            done = cli_process(*argv, home=world.home, cwd=app, hermes=hermes)
+            assert done.returncode == 2 and done.stdout == "", (argv, done)
+            assert len(done.stderr.strip().splitlines()) == 1 and f"{prog} {hint}" in done.stderr, (argv, done.stderr)
+        session = cli_process("--json", "session", "--", "-x", home=world.home, cwd=app, hermes=hermes)
+        assert json.loads(session.stdout)["error_code"] == "unknown_session", session.stdout + session.stderr
+        search = cli_process("--json", "search", "--", "rm", "-rf", home=world.home, cwd=app, hermes=hermes)
+        assert json.loads(search.stdout)["query"] == "rm -rf", search.stdout + search.stderr
