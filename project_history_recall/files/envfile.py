@@ -72,8 +72,8 @@ def parse(text: str) -> dict[str, str]:
             continue
         if line.startswith("export "):
             line = line[len("export "):]
-        name, _, value = line.partition("=")
-        name, value = name.strip(), _unquote(value)
+        name, _, raw = line.partition("=")
+        name, value = name.strip(), _unquote(raw)
         if NAME.match(name) and value is not None:
             out[name] = value
     return out
