@@ -8,7 +8,17 @@ package works without Hermes; only ``tools``/``host``/``cli`` touch it.
 
 from __future__ import annotations
 
+import logging
+
 from .version import __version__  # noqa: F401 - the package's public version
+
+# What the plugin logs goes to its host's log (under Hermes, agent.log and errors.log). The standalone
+# command line configures no logging, and Python wrote every warning bare on stderr beside the one
+# line a command says ("keyword index unavailable: …" before the same words as the error), and would
+# write a logged exception's traceback there. Once per logger: Hermes may import the package again.
+_logger = logging.getLogger(__name__)
+if not any(isinstance(h, logging.NullHandler) for h in _logger.handlers):
+    _logger.addHandler(logging.NullHandler())
 
 
 def register(ctx) -> None:

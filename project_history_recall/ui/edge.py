@@ -18,10 +18,7 @@ from .. import errors
 from .. import settings as config
 from ..files import envfile
 
-logger = logging.getLogger(__name__)
-# A standalone command line configures no logging: Python would print the traceback on stderr,
-# where a person gets one line. Under Hermes the record still reaches Hermes's own log.
-logger.addHandler(logging.NullHandler())
+logger = logging.getLogger(__name__)  # the package's NullHandler keeps it off a standalone stderr
 
 
 def failure(home: Path, exc: Exception, where: str) -> dict:

@@ -470,3 +470,24 @@ def test_a_home_reached_through_a_symlink_is_linked_as_its_profile(tmp_path):
     hermes_says = subprocess.run([sys.executable, "-c", "from hermes_cli.profiles import get_active_profile_name; "
                                   "print(get_active_profile_name())"], env=env, capture_output=True, text=True, timeout=120)
     assert hermes_says.stdout.split()[-1:] == ["work"], hermes_says.stdout + hermes_says.stderr
+
+
+def test_the_command_line_says_an_error_once_and_logs_nothing_on_stderr(world, work):
+    """A folder where ``keywords.db`` belongs: every standalone command wrote the plugin's log warning
+    bare on stderr ("keyword index unavailable: …"), a search and ``status --json`` that succeeded
+    included, and ``index`` said its error twice, once as that log line. The standalone command line
+    configures no logging, and Python writes a warning (and a logged exception's traceback) to stderr
+    then; under Hermes the record went to Hermes's log, as it still does. stderr now holds the
+    command's own words only."""
+    app, _asker = websocket_app(world, work)
+    world.close()
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    (world.home / PLUGIN_KEY / "keywords.db").mkdir()
+    for hermes in (False, True):
+        for argv in (["search", "websocket"], ["--json", "status"]):
+            done = cli_process(*argv, home=world.home, cwd=app, hermes=hermes)
+            assert done.returncode == 0 and done.stderr == "", (hermes, argv, done.stderr)
+        done = cli_process("index", home=world.home, cwd=app, hermes=hermes)
+        assert done.returncode == 3 and len(done.stderr.splitlines()) == 1, (hermes, done.stderr)
+        assert "keywords.db: it is a folder, not a file" in done.stderr, done.stderr
