@@ -105,6 +105,15 @@ def _folder(value: str | None) -> str:
     return str(folder)
 
 
+def _project(value: str | None) -> str | None:
+    """A project as the person named it, a folder relative to this one (``.``, ``./app``, ``../app``) made
+    absolute, lexically as ``_folder`` makes one: the library, which has no folder of its own, takes
+    a folder only whole and looked these up as names ("No project '.' in this profile")."""
+    if value is None or not (value in (".", "..") or value.startswith(("./", "../"))):
+        return value
+    return os.path.normpath(os.path.join(_folder(None), value))
+
+
 def _expanded(path: Path) -> Path:
     try:
         return path.expanduser()
@@ -187,7 +196,7 @@ def cmd_search(run: _Run) -> int:
     folder = _folder(a.dir)
     response = run.search(_caller(folder), {
         "query": " ".join(a.query), "mode": a.mode, "limit": a.limit, "context": a.context,
-        "include_tool_output": a.tools, "since": a.since, "until": a.until, "project": a.project})
+        "include_tool_output": a.tools, "since": a.since, "until": a.until, "project": _project(a.project)})
     if response.get("success") and not a.project and _in_no_project(response):
         return run.emit({**response, "reason": _nowhere(run, folder)}, lambda r: r["reason"])
     return run.emit(response, lambda r: render.format_search(r, run.out.style(), run.one_shot))
@@ -358,7 +367,7 @@ def cmd_index(run: _Run) -> int:
     caller = _caller(_folder(a.dir))
     if not (a.project or a.all) and _in_no_project(overview.status(run.home, caller)):
         raise UsageError(f"{caller.cwd} is in no project: give --project NAME ({_names_to_pick(run.home)}) or --all")
-    return run.emit(_indexed(run, caller, a.project, a.all), render.format_index)
+    return run.emit(_indexed(run, caller, _project(a.project), a.all), render.format_index)
 
 
 # -- settings and consents -------------------------------------------------------------------
@@ -406,7 +415,7 @@ def cmd_consent(run: _Run) -> int:
         question = consent_words.described(described)["ask_user"].replace("Hermes would send", "this would send")
         return run.out.ask(question, "Agree? [y/N] ") in ("y", "yes")
 
-    response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), run.args.project,
+    response = consenting.grant_for_person(run.home, _caller(_folder(run.args.dir)), _project(run.args.project),
                                            None if run.args.yes else confirm)
     return run.emit(consent_words.in_response(response, consent_words.described), render.format_message)
 
@@ -418,7 +427,8 @@ COMMANDS = {
     "projects": lambda run: run.emit(overview.list_projects(run.home), render.format_projects),
     "quickstart": cmd_quickstart,
     "move": lambda run: run.emit(move.run(run.home, Caller(), {"session": run.args.session,
-                                                                "project": run.args.project}), render.format_move),
+                                                                "project": _project(run.args.project)}),
+                                 render.format_move),
     "session": lambda run: run.emit(overview.session_info(run.home, run.args.session), render.format_session),
     "config": lambda run: run.emit(config_report(run.home), render.format_config),
     "consent": cmd_consent,

@@ -81,3 +81,23 @@ def test_hermes_recall_move_back_through_hermes(autos, world):
         assert json.loads(out.stdout[out.stdout.index("{"):])["moved"] is True
     row = session_rows(world.home)[autos["g1"]]
     assert (row["cwd"], row["git_branch"], row["git_repo_root"]) == (str(autos["repo"]), "dev", str(autos["repo"]))
+
+
+def test_a_project_named_by_a_folder_relative_to_this_one(ab, world):
+    """``move SESSION .`` in a project's folder, ``search --project ../beta`` beside it, ``index
+    --project ./alpha`` above it: the command line handed the library the text as typed, and the
+    library, which has no folder of its own, takes a folder only whole, so each said "No project '.'
+    in this profile" (or './alpha'). A folder relative to the one the command runs in is made whole
+    first, lexically, as ``--dir ../beta`` already is."""
+    work = ab["alpha"].parent
+    for hermes in (False, True):
+        moved = cli_process("--json", "move", ab["sb"], ".", home=world.home, cwd=ab["alpha"], hermes=hermes)
+        assert json.loads(moved.stdout)["moved"], moved.stdout + moved.stderr
+        back = cli_process("--json", "move", ab["sb"], "../beta", home=world.home, cwd=ab["alpha"], hermes=hermes)
+        assert json.loads(back.stdout)["moved"], back.stdout + back.stderr
+        found = cli_process("--json", "search", "zebra", "--project", "../beta", home=world.home, cwd=ab["alpha"],
+                            hermes=hermes)
+        assert json.loads(found.stdout)["project"]["id"] == ab["B"], found.stdout + found.stderr
+        indexed = cli_process("--json", "index", "--project", "./alpha", home=world.home, cwd=work, hermes=hermes)
+        assert indexed.returncode == 0 and json.loads(indexed.stdout)["success"], indexed.stdout + indexed.stderr
+    assert session_rows(world.home)[ab["sb"]]["cwd"] == str(ab["beta"])
