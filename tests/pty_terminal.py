@@ -22,10 +22,12 @@ def plain(text: str) -> str:
 class Terminal:
     """Starts ``argv`` with a pty as its terminal; ``raw`` is everything it printed so far."""
 
-    def __init__(self, argv: list[str], env: dict, cwd: Path | None = None):
+    def __init__(self, argv: list[str], env: dict, cwd: Path | None = None, stdout=None):
+        """``stdout``: where the program's stdout goes instead of the terminal (``subprocess.PIPE``: into a
+        pipe, as in ``… | jq``)."""
         self._leader, follower = pty.openpty()
-        self.proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd,
-                                     close_fds=True, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdin=follower, stdout=follower if stdout is None else stdout,
+                                     stderr=follower, env=env, cwd=cwd, close_fds=True, start_new_session=True)
         os.close(follower)
         self._poller = select.poll()  # select() cannot watch descriptors above 1024
         self._poller.register(self._leader, select.POLLIN)

@@ -407,8 +407,8 @@ def cmd_consent(run: _Run) -> int:
         return EXIT_USAGE
 
     def confirm(described: dict) -> bool:
-        """The yes/no question, asked only on a terminal."""
-        if not terminal.is_terminal(sys.stdin):
+        """The yes/no question, asked only on a terminal, where the person reads it (stderr) and answers it."""
+        if not (terminal.is_terminal(sys.stdin) and terminal.is_terminal(sys.stderr)):
             raise UsageError(f"nothing recorded: add --yes to agree without a prompt "
                              f"({described['would_send']['messages']:,} messages of "
                              f"'{described['project']['name']}' to {described['service']})")

@@ -448,10 +448,12 @@ class Output:
             self._write(sys.stderr, line, start="\r", end="\033[K")
 
     def ask(self, question: str, prompt: str) -> str:
-        """A yes/no question on the terminal; the answer, lower case ("" at end of input)."""
-        self.print(question)
+        """A yes/no question on the terminal, on stderr: stdout may go to a pipe or a file (``--json |
+        jq``), where the person would never see the question, and it would spoil the answer there. The
+        answer, lower case ("" at end of input)."""
+        self._write(sys.stderr, f"{question}\n{prompt}")
         try:
-            return input(self._safe(prompt)).strip().lower()
+            return input().strip().lower()
         except EOFError:
             return ""
 

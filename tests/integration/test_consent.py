@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import pty
 import subprocess
 import time
 from pathlib import Path
@@ -268,6 +270,41 @@ def test_a_consent_is_added_to_the_block_a_byte_order_mark_opens(remote_pq, serv
     assert text.count("consents:") == 1, text
     listed = cli_process("--json", "consent", "list", home=home, cwd=remote_pq["p_dir"])
     assert sorted(c["project"]["name"] for c in json.loads(listed.stdout)["consents"]) == ["Pelican", "Quokka"]
+
+
+@pytest.mark.parametrize("hermes", [False, True], ids=["standalone", "hermes-recall"])
+def test_the_consent_question_is_asked_where_the_person_reads_it(remote_pq, server, hermes):
+    """``consent grant --json | jq`` from a terminal: the question and its ``Agree? [y/N]`` went to
+    stdout, into the pipe, so the person saw nothing while the command waited for an answer, and an
+    answer typed blind recorded a consent and gave jq the question before the JSON. The question is
+    asked on stderr, the terminal (and only where stderr is one), and stdout holds the answer alone."""
+    from cli_runs import HERMES_BIN
+    from pty_terminal import Terminal
+
+    home = remote_pq["home"]
+    argv = [str(HERMES_BIN), "recall"] if hermes else list(MODULE)
+    term = Terminal([*argv, "--json", "consent", "grant", "--project", "Pelican"], cli_env(home),
+                    cwd=remote_pq["p_dir"], stdout=subprocess.PIPE)
+    try:
+        asked = term.wait_for("Agree? [y/N]", timeout=60)
+        assert "Pelican" in asked and "http://" in asked, asked
+        term.type("y")
+        answer, _ = term.proc.communicate(timeout=120)
+    finally:
+        code = term.close()
+    assert code == 0 and json.loads(answer)["recorded"] is True, answer
+    assert server.count() == 0
+    listed = cli_process("--json", "consent", "list", home=home, cwd=remote_pq["p_dir"])
+    assert [c["project"]["name"] for c in json.loads(listed.stdout)["consents"]] == ["Pelican"]
+    # stderr somewhere the person does not read (a log) is no place to ask: --yes is needed, as from a pipe
+    leader, follower = pty.openpty()
+    try:
+        logged = subprocess.run([*argv, "consent", "grant", "--project", "Quokka"], stdin=follower, stdout=follower,
+                                stderr=subprocess.DEVNULL, env=cli_env(home), cwd=remote_pq["q_dir"], timeout=120)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert logged.returncode == 2
 
 
 # -- the key ------------------------------------------------------------------------------------------------------
