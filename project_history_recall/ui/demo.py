@@ -217,9 +217,34 @@ def ensure(root: Path | None = None) -> tuple[dict, bool]:
 
     root = root or demo_root()
     try:
-        return _ensured(root)
+        info, built = _ensured(root)
     except OSError as exc:  # the cache folder a file, not writable, the disk full
         raise DataError(f"could not build the demo home in {root}: {exc.strerror or exc}") from None
+    _link_plugin(Path(info["home"]))
+    return info, built
+
+
+def _link_plugin(home: Path) -> None:
+    """Make this copy of the plugin one Hermes finds in the demo home. A pip install is found there by
+    its entry point; a directory install (``hermes plugins install``, which Hermes imports as
+    ``hermes_plugins.…``) lives in the home it was installed in, so ``hermes recall`` in the demo home,
+    which quickstart's last line offers, was no command. The demo home gets a link to it (a copy where
+    links cannot be made); without either the demo still works, the offer alone is wrong."""
+    from ..hermes.paths import PLUGIN_KEY
+
+    if not __name__.startswith("hermes_plugins."):
+        return
+    package, target = Path(__file__).resolve().parents[1], home / "plugins" / PLUGIN_KEY
+    if target.exists() or target.is_symlink():
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.symlink_to(package, target_is_directory=True)
+        except OSError:
+            shutil.copytree(package, target, ignore=shutil.ignore_patterns("__pycache__"))
+    except OSError:
+        pass
 
 
 def _ensured(root: Path) -> tuple[dict, bool]:

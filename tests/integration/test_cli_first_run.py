@@ -287,7 +287,9 @@ def test_the_demo_is_built_by_a_directory_install(world, work, tmp_path):
     (``hermes plugins install``: a folder in ``$HERMES_HOME/plugins/``, imported as
     ``hermes_plugins.…``) failed "could not build the demo home (is hermes-agent installed?):
     ModuleNotFoundError: No module named 'project_history_recall'": the child that builds it
-    imported the package by a name only a pip install gives it."""
+    imported the package by a name only a pip install gives it. Built, its last line offered ``hermes
+    recall`` in the demo home, where Hermes found no plugin (a directory install lives in the home it
+    was installed in): "'recall' is not a `hermes` command"."""
     websocket_app(world, work)
     world.close()
     enable_plugin(world.home)
@@ -295,6 +297,9 @@ def test_the_demo_is_built_by_a_directory_install(world, work, tmp_path):
     done = cli_process("quickstart", "--demo", "websocket", hermes=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "built it just now" in done.stdout and "Fix flaky websocket reconnect" in done.stdout, done.stdout
+    hint = done.stdout.strip().splitlines()[-1].split("too: ", 1)[1]
+    offered = _pasted(hint, tmp_path, tmp_path / "fresh-user")
+    assert offered.returncode == 0 and "Webshop" in offered.stdout, (hint, offered.stdout, offered.stderr)
 
 
 def test_a_demo_home_without_its_projects_or_the_plugin_is_built_again(tmp_path):
