@@ -44,6 +44,8 @@ def env_path(home: Path) -> Path:
 
 # A quoted value, then at most a comment (python-dotenv's grammar, which Hermes reads ``.env`` with).
 _QUOTED = re.compile(r"""\s*(?:"((?:\\.|[^"\\])*)"|'((?:\\.|[^'\\])*)')\s*(?:#.*)?$""")
+# ``export`` and the blanks after it (a tab too, as python-dotenv takes it).
+_EXPORT = re.compile(r"^export[ \t]+")
 # A comment after an unquoted value: a ``#`` that follows whitespace (``KEY=sk-… # the work key``).
 _COMMENT = re.compile(r"\s+#.*")
 
@@ -70,8 +72,7 @@ def parse(text: str) -> dict[str, str]:
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        if line.startswith("export "):
-            line = line[len("export "):]
+        line = _EXPORT.sub("", line, count=1)
         name, _, raw = line.partition("=")
         name, value = name.strip(), _unquote(raw)
         if NAME.match(name) and value is not None:
