@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import results
 from .. import settings as config
+from ..hits import TIME
 from ..files import envfile
 from ..keyword.engine import from_hermes
 from . import consent_words, terminal
@@ -113,7 +114,9 @@ def format_search(response: dict, style: Style, one_shot: OneShot | None = None)
     lines.append(style.bold(f"“{response.get('query', '')}” in {scope}"))
     used = response.get("searched_with", response.get("mode"))
     line = f"mode {response.get('mode')} (searched with {used}{_LEGEND if _mixed(response) else ''})"
-    if response.get("mode") != "keyword":  # keyword mode never asked for the semantic side
+    # Keyword mode never asks the semantic side, nor does a question of a time alone (its sessions are
+    # found by their times): what it says of the model's loading would be about no search of this one.
+    if response.get("mode") != "keyword" and used != TIME:
         reason = _unfinished(response, one_shot) or response.get("semantic_reason")
         line += f"; semantic: {response.get('semantic_status')}" + (f" — {reason}" if reason else "")
     lines.append(style.dim(line))

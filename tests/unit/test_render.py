@@ -30,6 +30,16 @@ def test_keyword_mode_says_nothing_of_the_semantic_side():
     assert "semantic" not in text and "next search" not in text and "mode keyword" in text
 
 
+def test_a_time_alone_says_nothing_of_the_semantic_side_in_any_mode():
+    """Its sessions are found by their times: the model's loading concerns no search of this one."""
+    for mode in ("hybrid", "semantic"):
+        response = {**SEARCH, "mode": mode, "searched_with": "time", "semantic_status": "indexing",
+                    "semantic_reason": "the embedded model is still loading; semantic results follow on the next search"}
+        text = render.format_search(response, render.Style(), render.OneShot("recall", 60))
+        assert "semantic:" not in text and "not ready" not in text and "next search" not in text, text
+        assert f"mode {mode} (searched with time)" in text
+
+
 def test_output_masks_the_configured_key_on_both_streams(tmp_path, capsys):
     key = "sk-render-test-Q8w2Zr5Tn1Kd7Lp4"
     folder = tmp_path / "project-history-recall"
