@@ -21,13 +21,23 @@ from . import sessions, timewords
 from .context import SearchContext
 from .hermes import messages
 from .hits import TIME, Hit
-from .keyword.querytext import searches_besides
+from .keyword.querytext import terms_besides
+
+# Words that, beside a time and nothing else, ask what went on then, not for a matter: "what did we
+# work on last week?", "what happened yesterday?", 上周忙了些什么, 前天干了啥, 昨天聊了什么. Said of no
+# matter, they would rank the sessions that happen to use the word; the sessions from then are the
+# answer. (English words by their stem, as ``querytext`` gives it.)
+WHAT_WENT_ON = frozenset({
+    "work", "happen", "talk", "discuss", "chat", "busy", "do", "go",
+    "做", "干", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行",
+})
 
 
 def asks_only(question: str, windows: Sequence[timewords.Window]) -> bool:
     """Whether ``question`` names a time (``windows``, what ``timewords.find`` read in it) and holds
-    nothing else to look for besides stop words."""
-    return bool(windows) and not searches_besides(question, [w.phrase for w in windows])
+    nothing else to look for besides stop words and words asking what went on then."""
+    return bool(windows) and all((t.stem or t.text) in WHAT_WENT_ON
+                                 for t in terms_besides(question, [w.phrase for w in windows]))
 
 
 def sessions_from_then(ctx: SearchContext, windows: Sequence[timewords.Window], limit: int

@@ -352,14 +352,14 @@ def parse(raw: object) -> ParsedQuery:
     return ParsedQuery(raw=text, terms=kept[:MAX_TERMS])
 
 
-def searches_besides(raw: str, phrases: Iterable[str]) -> bool:
-    """Whether ``raw`` holds something ``parse`` looks for besides its stop words, once each of
-    ``phrases`` (parts of it: the times a question names) is set aside: "what did we do
-    yesterday?" holds nothing besides "yesterday", "昨天的bug" holds "bug"."""
+def terms_besides(raw: str, phrases: Iterable[str]) -> list[Term]:
+    """What ``parse`` looks for in ``raw`` besides its stop words, once each of ``phrases`` (parts of
+    it: the times a question names) is set aside: nothing in "what did we do yesterday?" besides
+    "yesterday", "bug" in "昨天的bug"."""
     rest = clean_text(raw)
     for phrase in phrases:
         rest = rest.replace(phrase, " ")
-    return bool(_terms(rest, keep_stop=False))
+    return _terms(rest, keep_stop=False)
 
 
 def stop_words(query: ParsedQuery) -> ParsedQuery:

@@ -71,6 +71,11 @@ def _names(sessions: dict, res: dict) -> list[str]:
     ("What did we do last week?", ["late last week", "last week"]),
     ("上周", ["late last week", "last week"]),
     ("上周我们做了什么？", ["late last week", "last week"]),
+    # Asking what went on then, of no matter.
+    ("what did we work on yesterday?", ["late yesterday", "yesterday"]),
+    ("what happened last week?", ["late last week", "last week"]),
+    ("昨天聊了什么", ["late yesterday", "yesterday"]),
+    ("上周忙了些什么", ["late last week", "last week"]),
 ])
 def test_a_time_alone_finds_the_sessions_from_then_newest_first(history, mode, query, expected):
     sessions, asker = history
