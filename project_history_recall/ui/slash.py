@@ -56,7 +56,9 @@ def _handle(home: Path, raw_args: str) -> str:
         return USAGE
     caller = host.caller_from_dispatch({})
     if verb == "status":
-        return _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)
+        status = _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)
+        # "/recall status report for the deploy" may be a search: say that the words went unsearched, and how.
+        return status + (f"\n(“{rest}” was not searched: to search for it, /recall search {text})" if rest else "")
     if verb == "move":
         if not rest:
             return "recall: say which project, e.g. /recall move webshop\n" + USAGE

@@ -65,6 +65,10 @@ def test_recall_verbs_are_split_off_by_any_space_as_hermes_splits_the_command(wo
 
     assert "project App" in recall("status\u3000")
     assert "project App" in recall("STATUS\t")
+    # Words after the verb are no part of the status: said, with how to search for them.
+    said = recall("status report of the websocket fix")
+    assert "project App" in said and "/recall search status report of the websocket fix" in said, said
+    assert "not searched" not in recall("status")
     assert "/recall move" in recall("help\u3000")
     assert "say which project" in recall("move\u3000\u3000")
     assert "Fix websocket" in recall("search\u3000websocket")
