@@ -246,14 +246,15 @@ def asked_at(conn: sqlite3.Connection, session_id: str, now: float) -> float | N
     """When the session ``session_id`` asks (None: no such row, or no usable time): its latest message's
     time, as Hermes writes the user's turn before its agent calls a tool, or when it began, if later or
     it has none. A session resumed days after it began (``hermes -c``, ``/resume``, a chat a gateway keeps)
-    asks at its latest turn, not at its start. A message time after ``now`` (a clock set wrong, a number an
-    importer wrote) is none; ``timestamp <= ?`` also leaves out text and blobs, which SQLite sorts after
-    every number."""
+    asks at its latest turn, not at its start. A time after ``now``, the start's or a message's (a clock set
+    wrong, milliseconds an importer wrote), is none: as the larger it would stand for every other, and
+    "yesterday" read from the year 55000 is no day; ``<= ?`` also leaves out text and blobs, which SQLite
+    sorts after every number."""
     try:
         row = conn.execute(
-            f"SELECT {seconds_sql('started_at')}, "
-            "(SELECT max(timestamp) FROM messages WHERE session_id = sessions.id AND timestamp <= ?) "
-            "FROM sessions WHERE id = ?", (now, session_id)).fetchone()
+            "SELECT CASE WHEN started_at <= ?1 THEN " + seconds_sql("started_at") + " END, "
+            "(SELECT max(timestamp) FROM messages WHERE session_id = sessions.id AND timestamp <= ?1) "
+            "FROM sessions WHERE id = ?2", (now, session_id)).fetchone()
     except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 row holds it
         return None
     times = [float(t) for t in row or () if t is not None]

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from hermes_world import call, enable_plugin, plugin_settings
+from hermes_world import call, enable_plugin, plugin_settings, write_as_importer
 
 SEARCH = "project_history_search"
 MODES = ("keyword", "hybrid", "semantic")
@@ -127,6 +127,17 @@ def test_the_asking_conversation_is_left_out_unless_asked_for(history, world):
     world.say(asker, "user", "what did we do today?")
     assert _names(sessions, _ask(asker, "today", "hybrid")) == ["today"]
     assert _names(sessions, _ask(asker, "今天", "keyword", include_current_session=True)) == [asker, "today"]
+
+
+def test_a_start_time_after_now_is_not_when_the_session_asks(history, world):
+    """An importer that wrote the asking session's start in milliseconds put it in the year 55000:
+    taken as when the session asks, it outweighed the latest turn, and "yesterday" read from then
+    was no day at all, so the question looked for the word and found nothing."""
+    sessions, asker = history
+    world._clock = ASKED
+    world.say(asker, "user", "what did we do yesterday?")
+    write_as_importer(world.home, "UPDATE sessions SET started_at = ? WHERE id = ?", ASKED * 1000, asker)
+    assert _names(sessions, _ask(asker, "yesterday", "keyword")) == ["late yesterday", "yesterday"]
 
 
 @pytest.mark.parametrize("mode", MODES)
