@@ -140,6 +140,40 @@ def test_a_start_time_after_now_is_not_when_the_session_asks(history, world):
     assert _names(sessions, _ask(asker, "yesterday", "keyword")) == ["late yesterday", "yesterday"]
 
 
+def test_the_sessions_from_then_are_found_without_reading_every_message_from_then(history, world):
+    """"last year" in a home of 1M messages took 3 s: every message from then was read, a window over
+    each session's. Each session's latest message from then is one step back along Hermes's index, so
+    a session with thousands more messages from then (after its user's, which shows it) costs no more."""
+    from project_history_recall.hermes import messages, statedb
+
+    sessions, _asker = history
+    last_week = [(datetime(2026, 6, 15).timestamp(), datetime(2026, 6, 22).timestamp())]
+
+    def steps() -> tuple[int, list]:
+        with statedb.reading(world.home / "state.db") as (conn, shape):
+            count = [0]
+
+            def tick() -> int:
+                count[0] += 1
+                return 0
+            conn.set_progress_handler(tick, 100)
+            try:
+                found = messages.from_then(conn, shape, list(sessions.values()), messages.Filters(), last_week, 1)
+            finally:
+                conn.set_progress_handler(None, 0)
+        return count[0], found
+
+    before, found = steps()
+    write_as_importer(world.home, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
+                      "INSERT INTO messages (session_id, role, content, timestamp) "
+                      "SELECT ?, 'assistant', 'retrying the proxy', ? + i FROM n", sessions["late last week"],
+                      datetime(2026, 6, 20).timestamp())
+    statedb.discard_pooled(world.home / "state.db")
+    after, again = steps()
+    assert again == found and found[0][1] == sessions["late last week"]
+    assert after < before + 50, (before, after)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_time_alone_is_read_with_the_time_weighting_off_too(history, world, mode):
     """``time_weight`` 0 keeps dates from shaping a ranking; a question of a time alone is no ranking."""
