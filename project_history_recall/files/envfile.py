@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 from .filestamp import StampCache, file_stamp, read_regular
 
@@ -48,6 +49,8 @@ _QUOTED = re.compile(r"""\s*(?:"((?:\\.|[^"\\])*)"|'((?:\\.|[^'\\])*)')\s*(?:#.*
 _EXPORT = re.compile(r"^export[ \t]+")
 # A comment after an unquoted value: a ``#`` that follows whitespace (``KEY=sk-… # the work key``).
 _COMMENT = re.compile(r"\s+#.*")
+# A variable's value named in another's (python-dotenv's grammar: ``$NAME`` alone is kept as written).
+_VARIABLE = re.compile(r"\$\{(?P<name>[^}:]*)(?::-(?P<default>[^}]*))?\}")
 
 
 def _unquote(raw: str) -> str | None:
@@ -65,8 +68,16 @@ def _unquote(raw: str) -> str | None:
     return _COMMENT.sub("", value).strip()
 
 
-def parse(text: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines of a ``.env`` file. Pure."""
+def _expanded(value: str, known: Mapping[str, str]) -> str:
+    """``value`` with each ``${NAME}`` (``${NAME:-default}``) in it replaced by what ``known`` holds for
+    NAME, else the default, else nothing, as python-dotenv expands it for Hermes, in quotes or not:
+    ``EMBED_KEY=${OPENAI_API_KEY}`` names the key that variable holds."""
+    return _VARIABLE.sub(lambda m: known[m["name"]] if m["name"] in known else m["default"] or "", value)
+
+
+def parse(text: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``KEY=VALUE`` lines of a ``.env`` file, ``${NAME}`` read from the file's lines above it, else
+    ``environ`` (Hermes loads the profile's ``.env`` over the environment). Pure."""
     out: dict[str, str] = {}
     for line in text.lstrip("\ufeff").splitlines():
         line = line.strip()
@@ -76,7 +87,7 @@ def parse(text: str) -> dict[str, str]:
         name, _, raw = line.partition("=")
         name, value = name.strip(), _unquote(raw)
         if NAME.match(name) and value is not None:
-            out[name] = value
+            out[name] = _expanded(value, {**(environ or {}), **out})
     return out
 
 
@@ -87,7 +98,8 @@ def read(home: Path) -> dict[str, str]:
     if stamp is None:
         return {}
     try:
-        return _parsed.get(str(path), stamp, lambda: parse(read_regular(path).decode("utf-8", errors="replace")))
+        return _parsed.get(str(path), stamp,
+                           lambda: parse(read_regular(path).decode("utf-8", errors="replace"), os.environ))
     except OSError:
         return {}
 

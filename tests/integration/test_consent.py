@@ -310,13 +310,17 @@ def test_the_consent_question_is_asked_where_the_person_reads_it(remote_pq, serv
 # -- the key ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("line", [f"PHR_TEST_KEY={EMBED_KEY}   # the work key", f"PHR_TEST_KEY='{EMBED_KEY}' # work",
                                   f'export PHR_TEST_KEY="{EMBED_KEY}"\t# rotated in May',
-                                  f"export\tPHR_TEST_KEY={EMBED_KEY}"])
+                                  f"export\tPHR_TEST_KEY={EMBED_KEY}",
+                                  # A key named by another variable, which dotenv puts in its place.
+                                  f"OPENAI_API_KEY={EMBED_KEY}\nPHR_TEST_KEY=${{OPENAI_API_KEY}}",
+                                  f'PHR_TEST_KEY="${{UNSET_KEY:-{EMBED_KEY}}}"'])
 def test_a_comment_after_the_key_in_env_is_no_part_of_it(remote_pq, server, line):
     """``.env`` with a comment after the key, as python-dotenv (which Hermes reads it with) and
     shells allow. The plugin took the comment, and the quotes around a quoted key, for part of the
     key: every request went out as ``Bearer sk-… # the work key``, which the service refused, and
     semantic search never worked though Hermes read the same file right. ``export`` and a tab, which
-    dotenv takes too, named no variable at all."""
+    dotenv takes too, named no variable at all. ``${OTHER}`` (``${OTHER:-default}``) went out as
+    those very characters, where Hermes reads the other variable's value."""
     (remote_pq["home"] / ".env").write_text(f"# keys\n{line}\n", encoding="utf-8")
     home, p_dir = remote_pq["home"], remote_pq["p_dir"]
     assert cli_process("consent", "grant", "--yes", home=home, cwd=p_dir).returncode == 0
