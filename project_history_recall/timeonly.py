@@ -23,13 +23,15 @@ from .hermes import messages
 from .hits import TIME, Hit
 from .keyword.querytext import terms_besides
 
-# Words that, beside a time and nothing else, ask what went on then, not for a matter: "what did we
-# work on last week?", "what happened yesterday?", 上周忙了些什么, 前天干了啥, 昨天聊了什么. Said of no
-# matter, they would rank the sessions that happen to use the word; the sessions from then are the
-# answer. (English words by their stem, as ``querytext`` gives it.)
+# Words that, beside a time and nothing else, ask what went on then, or for the sessions or what was
+# said then, not for a matter: "what did we work on last week?", "what happened yesterday?", "show me
+# yesterday's sessions", 上周忙了些什么, 前天干了啥, 昨天干嘛了, 上周做了哪些事. Said of no matter, they
+# would rank the sessions that happen to use the word; the sessions from then are the answer.
+# (English words by their stem, as ``querytext`` gives it.)
 WHAT_WENT_ON = frozenset({
-    "work", "happen", "talk", "discuss", "chat", "busy", "do", "go",
-    "做", "干", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行",
+    "work", "happen", "talk", "discuss", "chat", "busy", "do", "go", "ask", "show", "list", "session",
+    "conversation",
+    "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话",
 })
 
 

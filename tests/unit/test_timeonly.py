@@ -22,7 +22,10 @@ def _only(question: str) -> bool:
     # Asking what went on then, of no matter.
     "what did we work on last week?", "what were we working on yesterday?", "what happened in June 2026?",
     "what did we talk about yesterday?", "What did we discuss last week?", "前天干了啥", "上周忙了些什么",
-    "昨天聊了什么", "昨天发生了什么"])
+    "昨天聊了什么", "昨天发生了什么",
+    # Asking for the sessions or what was said or done then: 干嘛 is how 干啥 is most often said.
+    "昨天干嘛了", "上周都做了哪些事", "上周做了哪些工作", "上周的对话", "show me yesterday's sessions",
+    "list last week's conversations", "what did I ask you yesterday?"])
 def test_a_time_with_stop_words_alone_is_only_a_time(question):
     assert _only(question)
 
