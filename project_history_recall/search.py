@@ -136,27 +136,67 @@ def _as_int(name: str, value: object, low: int, high: int) -> int:
     return max(low, min(high, value))
 
 
-_RELATIVE = re.compile(r"^\s*(\d{1,5})\s*(h|d|w|m|y)\s*$", re.IGNORECASE)
-_UNIT_DAYS = {"h": 1 / 24, "d": 1, "w": 7, "m": 30, "y": 365}
+# Ages as Hermes reads them (``hermes sessions prune --older-than``, hermes_cli.session_filters):
+# s/m/h/d/w with their spelled-out forms, decimals, and a bare number as days; so "30m" is thirty
+# minutes here as there. Months and years only under names no one reads as minutes.
+_AGE = re.compile(
+    r"(\d+(?:\.\d+)?)\s*"
+    r"(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days|w|wk|wks|week|weeks"
+    r"|mo|month|months|y|yr|yrs|year|years)?",
+    re.IGNORECASE,
+)
+# A number and a word that is no unit above ("3q", "2 fortnights"): said so, not read as a bad date.
+_UNKNOWN_UNIT = re.compile(r"\d+(?:\.\d+)?\s*([^\W\d_]+)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "mo": 30 * 86400, "y": 365 * 86400}
+AGE_FORMS = ("an age like 30m, 12h, 7d, 2w, 3mo, 1y (s/sec, m/min, h/hr, d/day, w/wk, mo/month, "
+             "y/yr/year; a bare number is days)")
+# The furthest back an age reaches: past this no session can be, and the time leaves datetime's range.
+MAX_AGE_YEARS = 99999
+
+
+def _age_seconds(name: str, text: str) -> float | None:
+    """Seconds ago for an age (None when ``text`` is no age)."""
+    age = _AGE.fullmatch(text)
+    if not age:
+        unknown = _UNKNOWN_UNIT.fullmatch(text)
+        if unknown:
+            raise UsageError(f"'{name}' {text!r:.40}: {unknown.group(1)!r:.20} is no unit of age; use a date like "
+                             f"2026-09-01 or {AGE_FORMS}.")
+        return None
+    number, unit = age.group(1), (age.group(2) or "d").lower()
+    if age.group(2) is None and _is_date(number):
+        raise UsageError(f"'{name}' {number!r} reads as a date and as a number of days: write "
+                         f"{number[:4]}-{number[4:6]}-{number[6:]} for the date or {number}d for days.")
+    seconds = float(number) * _UNIT_SECONDS["mo" if unit.startswith("mo") else unit[0]]
+    if seconds > MAX_AGE_YEARS * _UNIT_SECONDS["y"]:
+        raise UsageError(f"'{name}' reaches back further than {MAX_AGE_YEARS} years: give a date instead.")
+    return seconds
+
+
+def _is_date(digits: str) -> bool:
+    try:
+        datetime.fromisoformat(digits)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_time(name: str, value: object, now: float | None = None, zone: tzinfo | None = None) -> float | None:
     """'2026-09-01', '2026-09-01 14:30' (in ``zone``, the machine's when None), ISO 8601, or
-    '7d'/'12h'/'2w'/'3m'/'1y' ago."""
+    an age ago as Hermes reads one ('30m', '12h', '7d', '2w', a bare '90' for days) or '3mo', '1y'."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
-        raise UsageError(f"'{name}' must be a date like 2026-09-01 or an age like 7d.")
+        raise UsageError(f"'{name}' must be a date like 2026-09-01 or {AGE_FORMS}.")
     text = clean_text(value)
-    rel = _RELATIVE.match(text)
-    if rel:
-        days = int(rel.group(1)) * _UNIT_DAYS[rel.group(2).lower()]
-        return (now if now is not None else time.time()) - days * 86400
+    seconds = _age_seconds(name, text)
+    if seconds is not None:
+        return (now if now is not None else time.time()) - seconds
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(
-            f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or an age like 7d, not {value!r:.40}."
+            f"'{name}' must be a date like 2026-09-01 (or 2026-09-01 14:30) or {AGE_FORMS}, not {value!r:.40}."
         ) from None
     if parsed.tzinfo is None and zone is not None:
         parsed = parsed.replace(tzinfo=zone)

@@ -89,8 +89,9 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", type=_within(0, config.MAX_CONTEXT), default=None,
                    help="messages shown around each hit (default: the 'context' setting, 2)")
     p.add_argument("--tools", action="store_true", help="also search tool output")
-    p.add_argument("--since", help="only after this date (2026-09-01) or age (7d, 2w)")
-    p.add_argument("--until", help="only before this date")
+    p.add_argument("--since", help="only from this date (2026-09-01) or age ago, as Hermes reads one: 30m "
+                                   "(minutes), 12h, 7d, 2w, 90 (days); 3mo (months), 1y")
+    p.add_argument("--until", help="only before this date or age (exclusive; later than --since)")
 
 
 def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> None:

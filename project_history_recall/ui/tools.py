@@ -56,8 +56,13 @@ SEARCH_SCHEMA = {
             "include_tool_output": {"type": "boolean",
                                     "description": "Also search tool output, by keyword: in keyword and hybrid "
                                                    "mode, never semantic (default false)."},
-            "since": {"type": "string", "description": "Only messages after this: 2026-09-01 or an age like 7d, 2w."},
-            "until": {"type": "string", "description": "Only messages before this date."},
+            "since": {"type": "string",
+                      "description": "Only messages from this on: 2026-09-01, 2026-09-01 14:30, or an age ago as "
+                                     "Hermes reads one: 30m (minutes), 12h, 7d, 2w, a bare 90 (days); months "
+                                     "3mo, years 1y."},
+            "until": {"type": "string",
+                      "description": "Only messages before this (exclusive, later than since): a date or an age "
+                                     "as for since."},
             "project": {"type": "string",
                         "description": "Search another project of this profile instead (id, slug, name or folder)."},
             "include_current_session": {"type": "boolean",

@@ -50,3 +50,39 @@ def test_times():
     assert parse_time("since", "12h", now) == now - 12 * 3600
     assert parse_time("since", "2026-09-01T10:00:00Z", now) == 1788256800.0
     assert parse_time("since", "", now) is None
+
+
+# Every form Hermes's own `hermes sessions prune --older-than` reads, each meaning what it means there.
+HERMES_AGES = ["30m", "30M", "30 min", "5mins", "1minute", "2 minutes", "45s", "10sec", "10secs", "1 second",
+               "3seconds", "12h", "1hr", "2hrs", "1 hour", "3 hours", "7d", "1day", "2 days", "2w", "1wk",
+               "3wks", "1 week", "2weeks", "1.5h", "0.5d", "90", "2.5", "0d"]
+
+
+@pytest.mark.parametrize("age", HERMES_AGES)
+def test_ages_mean_what_they_mean_to_hermes(age):
+    session_filters = pytest.importorskip("hermes_cli.session_filters")
+    now = 1_800_000_000.0
+    assert now - parse_time("since", age, now) == session_filters.parse_duration_seconds(age)
+
+
+def test_minutes_are_minutes_and_months_and_years_have_their_own_names():
+    now = 1_800_000_000.0
+    assert parse_time("since", "30m", now) == now - 30 * 60
+    for months in ("3mo", "3 month", "3months"):
+        assert parse_time("since", months, now) == now - 90 * 86400
+    for years in ("1y", "1yr", "1 year", "1years"):
+        assert parse_time("since", years, now) == now - 365 * 86400
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("3q", "'q' is no unit of age"),
+    ("2 fortnights", "'fortnights' is no unit of age"),
+    ("7d ago", "30m, 12h, 7d"),
+    ("-7d", "30m, 12h, 7d"),
+    ("999999y", "further than 99999 years"),
+    ("20260901", "2026-09-01 for the date or 20260901d"),
+])
+def test_ages_hermes_does_not_read_are_refused_saying_which_forms_work(value, needle):
+    with pytest.raises(UsageError) as exc:
+        parse_time("since", value, 1_800_000_000.0)
+    assert needle in str(exc.value)
