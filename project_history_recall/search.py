@@ -209,6 +209,16 @@ def parse_time(name: str, value: object, now: float | None = None, zone: tzinfo 
         return parsed.replace(tzinfo=timezone.utc).timestamp()
 
 
+def _empty_span(since: str, until: str, same: bool) -> str:
+    """Why ``since`` and ``until`` leave no time, in the words they were given."""
+    ages = " (an age counts back from now: the larger one goes in 'since')" if any(
+        _AGE.fullmatch(clean_text(v)) for v in (since, until)) else ""
+    day = "; for the whole of one day, 'until' is the day after" if same and not ages else ""
+    return (f"'since' {clean_text(since)!r:.40} is {'the same time as' if same else 'after'} 'until' "
+            f"{clean_text(until)!r:.40}: 'until' is exclusive (only messages before it), so it must be later "
+            f"than 'since'{ages}{day}. Nothing was searched.")
+
+
 def _given(args: dict, key: str, default: object) -> object:
     """The argument, or the default when it is absent or null (models send null)."""
     value = args.get(key)
@@ -239,7 +249,7 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
     since = parse_time("since", args.get("since"), now, zone)
     until = parse_time("until", args.get("until"), now, zone)
     if since is not None and until is not None and since >= until:
-        raise UsageError("'since' must be earlier than 'until'.")
+        raise UsageError(_empty_span(args["since"], args["until"], since == until))
     return SearchRequest(
         query=query,
         mode=mode.strip().lower(),

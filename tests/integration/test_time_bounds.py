@@ -11,7 +11,9 @@ import time
 
 import pytest
 
+from cli_runs import Outputs, run_cli
 from hermes_world import call, enable_plugin
+from project_history_recall.errors import EXIT_USAGE
 
 SEARCH = "project_history_search"
 ALL, NONE = "all", "none"
@@ -73,3 +75,22 @@ def test_dates_at_the_ends_of_the_calendar(history, zone, caplog):
         res = call(SEARCH, {"query": "capybara", **bounds}, session_id=history["asker"])
         assert res["success"] is False and res["error_code"] == "bad_argument", (bounds, res)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+@pytest.mark.parametrize("since,until,said", [
+    ("2026-09-01", "2026-09-01", "is the same time as"),
+    ("2026-09-02", "2026-09-01", "is after"),
+    ("2w", "14d", "is the same time as"),
+    ("7d", "14d", "is after"),
+])
+def test_no_time_between_since_and_until_says_until_is_exclusive(history, world, work, capsys, since, until, said):
+    """The tool and the command line both name what was given and why it leaves no time."""
+    res = call(SEARCH, {"query": "capybara", "since": since, "until": until}, session_id=history["asker"])
+    assert res["success"] is False and res["error_code"] == "bad_argument", res
+    text = res["error"]
+    assert f"'since' '{since}' {said} 'until' '{until}'" in text and "'until' is exclusive" in text, text
+    assert ("the larger one goes in 'since'" in text) == since.endswith(("d", "w")), text
+    outputs = Outputs()
+    code = run_cli(outputs, capsys, "search", "capybara", "--dir", str(work), "--since", since, "--until", until,
+                   home=world.home)
+    assert code == EXIT_USAGE and f"{said} 'until' '{until}'" in outputs and "'until' is exclusive" in outputs
