@@ -15,31 +15,41 @@ nothing.
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from . import sessions, timewords
 from .context import SearchContext
 from .hermes import messages
 from .hits import TIME, Hit
-from .keyword.querytext import terms_besides
+from .keyword.querytext import clean_text, terms_besides
 
 # Words that, beside a time and nothing else, ask what went on then, or for the sessions or what was
 # said then, not for a matter: "what did we work on last week?", "what happened yesterday?", "show me
-# yesterday's sessions", 上周忙了些什么, 前天干了啥, 昨天干嘛了, 上周做了哪些事. Said of no matter, they
-# would rank the sessions that happen to use the word; the sessions from then are the answer.
-# (English words by their stem, as ``querytext`` gives it.)
+# yesterday's sessions", "summarize yesterday", "recap last week", 上周忙了些什么, 前天干了啥, 昨天干嘛了,
+# 上周做了哪些事, 总结一下昨天, 回顾上周. Said of no matter, they would rank the sessions that happen to
+# use the word; the sessions from then are the answer. (English words by their stem, as
+# ``querytext`` gives it: summariz(e), summaris(e), summar(y).)
 WHAT_WENT_ON = frozenset({
     "work", "happen", "talk", "discuss", "chat", "busy", "do", "go", "ask", "show", "list", "session",
-    "conversation",
-    "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话",
+    "conversation", "summariz", "summaris", "summar", "recap", "review", "overview",
+    "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话", "会话",
+    "总结", "回顾", "概括", "汇总",
 })
+# The sessions of a time named right after it (昨天的会话, 上周的聊天记录): set aside whole, because
+# the words are cut apart there (昨天的会话 into 昨天 / 的 / 会 / 话, 聊天记录 into 聊天 / 记录), and
+# 话 or 记录 alone is no asking what went on.
+_SESSIONS_AFTER = r"\s*的?\s*(?:会话|对话|聊天记录|聊天)"
 
 
 def asks_only(question: str, windows: Sequence[timewords.Window]) -> bool:
     """Whether ``question`` names a time (``windows``, what ``timewords.find`` read in it) and holds
     nothing else to look for besides stop words and words asking what went on then."""
+    times = [w.phrase for w in windows]
+    # Each time with the sessions named after it first, so that the time alone does not split them off.
+    named = [m[0] for phrase in times for m in re.finditer(re.escape(phrase) + _SESSIONS_AFTER, clean_text(question))]
     return bool(windows) and all((t.stem or t.text) in WHAT_WENT_ON
-                                 for t in terms_besides(question, [w.phrase for w in windows]))
+                                 for t in terms_besides(question, [*named, *times]))
 
 
 def sessions_from_then(ctx: SearchContext, windows: Sequence[timewords.Window], limit: int

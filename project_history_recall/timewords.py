@@ -351,10 +351,11 @@ def _rules() -> list[_Rule]:
         # Parts of a year said relative to this one: 去年年底, 今年上半年, 前年暑假.
         (rf"(?P<which>今年|去年|大前年|(?<![以之从提当几多])前年)的?{_PART}", 0,
          lambda r, m: r.part(m["part"], r.today.year - _YEARS_BACK[m["which"]], m[0])),
-        # Days: the day before yesterday, yesterday, last night, today; 大前天, 前天, 昨天, 今天.
+        # Days: the day before yesterday, yesterday, last night, (earlier) today; 大前天, 前天, 昨天, 今天.
         (r"\bthe\s+(?:day\s+before\s+yesterday|night\s+before\s+last)\b", i, lambda r, m: r.ago(2, "day", m[0])),
         (r"\b(?:yesterday|last\s+night)\b", i, lambda r, m: r.ago(1, "day", m[0])),
-        (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", i, lambda r, m: r.ago(0, "day", m[0])),
+        (r"\b(?:(?:earlier\s+)?(?:today|this\s+(?:morning|afternoon|evening))|tonight)\b", i,
+         lambda r, m: r.ago(0, "day", m[0])),
         (r"大前天", 0, lambda r, m: r.ago(3, "day", m[0])),
         (r"(?<![以之从提当])前天", 0, lambda r, m: r.ago(2, "day", m[0])),
         (r"昨[天日晚]", 0, lambda r, m: r.ago(1, "day", m[0])),

@@ -76,6 +76,13 @@ def _names(sessions: dict, res: dict) -> list[str]:
     ("what happened last week?", ["late last week", "last week"]),
     ("昨天聊了什么", ["late yesterday", "yesterday"]),
     ("上周忙了些什么", ["late last week", "last week"]),
+    # Asking for a summary of then, or for its sessions.
+    ("summarize yesterday", ["late yesterday", "yesterday"]),
+    ("recap last week", ["late last week", "last week"]),
+    ("what did I do earlier today", ["today"]),
+    ("总结一下昨天", ["late yesterday", "yesterday"]),
+    ("回顾上周", ["late last week", "last week"]),
+    ("昨天的会话", ["late yesterday", "yesterday"]),
 ])
 def test_a_time_alone_finds_the_sessions_from_then_newest_first(history, mode, query, expected):
     sessions, asker = history

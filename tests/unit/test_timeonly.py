@@ -25,7 +25,13 @@ def _only(question: str) -> bool:
     "昨天聊了什么", "昨天发生了什么",
     # Asking for the sessions or what was said or done then: 干嘛 is how 干啥 is most often said.
     "昨天干嘛了", "上周都做了哪些事", "上周做了哪些工作", "上周的对话", "show me yesterday's sessions",
-    "list last week's conversations", "what did I ask you yesterday?"])
+    "list last week's conversations", "what did I ask you yesterday?",
+    # Asking for a summary or review of then.
+    "summarize yesterday", "Summarise last week", "recap last week", "review yesterday", "an overview of last week",
+    "summary of yesterday", "summarize yesterday's sessions", "总结一下昨天", "回顾上周", "概括一下上周", "汇总昨天",
+    # "earlier today" is a time, not "earlier" to look for; the sessions named right after a time.
+    "what did I do earlier today", "earlier this morning", "昨天的会话", "上周的对话", "前天的聊天", "昨天的会话有哪些",
+    "上周的聊天记录", "昨天会话"])
 def test_a_time_with_stop_words_alone_is_only_a_time(question):
     assert _only(question)
 
@@ -34,6 +40,8 @@ def test_a_time_with_stop_words_alone_is_only_a_time(question):
     # Words to look for beside the time: ranked as ever, the time lifting its hits.
     "what did we decide last week about the cache?", "昨天的bug", "what did we work on in the parser last week?",
     "what happened to the cache in June 2026?", "前天干了啥活动", "what did we talk about with Anna yesterday?",
+    "summarize the cache decision from yesterday", "review the PR from last week", "总结一下昨天的缓存问题",
+    "昨天的会话里说的缓存", "昨天的会话题目", "what did we fix earlier today in the parser?",
     # No time: stop words alone are looked for by themselves.
     "what did we do?", "做了什么", "recently", "最近做了什么",
     # A year too long for a time names none.
