@@ -39,7 +39,7 @@ from typing import Any, Mapping
 from zoneinfo import ZoneInfo
 
 from .errors import brief
-from .files import envfile
+from .files import envfile, yamltext
 from .files.filestamp import StampCache, file_stamp
 from .hermes import paths
 
@@ -151,9 +151,7 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict:
     if not os.path.isfile(path):
         return {}
     try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yamltext.safe_load(path.read_text(encoding="utf-8")) or {}
     except Exception as exc:  # malformed YAML, unreadable file
         warnings.append(f"{path}: could not be read ({type(exc).__name__}{_where(exc)}); its settings were ignored")
         return {}

@@ -7,4 +7,5 @@
 - ``filestamp``: values read from small files, recomputed only when a file changes;
 - ``locks``: one exclusive file lock for threads and processes.
 - ``folders``: creating the plugin's own folders, never the Hermes home above them.
+- ``yamltext``: reading YAML text, by PyYAML's C loader where it has one.
 """

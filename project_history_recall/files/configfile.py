@@ -39,6 +39,7 @@ from typing import Any, Callable
 from ..errors import DataError
 from .derived import not_a_file
 from .filestamp import read_regular
+from . import yamltext
 from .folders import make_own
 from .locks import FileLock
 
@@ -80,7 +81,7 @@ def _mapping(text: str) -> dict:
     import yaml
 
     try:
-        parsed = yaml.safe_load(text) if text.strip() else {}
+        parsed = yamltext.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as exc:
         raise ConfigWriteError(f"it is not valid YAML ({type(exc).__name__}); fix it first") from None
     if parsed is None:  # only comments
@@ -139,7 +140,7 @@ def _reads_as(text: str, expected: dict) -> bool:
     import yaml
 
     try:
-        return yaml.safe_load(text) == expected
+        return yamltext.safe_load(text) == expected
     except yaml.YAMLError:
         return False
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from .. import settings as config
 from ..errors import ConsentError
-from ..files import configfile
+from ..files import configfile, yamltext
 from ..files.filestamp import StampCache, file_stamp, read_regular
 
 KEY = config.CONSENTS_KEY
@@ -114,7 +114,7 @@ def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str], list[d
     warnings: list[str] = []
     marked: list[dict] = []
     try:
-        data = yaml.safe_load(read_regular(path).decode("utf-8")) or {}
+        data = yamltext.safe_load(read_regular(path).decode("utf-8")) or {}
         raw = data.get(KEY) if isinstance(data, dict) else None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raw, warnings = None, [f"{path}: could not be read ({type(exc).__name__}); no consent is on record"]

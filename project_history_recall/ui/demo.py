@@ -173,10 +173,11 @@ def _enabled(home: Path) -> bool:
     """Whether the home's ``config.yaml`` lists the plugin in ``plugins.enabled``."""
     import yaml
 
+    from ..files import yamltext
     from ..hermes.paths import PLUGIN_KEY
 
     try:
-        config = yaml.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
+        config = yamltext.safe_load((home / "config.yaml").read_text(encoding="utf-8"))
     except yaml.YAMLError:
         return False
     return PLUGIN_KEY in ((config or {}).get("plugins") or {}).get("enabled", ())
