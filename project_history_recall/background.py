@@ -255,7 +255,7 @@ class Worker(Generic[W, S]):
 
     def wait_idle(self, timeout: float) -> bool:
         """True once nothing is queued or being worked on, and the chores asked for are done
-        (tests, benchmarks and the CLI; searches never wait)."""
+        (for tests; searches never wait, and the ``index`` command works in its own thread)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while any(self._queues.values()) or self._busy or self._chores:
