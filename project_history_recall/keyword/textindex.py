@@ -74,6 +74,7 @@ from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
 from .lengths import Lengths, PerSession
+from .querytext import fts_quote
 
 if TYPE_CHECKING:
     import numpy as np
@@ -185,10 +186,6 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def _fts_string(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
 def match_for(text: str) -> str | None:
     """The FTS5 query that finds ``text`` (already normalised) as the index stores it,
     or None when it has no token the index keeps (punctuation only, say)."""
@@ -197,7 +194,7 @@ def match_for(text: str) -> str | None:
         # A run's bigrams in a row are exactly its substrings of 2+ characters.
         parts.append(" ".join(piece[i: i + 2] for i in range(len(piece) - 1)) if kind == "cjk" and len(piece) > 1
                      else piece)
-    return _fts_string(" ".join(parts)) if parts else None
+    return fts_quote(" ".join(parts)) if parts else None
 
 
 def index_texts(content: object, tool_name: object, tool_calls: object) -> tuple[str, str, int]:
@@ -564,7 +561,7 @@ class Lookup:
     def prefix_match(self, prefix: str) -> str | None:
         """The query for every indexed word that starts with ``prefix`` (None: there is none)."""
         found = self.index.words_from(prefix, PREFIX_WORDS)
-        return " OR ".join(_fts_string(w) for w in found) if found else None
+        return " OR ".join(fts_quote(w) for w in found) if found else None
 
     def count(self, match: str) -> int:
         """Messages holding ``match`` in the searched sessions' slots (an estimate:
