@@ -27,6 +27,7 @@ them) is kept whole with its bigrams as a recall net.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import threading
 
@@ -73,6 +74,8 @@ _HANGUL = re.compile(r"^[\uac00-\ud7af]+$")
 _PIECES = re.compile(f"[{HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+")
 _HAN_START = re.compile(f"[{HAN}]")
 
+logger = logging.getLogger(__name__)
+
 _lock = threading.Lock()
 _segmenter = None  # rjieba.cut, False when it cannot be imported
 _subwords = None  # rjieba.cut_for_search, once ``_segmenter`` is loaded
@@ -88,7 +91,10 @@ def _cut():
 
                     _subwords = rjieba.cut_for_search
                     _segmenter = rjieba.cut
-                except Exception:  # not installed, or a wheel that does not load here
+                except Exception as exc:  # not installed, or a wheel that does not load here
+                    # A dependency, so its absence is worth a line: Chinese questions are weaker without it.
+                    logger.warning("rjieba could not be loaded (%s: %s); Chinese questions are cut at function "
+                                   "words and matched by character bigrams", type(exc).__name__, exc)
                     _segmenter = False
     return _segmenter
 

@@ -10,9 +10,12 @@ higher, and their keyword p95 up to 24 ms (docs/benchmarks.md, "Hybrid's margin 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+logger = logging.getLogger(__name__)
 
 # A cap is put back as it was found when its call ends. When a search embedded its query while
 # the background indexer embedded a batch, the call that ended last put back the cap the other had
@@ -38,7 +41,11 @@ def one_thread() -> Iterator[None]:
                 from threadpoolctl import ThreadpoolController
 
                 _limit.append(ThreadpoolController().limit)
-            except Exception:  # as USE's own package does: without it, no cap
+            except Exception as exc:  # as USE's own package does: without it, no cap
+                # A dependency (the "fast" extra of USE's package), so its absence is worth a line: the
+                # products then wake every thread BLAS has.
+                logger.warning("threadpoolctl could not be loaded (%s: %s); numpy's BLAS threads are not capped",
+                               type(exc).__name__, exc)
                 _limit.append(None)
         if _limit[0] is None:
             yield
