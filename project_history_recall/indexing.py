@@ -157,7 +157,7 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
         try:
             consent.check(home, embedder, key)  # before anything of this project is read for sending
         except consent.ConsentRequired:
-            skipped.append({"project": {"kind": key[0], "id": key[1], "name": name},
+            skipped.append({"project": _project(key, name),
                             "reason": f"no consent to send its messages to {embedder.provider} "
                                       f"(model {embedder.model}); nothing was sent",
                             "how_to_record": consent_request.grant_command(grant_command, key[1])})
@@ -176,7 +176,7 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
             skipped.append(_withdrawn(key, name, embedder, progress.batches + asked, progress.chunks + asked,
                                       grant_command))
             continue
-        done.append({"project": {"kind": key[0], "id": key[1], "name": name}, "sessions": len(sids),
+        done.append({"project": _project(key, name), "sessions": len(sids),
                      "sessions_updated": progress.sessions, "messages_embedded": progress.messages,
                      "chunks_embedded": progress.chunks, "messages_removed": progress.removed,
                      "messages_changed": progress.changed, "deleted_sessions_dropped": progress.sessions_removed,
@@ -192,10 +192,15 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
     return out
 
 
+def _project(key: tuple, name: str | None) -> dict:
+    """How the response names a project: its attribution key's kind and id, and its name."""
+    return {"kind": key[0], "id": key[1], "name": name}
+
+
 def _withdrawn(key: tuple, name: str, embedder, batches: int, chunks: int, grant_command: str) -> dict:
     """A project whose consent was withdrawn while it was indexed (the gate asks before each
     batch): what had been sent before, under the consent, and that nothing was after."""
-    return {"project": {"kind": key[0], "id": key[1], "name": name},
+    return {"project": _project(key, name),
             "reason": f"its consent to send its messages to {embedder.provider} (model {embedder.model}) was "
                       f"withdrawn while it was indexed: {counted(batches, 'batch', 'es')} of "
                       f"{counted(chunks, 'chunk')} had been sent before, with consent; nothing was sent after the "
