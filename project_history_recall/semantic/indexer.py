@@ -363,6 +363,7 @@ class Indexer(Worker[Work, vectors.VectorState]):
         Hermes made (its desktop's move, ``project_switch``): the catalog takes that in with its
         next full read, and the session's new messages would go out under a consent the user gave
         for the project it left. Its row is read again before each batch is sent."""
+        # As the consent gate asks (``consent.check``): an embedder that does not say it is local is remote.
         if getattr(self.embedder, "remote", True) is False:
             return  # nothing leaves the machine: vectors are kept per session, whatever its project
         with reading(paths.state_db_path(self.home)) as (conn, _shape):
