@@ -70,7 +70,9 @@ def is_cjk(ch: str) -> bool:
 
 @dataclass(frozen=True)
 class Term:
-    kind: str  # word | phrase | symbol | cjk
+    # word | phrase | symbol | cjk, as parsed here; the engine adds other forms of a concept's word as
+    # stem | form | glued | character (``engine.stems``, ``glued``, ``backed_characters``).
+    kind: str
     text: str
     # A piece of something longer the person typed (a bigram of a CJK run,
     # a word inside a symbol): searched along with the whole, for part of its
