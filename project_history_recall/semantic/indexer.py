@@ -158,7 +158,7 @@ class Indexer(Worker[Work, vectors.VectorState]):
             existing = messages.session_ids(conn)
         gone = sorted(known - existing)
         if gone:
-            self.store.drop_sessions(None, gone)
+            self.store.drop_sessions(gone)
         return len(gone)
 
     # -- the search side ---------------------------------------------------------

@@ -232,19 +232,14 @@ class VectorStore(derived.DerivedFile):
     def mark_dirty(self, fingerprint: str, session_id: str, wait: float = derived.LOCK_WAIT) -> None:
         self.remove_messages(fingerprint, session_id, [], dirty=True, wait=wait)
 
-    def drop_sessions(self, fingerprint: str | None, session_ids: list[str]) -> int:
-        """Forget sessions entirely (they were deleted from Hermes). Returns chunks removed."""
+    def drop_sessions(self, session_ids: list[str]) -> None:
+        """Forget sessions entirely, every model's vectors of them (they were deleted from Hermes)."""
         def _do(conn: sqlite3.Connection):
-            fp_sql = "model_fingerprint = ? AND " if fingerprint else ""
-            params = [fingerprint] if fingerprint else []
             ids = json.dumps(session_ids)
-            n = conn.execute(f"DELETE FROM chunks WHERE {fp_sql}session_id IN (SELECT value FROM json_each(?))",
-                             [*params, ids]).rowcount
-            conn.execute(f"DELETE FROM sessions WHERE {fp_sql}session_id IN (SELECT value FROM json_each(?))",
-                         [*params, ids])
-            return n
+            conn.execute("DELETE FROM chunks WHERE session_id IN (SELECT value FROM json_each(?))", (ids,))
+            conn.execute("DELETE FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))", (ids,))
 
-        return self.transaction(_do)
+        self.transaction(_do)
 
     def session_ids(self) -> set[str]:
         with self.using() as conn:
