@@ -11,6 +11,7 @@ after the consent gate, before they look anything up by fingerprint.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING, overload
 
@@ -24,6 +25,8 @@ from .pair import UseAndE5
 OFFLINE: dict[str, type[EmbeddedModel]] = {"local": UniversalSentenceEncoder, "e5-small": MultilingualE5Small,
                                             "local+e5": UseAndE5}
 MODELS = "models"  # in the data folder: what loading a model computes, kept for the next process
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ...settings import Settings
@@ -82,6 +85,7 @@ def _load_now(key: tuple, settings: Settings, done: threading.Event, generation:
     except EmbedderUnavailable as exc:
         _keep(_failures, key, str(exc), generation)
     except Exception as exc:  # anything else the model throws while loading
+        logger.exception("the embedded model failed to load")  # the status below says what, the log where
         _keep(_failures, key, f"the embedded model failed to load: {type(exc).__name__}: {exc}", generation)
     else:
         _keep(_cache, key, embedder, generation)

@@ -24,6 +24,7 @@ package is deleted once no process has read it for ``UNUSED_VERSION``.
 
 from __future__ import annotations
 
+import logging
 import re
 from array import array
 from pathlib import Path
@@ -32,6 +33,8 @@ from typing import Sequence
 from ...files import arrays
 from .. import blas, chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
+
+logger = logging.getLogger(__name__)
 
 # Another version's saved state is deleted after this long unread (its last access time: Linux's
 # default relatime records a read at least daily): a process of another install sharing the Hermes
@@ -120,6 +123,8 @@ class EmbeddedModel:
         except EmbedderUnavailable:
             raise
         except Exception as exc:  # missing/corrupt weights, out of memory
+            # The status says what failed; the log keeps where, which the status cannot (a bug here looks alike).
+            logger.exception("the embedded model failed to load")
             raise EmbedderUnavailable(f"the embedded model failed to load: {type(exc).__name__}: {exc}") from None
         if probe.shape != (1, self.dimension):
             raise EmbedderUnavailable(f"the embedded model returned shape {probe.shape}, expected (1, {self.dimension})")
