@@ -281,6 +281,8 @@ class Worker(Generic[W, S]):
             if idle:
                 try:
                     self._idle()
+                except Exception:  # a chore is only housekeeping: logged, and the thread goes on
+                    logger.exception("%s: an idle chore failed", self.what)
                 finally:
                     with self._cond:
                         self._busy = False

@@ -210,6 +210,21 @@ def test_chores_asked_for_are_done_by_the_thread_and_waited_for(home, index):
     assert not thread.is_alive()  # and the thread ends when idle, as after work
 
 
+def test_a_failing_idle_chore_is_logged_and_the_thread_goes_on_to_new_work(home, index, caplog):
+    class Failing(Scripted):
+        def _idle(self):
+            raise RuntimeError("merge broke")
+
+    worker = Failing(home, index)
+    worker.gate.set()
+    worker._submit(A, _work("s1"))
+    assert worker.wait_idle(LONG)
+    worker._submit(B, _work("s2"))  # handed over while the same thread may still be waiting
+    assert worker.wait_idle(LONG)
+    assert worker.done == [(A, "s1"), (B, "s2")] and worker.error is None
+    assert any("an idle chore failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
 def test_after_state_db_alone_changed_the_index_answer_is_still_known(home, index):
     worker = Scripted(home, index)
     stamp, _ = worker._recall(A, ["s1"])
