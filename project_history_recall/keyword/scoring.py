@@ -212,7 +212,7 @@ class Reads:
         counted = self._counted.setdefault(tuple((c.needle, c.whole_word) for c in concepts), {})
         missing = [m for m in message_ids if m not in counted]
         said = self.folded(missing)
-        fresh = _counts_in(concepts, [said.get(m) for m in missing])
+        fresh = term_counts(concepts, [said.get(m) for m in missing])
         counted.update(zip(missing, fresh.T, strict=True))
         if len(missing) == len(message_ids):
             return fresh
@@ -250,15 +250,10 @@ def to_read(lengths: "np.ndarray") -> "np.ndarray":
     return fits & (np.cumsum(np.where(fits, lengths, 0)) <= TF_READ_CHARS)
 
 
-def term_counts(concepts: list[Concept], texts: list[str | None]) -> "np.ndarray":
-    """Per concept and text, how often the text says the concept, at least once (the index
-    found it, perhaps in another form), each time after the first counting REPEAT_CREDIT;
-    a text not read (None) or a concept not counted: 1."""
-    return _counts_in(concepts, [None if t is None else textindex.normalise(t) for t in texts])
-
-
-def _counts_in(concepts: list[Concept], folded: list[str | None]) -> "np.ndarray":
-    """``term_counts`` of texts already normalised."""
+def term_counts(concepts: list[Concept], folded: list[str | None]) -> "np.ndarray":
+    """Per concept and text (normalised, ``textindex.normalise``), how often the text says the
+    concept, at least once (the index found it, perhaps in another form), each time after the
+    first counting REPEAT_CREDIT; a text not read (None) or a concept not counted: 1."""
     import numpy as np
 
     counts = np.ones((len(concepts), len(folded)))

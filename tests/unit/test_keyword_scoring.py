@@ -35,7 +35,8 @@ def _concept(weight: float, credit: list[float], needle: str | None = None, whol
 def test_term_counts_read_normalised_text_and_count_a_repeat_as_part_of_the_first():
     concepts = [_concept(1.0, [1, 1, 1], "api"), _concept(1.0, [1, 1, 1], "画画", whole_word=False),
                 _concept(1.0, [1, 1, 1])]
-    counts = term_counts(concepts, ["ＡＰＩ, API and api: 画画画画", "painted it", None])
+    counts = term_counts(concepts, [None if t is None else textindex.normalise(t)
+                                    for t in ["ＡＰＩ, API and api: 画画画画", "painted it", None]])
     assert counts == pytest.approx(np.array([
         [1 + 2 * REPEAT_CREDIT, 1, 1],  # compatibility forms and case folded; none found still counts once
         [1 + REPEAT_CREDIT, 1, 1],
