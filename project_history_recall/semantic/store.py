@@ -159,10 +159,10 @@ class VectorStore(derived.DerivedFile):
         """The float16 vector bytes and the content hash of these chunk rows (rows no longer
         stored are absent). The hash comes along: a search checks its hits against it, and
         reading it here saved a statement a search (every chunk of a message holds its hash)."""
-        with self.lock:
+        with self.using() as conn:
             # The ids in turn (CROSS JOIN keeps that order of the loops), not ``rowid IN (…)``, which
             # first builds a sorted temporary table of them.
-            return {r[0]: (r[1], r[2]) for r in self._conn.execute(
+            return {r[0]: (r[1], r[2]) for r in conn.execute(
                 "SELECT c.rowid, c.vector, c.content_hash FROM json_each(?) j CROSS JOIN chunks c ON c.rowid = j.value",
                 (json.dumps(rowids),))}
 

@@ -371,6 +371,25 @@ def test_a_vector_gone_from_the_store_before_the_next_sync_is_not_scored_nor_sum
     assert sims[3] == pytest.approx(_brute({"b": expected[3]}, q)[3], abs=1e-6)
 
 
+def test_a_vector_read_from_a_damaged_page_sets_the_store_aside(tmp_path):
+    """The vectors a search rescores are read like every other read of the file: damage met there
+    is a ``StoreError`` that set the file aside (the semantic side reports it and rebuilds), not a
+    raw sqlite3 error that failed the whole search, the file left in place for the next."""
+    path = tmp_path / "embeddings.db"
+    store = vectors.VectorStore(path)
+    _add(store, "s1", list(range(1, 2001)), _unit(np.random.default_rng(9), 2000, d=256))
+    rowids = [row[0] for page in store.rows("fp", ["s1"]) for row in page]
+    store.close()
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 4096 // 2
+    data[middle * 4096: (middle + 20) * 4096] = b"\xff" * (20 * 4096)  # chunk pages; the schema's stay whole
+    path.write_bytes(bytes(data))
+    store = vectors.VectorStore(path)
+    with pytest.raises(derived.StoreError) as found:
+        store.vectors(rowids)
+    assert found.value.set_aside and not path.exists()
+
+
 def test_matrix_compacts_after_many_removals(tmp_path):
     rng = np.random.default_rng(2)
     store = vectors.VectorStore(tmp_path / "embeddings.db")
