@@ -24,8 +24,9 @@ class Hit:
 
 
 def lifted(hits: list[Hit], share: Callable[[Hit], float]) -> list[Hit]:
-    """``hits`` (best first) re-ordered by ``score × (1 + share(hit))``: each lifted by that share
-    of its own score; ties keep their order."""
+    """``hits`` (best first) re-ordered by ``score + |score| × share(hit)``: each lifted by that share
+    of its own score's size (a negative cosine is raised too, not pushed further down); ties keep
+    their order."""
     boosted = [(h.score + abs(h.score) * share(h), n, h) for n, h in enumerate(hits)]
     boosted.sort(key=lambda entry: (-entry[0], entry[1]))
     return [h for _, _, h in boosted]
