@@ -2,9 +2,13 @@
 
 A query is a handful of *concepts* (the words a person typed, see
 ``querytext``), some with *pieces* that find them when written differently.
-For each term, the engine asks SQLite for the scope's messages that hold it,
-always with the scope pushed into SQL (``json_each`` over the session ids, so
-the plan never ranks the whole database and filters afterwards):
+For each term, the engine finds the scope's messages that hold it. The
+plugin's own index (``textindex``, ``_OwnIndex``) answers when it is current
+for the scope and can look up every term; otherwise (still being built,
+turned off, unusable, a term of punctuation alone) Hermes's indexes do
+(``_HermesIndexes``), always with the scope pushed into SQL (``json_each``
+over the session ids, so the plan never ranks the whole database and filters
+afterwards):
 
 - words and typed phrases: Hermes's unicode61 index (a word with its prefix,
   so "painted" is found by "painting", and its irregular forms, "went" for "go");
