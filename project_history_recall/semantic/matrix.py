@@ -420,29 +420,29 @@ class ScopeMatrix:
         dots = self._dots(q8)
         # A missing neighbour is -1, which indexes the 0 appended at the end.
         sims = np.append(dots * (self.scale[:n] * q_scale), np.float32(0.0))
-        ctx = sims[:n] + self.w * (sims[self.prev[:n]] + sims[self.next[:n]])
-        ctx /= self.norm[:n]
+        in_context = sims[:n] + self.w * (sims[self.prev[:n]] + sims[self.next[:n]])
+        in_context /= self.norm[:n]
         mask, live, live_sessions, outside = self._scope(allowed, since, until)
         # From the int8 scores (within INT8_ERROR of the float ones): over every row of the scope,
         # ~4 passes over the scope's rows besides the product's one.
         evidence: dict[str, float] = {}
         # On the scale the blend's cosines are on (``baseline`` below).
         stretch = 1.0 / (1.0 - baseline) if baseline else 1.0
-        scores = ctx[live]
+        scores = in_context[live]
         mean, std = (float(scores.mean()), float(scores.std())) if len(live) else (0.0, 0.0)
         background = ((mean - baseline) * stretch, std * stretch) if len(live) else (0.0, 0.0)
         if with_evidence:
             found, extra = session_evidence(scores, live_sessions, background=(mean, std))
             evidence = {self.sessions[i]: e * stretch for i, e in zip(found.tolist(), extra.tolist(), strict=True)}
-        ctx[outside] = -np.inf
+        in_context[outside] = -np.inf
         wanted = _rows_of(self.mids[:n], candidates or ())
         wanted = wanted[mask[wanted]]
         k = min(len(live), limit * CANDIDATE_FACTOR)
         pool = np.zeros(0, dtype=np.int64)
         if k > 0:
             wide = min(len(live), k * RESCORE_FACTOR)
-            pool = np.argpartition(-ctx, wide - 1)[:wide]
-            near = ctx[pool]
+            pool = np.argpartition(-in_context, wide - 1)[:wide]
+            near = in_context[pool]
             kth = -np.partition(-near, k - 1)[k - 1]
             pool = pool[near >= max(kth, self._message_bar(pool, near, limit)) - 2 * INT8_ERROR]
         exact, digests = self._rescore(store, np.union1d(pool, wanted), q)
