@@ -75,7 +75,7 @@ EVIDENCE_Z = 4.0
 # The scopes whose rows a matrix keeps between searches (``_scope``): a conversation searches one
 # scope, and a process may serve a few conversations in the same project.
 SCOPES_KEPT = 4
-# The arrays a saved matrix holds, in the file's order.
+# The per-row arrays: what a saved matrix holds, in the file's order, and what compacting keeps.
 SAVED = ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm")
 
 
@@ -216,9 +216,8 @@ class ScopeMatrix:
         keep = np.flatnonzero(self.alive[: self.n])
         remap = np.full(self.n + 1, -1, dtype=np.int64)
         remap[keep] = np.arange(len(keep))
-        for name in ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm"):
-            arr = getattr(self, name)
-            setattr(self, name, arr[keep])
+        for name in SAVED:  # every per-row array
+            setattr(self, name, getattr(self, name)[keep])
         # Neighbour links point at rows of the same session, which are alive together.
         self.prev = np.where(self.prev >= 0, remap[self.prev], -1)
         self.next = np.where(self.next >= 0, remap[self.next], -1)
