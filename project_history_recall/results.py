@@ -7,7 +7,7 @@ import time
 from typing import Callable
 
 from .hermes.messages import MessageRow
-from .keyword.querytext import ParsedQuery, is_cjk
+from .keyword.querytext import ParsedQuery
 from .redaction import MARGIN
 
 SNIPPET_CHARS = 240
@@ -39,9 +39,9 @@ def term_pattern(query: ParsedQuery) -> re.Pattern | None:
     parts = []
     for term in sorted(query.terms, key=lambda t: -len(t.text)):
         text = re.escape(term.text)
-        if term.kind == "word":
+        if term.kind == "word":  # never CJK: ``querytext`` cuts a CJK run into "cjk" terms
             stem = re.escape(term.stem) + r"\w*" if term.stem else text
-            parts.append(rf"(?<!\w)(?:{text}|{stem})(?!\w)" if not any(is_cjk(c) for c in term.text) else text)
+            parts.append(rf"(?<!\w)(?:{text}|{stem})(?!\w)")
         else:
             parts.append(text)
     if not parts:
