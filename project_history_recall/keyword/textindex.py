@@ -29,7 +29,8 @@ So the plugin keeps a derived index in its data folder, never in
   state.db by ``(count(*), max(id))`` (one index-only query). New messages
   are appended; a session that lost messages gets a new ordinal and is
   indexed again (FTS5 cannot delete contentless rows, so the old rows stay
-  behind, unreachable, until the index is rebuilt when they pile up). Small
+  behind, unreachable, until the index is rebuilt when they pile up, as a process
+  opens it). Small
   updates are done inline; a first build runs in a background thread while
   searches use Hermes's indexes. A text edited in place (the row count and
   last id unchanged) is told by its digest (``digest``) among the rows Hermes
@@ -120,7 +121,7 @@ PREFIX_WORDS = 32  # words a prefix ("paint*") stands for, at most
 # segment of the index: ~0.1 ms at 1M messages, against ~0.5 µs a row).
 ROWS_PER_LOOKUP = 200
 # Rows of retired ordinals left in the index; past this (and half the live
-# rows) the index is rebuilt from scratch.
+# rows) the index is rebuilt from scratch when a process next opens it.
 GARBAGE_LIMIT = 100_000
 # FTS5 keeps the index as segments (b-trees) in levels and merges a level's segments once it holds
 # four, a little per write: a large build leaves ~20 (21 at 1M messages), and a lookup seeks its term
@@ -278,12 +279,18 @@ class TextIndex(derived.DerivedFile):
     def __init__(self, path: Path):
         super().__init__(path, _SCHEMA, SCHEMA_VERSION)
         self._settled: tuple[int, int] | None = None  # the file's commits when a merge found nothing left
-        self._check_tokenizer()
+        self._check_fresh()
 
-    def _check_tokenizer(self) -> None:
+    def _check_fresh(self) -> None:
+        """Start afresh for a new tokenizer, or when unreachable rows have piled up: FTS5 cannot
+        delete a contentless row without its text, so only a rebuild reclaims them. Checked as a
+        process opens the file; the searches meanwhile use Hermes's indexes, as on a first build."""
         with self.using() as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-        if row is None or row[0] != TOKENIZER_VERSION:
+            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('tokenizer', 'garbage')").fetchall())
+            garbage = int(meta.get("garbage") or 0)
+            piled = garbage > GARBAGE_LIMIT and garbage > (
+                conn.execute("SELECT coalesce(sum(next_seq), 0) FROM sessions").fetchone()[0] / 2)
+        if meta.get("tokenizer") != TOKENIZER_VERSION or piled:
             self._reset()
 
     def _reset(self) -> None:

@@ -326,3 +326,24 @@ def test_a_merge_cut_short_is_not_settled(tmp_path, monkeypatch):
     _write(index, "late", [(9999, "user", "超时 deploy", None, None, 1.0)], (1, 9999))
     assert index.merge(lambda: False) == 0  # a search handed work over before the first step
     assert _merged(_statements(index, index.merge)[1])
+
+
+def test_unreachable_rows_piled_past_the_limit_and_half_the_live_rows_start_the_index_afresh(tmp_path, monkeypatch):
+    """FTS5 cannot delete contentless rows, so the rows a redo retires stay until a rebuild; the
+    next process to open the file starts it afresh once they pass GARBAGE_LIMIT and half the
+    live rows (the sessions are then indexed again as on a first build)."""
+    monkeypatch.setattr(textindex, "GARBAGE_LIMIT", 2)
+    path = tmp_path / "keywords.db"
+    index = textindex.TextIndex(path)
+    rows = [(i, "user", f"message {i}", None, None, float(i)) for i in range(1, 6)]
+    _write(index, "s1", rows, (5, 5))
+    _write(index, "s1", rows[:3], (3, 3), kind="redo")  # 5 retired rows, 3 live: at the limit of 2 and past half
+    assert index.garbage() == 5
+    more = [(i, "user", f"message {i}", None, None, float(i)) for i in range(6, 16)]
+    _write(index, "s2", more, (10, 15))  # 13 live rows: the 5 retired ones are no longer past half
+    assert set(textindex.TextIndex(path).states(["s1", "s2"])) == {"s1", "s2"}
+    _write(index, "s2", more[:1], (1, 6), kind="redo")  # 15 retired, 4 live
+    reopened = textindex.TextIndex(path)
+    assert reopened.states(["s1", "s2"]) == {} and reopened.garbage() == 0
+    states = {"s1": textindex.KeywordState("s1", ordinal=1, slot=1)}
+    assert textindex.lookup_for(reopened, states, ["s1"], with_tools=True).keys('"message"', 10).size == 0
