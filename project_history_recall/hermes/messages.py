@@ -105,6 +105,22 @@ def _text_expr(filters: Filters) -> str:
     return f"lower({text})"
 
 
+def unindexed(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """``(after, up_to)``: the message ids above ``after`` and up to ``up_to`` that Hermes's FTS indexes
+    do not hold yet, while Hermes 0.22 fills them anew (``hermes sessions optimize``, which a Ctrl-C
+    stops half-way until it is run again; its ``state_meta`` counts how far it got, as Hermes's own
+    search reads it). None when the indexes hold every row."""
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM state_meta WHERE key IN "
+                                 "('fts_rebuild_high_water', 'fts_rebuild_progress')").fetchall())
+        up_to, after = int(meta.get("fts_rebuild_high_water") or 0), int(meta.get("fts_rebuild_progress") or 0)
+    except sqlite3.OperationalError:  # no such table: a release that never fills its indexes so
+        return None
+    except (TypeError, ValueError):  # a value Hermes never writes: Hermes fails on it too
+        return None
+    return (after, up_to) if up_to > after else None
+
+
 class ScopedMatches:
     """Runs FTS queries restricted to one scope, choosing how per query.
 
@@ -121,6 +137,7 @@ class ScopedMatches:
         self.total = total
         self.filters = filters
         self.fsql, self.fparams = filters_sql(shape, filters)
+        self.unindexed = unindexed(conn)
 
     def _few_matches(self, table: str, match: str) -> bool:
         cap = max(500, self.total // 4)
@@ -145,17 +162,19 @@ class ScopedMatches:
             [match, self.scope_json, *self.fparams, *extra, cap],
         ).fetchall()
 
-    def scan(self, needles: list[str], cap: int) -> list[list[Row]]:
+    def scan(self, needles: list[str], cap: int, ids: tuple[int, int] | None = None) -> list[list[Row]]:
         """Per needle, the scope's first ``cap`` rows whose text holds it (ASCII case aside),
-        found in one pass over the scope's rows."""
+        found in one pass over the scope's rows; with ``ids`` (after, up_to), over those rows
+        whose id is above ``after`` and up to ``up_to``."""
         text = _text_expr(self.filters)
         probes = [f"instr({text}, ?) > 0" for _ in needles]
         low = [folded(n) for n in needles]
+        within, bounds = ("AND m.id > ? AND m.id <= ? ", list(ids)) if ids is not None else ("", [])
         rows = self.conn.execute(
             f"SELECT {_COLS}, {', '.join(probes)} FROM messages m "
-            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {self.fsql} "
+            f"WHERE m.session_id IN (SELECT value FROM json_each(?)) {within}AND {self.fsql} "
             f"AND ({' OR '.join(probes)}) LIMIT ?",
-            [*low, self.scope_json, *self.fparams, *low, cap * len(needles)],
+            [*low, self.scope_json, *bounds, *self.fparams, *low, cap * len(needles)],
         ).fetchall()
         return [[r[:4] for r in rows if r[4 + i]][:cap] for i in range(len(needles))]
 

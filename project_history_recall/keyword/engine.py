@@ -20,7 +20,9 @@ afterwards):
   characters, see ``characters``; in hybrid mode those of a word it does say
   too, credited only where the semantic side backs the message, see
   ``backed_characters`` and ``Ranking``);
-- in scopes small enough to read whole, every substring by that one pass.
+- in scopes small enough to read whole, every substring by that one pass;
+- while Hermes fills its indexes anew (``messages.unindexed``), the rows they do not hold
+  yet, for each term looked up in them, by that pass over those rows.
 
 A one-character Chinese word is found inside longer words too (开 in 开心), so where a
 candidate's text is read it earns the whole concept only where the character stands as a
@@ -200,6 +202,14 @@ def _run(fts: messages.ScopedMatches, shape: Shape, p: _Plan) -> dict[Term, list
         found[term] = fts.rows(_planned(shape.trigram_fts), fts_quote(term.text), cap)
     if p.scan:
         found.update(zip(p.scan, fts.scan([t.text for t in p.scan], cap), strict=True))
+    indexed = [t for t, _ in p.words] + p.phrases + p.trigram
+    if indexed and fts.unindexed is not None:
+        # Rows Hermes's indexes do not hold yet (a refill under way) are read for the terms as
+        # substrings, as Hermes's own search reads them meanwhile: old messages never vanish.
+        more = fts.scan([t.text for t in indexed], cap, fts.unindexed)
+        for term, rows in zip(indexed, more, strict=True):
+            seen = {r[0] for r in found[term]}
+            found[term] = (found[term] + [r for r in rows if r[0] not in seen])[:cap]
     return found
 
 
