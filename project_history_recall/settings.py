@@ -41,7 +41,7 @@ from zoneinfo import ZoneInfo
 from .errors import brief
 from .files import envfile, yamltext
 from .files.filestamp import StampCache, file_stamp
-from .hermes import paths
+from .hermes import host, paths
 
 PLUGIN_KEY = paths.PLUGIN_KEY
 FILE_NAME = "config.yaml"
@@ -324,10 +324,11 @@ def _load(home: Path) -> Settings:
 
 
 def user_zone(settings: Settings) -> tzinfo | None:
-    """The zone the user gave Hermes, found as Hermes finds it (``HERMES_TIMEZONE``, else config.yaml's
-    ``timezone``), in which they say "yesterday" or a bare date. None: the machine's own, as Hermes
-    then uses too, also for a name it does not know (it logs that, and so keeps its own reading)."""
-    name = os.environ.get("HERMES_TIMEZONE", "").strip() or settings.hermes_timezone
+    """The zone the user gave Hermes, found as Hermes finds it (``HERMES_TIMEZONE`` where it speaks for
+    this profile, else config.yaml's ``timezone``), in which they say "yesterday" or a bare date. None:
+    the machine's own, as Hermes then uses too, also for a name it does not know (it logs that, and so
+    keeps its own reading)."""
+    name = host.timezone_variable() or settings.hermes_timezone
     if not name:
         return None
     try:

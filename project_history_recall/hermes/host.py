@@ -52,6 +52,18 @@ def _agent_cwd() -> str | None:
         return None
 
 
+def timezone_variable() -> str:
+    """``HERMES_TIMEZONE`` when it speaks for the profile served. A gateway serving several profiles
+    (``gateway.multiplex_profiles``) puts its launching profile's ``timezone`` there for the whole
+    process; Hermes 0.22 then reads each routed profile's own config.yaml, and so does the plugin on
+    both lines (0.19.0 read the variable for every profile)."""
+    try:
+        from agent.secret_scope import is_multiplex_active
+    except ImportError:
+        return os.environ.get("HERMES_TIMEZONE", "").strip()
+    return "" if is_multiplex_active() else os.environ.get("HERMES_TIMEZONE", "").strip()
+
+
 def caller_from_dispatch(kw: dict) -> Caller:
     """The calling session as Hermes's dispatch describes it.
 

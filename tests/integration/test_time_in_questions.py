@@ -293,3 +293,37 @@ def test_time_words_and_bare_dates_are_read_in_the_zone_the_user_gave_hermes(wor
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_gateway_serving_several_profiles_reads_each_profiles_own_zone(world, work, monkeypatch):
+    """A gateway started in one profile and serving others (``gateway.multiplex_profiles``) puts its
+    launching profile's ``timezone`` in ``HERMES_TIMEZONE`` for the whole process; Hermes then reads the
+    zone of each profile it serves from that profile's own config.yaml. This profile's is Asia/Shanghai,
+    the launching one's America/Los_Angeles: the 24th is the Shanghai day (16:00 UTC on the 23rd to 16:00
+    UTC on the 24th)."""
+    from agent import secret_scope
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setenv("HERMES_TIMEZONE", "America/Los_Angeles")
+    try:
+        world.project("App", work)
+        utc = lambda *when: datetime(*when, tzinfo=timezone.utc).timestamp()  # noqa: E731
+        shanghai_24th = _at(world, utc(2026, 6, 23, 20), work)  # 04:00 on the 24th there; 13:00 on the 23rd in LA
+        los_angeles_24th = _at(world, utc(2026, 6, 24, 20), work)  # 04:00 on the 25th there; 13:00 on the 24th in LA
+        asker = world.session(cwd=work)
+        enable_plugin(world.home)
+        with open(world.home / "config.yaml", "a", encoding="utf-8") as config:
+            config.write("timezone: Asia/Shanghai\n")
+        bounds = {"query": "cache eviction policy", "mode": "keyword", "since": "2026-06-24", "until": "2026-06-25"}
+        alone = call(SEARCH, bounds, session_id=asker)  # a process of this profile alone: its variable speaks
+        assert {r["session_id"] for r in alone["results"]} == {los_angeles_24th}, alone
+        secret_scope.set_multiplex_active(True)
+        try:
+            served = call(SEARCH, bounds, session_id=asker)
+        finally:
+            secret_scope.set_multiplex_active(False)
+        assert {r["session_id"] for r in served["results"]} == {shanghai_24th}, served
+    finally:
+        monkeypatch.undo()
+        time.tzset()
