@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .filestamp import StampCache, file_stamp, read_regular
 
@@ -104,14 +104,16 @@ def read(home: Path) -> dict[str, str]:
         return {}
 
 
-def lookup(home: Path, name: str | None) -> tuple[str | None, str]:
-    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``."""
+def lookup(home: Path, name: str | None,
+           environment: Callable[[str], str | None] = os.environ.get) -> tuple[str | None, str]:
+    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``;
+    ``environment`` reads the environment (under Hermes, as Hermes hands it to the profile served)."""
     if not name or not NAME.match(name):
         return None, ""
     value = read(home).get(name)
     if value:
         return value, ENV_FILE
-    value = os.environ.get(name)
+    value = environment(name)
     if value:
         return value, "environment"
     return None, ""
@@ -152,9 +154,9 @@ def scrub_key(text: str, key: str | None) -> str:
     return "".join(out) + text[done:]
 
 
-def describe(home: Path, name: str | None) -> dict:
+def describe(home: Path, name: str | None, environment: Callable[[str], str | None] = os.environ.get) -> dict:
     """What may be shown about the key: the variable's name and whether (and where) it is set."""
-    value, where = lookup(home, name)
+    value, where = lookup(home, name, environment)
     shown = {"variable": name, "set": bool(value)}
     if value:
         shown["from"] = str(env_path(home)) if where == ENV_FILE else "the environment"

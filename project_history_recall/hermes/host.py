@@ -64,6 +64,20 @@ def timezone_variable() -> str:
     return "" if is_multiplex_active() else os.environ.get("HERMES_TIMEZONE", "").strip()
 
 
+def environment_secret(name: str) -> str | None:
+    """A secret from the environment as Hermes hands it to the profile served. A gateway serving
+    several profiles holds its launching profile's ``.env`` in the environment, so there Hermes reads
+    only the served profile's scope, and nothing where none is bound (``get_secret``)."""
+    try:
+        from agent.secret_scope import UnscopedSecretError, get_secret
+    except ImportError:
+        return os.environ.get(name)
+    try:
+        return get_secret(name)
+    except UnscopedSecretError:
+        return None
+
+
 def caller_from_dispatch(kw: dict) -> Caller:
     """The calling session as Hermes's dispatch describes it.
 

@@ -33,7 +33,7 @@ from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
 from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile
-from ..hermes import paths
+from ..hermes import host, paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
 from . import consent_words, demo, edge, render, terminal
@@ -386,7 +386,7 @@ def config_report(home: Path) -> dict:
         "settings": settings.values(),
         "origins": dict(settings.origins),
         "values": leaves,
-        "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env)},
+        "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env, host.environment_secret)},
         "embedder": {"remote": remote, "service": service, "model": model,
                      "consent_needed": remote},
         # ``values`` holds blend_weight as set (null: the model's own); this is the weight hybrid uses.

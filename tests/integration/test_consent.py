@@ -329,6 +329,32 @@ def test_a_comment_after_the_key_in_env_is_no_part_of_it(remote_pq, server, line
     assert server.requests and {r.headers.get("Authorization") for r in server.requests} == {f"Bearer {EMBED_KEY}"}
 
 
+def test_a_gateway_serving_several_profiles_never_sends_the_launching_profiles_key(remote_pq, server, monkeypatch):
+    """A gateway started in one profile and serving others (``gateway.multiplex_profiles``) holds its
+    launching profile's ``.env`` in the process's environment; Hermes hands a served profile only that
+    profile's secrets (``agent.secret_scope.get_secret``, which refuses the environment there). This
+    profile consented, and keeps no key of its own: the other profile's key in the environment went
+    out with every request, on that profile's account."""
+    from agent import secret_scope
+
+    home, p_dir = remote_pq["home"], remote_pq["p_dir"]
+    (home / ".env").write_text("# no key in this profile\n", encoding="utf-8")
+    assert cli_process("consent", "grant", "--yes", home=home, cwd=p_dir).returncode == 0
+    launching = "sk-phr-launching-profile-Qm4Zr8Tc2Lw6"
+    monkeypatch.setenv("PHR_TEST_KEY", launching)
+    secret_scope.set_multiplex_active(True)
+    try:
+        search(remote_pq, "askP", "pelican worker version", mode="semantic")
+        wait_idle()
+    finally:
+        secret_scope.set_multiplex_active(False)
+    assert server.requests, "the search sent nothing to look at"
+    assert {r.headers.get("Authorization") for r in server.requests} == {None}
+    # A process of this profile alone reads the environment, as Hermes does there.
+    search(remote_pq, "askP", "pelican harbour deploy", mode="semantic")
+    assert server.requests[-1].headers.get("Authorization") == f"Bearer {launching}"
+
+
 def test_the_key_never_shows_anywhere(remote_pq, server, capsys, monkeypatch, caplog, tmp_path):
     caplog.set_level(logging.DEBUG)
     log_file = tmp_path / "all.log"

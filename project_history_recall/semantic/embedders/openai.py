@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Sequence
 from urllib.parse import urlsplit
 
 from ...files import envfile
+from ...hermes import host
 from ...version import __version__
 from .. import chunking
 from .base import EmbedderUnavailable, normalise, preprocessing_tag
@@ -217,7 +218,8 @@ class OpenAIEmbedder:
 
     # -- requests ------------------------------------------------------------------------
     def _embed(self, texts: list[str], deadline: float | None):
-        key, _where = envfile.lookup(self.home, self.api_key_env) if self.home is not None else (None, "")
+        key, _where = (envfile.lookup(self.home, self.api_key_env, host.environment_secret) if self.home is not None
+                       else (None, ""))
         # "" is refused by OpenAI
         body: dict[str, object] = {"model": self.model, "input": [t if t else " " for t in texts]}
         if self.requested_dimensions:
