@@ -7,7 +7,9 @@ Sources, later ones winning key by key:
    (``$HERMES_HOME/project-history-recall/config.yaml``);
 3. Hermes's ``config.yaml``, section ``plugins.project-history-recall``;
 4. Hermes's ``config.yaml``, ``plugins.entries.project-history-recall.settings``
-   (what Hermes main's ``ctx.get_config`` reads).
+   (what Hermes main's ``ctx.get_config`` reads);
+5. the same two sections of Hermes's managed scope (``host.managed_config``), which an
+   administrator pins: they win over the user's, as its ``timezone`` does for Hermes.
 
 A bad value never stops the plugin: it is reported (naming the source and
 the key) and the default is used instead. Secrets never live here: an API key
@@ -19,7 +21,7 @@ they are read from, and written to, the plugin's own config.yaml only (see
 ``semantic/consent.py``); anywhere else they are ignored with a warning.
 
 ``load`` returns a frozen ``Settings``, parsed and checked once per change of
-either file; callers read attributes (``settings.openai.model``) and derive a
+any of the files; callers read attributes (``settings.openai.model``) and derive a
 changed copy with ``dataclasses.replace``. A dataclass, not pydantic: a
 dozen keys whose checks (ranges, choices, a URL, an environment variable's
 name) fit in the functions below, and a dependency on every import path of
@@ -291,11 +293,13 @@ def load(home: Path) -> Settings:
 
     Parsed again only when one of the two files changes (a tool call reads
     the settings more than once, and Hermes's config.yaml can be long)."""
-    stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"))
-    return _loaded.get(str(home), stamp, lambda: _load(home))
+    managed = host.managed_config()
+    stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"),
+             file_stamp(managed) if managed is not None else None)
+    return _loaded.get(str(home), stamp, lambda: _load(home, managed))
 
 
-def _load(home: Path) -> Settings:
+def _load(home: Path, managed: Path | None = None) -> Settings:
     warnings: list[str] = []
     values = copy.deepcopy(DEFAULTS)
     origins = {key: DEFAULTS_SOURCE for key in _leaves(DEFAULTS)}
@@ -304,6 +308,9 @@ def _load(home: Path) -> Settings:
     layers = [(own, _read_yaml(plugin_config_path(home), warnings))]
     hermes = _read_yaml(home / "config.yaml", warnings)
     layers += _hermes_sections(home / "config.yaml", hermes)
+    # What an administrator pinned in Hermes's managed scope comes last: it wins, as in Hermes.
+    pinned = _read_yaml(managed, warnings) if managed is not None else {}
+    layers += _hermes_sections(managed, pinned) if managed is not None else []
     for source, overlay in layers:
         if overlay:
             if isinstance(overlay, dict) and CONSENTS_KEY in overlay:
@@ -318,9 +325,9 @@ def _load(home: Path) -> Settings:
         warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {values['chunk_overlap']}")
         origins["chunk_overlap"] = DEFAULTS_SOURCE
     openai = OpenAISettings(**values.pop("openai"))
-    zone = hermes.get("timezone")
+    zone = next((z for z in (pinned.get("timezone"), hermes.get("timezone")) if isinstance(z, str) and z.strip()), "")
     return Settings(**values, openai=openai, home=home, origins=MappingProxyType(origins), sources=tuple(sources),
-                    warnings=tuple(warnings), hermes_timezone=zone.strip() if isinstance(zone, str) else "")
+                    warnings=tuple(warnings), hermes_timezone=zone.strip())
 
 
 def user_zone(settings: Settings) -> tzinfo | None:

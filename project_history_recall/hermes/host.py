@@ -64,6 +64,18 @@ def timezone_variable() -> str:
     return "" if is_multiplex_active() else os.environ.get("HERMES_TIMEZONE", "").strip()
 
 
+def managed_config() -> Path | None:
+    """The config.yaml of Hermes's managed scope (``/etc/hermes``, or ``HERMES_MANAGED_DIR``): what an
+    administrator pins there wins over the user's config.yaml, leaf by leaf. None without one, or
+    without Hermes."""
+    try:
+        from hermes_cli.managed_scope import get_managed_dir
+    except ImportError:
+        return None
+    folder = get_managed_dir()
+    return Path(folder) / "config.yaml" if folder is not None else None
+
+
 def environment_secret(name: str) -> str | None:
     """A secret from the environment as Hermes hands it to the profile served. A gateway serving
     several profiles holds its launching profile's ``.env`` in the environment, so there Hermes reads

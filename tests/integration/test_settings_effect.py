@@ -79,3 +79,47 @@ def test_a_chunk_overlap_that_cannot_be_kept_is_told_as_the_value_used(world, wo
     assert out["settings"]["chunk_overlap"] == 50, out
     assert [w for w in out["warnings"] if "chunk_overlap" in w] == [
         "'chunk_overlap' must be smaller than 'chunk_chars'; using 50"], out["warnings"]
+
+
+def test_what_an_administrator_pins_for_hermes_holds_for_the_plugin(world, work, monkeypatch, tmp_path):
+    """Hermes's managed scope (``/etc/hermes``, or ``HERMES_MANAGED_DIR``): an administrator's
+    config.yaml whose values win over the user's, leaf by leaf, and which the user cannot change. Here it
+    pins the zone (the user's config says America/Los_Angeles) and turns the plugin's semantic search off
+    (the user's section of Hermes's config.yaml turns it on): the plugin read the user's files alone, and
+    searched by meaning, reading "2026-06-24" as a Los Angeles day."""
+    import time
+    from datetime import datetime, timezone
+
+    import hermes_time
+
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text(
+        "timezone: Asia/Shanghai\nplugins:\n  project-history-recall:\n    semantic: false\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    monkeypatch.delenv("HERMES_TIMEZONE", raising=False)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        app = work / "app"
+        app.mkdir()
+        world.project("App", app)
+        said = []
+        for when in ((2026, 6, 23, 20), (2026, 6, 24, 20)):  # 04:00 on the 24th, the 25th in Shanghai
+            world._clock = datetime(*when, tzinfo=timezone.utc).timestamp()
+            said.append(world.session(("user", "the cache eviction policy"), cwd=app))
+        shanghai_24th, los_angeles_24th = said
+        asker = world.session(cwd=app)
+        enable_plugin(world.home)
+        with open(world.home / "config.yaml", "a", encoding="utf-8") as config:
+            config.write("timezone: America/Los_Angeles\nplugins:\n  project-history-recall:\n    semantic: true\n")
+        hermes_time.reset_cache()
+        assert str(hermes_time.get_timezone()) == "Asia/Shanghai"  # Hermes's own reading, the yardstick
+        res = call("project_history_search", {"query": "cache eviction policy", "since": "2026-06-24",
+                                               "until": "2026-06-25"}, session_id=asker)
+        assert res["semantic_status"] == "disabled", res
+        assert {r["session_id"] for r in res["results"]} == {shanghai_24th}, (los_angeles_24th, res)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+        hermes_time.reset_cache()
