@@ -52,16 +52,41 @@ def _agent_cwd() -> str | None:
         return None
 
 
+def _multiplexed() -> bool:
+    """Whether Hermes serves several profiles in this process (``gateway.multiplex_profiles``)."""
+    try:
+        from agent.secret_scope import is_multiplex_active
+    except ImportError:
+        return False
+    return bool(is_multiplex_active())
+
+
+def command_for_another_profile(home: Path) -> str | None:
+    """Why a slash command must not answer from ``home`` (None: it may). A gateway serving several
+    profiles runs a plugin's command in the profile of the bot that received it, which may serve
+    another profile's chat: Hermes binds the chat's profile for its own commands, not for a plugin's.
+    The chat's profile is the one its session key names (``agent:<profile>:…``, ``agent:main:…`` for
+    the default; Hermes 0.19.0 gives a plugin's command no session)."""
+    if not _multiplexed():
+        return None
+    parts = _session_env("HERMES_SESSION_KEY").split(":")
+    named = parts[1] if len(parts) > 2 and parts[0] == "agent" else ""
+    chat = {"main": "default", "main~": "main"}.get(named, named)
+    mine = paths.profile_name(home)
+    if chat == mine:
+        return None
+    whose = f"this chat belongs to profile '{chat}'" if chat else "Hermes does not say which profile this chat belongs to"
+    return (f"this gateway serves several profiles; {whose}, and Hermes runs /recall in profile '{mine}': "
+            "nothing was searched or changed. Ask in the conversation instead: the agent searches this chat's "
+            "own profile.")
+
+
 def timezone_variable() -> str:
     """``HERMES_TIMEZONE`` when it speaks for the profile served. A gateway serving several profiles
     (``gateway.multiplex_profiles``) puts its launching profile's ``timezone`` there for the whole
     process; Hermes 0.22 then reads each routed profile's own config.yaml, and so does the plugin on
     both lines (0.19.0 read the variable for every profile)."""
-    try:
-        from agent.secret_scope import is_multiplex_active
-    except ImportError:
-        return os.environ.get("HERMES_TIMEZONE", "").strip()
-    return "" if is_multiplex_active() else os.environ.get("HERMES_TIMEZONE", "").strip()
+    return "" if _multiplexed() else os.environ.get("HERMES_TIMEZONE", "").strip()
 
 
 def managed_config() -> Path | None:

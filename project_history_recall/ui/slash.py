@@ -54,6 +54,9 @@ def _handle(home: Path, raw_args: str) -> str:
     verb, rest = verb.lower(), rest.strip()
     if not text or verb in ("help", "-h", "--help"):
         return USAGE
+    elsewhere = host.command_for_another_profile(home)
+    if elsewhere:
+        return f"recall: {elsewhere}"
     caller = host.caller_from_dispatch({})
     if verb == "status":
         status = _plain(render.for_person(overview.status(home, caller), "hermes recall"), render.format_status)

@@ -96,3 +96,39 @@ def test_recall_move_takes_a_quoted_project_name_as_a_shell_would(world, work, m
     moved = handler("move “App”")
     assert "Moved session" in moved and "'App'" in moved, moved
     assert "No project" in handler("move \"Nowhere\"")
+
+
+def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_history(world, work, monkeypatch):
+    """A gateway serving several profiles (``gateway.multiplex_profiles``) runs a plugin's command in the
+    profile of the bot that received it, which may serve another profile's chat: Hermes binds the chat's
+    profile for its own commands, not for a plugin's. Here the bot's profile is this home (``default``)
+    and the chat is profile ``work``'s, as its session key says (``agent:work:…``; Hermes 0.19.0 gives a
+    plugin's command no session at all): ``/recall`` showed this profile's history and projects there.
+    In a chat of this profile (``agent:main:…``) it searches as before."""
+    from agent import secret_scope
+    from gateway.session_context import clear_session_vars, set_session_vars
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    w = _world(world, work)
+    handler = get_plugin_command_handler("recall")
+    monkeypatch.chdir(work / "app")  # the gateway's folder: App's, in this profile
+    monkeypatch.delenv("TERMINAL_CWD", raising=False)
+    secret_scope.set_multiplex_active(True)
+    try:
+        for key in ("agent:work:telegram:dm:42", "", "telegram:dm:42"):
+            tokens = set_session_vars(platform="telegram", chat_id="42", session_key=key)
+            try:
+                for line in ("websocket", "status", "move Other", "search websocket"):
+                    out = handler(line)
+                    assert "websocket" not in out.replace(line, "") and "App" not in out, (key, line, out)
+                    assert "nothing was searched or changed" in out, (key, line, out)
+            finally:
+                clear_session_vars(tokens)
+        tokens = set_session_vars(platform="telegram", chat_id="42", session_key="agent:main:telegram:dm:42")
+        try:
+            assert "Fix websocket" in handler("websocket")
+        finally:
+            clear_session_vars(tokens)
+    finally:
+        secret_scope.set_multiplex_active(False)
+    assert world.db.get_session(w["hit"])["cwd"] == str(work / "app")
