@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -91,29 +92,38 @@ def parse(text: str, environ: Mapping[str, str] | None = None) -> dict[str, str]
     return out
 
 
-def read(home: Path) -> dict[str, str]:
-    """The profile's ``.env``, parsed; re-read only when the file changes."""
+@dataclass(frozen=True)
+class Environment:
+    """Where a variable ``.env`` lacks is read (``get``), and whether a ``${NAME}`` in ``.env`` may
+    name one of the process's environment (``expands``). Under Hermes, as Hermes hands them to the
+    profile served (``host.environment``)."""
+
+    get: Callable[[str], str | None] = os.environ.get
+    expands: bool = True
+
+
+def read(home: Path, expands: bool = True) -> dict[str, str]:
+    """The profile's ``.env``, parsed (``${NAME}`` from the process's environment too when
+    ``expands``); re-read only when the file changes."""
     path = env_path(home)
     stamp = file_stamp(path)
     if stamp is None:
         return {}
     try:
-        return _parsed.get(str(path), stamp,
-                           lambda: parse(read_regular(path).decode("utf-8", errors="replace"), os.environ))
+        return _parsed.get(f"{path}\0{expands}", stamp, lambda: parse(
+            read_regular(path).decode("utf-8", errors="replace"), os.environ if expands else None))
     except OSError:
         return {}
 
 
-def lookup(home: Path, name: str | None,
-           environment: Callable[[str], str | None] = os.environ.get) -> tuple[str | None, str]:
-    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``;
-    ``environment`` reads the environment (under Hermes, as Hermes hands it to the profile served)."""
+def lookup(home: Path, name: str | None, environment: Environment = Environment()) -> tuple[str | None, str]:
+    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``."""
     if not name or not NAME.match(name):
         return None, ""
-    value = read(home).get(name)
+    value = read(home, environment.expands).get(name)
     if value:
         return value, ENV_FILE
-    value = environment(name)
+    value = environment.get(name)
     if value:
         return value, "environment"
     return None, ""
@@ -154,7 +164,7 @@ def scrub_key(text: str, key: str | None) -> str:
     return "".join(out) + text[done:]
 
 
-def describe(home: Path, name: str | None, environment: Callable[[str], str | None] = os.environ.get) -> dict:
+def describe(home: Path, name: str | None, environment: Environment = Environment()) -> dict:
     """What may be shown about the key: the variable's name and whether (and where) it is set."""
     value, where = lookup(home, name, environment)
     shown = {"variable": name, "set": bool(value)}

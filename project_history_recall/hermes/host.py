@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import DataError
+from ..files import envfile
 from . import paths
 
 
@@ -101,14 +102,19 @@ def managed_config() -> Path | None:
     return Path(folder) / "config.yaml" if folder is not None else None
 
 
-def environment_secret(name: str) -> str | None:
-    """A secret from the environment as Hermes hands it to the profile served. A gateway serving
-    several profiles holds its launching profile's ``.env`` in the environment, so there Hermes reads
-    only the served profile's scope, and nothing where none is bound (``get_secret``)."""
-    try:
-        from agent.secret_scope import UnscopedSecretError, get_secret
-    except ImportError:
-        return os.environ.get(name)
+def environment() -> envfile.Environment:
+    """The environment as Hermes hands it to the profile served. A gateway serving several profiles
+    holds its launching profile's ``.env`` in the environment, so there Hermes reads a variable only
+    from the served profile's scope, nothing where none is bound (``get_secret``), and a served
+    profile's ``.env`` without the environment."""
+    if not _multiplexed():
+        return envfile.Environment()
+    return envfile.Environment(get=_served_secret, expands=False)
+
+
+def _served_secret(name: str) -> str | None:
+    from agent.secret_scope import UnscopedSecretError, get_secret
+
     try:
         return get_secret(name)
     except UnscopedSecretError:

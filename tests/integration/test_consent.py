@@ -329,19 +329,23 @@ def test_a_comment_after_the_key_in_env_is_no_part_of_it(remote_pq, server, line
     assert server.requests and {r.headers.get("Authorization") for r in server.requests} == {f"Bearer {EMBED_KEY}"}
 
 
-def test_a_gateway_serving_several_profiles_never_sends_the_launching_profiles_key(remote_pq, server, monkeypatch):
+@pytest.mark.parametrize("env_line", ["# no key in this profile", "PHR_TEST_KEY=${PHR_LAUNCH_KEY}"])
+def test_a_gateway_serving_several_profiles_never_sends_the_launching_profiles_key(remote_pq, server, monkeypatch,
+                                                                                   env_line):
     """A gateway started in one profile and serving others (``gateway.multiplex_profiles``) holds its
     launching profile's ``.env`` in the process's environment; Hermes hands a served profile only that
-    profile's secrets (``agent.secret_scope.get_secret``, which refuses the environment there). This
-    profile consented, and keeps no key of its own: the other profile's key in the environment went
-    out with every request, on that profile's account."""
+    profile's secrets (``agent.secret_scope.get_secret``, which refuses the environment there, and reads
+    a served profile's ``.env`` without the environment). This profile consented, and keeps no key of its
+    own, or names one of the environment's: the other profile's key went out with every request, on that
+    profile's account."""
     from agent import secret_scope
 
     home, p_dir = remote_pq["home"], remote_pq["p_dir"]
-    (home / ".env").write_text("# no key in this profile\n", encoding="utf-8")
+    (home / ".env").write_text(env_line + "\n", encoding="utf-8")
     assert cli_process("consent", "grant", "--yes", home=home, cwd=p_dir).returncode == 0
     launching = "sk-phr-launching-profile-Qm4Zr8Tc2Lw6"
     monkeypatch.setenv("PHR_TEST_KEY", launching)
+    monkeypatch.setenv("PHR_LAUNCH_KEY", launching)
     secret_scope.set_multiplex_active(True)
     try:
         search(remote_pq, "askP", "pelican worker version", mode="semantic")
