@@ -54,12 +54,11 @@ def _agent_cwd() -> str | None:
 
 
 def _multiplexed() -> bool:
-    """Whether Hermes serves several profiles in this process (``gateway.multiplex_profiles``)."""
-    try:
-        from agent.secret_scope import is_multiplex_active
-    except ImportError:
-        return False
-    return bool(is_multiplex_active())
+    """Whether Hermes serves several profiles in this process (``gateway.multiplex_profiles``). Its flag
+    lives in ``agent.secret_scope``, which such a process has imported; it is not imported here, where
+    it would only cost the command line its time."""
+    scope = sys.modules.get("agent.secret_scope")
+    return scope is not None and bool(scope.is_multiplex_active())
 
 
 def command_for_another_profile(home: Path) -> str | None:
@@ -91,15 +90,15 @@ def timezone_variable() -> str:
 
 
 def managed_config() -> Path | None:
-    """The config.yaml of Hermes's managed scope (``/etc/hermes``, or ``HERMES_MANAGED_DIR``): what an
-    administrator pins there wins over the user's config.yaml, leaf by leaf. None without one, or
-    without Hermes."""
-    try:
-        from hermes_cli.managed_scope import get_managed_dir
-    except ImportError:
-        return None
-    folder = get_managed_dir()
-    return Path(folder) / "config.yaml" if folder is not None else None
+    """The config.yaml of Hermes's managed scope: what an administrator pins there wins over the user's
+    config.yaml, leaf by leaf. Its folder found as ``hermes_cli.managed_scope.get_managed_dir`` finds it
+    (``HERMES_MANAGED_DIR`` when set and a folder, else ``/etc/hermes`` when there), not by importing it:
+    importing ``hermes_cli`` re-wraps the process's stdout as UTF-8, past the standalone command line's
+    own handling of a terminal that cannot show every character. None when there is none."""
+    override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
+    folder = Path(override) if override else Path("/etc/hermes")
+    # os.path: False, where Path.is_dir raises, for a name past the system's limits or holding a NUL.
+    return folder / "config.yaml" if os.path.isdir(folder) else None
 
 
 def environment() -> envfile.Environment:
