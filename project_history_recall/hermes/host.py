@@ -64,14 +64,16 @@ def _multiplexed() -> bool:
 def command_for_another_profile(home: Path) -> str | None:
     """Why a slash command must not answer from ``home`` (None: it may). A gateway serving several
     profiles runs a plugin's command in the profile of the bot that received it, which may serve
-    another profile's chat: Hermes binds the chat's profile for its own commands, not for a plugin's.
-    The chat's profile is the one its session key names (``agent:<profile>:…``, ``agent:main:…`` for
-    the default; Hermes 0.19.0 gives a plugin's command no session)."""
+    another profile's chat: Hermes binds the chat's profile for its own commands, not for a plugin's
+    (nor does its desktop backend, which serves several profiles once a machine has two). The chat's
+    profile is the one its session key names (``agent:<profile>:…``, ``agent:main:…`` for the
+    default), else the session's profile (the desktop's sessions); Hermes 0.19.0 gives a plugin's
+    command no session."""
     if not _multiplexed():
         return None
     parts = _session_env("HERMES_SESSION_KEY").split(":")
     named = parts[1] if len(parts) > 2 and parts[0] == "agent" else ""
-    chat = {"main": "default", "main~": "main"}.get(named, named)
+    chat = {"main": "default", "main~": "main"}.get(named, named) or _session_env("HERMES_SESSION_PROFILE").strip()
     mine = paths.profile_name(home)
     if chat == mine:
         return None

@@ -102,9 +102,9 @@ def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_histo
     """A gateway serving several profiles (``gateway.multiplex_profiles``) runs a plugin's command in the
     profile of the bot that received it, which may serve another profile's chat: Hermes binds the chat's
     profile for its own commands, not for a plugin's. Here the bot's profile is this home (``default``)
-    and the chat is profile ``work``'s, as its session key says (``agent:work:…``; Hermes 0.19.0 gives a
-    plugin's command no session at all): ``/recall`` showed this profile's history and projects there.
-    In a chat of this profile (``agent:main:…``) it searches as before."""
+    and the chat is profile ``work``'s, as its session key says (``agent:work:…``), or the desktop's
+    session (Hermes 0.19.0 gives a plugin's command no session at all): ``/recall`` showed this profile's
+    history and projects there. In a chat of this profile (``agent:main:…``) it searches as before."""
     from agent import secret_scope
     from gateway.session_context import clear_session_vars, set_session_vars
     from hermes_cli.plugins import get_plugin_command_handler
@@ -115,8 +115,9 @@ def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_histo
     monkeypatch.delenv("TERMINAL_CWD", raising=False)
     secret_scope.set_multiplex_active(True)
     try:
-        for key in ("agent:work:telegram:dm:42", "", "telegram:dm:42"):
-            tokens = set_session_vars(platform="telegram", chat_id="42", session_key=key)
+        # A gateway's chat of profile work; one Hermes names no profile for; a desktop session of work's.
+        for key, profile in (("agent:work:telegram:dm:42", ""), ("", ""), ("telegram:dm:42", ""), ("tui-7", "work")):
+            tokens = set_session_vars(platform="telegram", chat_id="42", session_key=key, profile=profile)
             try:
                 for line in ("websocket", "status", "move Other", "search websocket"):
                     out = handler(line)
@@ -124,11 +125,12 @@ def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_histo
                     assert "nothing was searched or changed" in out, (key, line, out)
             finally:
                 clear_session_vars(tokens)
-        tokens = set_session_vars(platform="telegram", chat_id="42", session_key="agent:main:telegram:dm:42")
-        try:
-            assert "Fix websocket" in handler("websocket")
-        finally:
-            clear_session_vars(tokens)
+        for key, profile in (("agent:main:telegram:dm:42", ""), ("tui-7", "default")):
+            tokens = set_session_vars(platform="telegram", chat_id="42", session_key=key, profile=profile)
+            try:
+                assert "Fix websocket" in handler("websocket"), (key, profile)
+            finally:
+                clear_session_vars(tokens)
     finally:
         secret_scope.set_multiplex_active(False)
     assert world.db.get_session(w["hit"])["cwd"] == str(work / "app")
