@@ -353,7 +353,7 @@ def configured_key(home: Path) -> str | None:
         return None
     if settings.embedder != "openai":
         return None
-    return envfile.lookup(home, settings.openai.api_key_env, host.environment())[0]
+    return envfile.lookup(home, settings.openai.api_key_env, host.environment(home))[0]
 
 
 def scrub_configured(home: Path, text: str) -> str:

@@ -103,14 +103,31 @@ def managed_config() -> Path | None:
     return folder / "config.yaml" if os.path.isdir(folder) else None
 
 
-def environment() -> envfile.Environment:
-    """The environment as Hermes hands it to the profile served. A gateway serving several profiles
-    holds its launching profile's ``.env`` in the environment, so there Hermes reads a variable only
-    from the served profile's scope, nothing where none is bound (``get_secret``), and a served
-    profile's ``.env`` without the environment."""
-    if not _multiplexed():
+def environment(home: Path) -> envfile.Environment:
+    """The environment as Hermes hands it to the profile of ``home``. A gateway serving several
+    profiles holds its launching profile's ``.env`` in the environment, so for another profile
+    Hermes reads a variable only from that profile's scope, nothing where none is bound
+    (``get_secret``), and its ``.env`` without the environment. The launching profile's own home
+    reads the environment, which is its own (the plugin's background threads bind no scope)."""
+    if not _multiplexed() or _same_folder(home, _launch_home()):
         return envfile.Environment()
     return envfile.Environment(get=_served_secret, expands=False)
+
+
+def _launch_home() -> Path | None:
+    """The home the process was launched for, as Hermes decides whether a task serves another
+    profile (None where Hermes is not loaded)."""
+    constants = sys.modules.get("hermes_constants")
+    find = getattr(constants, "get_routing_process_hermes_home", None) or getattr(constants, "get_process_hermes_home",
+                                                                                   None)
+    return Path(find()) if callable(find) else None
+
+
+def _same_folder(one: Path, other: Path | None) -> bool:
+    try:
+        return other is not None and os.path.realpath(one) == os.path.realpath(other)
+    except (OSError, ValueError):  # a name past the system's limits
+        return False
 
 
 def _served_secret(name: str) -> str | None:

@@ -338,6 +338,7 @@ def test_a_gateway_serving_several_profiles_never_sends_the_launching_profiles_k
     a served profile's ``.env`` without the environment). This profile consented, and keeps no key of its
     own, or names one of the environment's: the other profile's key went out with every request, on that
     profile's account."""
+    import hermes_constants
     from agent import secret_scope
 
     home, p_dir = remote_pq["home"], remote_pq["p_dir"]
@@ -346,17 +347,29 @@ def test_a_gateway_serving_several_profiles_never_sends_the_launching_profiles_k
     launching = "sk-phr-launching-profile-Qm4Zr8Tc2Lw6"
     monkeypatch.setenv("PHR_TEST_KEY", launching)
     monkeypatch.setenv("PHR_LAUNCH_KEY", launching)
+    # The gateway was launched in another home; this one is served, as Hermes serves a profile.
+    launch_home = remote_pq["home"].parent / "launch-home"
+    launch_home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(launch_home))
+    served = hermes_constants.set_hermes_home_override(remote_pq["home"])
     secret_scope.set_multiplex_active(True)
     try:
         search(remote_pq, "askP", "pelican worker version", mode="semantic")
         wait_idle()
     finally:
         secret_scope.set_multiplex_active(False)
+        hermes_constants.reset_hermes_home_override(served)
+        monkeypatch.setenv("HERMES_HOME", str(remote_pq["home"]))
     assert server.requests, "the search sent nothing to look at"
     assert {r.headers.get("Authorization") for r in server.requests} == {None}
-    # A process of this profile alone reads the environment, as Hermes does there.
-    search(remote_pq, "askP", "pelican harbour deploy", mode="semantic")
-    assert server.requests[-1].headers.get("Authorization") == f"Bearer {launching}"
+    # The launching profile's own home reads the environment, which is its own; so does a process of one profile.
+    for multiplexed, query in ((True, "pelican harbour deploy"), (False, "pelican invoice exporter")):
+        secret_scope.set_multiplex_active(multiplexed)
+        try:
+            search(remote_pq, "askP", query, mode="semantic")
+        finally:
+            secret_scope.set_multiplex_active(False)
+        assert server.requests[-1].headers.get("Authorization") == f"Bearer {launching}", multiplexed
 
 
 def test_the_key_never_shows_anywhere(remote_pq, server, capsys, monkeypatch, caplog, tmp_path):

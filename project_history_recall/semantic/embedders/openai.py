@@ -218,7 +218,7 @@ class OpenAIEmbedder:
 
     # -- requests ------------------------------------------------------------------------
     def _embed(self, texts: list[str], deadline: float | None):
-        key, _where = (envfile.lookup(self.home, self.api_key_env, host.environment()) if self.home is not None
+        key, _where = (envfile.lookup(self.home, self.api_key_env, host.environment(self.home)) if self.home is not None
                        else (None, ""))
         # "" is refused by OpenAI
         body: dict[str, object] = {"model": self.model, "input": [t if t else " " for t in texts]}
