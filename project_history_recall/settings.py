@@ -291,7 +291,7 @@ _loaded = StampCache()
 def load(home: Path) -> Settings:
     """The effective settings for ``home`` (frozen: shared, never copied).
 
-    Parsed again only when one of the two files changes (a tool call reads
+    Parsed again only when one of the files changes (a tool call reads
     the settings more than once, and Hermes's config.yaml can be long)."""
     managed = host.managed_config()
     stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"),
