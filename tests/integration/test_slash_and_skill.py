@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextvars
+
 import json
 
 from hermes_world import call, enable_plugin
@@ -113,6 +115,13 @@ def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_histo
     handler = get_plugin_command_handler("recall")
     monkeypatch.chdir(work / "app")  # the gateway's folder: App's, in this profile
     monkeypatch.delenv("TERMINAL_CWD", raising=False)
+    # Hermes's clear_session_vars leaves the variables set to "" (no fallback to the environment), so the
+    # chats run in a copy of the test's context: the tests after this one read TERMINAL_CWD as before.
+    contextvars.copy_context().run(_chats_of_two_profiles, handler, secret_scope, set_session_vars, clear_session_vars)
+    assert world.db.get_session(w["hit"])["cwd"] == str(work / "app")
+
+
+def _chats_of_two_profiles(handler, secret_scope, set_session_vars, clear_session_vars) -> None:
     secret_scope.set_multiplex_active(True)
     try:
         # A gateway's chat of profile work; one Hermes names no profile for; a desktop session of work's.
@@ -133,4 +142,3 @@ def test_a_gateway_serving_several_profiles_shows_a_chat_no_other_profiles_histo
                 clear_session_vars(tokens)
     finally:
         secret_scope.set_multiplex_active(False)
-    assert world.db.get_session(w["hit"])["cwd"] == str(work / "app")
