@@ -10,6 +10,7 @@ the searched history or an error message holds.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import shlex
@@ -429,10 +430,9 @@ class Output:
 
     def json(self, response: dict) -> None:
         # default=str: a date a person wrote in config.yaml unquoted is a date to YAML (``consent list``).
-        text = json.dumps(response, ensure_ascii=False, indent=2, default=str)
-        if _encodable(sys.stdout, text) != text:  # \uXXXX escapes read back as the same JSON
-            text = json.dumps(response, ensure_ascii=True, indent=2, default=str)
-        self.print(text)
+        # JSON is read as UTF-8 (RFC 8259, jq): where stdout writes another encoding (a GB18030 or
+        # Latin-1 locale), \uXXXX escapes, plain ASCII there, read back as the same JSON.
+        self.print(json.dumps(response, ensure_ascii=not _writes_utf8(sys.stdout), indent=2, default=str))
 
     def error(self, text: str) -> None:
         self._write(sys.stderr, f"{self._prog}: {text}\n")
@@ -462,6 +462,13 @@ class Output:
 
     def style(self) -> Style:
         return Style.for_stream(sys.stdout, self._screen)
+
+
+def _writes_utf8(stream) -> bool:
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name == "utf-8"
+    except LookupError:
+        return False
 
 
 def _encodable(stream, text: str) -> str:

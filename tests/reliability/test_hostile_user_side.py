@@ -1,0 +1,40 @@
+"""The twelfth hostile sweep, the user's side: the command line in the environments people run it
+in (a locale that is not UTF-8, a narrow terminal, a home the plugin cannot write). The rule as
+before: the plugin's own answer, saying what is so, nothing written where nothing should be."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from cli_runs import MODULE, cli_env
+from hermes_world import checkpoint, db_digest, plugin_settings
+
+
+@pytest.mark.parametrize("encoding", ["gb18030", "latin-1"])
+def test_json_is_utf8_whatever_the_locale(world, work, encoding):
+    """``--json`` in a locale that is not UTF-8 (zh_CN.GB18030, en_US.ISO-8859-1; ``PYTHONIOENCODING``
+    stands in for it) was written in the locale's encoding: GB18030 bytes for 超时, a Latin-1 byte for
+    é, which ``jq`` and every JSON reader (UTF-8, RFC 8259) read as garbage; ``hermes recall --json``
+    writes UTF-8 there. It is now ASCII with ``\\uXXXX`` escapes, which reads back unchanged in UTF-8
+    and in the locale's encoding alike."""
+    app = work / "app"
+    app.mkdir()
+    world.project("Café", app)
+    world.session(("user", "支付回调超时了, café"), ("assistant", "把 timeout 改成 15 秒"), cwd=app)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    before = db_digest(world.home / "state.db")
+    env = cli_env(world.home, PYTHONIOENCODING=encoding)
+    for argv in (["search", "超时", "--json"], ["projects", "--json"], ["status", "--json"]):
+        done = subprocess.run([*MODULE, *argv], env=env, cwd=app, capture_output=True, timeout=300)
+        assert done.returncode == 0 and done.stderr == b"", (argv, done.stderr)
+        answer = json.loads(done.stdout.decode("utf-8"))  # raises on the locale's bytes
+        assert json.loads(done.stdout.decode(encoding)) == answer
+        assert "Café" in json.dumps(answer, ensure_ascii=False), (argv, answer)
+        if argv[0] == "search":
+            assert "超时" in answer["results"][0]["snippet"], answer
+    assert db_digest(world.home / "state.db") == before
