@@ -330,21 +330,22 @@ def _index_work(totals: dict, rate: float) -> str:
 
 def progress_bar(label: str, done: int, total: int, messages: int = 0, chunks: int = 0,
                  rate: float = 0.0, columns: int = 80) -> str:
-    """One line of at most ``columns - 1`` characters (a full-width line wraps in some terminals,
-    and every redraw then starts a new line). What gives way first: the rates, then the bar,
-    and only then the label."""
-    room = max(columns - 1, 20)
+    """One line of at most ``columns - 1`` columns of the terminal (a full-width line wraps in some
+    terminals, and every redraw then starts a new line; a Chinese character takes two). What gives
+    way first: the rates, then the bar, and only then the label."""
+    room = max(columns - 1, 1)
+    wide = terminal.cells(label)
     sessions = f" {done:,}/{total:,} sessions"
     rates = f" · {messages:,} messages · {chunks:,} chunks · {rate:,.0f} chunks/s" if messages or chunks else ""
-    counts = next((c for c in (sessions + rates, sessions) if len(label) + len(c) + 7 <= room), f" {done:,}/{total:,}")
-    width = min(24, room - len(label) - len(counts) - 3)
+    counts = next((c for c in (sessions + rates, sessions) if wide + len(c) + 7 <= room), f" {done:,}/{total:,}")
+    width = min(24, room - wide - len(counts) - 3)
     bar = ""
     if width >= 4:
         filled = int(width * done / total) if total else width
         bar = f" [{'#' * filled}{'.' * (width - filled)}]"
-    if len(label) + len(bar) + len(counts) > room:
-        label = label[:room - len(counts) - 1] + "…"
-    return f"{label}{bar}{counts}"
+    if wide + len(bar) + len(counts) > room:
+        label = terminal.cut(label, room - len(counts) - 1) + "…"
+    return terminal.cut(f"{label}{bar}{counts}", room)  # a terminal narrower than the counts
 
 
 def _consent_line(c: dict) -> str:

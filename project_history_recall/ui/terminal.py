@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import unicodedata
 
 # C0 controls but the newline, DEL and C1; and Unicode's Bidi_Control characters (ALM, LRM, RLM,
 # the embeddings and overrides U+202A-U+202E, the isolates U+2066-U+2069).
@@ -34,6 +35,28 @@ def takes_escapes(stream) -> bool:
 def shown(text: str) -> str:
     """``text`` with every character that acts on a terminal, or reorders what it shows, escaped."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def cells(text: str) -> int:
+    """The columns a terminal gives ``text``: two for a wide (Chinese, Japanese, Korean) character,
+    none for a combining mark."""
+    return sum(_cell(ch) for ch in text)
+
+
+def cut(text: str, room: int) -> str:
+    """The longest start of ``text`` that fits in ``room`` columns."""
+    used = 0
+    for i, ch in enumerate(text):
+        used += _cell(ch)
+        if used > room:
+            return text[:i]
+    return text
+
+
+def _cell(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
 
 
 class Screen:

@@ -38,3 +38,28 @@ def test_json_is_utf8_whatever_the_locale(world, work, encoding):
         if argv[0] == "search":
             assert "超时" in answer["results"][0]["snippet"], answer
     assert db_digest(world.home / "state.db") == before
+
+
+def _cells(text: str) -> int:
+    """Columns a terminal gives ``text``: two for a wide (CJK) character."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
+               for c in text)
+
+
+@pytest.mark.parametrize("columns", [8, 20, 21, 40, 80, 200])
+@pytest.mark.parametrize("label", ["网店项目的后端服务重构计划 (semantic)", "Webshop v2 (semantic)",
+                                   "Re\u0301sume\u0301 a\u0300 jour (keyword)", "x"])
+def test_the_progress_line_fits_the_terminal_in_columns(label, columns):
+    """``index``'s progress line is redrawn with a carriage return: a line as wide as the terminal or
+    wider wraps, and every redraw then starts a new line. It was cut by characters, so a Chinese
+    project's name (two columns a character) drew a 52-column line in a 40-column terminal, and a
+    terminal narrower than 21 columns still got 20. It now fits in ``columns - 1`` cells."""
+    from project_history_recall.ui import render
+
+    for done in (0, 3, 10):
+        line = render.progress_bar(label, done, 10, 1_234, 5_678, 90.0, columns=columns)
+        assert _cells(line) <= max(columns - 1, 1), (line, _cells(line))
+        assert line.strip(), line
+    assert render.progress_bar(label, 3, 10, columns=200).startswith(label)
