@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..files import derived
+from ..files.folders import unmakeable
 from ..hermes import paths
 from ..hermes.statedb import reading
 from ..hits import SEMANTIC, Hit
@@ -279,6 +280,9 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         loaded = _loaded(settings, wait=None)
         if isinstance(loaded, Outcome):
             return loaded
+        why = unmakeable(paths.data_dir(home))  # as the next search would meet it
+        if why is not None:
+            return Outcome("unavailable", f"the vector index cannot be built: {why}")
         embedder = loaded
     members = scope.members
     if scope.attribution.kind != "home":

@@ -63,3 +63,44 @@ def test_the_progress_line_fits_the_terminal_in_columns(label, columns):
         assert _cells(line) <= max(columns - 1, 1), (line, _cells(line))
         assert line.strip(), line
     assert render.progress_bar(label, 3, 10, columns=200).startswith(label)
+
+
+@pytest.mark.parametrize("fault", ["file", "link to nowhere"])
+def test_status_says_what_a_search_meets_where_no_index_can_be_made(world, work, tmp_path, capsys, fault):
+    """A home whose data folder cannot be made or written (a file in its place, a link into a folder
+    that does not exist; a home the user cannot write, as another user's or a read-only mount), and no
+    index built yet: every search answered from Hermes's indexes, saying the plugin's could not be
+    made, while ``status`` said both were "indexing", "the next search builds it", for ever. It says
+    what the search says now, naming the folder, and makes nothing."""
+    from project_history_recall.ui import cli
+
+    app, _asker = _app(world, work)
+    data = world.home / "project-history-recall"
+    if fault == "file":
+        data.write_text("not a folder\n", encoding="utf-8")
+    else:
+        data.symlink_to(tmp_path / "unmounted" / "recall-data")
+    before = db_digest(world.home / "state.db")
+
+    def answer(*argv: str) -> dict:
+        assert cli.main([*argv, "--json", "--home", str(world.home)]) == 0, argv
+        return json.loads(capsys.readouterr().out)
+
+    status = answer("status", str(app))
+    searched = answer("search", "websocket", "--dir", str(app))
+    assert searched["results"], searched
+    for side in ("keyword", "semantic"):
+        assert searched[f"{side}_status"] == "unavailable", searched
+        assert status[f"{side}_status"] == "unavailable", status
+        assert str(data) in status[f"{side}_reason"] and "next search" not in status[f"{side}_reason"], status
+    assert (data.is_file() if fault == "file" else data.is_symlink() and not (tmp_path / "unmounted").exists())
+    assert db_digest(world.home / "state.db") == before
+
+
+def _app(world, work):
+    from hermes_world import websocket_app
+
+    app, asker = websocket_app(world, work)
+    world.close()
+    checkpoint(world.home)
+    return app, asker
