@@ -408,7 +408,8 @@ def unknown_project(projects: list[ProjectInfo], ref: str, automatic: Sequence[s
     if close:
         hint = f" Did you mean {' or '.join(close)}?"
     elif names:
-        hint = f" Its projects: {', '.join(list(names.values())[:10])}."
+        more = len(names) - 10
+        hint = f" Its projects: {', '.join(list(names.values())[:10])}{f' and {more} more' if more > 0 else ''}."
     else:
         hint = " It has none yet: create one with `hermes project create NAME FOLDER`."
     candidates = [p for p in live if p.name in close] if close else live

@@ -104,3 +104,19 @@ def _app(world, work):
     world.close()
     checkpoint(world.home)
     return app, asker
+
+
+def test_a_name_that_is_no_project_says_how_many_are_left_unnamed(world, work, capsys):
+    """``--project Nope`` in a home of many projects (500 here) answered "Its projects: " and ten names,
+    a full stop after them, as if they were all; it now says how many more there are."""
+    from project_history_recall.ui import cli
+
+    for i in range(500):
+        folder = work / f"p{i:03d}"
+        folder.mkdir()
+        world.project(f"Proj {i:03d} 项目", folder)
+    app, _asker = _app(world, work)
+    assert cli.main(["search", "x", "--project", "Nope", "--home", str(world.home), "--dir", str(app)]) == 2
+    said = capsys.readouterr().err
+    assert "Its projects: " in said and " and 491 more." in said, said
+    assert said.count("\n") == 1, said
