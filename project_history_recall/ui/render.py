@@ -26,15 +26,15 @@ from ..keyword.engine import from_hermes
 from . import consent_words, terminal
 
 class Style:
-    """Colours in a terminal (unless NO_COLOR, or TERM=dumb), plain marks elsewhere. Colours are placed through
-    the terminal's ``Screen``: any other escape sequence is shown as text there."""
+    """Colours in a terminal (unless NO_COLOR is set and not empty, or TERM=dumb), plain marks elsewhere.
+    Colours are placed through the terminal's ``Screen``: any other escape sequence is shown as text there."""
 
     def __init__(self, screen: terminal.Screen | None = None):
         self.screen = screen
 
     @classmethod
     def for_stream(cls, stream, screen: terminal.Screen) -> "Style":
-        return cls(screen if terminal.takes_escapes(stream) and os.environ.get("NO_COLOR") is None else None)
+        return cls(screen if terminal.takes_escapes(stream) and not os.environ.get("NO_COLOR") else None)
 
     def _sgr(self, code: str, text: str) -> str:
         return f"{self.screen.sgr(code)}{text}{self.screen.sgr('0')}" if self.screen else text

@@ -120,3 +120,17 @@ def test_a_name_that_is_no_project_says_how_many_are_left_unnamed(world, work, c
     said = capsys.readouterr().err
     assert "Its projects: " in said and " and 491 more." in said, said
     assert said.count("\n") == 1, said
+
+
+def test_an_empty_no_color_leaves_the_colours_on(world, work):
+    """``NO_COLOR`` turns colours off "when present and not an empty string" (no-color.org; Rich and
+    termcolor read it so): ``NO_COLOR=`` (a profile that clears it, ``env NO_COLOR= …``) turned them off."""
+    from cli_runs import run_in_terminal, terminal_env
+
+    app, _asker = _app(world, work)
+    plugin_settings(world.home, semantic=False)
+    for value, coloured in (("", True), ("1", False), ("0", False)):
+        env = {**terminal_env(world.home), "NO_COLOR": value}
+        code, out = run_in_terminal(["search", "websocket", "--dir", str(app), "--mode", "keyword"], env)
+        assert code == 0, out
+        assert ("\x1b[1;33mwebsocket" in out) is coloured and ("«websocket»" in out) is not coloured, (value, out)
