@@ -73,6 +73,16 @@ def retry(fn: Callable[[], T], path: Path) -> T:
     raise AssertionError("unreachable")
 
 
+def _no_home(folder: Path) -> str:
+    """Why the home ``folder`` is no folder, as a person would look for it."""
+    if folder.exists():
+        return f"{folder} is a file, not a folder."
+    if folder.parts and folder.parts[0].startswith("~"):
+        # Quoted in a shell, an env file or a systemd unit: nothing expands it, Hermes neither.
+        return f"There is no folder {folder}: nothing expanded its '~' (was it quoted?); give the whole path."
+    return f"There is no folder {folder} (a profile deleted or renamed, or a mistyped path?)."
+
+
 def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bool = False) -> sqlite3.Connection:
     """A read-only connection to an existing SQLite file (never creates one).
 
@@ -86,8 +96,7 @@ def connect_readonly(path: Path, *, timeout_ms: int | None = None, immutable: bo
     if not path.is_file():
         # A profile deleted or renamed while Hermes runs takes its folder along: asking whether
         # Hermes has run there yet would send the user looking in the wrong place.
-        ask = ("Has Hermes run in this profile yet?" if path.parent.is_dir() else
-               f"There is no folder {path.parent} (a profile deleted or renamed, or a mistyped path?).")
+        ask = "Has Hermes run in this profile yet?" if path.parent.is_dir() else _no_home(path.parent)
         raise StateDBError(f"No Hermes session database at {path}. {ask}", "missing")
     uri = sqlite_uri(path, "mode=ro&immutable=1" if immutable else "mode=ro")
 

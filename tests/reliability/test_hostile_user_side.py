@@ -134,3 +134,22 @@ def test_an_empty_no_color_leaves_the_colours_on(world, work):
         code, out = run_in_terminal(["search", "websocket", "--dir", str(app), "--mode", "keyword"], env)
         assert code == 0, out
         assert ("\x1b[1;33mwebsocket" in out) is coloured and ("«websocket»" in out) is not coloured, (value, out)
+
+
+def test_a_home_named_with_a_tilde_no_shell_expanded(world, work, tmp_path):
+    """``HERMES_HOME="~/.hermes"`` (quoted in a shell, an env file, a systemd unit: nothing expands the
+    ``~``, Hermes neither) answered "There is no folder ~/.hermes (a profile deleted or renamed, or a
+    mistyped path?)" to a person whose ``~/.hermes`` is right there; and a home that is a file, "There
+    is no folder /etc/passwd". Each now says what it is."""
+    from cli_runs import cli_process
+
+    app, _asker = _app(world, work)
+    user = tmp_path / "user"
+    (user / ".hermes").mkdir(parents=True)
+    a_file = tmp_path / "hermes.yaml"
+    a_file.write_text("model: x\n", encoding="utf-8")
+    for value, said in (("~/.hermes", "'~'"), (str(a_file), "is a file")):
+        env = cli_env(None, HOME=str(user), HERMES_HOME=value)
+        done = cli_process("search", "websocket", env=env, cwd=app)
+        assert done.returncode == 3 and said in done.stderr and done.stderr.count("\n") == 1, (value, done.stderr)
+        assert not (app / "~").exists()
