@@ -189,6 +189,7 @@ def test_the_readmes_first_query_finds_something_in_the_demo_and_says_where(peop
     assert "Retry policy for the payment client" in done.stdout
     as_json = json.loads(people["run"]("quickstart", QUERY, "--json").stdout)
     assert as_json["searches"][0]["results"][0]["title"] == "Retry policy for the payment client"
+    assert as_json["outcome"] == "found", as_json  # the exit code's, as every response carries one
     again = people["run"]("quickstart", QUERY)  # the reused demo home: nothing to re-index, nothing said of it
     assert again.returncode == 0 and "reused" in again.stdout, again.stdout + again.stderr
     assert "brought up to date" not in again.stdout and "chunks" not in again.stdout, again.stdout
