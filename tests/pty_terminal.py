@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import re
 import select
 import signal
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -22,10 +25,12 @@ def plain(text: str) -> str:
 class Terminal:
     """Starts ``argv`` with a pty as its terminal; ``raw`` is everything it printed so far."""
 
-    def __init__(self, argv: list[str], env: dict, cwd: Path | None = None, stdout=None):
+    def __init__(self, argv: list[str], env: dict, cwd: Path | None = None, stdout=None, columns: int | None = None):
         """``stdout``: where the program's stdout goes instead of the terminal (``subprocess.PIPE``: into a
-        pipe, as in ``… | jq``)."""
+        pipe, as in ``… | jq``); ``columns``: the terminal's width, as a window of that size tells it."""
         self._leader, follower = pty.openpty()
+        if columns is not None:
+            fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         self.proc = subprocess.Popen(argv, stdin=follower, stdout=follower if stdout is None else stdout,
                                      stderr=follower, env=env, cwd=cwd, close_fds=True, start_new_session=True)
         os.close(follower)

@@ -329,7 +329,7 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
         rate = p.chunks / p.embed_seconds if p is not None and p.embed_seconds else 0.0
         counts = (done, total, p.messages if p else 0, p.chunks if p else 0, rate)
         if on_terminal:
-            columns = shutil.get_terminal_size().columns
+            columns = terminal.columns(sys.stderr)  # where the line is drawn
             run.out.progress(render.progress_bar(f"{name} ({stage})", *counts, columns=columns))
             drawn.append(True)
         elif time.monotonic() - last >= PROGRESS_EVERY_S:

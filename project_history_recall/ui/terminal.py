@@ -37,6 +37,23 @@ def shown(text: str) -> str:
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def columns(stream, fallback: int = 80) -> int:
+    """The width of the terminal ``stream`` writes to: ``COLUMNS`` when set, else the window's. Not
+    ``shutil.get_terminal_size``, which asks stdout's: with ``… > log`` a line drawn on stderr, the
+    terminal, was given the file's fallback width."""
+    try:
+        return max(int(os.environ.get("COLUMNS", "")), 0) or _window(stream) or fallback
+    except ValueError:
+        return _window(stream) or fallback
+
+
+def _window(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):  # closed, or not a terminal
+        return 0
+
+
 def cells(text: str) -> int:
     """The columns a terminal gives ``text``: two for a wide (Chinese, Japanese, Korean) character,
     none for a combining mark."""

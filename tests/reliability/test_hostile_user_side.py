@@ -153,3 +153,28 @@ def test_a_home_named_with_a_tilde_no_shell_expanded(world, work, tmp_path):
         done = cli_process("search", "websocket", env=env, cwd=app)
         assert done.returncode == 3 and said in done.stderr and done.stderr.count("\n") == 1, (value, done.stderr)
         assert not (app / "~").exists()
+
+
+def test_the_progress_line_fits_the_terminal_it_is_drawn_on(world, work):
+    """``index --all > index.log`` (or ``| tee``) in a terminal 40 columns wide: the progress line is
+    drawn on stderr, the terminal, but its width was asked of stdout, the file, which has none, so it
+    was drawn 79 columns wide and every redraw wrapped. The width is now the terminal's it is drawn on."""
+    import subprocess as sp
+
+    from cli_runs import terminal_env
+    from pty_terminal import Terminal
+
+    app = work / "网店的一个名字很长很长的项目文件夹"
+    app.mkdir()
+    world.project("网店的一个名字很长很长的项目 Web shop with a long name", app)
+    for i in range(3):
+        world.session(("user", f"支付回调超时了 {i}"), ("assistant", "把 timeout 改成 15 秒"), cwd=app)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    env = {k: v for k, v in terminal_env(world.home).items() if k not in ("COLUMNS", "LINES")}
+    term = Terminal([*MODULE, "index", "--all"], env, cwd=app, stdout=sp.PIPE, columns=40)
+    assert term.run_to_end(240) == 0, term.raw
+    drawn = [part.replace("\x1b[K", "") for part in term.raw.replace("\r\n", "\n").split("\r")]
+    bars = [line for line in drawn if "/3" in line]
+    assert bars and all(_cells(line.split("\n")[0]) <= 39 for line in bars), bars
