@@ -74,7 +74,15 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
     if standalone:
         p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
         p.add_argument("--profile", help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)
+    else:  # the README's --home is the standalone command's: said so, not left to read as a command or a query
+        p.add_argument("--home", nargs="?", action=_NoHome, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
+
+
+class _NoHome(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+        parser.error("Hermes chooses the home of hermes recall: HERMES_HOME=DIR hermes recall …, or hermes "
+                     "--profile NAME recall …; --home DIR is project-history-recall's")
 
 
 def _add_search_args(p: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from cli_runs import MODULE, cli_env
-from hermes_world import checkpoint, db_digest, plugin_settings
+from hermes_world import checkpoint, db_digest, enable_plugin, plugin_settings
 
 
 @pytest.mark.parametrize("encoding", ["gb18030", "latin-1"])
@@ -178,3 +178,25 @@ def test_the_progress_line_fits_the_terminal_it_is_drawn_on(world, work):
     drawn = [part.replace("\x1b[K", "") for part in term.raw.replace("\r\n", "\n").split("\r")]
     bars = [line for line in drawn if "/3" in line]
     assert bars and all(_cells(line.split("\n")[0]) <= 39 for line in bars), bars
+
+
+def test_hermes_recall_given_a_home_says_how_to_give_one(world, work, tmp_path):
+    """The README's ``--home DIR`` is the standalone command's; Hermes chooses the home of ``hermes
+    recall``. Given one, ``hermes recall --home DIR projects`` answered "invalid choice: 'DIR'" and
+    ``hermes recall search x --home DIR`` that a query starting with '-' goes after '--'. Both now
+    say how to name a home there."""
+    from cli_runs import cli_process
+
+    app, _asker = _app(world, work)
+    plugin_settings(world.home, semantic=False)
+    enable_plugin(world.home)
+    other = tmp_path / "other-home"
+    other.mkdir()
+    for argv in (["--home", str(other), "projects"], ["search", "websocket", "--home", str(other)],
+                 ["projects", f"--home={other}"]):
+        done = cli_process(*argv, home=world.home, cwd=app, hermes=True)
+        said = done.stderr
+        assert done.returncode == 2 and said.count("\n") == 1, (argv, said)
+        assert "HERMES_HOME=" in said and "--profile" in said and "invalid choice" not in said, (argv, said)
+        assert "starts with '-'" not in said, (argv, said)
+    assert list(other.iterdir()) == []
