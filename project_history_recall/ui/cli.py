@@ -32,7 +32,7 @@ from pathlib import Path
 from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
 from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
-from ..files import envfile
+from ..files import envfile, owner
 from ..hermes import host, paths
 from ..hermes.host import Caller
 from ..semantic import consent, embedders
@@ -447,9 +447,17 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     run = _Run(home, args, out)
     try:
+        return _run(run, command)
+    finally:
+        owner.give_back(home)  # run as root (sudo) on another user's home: what it made is that user's
+
+
+def _run(run: _Run, command) -> int:
+    """``command``'s exit code, whatever stops it."""
+    try:
         return command(run)
     except KeyboardInterrupt:
-        out.error("interrupted")
+        run.out.error("interrupted")
         return 130
     except BrokenPipeError:
         # The reader stopped early (`… | head`) while a command printed more than one answer
@@ -458,10 +466,11 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
         render.silence(sys.stdout)
         return EXIT_FOUND
     except render.OutputLost as exc:  # not a bug of ours: said where it still can be
-        out.error(f"could not write the answer to the standard output: {exc}")
+        run.out.error(f"could not write the answer to the standard output: {exc}")
         return EXIT_DATA
     except Exception as exc:  # a PluginError raised before the library was called (a bad --dir), or a bug
-        return run.emit(edge.failure(home, exc, f"{prog} {args.recall_command}"), render.format_message)
+        prog = getattr(run.args, "prog", "") or "project-history-recall"
+        return run.emit(edge.failure(run.home, exc, f"{prog} {run.args.recall_command}"), render.format_message)
 
 
 def run_from_hermes(args: argparse.Namespace) -> None:

@@ -5,6 +5,8 @@ before: the plugin's own answer, saying what is so, nothing written where nothin
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 
 import pytest
@@ -200,3 +202,41 @@ def test_hermes_recall_given_a_home_says_how_to_give_one(world, work, tmp_path):
         assert "HERMES_HOME=" in said and "--profile" in said and "invalid choice" not in said, (argv, said)
         assert "starts with '-'" not in said, (argv, said)
     assert list(other.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, as sudo gives it")
+def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp_path, capsys):
+    """``sudo project-history-recall …`` (``sudo -E``, or ``HERMES_HOME`` given) on a home another user's
+    Hermes writes: every command made the data folder and its files as root's (``status`` saves the
+    model there, a search its indexes), after which that user's own searches had neither index ("Permission
+    denied"), every move was refused (recall.db could not be made) and ``index`` failed, until someone
+    ran ``chown -R``. What a command makes there now goes to the home's owner, as Hermes hands back the
+    config files it writes as root; in a home of root's own nothing changes hands."""
+    from project_history_recall.ui import cli
+
+    other = work / "other"
+    other.mkdir()
+    world.project("Other", other)
+    app, asker = _app(world, work)
+    plugin_settings(world.home, semantic=False)
+    data = world.home / "project-history-recall"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's\n", encoding="utf-8")
+    (data / "notes.txt").symlink_to(outside)
+    user, group = 65534, 65534
+    for path in (world.home, world.home / "state.db", data, data / "config.yaml", data / "notes.txt"):
+        os.lchown(path, user, group)
+    for argv, code in ((["status", str(app)], 0), (["search", "websocket", "--dir", str(app)], 0),
+                       (["index", "--all"], 0), (["move", asker, str(other)], 0)):
+        assert cli.main([*argv, "--home", str(world.home)]) == code, (argv, capsys.readouterr())
+        capsys.readouterr()
+        made = [p for p in [data, *data.rglob("*")] if p.lstat().st_uid != user]
+        assert not made, (argv, made)
+    assert outside.stat().st_uid == 0  # a link's target is not the data folder's
+    mine = tmp_path / "root-home"
+    shutil.copytree(world.home, mine, symlinks=True)
+    shutil.rmtree(mine / "project-history-recall")
+    for path in (mine, mine / "state.db"):
+        os.chown(path, 0, 0)
+    cli.main(["status", str(app), "--home", str(mine)])
+    assert all(p.lstat().st_uid == 0 for p in [mine / "project-history-recall", *mine.rglob("project-history-recall/*")])
