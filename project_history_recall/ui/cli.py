@@ -35,6 +35,8 @@ from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile, owner
 from ..hermes import host, paths
 from ..hermes.host import Caller
+from ..hermes.readonly import StateDBError
+from ..hermes.statedb import reading
 from ..semantic import consent, embedders
 from . import consent_words, demo, edge, render, terminal
 from .arguments import DESCRIPTION, Parser, setup_parser
@@ -216,7 +218,7 @@ def _status(run: _Run, folder: str) -> tuple[int, dict]:
 
 def cmd_quickstart(run: _Run) -> int:
     query = " ".join(run.args.query).strip()
-    if not run.args.demo and paths.state_db_path(run.home).is_file():
+    if not run.args.demo and _had_a_session(run.home):
         if query:
             return _search_here(run, query)
         code, response = _status(run, _folder(None))
@@ -267,11 +269,25 @@ def cmd_quickstart(run: _Run) -> int:
     return errors.exit_code(best)
 
 
+def _had_a_session(home: Path) -> bool:
+    """Whether Hermes has had a session in ``home``: its state.db holds one (``hermes`` opened and quit
+    before a word makes the file, with none in it). One that cannot be read for another reason
+    (damaged, locked) counts, so that the command says what is wrong with it."""
+    try:
+        with reading(paths.state_db_path(home)) as (conn, _shape):
+            return conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone() is not None
+    except StateDBError as exc:
+        return exc.code not in ("missing", "empty")
+
+
 def _no_history(home: Path) -> str:
     """Why the demo is searched: a home Hermes made (``hermes project create`` makes one) but never
     ran a session in is there, only without sessions."""
+    db = paths.state_db_path(home)
+    if db.is_file():
+        return f"the Hermes home at {home} has no sessions yet: its {db.name} holds none"
     if home.is_dir():
-        return f"the Hermes home at {home} has no sessions yet: no {paths.state_db_path(home).name}"
+        return f"the Hermes home at {home} has no sessions yet: no {db.name}"
     return f"there is no Hermes home at {home}"
 
 

@@ -240,3 +240,30 @@ def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp
         os.chown(path, 0, 0)
     cli.main(["status", str(app), "--home", str(mine)])
     assert all(p.lstat().st_uid == 0 for p in [mine / "project-history-recall", *mine.rglob("project-history-recall/*")])
+
+
+@pytest.mark.parametrize("left", ["tables, no session", "0 bytes"])
+def test_quickstart_in_a_home_where_hermes_has_had_no_session_yet(tmp_path, left):
+    """``hermes`` opened and quit before a word (its ``SessionDB`` made ``state.db``, with no session in
+    it), or a ``state.db`` left at 0 bytes: the README's first command showed the demo only when there was
+    no ``state.db`` at all. Here it answered "is in no project … (projects: none yet)", or "has no Hermes
+    sessions in it" with exit 3. Both are a home where Hermes has had no session yet: the demo, saying so,
+    and nothing written to the home."""
+    from cli_runs import cli_process
+
+    user = tmp_path / "new-user"
+    hermes_home = user / ".hermes"
+    hermes_home.mkdir(parents=True)
+    if left == "0 bytes":
+        (hermes_home / "state.db").write_bytes(b"")
+    else:
+        import hermes_state
+
+        hermes_state.SessionDB(db_path=hermes_home / "state.db").close()
+    before = {p.name: p.read_bytes() for p in hermes_home.iterdir()}
+    env = cli_env(None, HOME=str(user), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = cli_process("quickstart", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Using the demo home" in done.stdout and "no sessions yet" in done.stdout, done.stdout
+    after = {p.name: p.read_bytes() for p in hermes_home.iterdir() if not p.name.endswith(("-wal", "-shm"))}
+    assert after == before  # SQLite's own WAL index of a reader aside
