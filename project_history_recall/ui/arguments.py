@@ -80,7 +80,7 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
 
 
 class _NoHome(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None) -> NoReturn:
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
         parser.error("Hermes chooses the home of hermes recall: HERMES_HOME=DIR hermes recall …, or hermes "
                      "--profile NAME recall …; --home DIR is project-history-recall's")
 
