@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from ..errors import DataError
-from .folders import make_own
+from .folders import make_own, unmakeable
 from .locks import FileLock, LockTimeout
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,15 @@ def write_limit(path: Path) -> str:
     except OSError:
         return ""
     return f"; the disk is full ({free:,} bytes free)" if free < 16 << 20 else ""
+
+
+def cannot_make(path: Path) -> str | None:
+    """Why the next search cannot make the derived file ``path``, not there yet, or None: ``status``,
+    which makes none, says what that search would meet."""
+    why = not_a_file(path)
+    if why is not None:
+        return f"cannot use {path}: {why}; remove it and it is rebuilt"
+    return unmakeable(path.parent)
 
 
 def not_built(index: str, builds: str) -> str:

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection
 
 from ..files import derived
-from ..files.folders import unmakeable
 from ..hermes import messages, paths
 from ..hermes.messages import Filters, Row
 from ..hermes.statedb import Shape
@@ -358,9 +357,9 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: li
     indexed (``Keeper.report``). A home never searched has no ``keywords.db``, and a status read
     makes none: not built yet."""
     if settings.keyword_index and members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
-        why = unmakeable(paths.data_dir(home))  # as the next search would meet it
+        why = derived.cannot_make(paths.data_dir(home) / textindex.FILE_NAME)  # as the next search meets it
         if why is not None:
-            return Source(instead=f"cannot be built: {why}", status="unavailable").fields()
+            return Source(instead=f"could not be used: {why}", status="unavailable").fields()
         return Source(status="indexing", index=textindex.progress(0, len(members)), built=False).fields()
     done = textindex.progress(len(members), len(members))
     return _source(home, settings, lambda keeper: keeper.report(conn, members),

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..files import derived
-from ..files.folders import unmakeable
 from ..hermes import paths
 from ..hermes.statedb import reading
 from ..hits import SEMANTIC, Hit
@@ -280,9 +279,9 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         loaded = _loaded(settings, wait=None)
         if isinstance(loaded, Outcome):
             return loaded
-        why = unmakeable(paths.data_dir(home))  # as the next search would meet it
+        why = derived.cannot_make(path_for(paths.data_dir(home)))  # as the next search meets it
         if why is not None:
-            return Outcome("unavailable", f"the vector index cannot be built: {why}")
+            return Outcome("unavailable", f"the vector index cannot be used: {why}")
         embedder = loaded
     members = scope.members
     if scope.attribution.kind != "home":
