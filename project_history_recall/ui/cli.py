@@ -218,7 +218,10 @@ def _status(run: _Run, folder: str) -> tuple[int, dict]:
 
 def cmd_quickstart(run: _Run) -> int:
     query = " ".join(run.args.query).strip()
-    if not run.args.demo and _had_a_session(run.home):
+    real = not run.args.demo and paths.state_db_path(run.home).is_file()
+    if real:
+        _folder(None)  # one deleted since is said before state.db is read (its reader makes its WAL index)
+    if real and _had_a_session(run.home):
         if query:
             return _search_here(run, query)
         code, response = _status(run, _folder(None))
