@@ -123,6 +123,19 @@ def websocket_app(world: World, work: Path) -> tuple[Path, str]:
     return app, world.session(cwd=app)
 
 
+def one_session_project(world: World, work: Path, name: str, *messages: tuple[str, str]) -> Path:
+    """Project ``name`` in ``work/app`` holding one session of ``messages``, the home written to its
+    file (the world closed, the WAL checkpointed) and the plugin keyword-only; the project's folder."""
+    app = work / "app"
+    app.mkdir()
+    world.project(name, app)
+    world.session(*messages, cwd=app)
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    return app
+
+
 def plugin_settings(home: Path, **values) -> None:
     """Write the plugin's own config.yaml (its data folder), replacing it."""
     import yaml

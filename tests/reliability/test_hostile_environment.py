@@ -17,8 +17,8 @@ import pytest
 
 from cli_runs import HERMES_BIN, MODULE, cli_env, cli_process
 from conftest import REPO, SRC
-from hermes_world import (PLUGIN_KEY, World, checkpoint, db_digest, enable_plugin, plugin_settings,
-                          websocket_app)
+from hermes_world import (PLUGIN_KEY, World, checkpoint, db_digest, enable_plugin, one_session_project,
+                          plugin_settings, websocket_app)
 
 
 def _tree(folder) -> dict:
@@ -236,13 +236,7 @@ def test_an_output_that_cannot_take_every_character_gets_escapes(world, work, en
     whose answer held one (Chinese, the quotes around the query, a middle dot) failed whole, "Internal
     error: UnicodeEncodeError", exit 3, ``--json`` too. Text now shows such a character as a backslash
     escape, as Python writes stderr, and ``--json`` as ``\\uXXXX``, which reads back unchanged."""
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    world.session(("user", "支付回调超时了"), ("assistant", "把 timeout 改成 15 秒 ✓"), cwd=app)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
+    app = one_session_project(world, work, "App", ("user", "支付回调超时了"), ("assistant", "把 timeout 改成 15 秒 ✓"))
     before = db_digest(world.home / "state.db")
     env = cli_env(world.home, PYTHONIOENCODING=encoding)
 

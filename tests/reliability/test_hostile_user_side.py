@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from cli_runs import MODULE, cli_env
-from hermes_world import checkpoint, db_digest, enable_plugin, plugin_settings
+from hermes_world import checkpoint, db_digest, enable_plugin, one_session_project, plugin_settings
 
 
 @pytest.mark.parametrize("encoding", ["gb18030", "latin-1"])
@@ -22,13 +22,7 @@ def test_json_is_utf8_whatever_the_locale(world, work, encoding):
     é, which ``jq`` and every JSON reader (UTF-8, RFC 8259) read as garbage; ``hermes recall --json``
     writes UTF-8 there. It is now ASCII with ``\\uXXXX`` escapes, which reads back unchanged in UTF-8
     and in the locale's encoding alike."""
-    app = work / "app"
-    app.mkdir()
-    world.project("Café", app)
-    world.session(("user", "支付回调超时了, café"), ("assistant", "把 timeout 改成 15 秒"), cwd=app)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
+    app = one_session_project(world, work, "Café", ("user", "支付回调超时了, café"), ("assistant", "把 timeout 改成 15 秒"))
     before = db_digest(world.home / "state.db")
     env = cli_env(world.home, PYTHONIOENCODING=encoding)
     for argv in (["search", "超时", "--json"], ["projects", "--json"], ["status", "--json"]):
