@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import sys
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -454,10 +455,11 @@ class Output:
     def ask(self, question: str, prompt: str) -> str:
         """A yes/no question on the terminal, on stderr: stdout may go to a pipe or a file (``--json |
         jq``), where the person would never see the question, and it would spoil the answer there. The
-        answer, lower case ("" at end of input)."""
+        answer, lower case ("" at end of input), NFKC-folded: a Chinese input method left in full-width
+        mode types ``ｙ`` for y."""
         self._write(sys.stderr, f"{question}\n{prompt}")
         try:
-            return input().strip().lower()
+            return unicodedata.normalize("NFKC", input()).strip().lower()
         except EOFError:
             return ""
 

@@ -265,3 +265,24 @@ def test_quickstart_in_a_home_where_hermes_has_had_no_session_yet(tmp_path, left
     assert "Using the demo home" in done.stdout and "no sessions yet" in done.stdout, done.stdout
     after = {p.name: p.read_bytes() for p in hermes_home.iterdir() if not p.name.endswith(("-wal", "-shm"))}
     assert after == before  # SQLite's own WAL index of a reader aside
+
+
+def test_a_full_width_yes_at_the_consent_question_agrees(remote_pq, server):
+    """A Chinese input method left in full-width mode types ``ｙ`` for y: ``Agree? [y/N]`` took it for
+    no ("nothing recorded", exit 1), though the person agreed. An answer is read as NFKC folds it; what
+    is not y or yes is still no, and nothing is ever sent by agreeing."""
+    from pty_terminal import Terminal
+
+    home = remote_pq["home"]
+    for typed, recorded in (("ｙ", True), ("ｎ", False)):
+        project = "Pelican" if recorded else "Quokka"
+        term = Terminal([*MODULE, "--json", "consent", "grant", "--project", project], cli_env(home),
+                        cwd=remote_pq["p_dir"], stdout=subprocess.PIPE)
+        try:
+            term.wait_for("Agree? [y/N]", timeout=60)
+            term.type(typed)
+            answer, _ = term.proc.communicate(timeout=120)
+        finally:
+            code = term.close()
+        assert code == (0 if recorded else 1) and json.loads(answer)["recorded"] is recorded, (typed, answer)
+    assert server.count() == 0
