@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import results
 from .. import settings as config
+from ..errors import counted
 from ..hits import TIME
 from ..files import envfile
 from ..keyword.engine import from_hermes
@@ -202,7 +203,8 @@ def format_status(response: dict) -> str:
         ("folder", response.get("folder") or "-"),
         ("project", project_label(response["project"])),
         ("attributed by", response.get("attributed_by")),
-        ("in scope", f"{response['sessions_in_scope']} sessions, ~{response['messages_in_scope']} messages"),
+        ("in scope", f"{counted(response['sessions_in_scope'], 'session')}, "
+                     f"~{counted(response['messages_in_scope'], 'message')}"),
         ("keyword", _index_line(response, "keyword")),
         ("semantic", _index_line(response, "semantic")),
         ("state.db", _JOURNAL.get(response.get("journal_mode") or "", "-")),

@@ -162,3 +162,12 @@ def test_a_progress_line_ends_kept_or_erased(tmp_path, capsys):
     out.progress(None, keep=False)
     assert capsys.readouterr().err == ("\rApp (semantic) 1/2 sessions\x1b[K\n"
                                        "\rApp (semantic) 2/2 sessions\x1b[K\r\x1b[K")
+
+
+def test_status_counts_one_session_as_one():
+    """``status`` said "in scope: 1 sessions, ~1 messages"."""
+    response = {"success": True, "folder": "/w/app", "project": {"kind": "explicit", "id": "p_1", "name": "App"},
+                "attributed_by": "folder", "sessions_in_scope": 1, "messages_in_scope": 1,
+                "keyword_status": "ready", "semantic_status": "ready", "journal_mode": "wal",
+                "hermes_home": "/h", "profile": "default"}
+    assert "in scope: 1 session, ~1 message\n" in render.format_status(response) + "\n"
