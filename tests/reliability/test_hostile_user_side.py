@@ -203,14 +203,15 @@ def test_hermes_recall_given_a_home_says_how_to_give_one(world, work, tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, as sudo gives it")
-def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp_path, capsys):
+def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp_path):
     """``sudo project-history-recall …`` (``sudo -E``, or ``HERMES_HOME`` given) on a home another user's
     Hermes writes: every command made the data folder and its files as root's (``status`` saves the
     model there, a search its indexes), after which that user's own searches had neither index ("Permission
     denied"), every move was refused (recall.db could not be made) and ``index`` failed, until someone
     ran ``chown -R``. What a command makes there now goes to the home's owner, as Hermes hands back the
-    config files it writes as root; in a home of root's own nothing changes hands."""
-    from project_history_recall.ui import cli
+    config files it writes as root; in a home of root's own nothing changes hands. Each command in a
+    process of its own, as run: one that ends takes its background work with it."""
+    from cli_runs import cli_process
 
     other = work / "other"
     other.mkdir()
@@ -226,8 +227,8 @@ def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp
         os.lchown(path, user, group)
     for argv, code in ((["status", str(app)], 0), (["search", "websocket", "--dir", str(app)], 0),
                        (["index", "--all"], 0), (["move", asker, str(other)], 0)):
-        assert cli.main([*argv, "--home", str(world.home)]) == code, (argv, capsys.readouterr())
-        capsys.readouterr()
+        done = cli_process(*argv, "--home", str(world.home), env=cli_env(None), cwd=app)
+        assert done.returncode == code, (argv, done.stdout, done.stderr)
         made = [p for p in [data, *data.rglob("*")] if p.lstat().st_uid != user]
         assert not made, (argv, made)
     assert outside.stat().st_uid == 0  # a link's target is not the data folder's
@@ -236,7 +237,7 @@ def test_a_command_run_as_root_leaves_the_homes_owner_its_files(world, work, tmp
     shutil.rmtree(mine / "project-history-recall")
     for path in (mine, mine / "state.db"):
         os.chown(path, 0, 0)
-    cli.main(["status", str(app), "--home", str(mine)])
+    assert cli_process("status", str(app), "--home", str(mine), env=cli_env(None), cwd=app).returncode == 0
     assert all(p.lstat().st_uid == 0 for p in [mine / "project-history-recall", *mine.rglob("project-history-recall/*")])
 
 
