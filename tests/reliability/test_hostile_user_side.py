@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from cli_runs import MODULE, cli_env
-from hermes_world import checkpoint, db_digest, enable_plugin, one_session_project, plugin_settings
+from hermes_world import checkpoint, db_digest, enable_plugin, hermes_line, one_session_project, plugin_settings
 
 
 @pytest.mark.parametrize("encoding", ["gb18030", "latin-1"])
@@ -148,7 +148,9 @@ def test_a_home_named_with_a_tilde_no_shell_expanded(world, work, tmp_path):
     (user / ".hermes").mkdir(parents=True)
     a_file = tmp_path / "hermes.yaml"
     a_file.write_text("model: x\n", encoding="utf-8")
-    for value, said in (("~/.hermes", "'~'"), (str(a_file), "is a file")):
+    # Hermes 0.22 expands the ``~`` itself (``get_hermes_home``), and the plugin reads the home it names.
+    tilde = "'~'" if hermes_line() < (0, 22) else f"at {user / '.hermes' / 'state.db'}. Has Hermes run"
+    for value, said in (("~/.hermes", tilde), (str(a_file), "is a file")):
         env = cli_env(None, HOME=str(user), HERMES_HOME=value)
         done = cli_process("search", "websocket", env=env, cwd=app)
         assert done.returncode == 3 and said in done.stderr and done.stderr.count("\n") == 1, (value, done.stderr)
