@@ -150,6 +150,8 @@ _UNKNOWN_UNIT = re.compile(r"\d+(?:\.\d+)?\s*([^\W\d_]+)")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "mo": 30 * 86400, "y": 365 * 86400}
 AGE_FORMS = ("an age like 30m, 12h, 7d, 2w, 3mo, 1y (s/sec, m/min, h/hr, d/day, w/wk, mo/month, "
              "y/yr/year; a bare number is days)")
+# A bare number that is also a year people search from ("since 2025"): asked which, as a date is.
+_YEAR = re.compile(r"19[7-9]\d|2\d{3}")
 # The furthest back an age reaches: past this no session can be, and the time leaves datetime's range.
 MAX_AGE_YEARS = 99999
 
@@ -167,6 +169,9 @@ def _age_seconds(name: str, text: str) -> float | None:
     if age.group(2) is None and _is_date(number):
         raise UsageError(f"'{name}' {number!r} reads as a date and as a number of days: write "
                          f"{number[:4]}-{number[4:6]}-{number[6:]} for the date or {number}d for days.")
+    if age.group(2) is None and _YEAR.fullmatch(number):
+        raise UsageError(f"'{name}' {number!r} reads as a year and as a number of days: write "
+                         f"{number}-01-01 for the year's start or {number}d for days.")
     seconds = float(number) * _UNIT_SECONDS["mo" if unit.startswith("mo") else unit[0]]
     if seconds > MAX_AGE_YEARS * _UNIT_SECONDS["y"]:
         raise UsageError(f"'{name}' reaches back further than {MAX_AGE_YEARS} years: give a date instead.")

@@ -81,6 +81,7 @@ def test_minutes_are_minutes_and_months_and_years_have_their_own_names():
     ("-7d", "30m, 12h, 7d"),
     ("999999y", "further than 99999 years"),
     ("20260901", "2026-09-01 for the date or 20260901d"),
+    ("2025", "2025-01-01 for the year's start or 2025d"),
 ])
 def test_ages_hermes_does_not_read_are_refused_saying_which_forms_work(value, needle):
     with pytest.raises(UsageError) as exc:
