@@ -12,22 +12,18 @@ import contextlib
 import os
 from pathlib import Path
 
-from ..hermes import paths
 
-
-def give_back(home: Path) -> None:
-    """Hand what root made under ``home``'s data folder (SQLite's WAL files and lock files included) to
-    the user whose Hermes writes the home: ``state.db``'s owner, else the home folder's."""
+def give_back(data: Path, state_db: Path, home: Path) -> None:
+    """Hand what root made under the data folder ``data`` (SQLite's WAL files and lock files included)
+    to the user whose Hermes writes the home: ``state_db``'s owner, else the ``home`` folder's."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return
     try:
-        db = paths.state_db_path(home)
-        owner = (db if db.is_file() else home).stat()
+        owner = (state_db if state_db.is_file() else home).stat()
     except OSError:
         return
     if owner.st_uid == 0:
         return
-    data = paths.data_dir(home)
     for path in _tree(data):
         with contextlib.suppress(OSError):
             if path.lstat().st_uid == 0:  # the link itself, never what it points to

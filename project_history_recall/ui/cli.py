@@ -468,7 +468,8 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
     try:
         return _run(run, command)
     finally:
-        owner.give_back(home)  # run as root (sudo) on another user's home: what it made is that user's
+        # Run as root (sudo) on another user's home: what it made there is that user's.
+        owner.give_back(paths.data_dir(home), paths.state_db_path(home), home)
 
 
 def _run(run: _Run, command) -> int:
