@@ -143,15 +143,17 @@ def test_an_index_that_cannot_be_used_is_said_and_status_names_it(world, work):
 
 
 def _indexed_then_one_more(world, work) -> tuple:
-    """``_app``'s project indexed by a search (semantic search off, a search's budget 1 s), then a session
-    Hermes writes to it: (the folder, the asker)."""
+    """``_app``'s project indexed by a search (semantic search off; the tests' budget, so a busy machine
+    does not decide it), a search's budget then cut to 1 s, and a session Hermes writes to it: (the
+    folder, the asker)."""
     from hermes_state import SessionDB
 
     app, asker = _app(world, work, messages_each=3)
     enable_plugin(world.home)
-    plugin_settings(world.home, semantic=False, index_budget_ms=1000)
+    plugin_settings(world.home, semantic=False)
     assert call(SEARCH, {"query": "websocket reconnect"}, session_id=asker)["keyword_status"] == "ready"
     wait_idle(300)
+    plugin_settings(world.home, semantic=False, index_budget_ms=1000)
     db = SessionDB(db_path=world.home / "state.db")
     try:
         db.create_session("20260903_000001_zebra1", "cli", model="test/model", cwd=str(app))
