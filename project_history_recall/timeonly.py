@@ -26,14 +26,15 @@ from .keyword.querytext import clean_text, terms_besides
 
 # Words that, beside a time and nothing else, ask what went on then, or for the sessions or what was
 # said then, not for a matter: "what did we work on last week?", "what happened yesterday?", "show me
-# yesterday's sessions", "summarize yesterday", "recap last week", 上周忙了些什么, 前天干了啥, 昨天干嘛了,
-# 上周做了哪些事, 总结一下昨天, 回顾上周. Said of no matter, they would rank the sessions that happen to
+# yesterday's sessions", "summarize yesterday", "recap last week", "catch me up on last week", "give me an
+# overview of last week", 上周忙了些什么, 前天干了啥, 昨天干嘛了, 上周做了哪些事, 总结一下昨天, 回顾上周, 昨天的进展. Said of no matter, they would rank the sessions that happen to
 # use the word; the sessions from then are the answer. (English words by their stem, as
 # ``querytext`` gives it: summariz(e), summaris(e), summar(y).)
 WHAT_WENT_ON = frozenset({
     "work", "happen", "talk", "discuss", "chat", "busy", "do", "go", "ask", "show", "list", "session",
-    "conversation", "summariz", "summaris", "summar", "recap", "review", "overview",
-    "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话", "会话",
+    "conversation", "summariz", "summaris", "summar", "recap", "review", "overview", "give", "tell", "catch",
+    "brief", "went",
+    "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话", "会话", "进展",
     "总结", "回顾", "概括", "汇总",
 })
 # The sessions of a time named right after it (昨天的会话, 上周的聊天记录): set aside whole, because

@@ -80,6 +80,9 @@ _CN_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六":
 # look behind it for more (1000天前 is no 000天前, 一百二十天前 no 二十天前).
 _CN_NUMBER = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3}|几)"
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# 周三, 星期天, 礼拜日; not the first of a list or a span of days (周一、三, 周一到周五, 周一至周五).
+_CN_WEEKDAY = r"(?:周(?P<d>[一二三四五六日])|(?:星期|礼拜)(?P<dd>[一二三四五六日天]))(?!\s*(?:到|至|、|~|-|—))"
+_CN_NUMERALS = "零〇一二两三四五六七八九十百千几"
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3),
             "春": (3, 3), "夏": (6, 3), "秋": (9, 3), "冬": (12, 3)}
 # Parts of a year (first month, months long), said after a year or alone: 2024年底, 去年上半年, 年初.
@@ -168,10 +171,18 @@ class _Reader:
         saturday = self.today - timedelta(days=((self.today.weekday() - 5) % 7 or 7) + 7 * (back - 1))
         return self.days(saturday, saturday + timedelta(days=2), EXACT, phrase)
 
-    def weekday(self, name: str, phrase: str) -> Window:
-        back = (self.today.weekday() - _WEEKDAYS.index(name)) % 7 or 7
+    def weekday(self, index: int, phrase: str) -> Window:
+        """The last day ``index`` (0 Monday) before today: asked on a Wednesday, "last Wednesday" and
+        "on Wednesday" are a week back, as the day itself would be "today"."""
+        back = (self.today.weekday() - index) % 7 or 7
         found = self.today - timedelta(days=back)
         return self.days(found, found + timedelta(days=1), EXACT, phrase)
+
+    def day_of_week(self, weeks_back: int, index: int, phrase: str) -> Window | None:
+        """Day ``index`` of the calendar week ``weeks_back`` weeks before this one (上周三, 这周一);
+        None for a day of this week still to come."""
+        found = self.today - timedelta(days=self.today.weekday() + 7 * weeks_back - index)
+        return None if found > self.today else self.days(found, found + timedelta(days=1), EXACT, phrase)
 
     def lunar(self, year: int | None, number: int, leap: bool, day: int | None, phrase: str, *,
               festival: tuple[int, int] | None = None) -> Window | None:
@@ -214,6 +225,11 @@ class _Reader:
         if year is None:
             year = self.today.year if first <= self.today.month else self.today.year - 1
         return self.month(year, first, count, BROAD, phrase)
+
+
+def _cn_weekday(m: re.Match[str]) -> int:
+    """The day a ``_CN_WEEKDAY`` match names, 0 for Monday."""
+    return "一二三四五六日".index((m["d"] or m["dd"]).replace("天", "日"))
 
 
 def _unit(word: str) -> str:
@@ -368,6 +384,9 @@ def _rules() -> list[_Rule]:
         # The past N days / weeks …: from then until now.
         (rf"\b(?:in|over|during)\s+the\s+(?:past|last)\s+(?:{_AMOUNT}\s+)?(?P<u>days?|weeks?|months?|years?)\b", i,
          lambda r, m: _past(r, _english_amount(m["n"]) if m["n"] else 1, _unit(m["u"]), m[0])),
+        # A day of last or this week (上周三, 这周一), before the week it is in; not 上上周三, a week earlier.
+        (rf"(?<!上)(?P<which>上|这|本)(?:个)?{_CN_WEEKDAY}", 0,
+         lambda r, m: r.day_of_week(int(m["which"] == "上"), _cn_weekday(m), m[0])),
         # Weeks, weekends, months, years: last week, this month, 上周, 上个月, 去年, 前年, 今年.
         # The week, weekend and month before last (上上周, 上上周末, 上上个月), each further 上 one more back:
         # the 上周 inside them is not theirs.
@@ -389,7 +408,15 @@ def _rules() -> list[_Rule]:
         (r"(?<![以之从提当几多])前年(?![轻纪龄级度])", 0, lambda r, m: r.ago(2, "year", m[0])),
         (r"\b(?:earlier\s+)?this\s+year\b|今年", i,
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),
-        (rf"\blast\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i, lambda r, m: r.weekday(m["wd"].lower(), m[0])),
+        # A day of the week: last Friday, on Friday, this Monday; 上周三, 这周一, 周五, 星期天. Not a day
+        # that recurs (on Fridays, 每周五, 周一到周五, 周一、三) nor one to come (下周一), nor 周 after a
+        # number (一周一次: once a week). A bare one is the last before today, as "on Friday" is.
+        (rf"\b(?:last|on)\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i,
+         lambda r, m: r.weekday(_WEEKDAYS.index(m["wd"].lower()), m[0])),
+        (rf"\bthis\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i,
+         lambda r, m: r.day_of_week(0, _WEEKDAYS.index(m["wd"].lower()), m[0])),
+        (rf"(?<![上下这本每个到至{_CN_NUMERALS}])(?<!\d){_CN_WEEKDAY}", 0,
+         lambda r, m: r.weekday(_cn_weekday(m), m[0])),
         # A part of a year alone: the last one begun (年底 asked in June is last December's), read
         # relative to the asking as 上个月 is, so a date the question names decides. Not a year's
         # part of a year named (2024年底, 明年年底, 当年年底, 明年的暑假), nor the end of a word that ends in 年

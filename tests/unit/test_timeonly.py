@@ -31,7 +31,11 @@ def _only(question: str) -> bool:
     "summary of yesterday", "summarize yesterday's sessions", "总结一下昨天", "回顾上周", "概括一下上周", "汇总昨天",
     # "earlier today" is a time, not "earlier" to look for; the sessions named right after a time.
     "what did I do earlier today", "earlier this morning", "昨天的会话", "上周的对话", "前天的聊天", "昨天的会话有哪些",
-    "上周的聊天记录", "昨天会话"])
+    "上周的聊天记录", "昨天会话",
+    # A day of the week; asking to be told, briefed or caught up on then; what went on or got done then.
+    "what did I work on on Monday?", "周三聊了什么", "上周五做了什么", "tell me about yesterday",
+    "give me an overview of last week", "catch me up on last week", "brief me on yesterday",
+    "what went on last week", "昨天的进展", "上周有什么进展"])
 def test_a_time_with_stop_words_alone_is_only_a_time(question):
     assert _only(question)
 

@@ -112,6 +112,18 @@ def year(y: int) -> list[tuple[date, date]]:
     ("上周末去哪了", [(date(2023, 10, 21), date(2023, 10, 23))]),
     ("last Friday", one_day(2023, 10, 20)),
     ("last Wednesday", one_day(2023, 10, 18)),  # asked on a Wednesday: a week back
+    # A day of the week alone is the last one before today; of this week, only one already come.
+    ("what did I work on on Monday?", one_day(2023, 10, 23)),
+    ("the bug we found on Wednesday", one_day(2023, 10, 18)),  # asked on a Wednesday: a week back
+    ("this Monday", one_day(2023, 10, 23)),
+    ("周一做了什么", one_day(2023, 10, 23)),
+    ("星期天聊的", one_day(2023, 10, 22)),
+    ("礼拜五的会", one_day(2023, 10, 20)),
+    ("上周三说的方案", one_day(2023, 10, 18)),
+    ("上个周日", one_day(2023, 10, 22)),  # the calendar week's Sunday, its last day
+    ("这周一", one_day(2023, 10, 23)),
+    ("本周三", one_day(2023, 10, 25)),
+    ("上上周三", [(date(2023, 10, 9), date(2023, 10, 16))]),  # the week, not last week's Wednesday
     ("last month", month(2023, 9)),
     ("上个月", month(2023, 9)),
     ("上月的账单", month(2023, 9)),
@@ -306,6 +318,9 @@ def test_a_vague_or_broad_time_counts_less_than_a_named_day():
     "多年底蕴",
     "年初二回娘家",  # the New Year's second day (大年初二 is read as such)
     "明年年底再说",
+    # Days of the week that recur, are to come or count weeks.
+    "on Mondays we deploy", "this Friday", "每周一开会", "周一到周五上班", "周一至周五", "周一、三、五健身",
+    "下周一", "本周五", "一周一次", "两个周一",
     "每年年底",
     "",
 ])
