@@ -11,6 +11,10 @@ Sources, later ones winning key by key:
 5. the same two sections of Hermes's managed scope (``host.managed_config``), which an
    administrator pins: they win over the user's, as its ``timezone`` does for Hermes.
 
+In Hermes's files a ``${NAME}`` in a value is replaced by that variable, as Hermes replaces it
+(``_expand_env_vars``): from the managed ``.env``, the profile's ``.env`` or the environment, the
+first that has it; one that none has stays as written.
+
 A bad value never stops the plugin: it is reported (naming the source and
 the key) and the default is used instead. Secrets never live here: an API key
 is named by the ``.env`` variable that holds it, and a warning never repeats
@@ -286,6 +290,10 @@ def _leaves(values: dict, prefix: str = "") -> list[str]:
 
 
 _loaded = StampCache()
+# The variables a ``${NAME}`` in Hermes's files named when a home's settings were last read: a change
+# to one reads them again, as Hermes's own config cache does.
+_named: dict[str, tuple[str, ...]] = {}
+_VARIABLE = re.compile(r"\$\{([^}]+)\}")  # Hermes's own pattern: no default, no bare $NAME
 
 
 def load(home: Path) -> Settings:
@@ -294,23 +302,54 @@ def load(home: Path) -> Settings:
     Parsed again only when one of the files changes (a tool call reads
     the settings more than once, and Hermes's config.yaml can be long)."""
     managed = host.managed_config()
+    environment = host.environment(home)
+    named = _named.get(str(home), ())
     stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"),
-             file_stamp(managed) if managed is not None else None)
-    return _loaded.get(str(home), stamp, lambda: _load(home, managed))
+             *(file_stamp(path) if path is not None else None
+               for path in (managed, environment.pinned, envfile.env_path(home) if named else None)),
+             tuple(environment.get(name) for name in named))
+    return _loaded.get(str(home), stamp, lambda: _load(home, managed, environment))
 
 
-def _load(home: Path, managed: Path | None = None) -> Settings:
+def _hermes_read(path: Path, warnings: list[str], home: Path, environment: envfile.Environment, named: set[str]
+                 ) -> dict:
+    """What the settings take from a Hermes config.yaml (its ``plugins`` and ``timezone``), ``${NAME}``
+    replaced as Hermes replaces it."""
+    data = _read_yaml(path, warnings)
+    return {key: _expanded(data[key], home, environment, named) for key in ("plugins", "timezone") if key in data}
+
+
+def _expanded(value: Any, home: Path, environment: envfile.Environment, named: set[str]) -> Any:
+    """``value`` with each ``${NAME}`` in its strings replaced as Hermes replaces it; the names in ``named``."""
+    if isinstance(value, dict):
+        return {k: _expanded(v, home, environment, named) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expanded(v, home, environment, named) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def variable(m: re.Match[str]) -> str:
+        named.add(m[1])
+        found, _ = envfile.lookup(home, m[1], environment)
+        return m[0] if found is None else found
+
+    return _VARIABLE.sub(variable, value)
+
+
+def _load(home: Path, managed: Path | None, environment: envfile.Environment) -> Settings:
     warnings: list[str] = []
     values = copy.deepcopy(DEFAULTS)
     origins = {key: DEFAULTS_SOURCE for key in _leaves(DEFAULTS)}
     sources = [DEFAULTS_SOURCE]
     own = str(plugin_config_path(home))
     layers = [(own, _read_yaml(plugin_config_path(home), warnings))]
-    hermes = _read_yaml(home / "config.yaml", warnings)
+    named: set[str] = set()
+    hermes = _hermes_read(home / "config.yaml", warnings, home, environment, named)
     layers += _hermes_sections(home / "config.yaml", hermes)
     # What an administrator pinned in Hermes's managed scope comes last: it wins, as in Hermes.
-    pinned = _read_yaml(managed, warnings) if managed is not None else {}
+    pinned = _hermes_read(managed, warnings, home, environment, named) if managed is not None else {}
     layers += _hermes_sections(managed, pinned) if managed is not None else []
+    _named[str(home)] = tuple(sorted(named))
     for source, overlay in layers:
         if overlay:
             if isinstance(overlay, dict) and CONSENTS_KEY in overlay:

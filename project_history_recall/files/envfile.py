@@ -11,8 +11,10 @@ The file is read here rather than with Hermes's ``get_env_value`` because the
 standalone CLI runs without Hermes and may read another profile
 (``--home``) than the one Hermes would pick. It follows Hermes's own rules:
 ``.env`` wins over a value inherited from the shell (``load_hermes_dotenv``
-loads it with ``override=True``), ``export`` prefixes and quotes are accepted,
-a comment after the value is no part of it, a byte-order mark is ignored.
+loads it with ``override=True``), and the ``.env`` of an administrator's managed
+scope wins over both (Hermes loads it last, with ``override=True``); ``export``
+prefixes and quotes are accepted, a comment after the value is no part of it, a
+byte-order mark is ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Callable, Mapping
 from .filestamp import StampCache, file_stamp, read_regular
 
 ENV_FILE = ".env"
+PINNED = "managed .env"
 # What a variable name may look like (the same rule as Hermes's save_env_value).
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MASK = "[redacted]"
@@ -100,12 +103,18 @@ class Environment:
 
     get: Callable[[str], str | None] = os.environ.get
     expands: bool = True
+    # The managed scope's ``.env``, whose variables win over the profile's and the environment's.
+    pinned: Path | None = None
 
 
 def read(home: Path, expands: bool = True) -> dict[str, str]:
     """The profile's ``.env``, parsed (``${NAME}`` from the process's environment too when
     ``expands``); re-read only when the file changes."""
-    path = env_path(home)
+    return read_file(env_path(home), expands)
+
+
+def read_file(path: Path, expands: bool = True) -> dict[str, str]:
+    """The ``.env`` file at ``path``, parsed as ``read`` parses the profile's."""
     stamp = file_stamp(path)
     if stamp is None:
         return {}
@@ -117,9 +126,12 @@ def read(home: Path, expands: bool = True) -> dict[str, str]:
 
 
 def lookup(home: Path, name: str | None, environment: Environment = Environment()) -> tuple[str | None, str]:
-    """(the value, where it was found: ".env" | "environment" | "") for variable ``name``."""
+    """(the value, where it was found: "managed .env" | ".env" | "environment" | "") for variable ``name``."""
     if not name or not NAME.match(name):
         return None, ""
+    value = read_file(environment.pinned).get(name) if environment.pinned is not None else None
+    if value:
+        return value, PINNED
     value = read(home, environment.expands).get(name)
     if value:
         return value, ENV_FILE
@@ -169,7 +181,7 @@ def describe(home: Path, name: str | None, environment: Environment = Environmen
     value, where = lookup(home, name, environment)
     shown = {"variable": name, "set": bool(value)}
     if value:
-        shown["from"] = str(env_path(home)) if where == ENV_FILE else "the environment"
+        shown["from"] = {ENV_FILE: str(env_path(home)), PINNED: str(environment.pinned)}.get(where, "the environment")
         shown["value"] = "****"
     return shown
 

@@ -97,10 +97,22 @@ def managed_config() -> Path | None:
     (``HERMES_MANAGED_DIR`` when set and a folder, else ``/etc/hermes`` when there), not by importing it:
     importing ``hermes_cli`` re-wraps the process's stdout as UTF-8, past the standalone command line's
     own handling of a terminal that cannot show every character. None when there is none."""
+    folder = _managed_folder()
+    return folder / "config.yaml" if folder is not None else None
+
+
+def managed_env() -> Path | None:
+    """The ``.env`` of Hermes's managed scope, which Hermes loads last over the profile's ``.env`` and
+    the environment, so a key an administrator pins there is the one used. None when there is none."""
+    folder = _managed_folder()
+    return folder / ".env" if folder is not None else None
+
+
+def _managed_folder() -> Path | None:
     override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
     folder = Path(override) if override else Path("/etc/hermes")
     # os.path: False, where Path.is_dir raises, for a name past the system's limits or holding a NUL.
-    return folder / "config.yaml" if os.path.isdir(folder) else None
+    return folder if os.path.isdir(folder) else None
 
 
 def environment(home: Path) -> envfile.Environment:
@@ -110,8 +122,8 @@ def environment(home: Path) -> envfile.Environment:
     (``get_secret``), and its ``.env`` without the environment. The launching profile's own home
     reads the environment, which is its own (the plugin's background threads bind no scope)."""
     if not _multiplexed() or _same_folder(home, _launch_home()):
-        return envfile.Environment()
-    return envfile.Environment(get=_served_secret, expands=False)
+        return envfile.Environment(pinned=managed_env())
+    return envfile.Environment(get=_served_secret, expands=False, pinned=managed_env())
 
 
 def _launch_home() -> Path | None:

@@ -18,6 +18,7 @@ from embed_server import EmbeddingServer, Reply
 from project_history_recall import redaction
 from project_history_recall import settings as config
 from project_history_recall.files import configfile, envfile
+from project_history_recall.hermes import host
 from project_history_recall.semantic import consent, consent_secret, consent_tokens
 from project_history_recall.semantic.embedders import openai as remote_embedder
 from project_history_recall.semantic.embedders.base import EmbedderUnavailable
@@ -107,6 +108,32 @@ def test_base_url_is_normalised(home):
     assert config.load(home).openai.base_url == "http://localhost:11434/v1"
 
 
+def test_a_variable_named_in_hermes_config_is_read_as_hermes_reads_it(home, monkeypatch):
+    """Hermes replaces ``${NAME}`` in its config.yaml (the profile's ``.env`` over the shell's); one
+    that nothing sets stays as written, and here is then no variable name, so the default holds."""
+    (home / ".env").write_text("EMBED_URL=http://localhost:11434/v1\n", encoding="utf-8")
+    monkeypatch.setenv("EMBED_MODEL", "nomic-embed-text")
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    (home / "config.yaml").write_text(textwrap.dedent("""\
+        timezone: ${USER_ZONE}
+        plugins:
+          project-history-recall:
+            openai:
+              base_url: ${EMBED_URL}
+              model: ${EMBED_MODEL}
+              api_key_env: ${NOT_SET_ANYWHERE}
+        """), encoding="utf-8")
+    monkeypatch.setenv("USER_ZONE", "Asia/Shanghai")
+    s = config.load(home)
+    assert (s.openai.base_url, s.openai.model, s.hermes_timezone) == (
+        "http://localhost:11434/v1", "nomic-embed-text", "Asia/Shanghai")
+    assert s.openai.api_key_env == "OPENAI_API_KEY" and any("openai.api_key_env" in w for w in s.warnings)
+    monkeypatch.setenv("EMBED_MODEL", "mxbai-embed-large")  # a variable changed is read again
+    assert config.load(home).openai.model == "mxbai-embed-large"
+    (home / ".env").write_text("EMBED_URL=http://127.0.0.1:8080/v1\n", encoding="utf-8")
+    assert config.load(home).openai.base_url == "http://127.0.0.1:8080/v1"
+
+
 # -- .env ----------------------------------------------------------------------------------------
 def test_env_file_is_read_like_hermes_does(home, monkeypatch):
     (home / ".env").write_text("\ufeff# comment\nexport A_KEY='one two'\nB_KEY=\"q\\\"x\"\nnot a line\nC_KEY=plain\n",
@@ -120,6 +147,26 @@ def test_env_file_is_read_like_hermes_does(home, monkeypatch):
     assert envfile.lookup(home, "NOPE") == (None, "")
     shown = envfile.describe(home, "C_KEY")
     assert shown["set"] and "plain" not in str(shown)
+
+
+def test_a_key_an_administrator_pins_in_the_managed_env_wins_as_in_hermes(home, tmp_path, monkeypatch):
+    """Hermes loads the managed scope's ``.env`` last, with override: its value beats the profile's
+    ``.env`` and the shell's; a variable it does not pin is read as ever."""
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / ".env").write_text("C_KEY=pinned-by-admin\n", encoding="utf-8")
+    (home / ".env").write_text("C_KEY=mine\nD_KEY=also-mine\n", encoding="utf-8")
+    monkeypatch.setenv("C_KEY", "from-shell")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    environment = host.environment(home)
+    assert envfile.lookup(home, "C_KEY", environment) == ("pinned-by-admin", envfile.PINNED)
+    assert envfile.lookup(home, "D_KEY", environment) == ("also-mine", ".env")
+    shown = envfile.describe(home, "C_KEY", environment)
+    assert shown["from"] == str(managed / ".env") and "pinned-by-admin" not in str(shown)
+    own_config(home, "embedder: openai\nopenai:\n  api_key_env: C_KEY\n")
+    assert config.configured_key(home) == "pinned-by-admin"  # the key the remote embedder sends
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(tmp_path / "no-such-folder"))
+    assert envfile.lookup(home, "C_KEY", host.environment(home)) == ("mine", ".env")
 
 
 # -- editing config.yaml --------------------------------------------------------------------------
