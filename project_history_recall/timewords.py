@@ -408,13 +408,16 @@ def _rules() -> list[_Rule]:
         (r"(?<![以之从提当几多])前年(?![轻纪龄级度])", 0, lambda r, m: r.ago(2, "year", m[0])),
         (r"\b(?:earlier\s+)?this\s+year\b|今年", i,
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),
-        # A day of the week: last Friday, on Friday, this Monday; 上周三, 这周一, 周五, 星期天. Not a day
-        # that recurs (on Fridays, 每周五, 周一到周五, 周一、三) nor one to come (下周一), nor 周 after a
-        # number (一周一次: once a week). A bare one is the last before today, as "on Friday" is.
-        (rf"\b(?:last|on)\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i,
-         lambda r, m: r.weekday(_WEEKDAYS.index(m["wd"].lower()), m[0])),
+        # A day of the week: last Friday, on Friday, Friday, this Monday; 上周三, 这周一, 周五, 星期天. Not a
+        # day that recurs (on Fridays, every Friday, Monday to Friday, 每周五, 周一到周五, 周一、三) nor one
+        # to come (next Friday, 下周一), nor 周 after a number (一周一次: once a week). A bare one is the
+        # last before today, as "last Friday" is.
         (rf"\bthis\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i,
          lambda r, m: r.day_of_week(0, _WEEKDAYS.index(m["wd"].lower()), m[0])),
+        (rf"(?<!\bevery\s)(?<!\beach\s)(?<!\bnext\s)(?<!\bcoming\s)(?<!\bfollowing\s)"
+         rf"(?<!\bto\s)(?<!\bthrough\s)(?<!\bthru\s)(?<![-–—]\s)(?<![-–—])"
+         rf"\b(?:(?:last|on)\s+)?(?P<wd>{'|'.join(_WEEKDAYS)})\b(?!\s*(?:[-–—]|(?:to|through|thru|till|until)\s))", i,
+         lambda r, m: r.weekday(_WEEKDAYS.index(m["wd"].lower()), m[0])),
         (rf"(?<![上下这本每个到至{_CN_NUMERALS}])(?<!\d){_CN_WEEKDAY}", 0,
          lambda r, m: r.weekday(_cn_weekday(m), m[0])),
         # A part of a year alone: the last one begun (年底 asked in June is last December's), read

@@ -114,6 +114,8 @@ def year(y: int) -> list[tuple[date, date]]:
     ("last Wednesday", one_day(2023, 10, 18)),  # asked on a Wednesday: a week back
     # A day of the week alone is the last one before today; of this week, only one already come.
     ("what did I work on on Monday?", one_day(2023, 10, 23)),
+    ("what did we do Monday", one_day(2023, 10, 23)),
+    ("Friday's deploy", one_day(2023, 10, 20)),
     ("the bug we found on Wednesday", one_day(2023, 10, 18)),  # asked on a Wednesday: a week back
     ("this Monday", one_day(2023, 10, 23)),
     ("周一做了什么", one_day(2023, 10, 23)),
@@ -319,7 +321,8 @@ def test_a_vague_or_broad_time_counts_less_than_a_named_day():
     "年初二回娘家",  # the New Year's second day (大年初二 is read as such)
     "明年年底再说",
     # Days of the week that recur, are to come or count weeks.
-    "on Mondays we deploy", "this Friday", "每周一开会", "周一到周五上班", "周一至周五", "周一、三、五健身",
+    "on Mondays we deploy", "this Friday", "every Monday we deploy", "next Friday", "Monday to Friday",
+    "Monday through Friday", "Monday-Friday", "Mon–Fri", "the coming Sunday", "每周一开会", "周一到周五上班", "周一至周五", "周一、三、五健身",
     "下周一", "本周五", "一周一次", "两个周一",
     "每年年底",
     "",
