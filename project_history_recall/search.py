@@ -393,12 +393,11 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     return response
 
 
-def _times_named(req: SearchRequest, ctx: SearchContext) -> list[timewords.Window]:
-    """The times the question names ("last week", "in May 2023"), read from when the asking
-    session asks (``messages.asked_at``; from now when the caller has no session)."""
+def _asked_at(ctx: SearchContext) -> float:
+    """When the asking session asks (``messages.asked_at``; now when the caller has no session): the
+    time "last week" is read from."""
     caller, now = ctx.scope.caller_session, time.time()
-    asked = messages.asked_at(ctx.conn, caller, now) if caller else None
-    return timewords.find(req.query, asked or now, req.zone)
+    return (messages.asked_at(ctx.conn, caller, now) if caller else None) or now
 
 
 def _lifted(req: SearchRequest, settings: config.Settings, windows: list[timewords.Window],
@@ -460,15 +459,18 @@ def _answer(req: SearchRequest, ctx: SearchContext
             ) -> tuple[list[sessions.Group[Hit]], str, semantic.Outcome, keyword.Source | None, tuple[str, ...]]:
     """``_search``'s answer and what the response's warnings say of it. A question that names only a
     time is answered by the sessions from then (``timeonly``), in every mode: the engines have nothing
-    to look for. Any other is ranked by the engines, the time it names lifting the hits from then
-    unless ``time_weight`` is 0."""
-    named = _times_named(req, ctx)
-    if timeonly.asks_only(req.query, named):
+    to look for; so is one that asks for the session before this one ("what did we do last time?"),
+    by the sessions before it. Any other is ranked by the engines, the time it names lifting the hits
+    from then unless ``time_weight`` is 0."""
+    asked = _asked_at(ctx)
+    named = timewords.find(req.query, asked, req.zone)
+    alone = named or timeonly.before_this(req.query, asked)
+    if timeonly.asks_only(req.query, alone):
         # As in keyword mode, the semantic index is only topped up in the background.
         outcome = semantic.run(ctx, 0, wait=False)
-        groups = timeonly.sessions_from_then(ctx, named, req.limit)
+        groups = timeonly.sessions_from_then(ctx, alone, req.limit)
         bounded = req.since is not None or req.until is not None
-        return groups, TIME, outcome, None, (timeonly.note(named, bool(groups), bounded),)
+        return groups, TIME, outcome, None, (timeonly.note(alone, bool(groups), bounded),)
     return (*_search(req, ctx, named if ctx.settings.time_weight else []), ())
 
 

@@ -11,6 +11,12 @@ about the cache last week?") is ranked as ever, the time lifting the hits from t
 Whether there is anything else is the keyword side's own reading of the question (``querytext``)
 once the phrases the time words were read from are set aside: what is left is stop words or
 nothing.
+
+So is a question that asks for the session before this one and nothing else ("what did we do last
+time?", "where did we leave off?", 上次聊到哪了, 上一个会话): its answer is the sessions before the
+asking, newest first (``before_this``). It is no time for ``timewords``: beside a matter (上次看牙花了多少钱,
+"the last time we changed the cache") it picks that matter's latest occasion among the sessions that
+match, which a window over all the past would not do.
 """
 
 from __future__ import annotations
@@ -35,12 +41,18 @@ WHAT_WENT_ON = frozenset({
     "conversation", "summariz", "summaris", "summar", "recap", "review", "overview", "give", "tell", "catch",
     "brief", "went",
     "做", "干", "干嘛", "忙", "聊", "搞", "弄", "发生", "聊天", "讨论", "进行", "事", "工作", "对话", "会话", "进展",
+    "聊到", "说到", "继续",
     "总结", "回顾", "概括", "汇总",
 })
 # The sessions of a time named right after it (昨天的会话, 上周的聊天记录): set aside whole, because
 # the words are cut apart there (昨天的会话 into 昨天 / 的 / 会 / 话, 聊天记录 into 聊天 / 记录), and
 # 话 or 记录 alone is no asking what went on.
 _SESSIONS_AFTER = r"\s*的?\s*(?:会话|对话|聊天记录|聊天)"
+# The session before this one: "last time", "the previous session", "where did we leave off", 上次, 上一回,
+# 上一个会话 (not 上上次, the one before that).
+_BEFORE_THIS = re.compile(
+    r"\b(?:last|previous|prior)\s+(?:time|session|conversation|chat)\b|\bwhere\s+(?:did\s+)?we\s+(?:leave|left)\s+off\b"
+    r"|\bwhere\s+were\s+we\b|(?<!上)上一?(?:个\s*)?(?:次|回|会话|对话)", re.IGNORECASE)
 
 
 def asks_only(question: str, windows: Sequence[timewords.Window]) -> bool:
@@ -51,6 +63,13 @@ def asks_only(question: str, windows: Sequence[timewords.Window]) -> bool:
     named = [m[0] for phrase in times for m in re.finditer(re.escape(phrase) + _SESSIONS_AFTER, clean_text(question))]
     return bool(windows) and all((t.stem or t.text) in WHAT_WENT_ON
                                  for t in terms_besides(question, [*named, *times]))
+
+
+def before_this(question: str, asked: float) -> list[timewords.Window]:
+    """The time before ``asked`` when ``question`` asks for the session before this one, as a window
+    named by the words that ask it (``asks_only`` sets them aside); else none."""
+    found = _BEFORE_THIS.search(question or "")
+    return [timewords.Window(0.0, asked, timewords.EXACT, found[0])] if found else []
 
 
 def sessions_from_then(ctx: SearchContext, windows: Sequence[timewords.Window], limit: int
@@ -70,6 +89,12 @@ def note(windows: Sequence[timewords.Window], found: bool, bounded: bool) -> str
     """The response's warning: why these sessions, in this order, or why none (``bounded``: the
     request gave since or until)."""
     named = ", ".join(dict.fromkeys(f"“{w.phrase}”" for w in windows))
+    if all(w.start <= 0 for w in windows):  # before_this
+        return (f"the question asks for the session before this one ({named}) and nothing else to look for, so "
+                "these are the latest sessions, newest first, each shown by its first message (the user's where "
+                "there is one); add what it was about to rank by that instead." if found else
+                f"the question asks for the session before this one ({named}), and no session searched is "
+                f"older{' between since and until' if bounded else ''}: nothing to show.")
     if found:
         return (f"the question names only a time ({named}) and nothing else to look for, so these are the "
                 "sessions with messages from then, newest first, each shown by its first message from then "

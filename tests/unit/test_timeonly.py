@@ -60,3 +60,26 @@ def test_the_note_names_the_time_and_says_whether_any_session_was_then():
     assert "“上周”" in timeonly.note(windows, True, False) and "newest first" in timeonly.note(windows, True, False)
     assert "no session searched has messages from then: " in timeonly.note(windows, False, False)
     assert "between since and until" in timeonly.note(windows, False, True)
+
+
+def _before(question: str) -> bool:
+    return timeonly.asks_only(question, timeonly.before_this(question, ASKED))
+
+
+@pytest.mark.parametrize("question", [
+    "what did we do last time?", "where did we leave off?", "where were we", "the previous session",
+    "recap the last session", "what did we talk about in the previous conversation", "上次", "上次聊到哪了",
+    "上次我们聊了什么", "上一次说到哪了", "上回做了什么", "上一个会话", "上个会话", "继续上次的"])
+def test_asking_for_the_session_before_this_one_alone_lists_the_sessions_before_it(question):
+    assert _before(question)
+    (window,) = timeonly.before_this(question, ASKED)
+    assert (window.start, window.end) == (0.0, ASKED)
+    assert "the session before this one" in timeonly.note([window], True, False)
+
+
+@pytest.mark.parametrize("question", [
+    "上次看牙花了多少钱", "the last time we changed the cache", "what did we decide last time about retries?",
+    "上上次", "这次", "one more time", "上次问你绿萝的叶子变黄 你说是什么原因"])
+def test_the_session_before_this_one_beside_a_matter_or_not_asked_is_not(question):
+    assert not _before(question)
+
