@@ -27,12 +27,12 @@ SEARCH_SCHEMA = {
         "mode: hybrid (default) for questions; keyword for exact error codes, symbols, file names; "
         "semantic for the same idea in other words or another language. Each result is one "
         "session, best first: its best message (message_id, snippet, context) and, in more_hits, its "
-        "other matching messages. A time alone ('yesterday', '上周') lists the sessions from then, newest "
-        "first. Read around a message_id with "
+        "other matching messages. A time alone ('yesterday', '上周', 'last time') lists the sessions from then, "
+        "newest first. Read around a message_id with "
         "session_search(session_id=..., around_message_id=..., profile=...); cite the session's link. "
         "project.kind 'home': nothing was searched; offer project_session_move, or use session_search. "
-        "keyword_status, semantic_status (why: *_reason) and warnings say what the search went without. "
-        "semantic_status 'consent_required': keyword results are there, nothing was sent; tell the user what "
+        "keyword_status, semantic_status (why: *_reason) and warnings say what it went without. "
+        "semantic_status 'consent_required': keyword results are there, nothing sent; tell the user what "
         "'consent' says would be sent, and ask."
     ),
     "parameters": {
