@@ -354,14 +354,14 @@ def parse(raw: object) -> ParsedQuery:
     return ParsedQuery(raw=text, terms=kept[:MAX_TERMS])
 
 
-def terms_besides(raw: str, phrases: Iterable[str]) -> list[Term]:
-    """What ``parse`` looks for in ``raw`` besides its stop words, once each of ``phrases`` (parts of
-    it: the times a question names) is set aside: nothing in "what did we do yesterday?" besides
-    "yesterday", "bug" in "昨天的bug"."""
+def terms_besides(raw: str, phrases: Iterable[str], keep_stop: bool = False) -> list[Term]:
+    """What ``parse`` looks for in ``raw`` besides its stop words (with them when ``keep_stop``), once
+    each of ``phrases`` (parts of it: the times a question names) is set aside: nothing in "what did we
+    do yesterday?" besides "yesterday", "bug" in "昨天的bug"."""
     rest = clean_text(raw)
     for phrase in phrases:
         rest = rest.replace(phrase, " ")
-    return _terms(rest, keep_stop=False)
+    return _terms(rest, keep_stop=keep_stop)
 
 
 def stop_words(query: ParsedQuery) -> ParsedQuery:

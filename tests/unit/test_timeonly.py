@@ -78,6 +78,16 @@ def test_asking_for_the_session_before_this_one_alone_lists_the_sessions_before_
 
 
 @pytest.mark.parametrize("question", [
+    "what did we do?", "what were we working on?", "what did we do recently?", "what's new", "recap", "做了什么",
+    "最近做了什么", "最近在忙什么", "我们在做什么", "总结一下", "帮我总结"])
+def test_a_question_of_no_matter_that_asks_what_went_on_lists_the_latest_sessions(question):
+    assert _before(question)
+    (window,) = timeonly.before_this(question, ASKED)
+    assert window.phrase == "" and "names no matter to look for" in timeonly.note([window], True, False)
+
+
+@pytest.mark.parametrize("question", [
+    "the", "what", "websocket", "status",
     "上次看牙花了多少钱", "the last time we changed the cache", "what did we decide last time about retries?",
     "上上次", "这次", "one more time", "上次问你绿萝的叶子变黄 你说是什么原因"])
 def test_the_session_before_this_one_beside_a_matter_or_not_asked_is_not(question):
