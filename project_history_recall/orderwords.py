@@ -125,10 +125,12 @@ _OUTCOME = re.compile(
     r"|end(?:s|ed)?\s+up|end\s+result|turn(?:s|ed)?\s+out)\b"
     r"|后来|最后|最终|结果|到底|终于|(?:怎么样|怎样|咋样|如何)了", re.IGNORECASE)
 # ...and words that ask how it stands now, or for its latest mention: "current" and a bare "now"
-# too, as 现在 is ("what is my current rent", "how much does she weigh now").
+# too, as 现在 is ("what is my current rent", "how much does she weigh now"), and "last" said of an act
+# ("when did we last touch the parser?", "what did I last set the timeout to"), not of a time.
 _NOW = re.compile(
     r"\b(?:latest|most\s+recent(?:ly)?|the\s+last\s+time|current(?:ly)?|now(?:adays)?|these\s+days"
-    r"|at\s+the\s+moment)\b"
+    r"|at\s+the\s+moment|(?:did|do|does|have|has|had)\s+(?:\w+\s+){1,2}last(?!\s+(?:week|month|year|night|"
+    r"time|name|\w+day|weekend|one|few|two|three)\b))\b"
     r"|现在|如今|目前|最近一次", re.IGNORECASE)
 
 
