@@ -25,9 +25,13 @@ import dataclasses
 import os
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .. import consenting, errors, indexing, move, overview, search
 from .. import settings as config
@@ -465,11 +469,50 @@ def dispatch(home: Path, args: argparse.Namespace) -> int:
                   f"consent (see {prog} --help)")
         return EXIT_USAGE
     run = _Run(home, args, out)
+    with _stoppable():
+        try:
+            return _run(run, command)
+        finally:
+            # Run as root (sudo) on another user's home: what it made there is that user's.
+            owner.give_back(paths.data_dir(home), paths.state_db_path(home), home)
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived: the command ends as a Ctrl-C ends it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# Signals that end a command the way a Ctrl-C does. Left to their default, they ended the process
+# where it stood: ``timeout``, systemd and a closed terminal stopped an ``index --all`` without a
+# word, and what a root command had made in another user's home stayed root's.
+_STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextmanager
+def _stoppable() -> Iterator[None]:
+    """For the block, SIGTERM and SIGHUP raise ``_Stopped`` where the command stands, so that its
+    ``finally`` blocks run. A second such signal meets the default again and ends the process at
+    once; a signal the caller ignores (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, _frame):
+        signal.signal(signum, signal.SIG_DFL)
+        raise _Stopped(signum)
+
+    before = {sig: signal.getsignal(sig) for sig in _STOPPING}
+    for sig, handler in before.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, stop)
     try:
-        return _run(run, command)
+        yield
     finally:
-        # Run as root (sudo) on another user's home: what it made there is that user's.
-        owner.give_back(paths.data_dir(home), paths.state_db_path(home), home)
+        for sig, handler in before.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _run(run: _Run, command) -> int:
@@ -477,8 +520,11 @@ def _run(run: _Run, command) -> int:
     try:
         return command(run)
     except KeyboardInterrupt:
-        run.out.error("interrupted")
+        run.out.error("interrupted" + _kept(run))
         return 130
+    except _Stopped as exc:
+        run.out.error(f"stopped by {signal.Signals(exc.signum).name}" + _kept(run))
+        return 128 + exc.signum
     except BrokenPipeError:
         # The reader stopped early (`… | head`) while a command printed more than one answer
         # (``quickstart``'s searches): what it wanted was printed. Python would report the pipe again
@@ -491,6 +537,14 @@ def _run(run: _Run, command) -> int:
     except Exception as exc:  # a PluginError raised before the library was called (a bad --dir), or a bug
         prog = getattr(run.args, "prog", "") or "project-history-recall"
         return run.emit(edge.failure(run.home, exc, f"{prog} {run.args.recall_command}"), render.format_message)
+
+
+def _kept(run: _Run) -> str:
+    """What an interrupted command leaves, where that is news: an index run keeps every batch it
+    committed, and the next run goes on from there."""
+    if getattr(run.args, "recall_command", None) != "index":
+        return ""
+    return "; what it indexed is kept, and the same command run again goes on from there"
 
 
 def run_from_hermes(args: argparse.Namespace) -> None:

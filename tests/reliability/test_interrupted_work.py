@@ -1,0 +1,105 @@
+"""The fourteenth hostile sweep, the user's files: work interrupted and taken up again, and the plugin's
+files written by another version of it. Real processes of the command line on homes Hermes's own
+``SessionDB`` wrote; the rule as before: nothing of the user's lost, the state said as it is, the
+next run finishing the work without redoing what was done."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cli_runs import cli_env, cli_process
+from conftest import SRC
+from hermes_world import EN_DOCS, checkpoint, db_digest, plugin_settings, seed_saved_model
+
+
+def _big_project(world, work) -> tuple:
+    """Project Big: six sessions of every EN_DOCS text, embedded two chunks a batch; (its folder, the
+    number of chunks a whole index holds)."""
+    folder = work / "big"
+    folder.mkdir()
+    world.project("Big", folder)
+    for i in range(6):
+        world.session(*[("user", f"note {i}-{j}: {EN_DOCS[k]}") for j, k in enumerate(EN_DOCS)], cwd=folder)
+    plugin_settings(world.home, batch_size=2)
+    seed_saved_model(world.home)
+    checkpoint(world.home)
+    return folder, 6 * len(EN_DOCS)
+
+
+def _index_stopped(home, folder, signum: int, after_batches: int = 3) -> subprocess.CompletedProcess:
+    """``index FOLDER`` in a process of its own that is sent ``signum`` (as ``timeout``, systemd or a
+    closed terminal send it) once ``after_batches`` batches are committed."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from project_history_recall.semantic import indexer
+        from project_history_recall.ui import cli
+        batches = []
+        real = indexer.Indexer._embed_and_store
+        def signalled(self, *a, **k):
+            real(self, *a, **k)
+            batches.append(1)
+            if len(batches) == {after_batches}:
+                os.kill(os.getpid(), {int(signum)})
+        indexer.Indexer._embed_and_store = signalled
+        raise SystemExit(cli.main(["--home", {str(home)!r}, "index", {str(folder)!r}]))
+    """)
+    return subprocess.run([sys.executable, "-c", script], env=cli_env(home), capture_output=True, text=True,
+                          timeout=600)
+
+
+def _chunks(home) -> int:
+    db = sqlite3.connect(home / "project-history-recall" / "embeddings.db")
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_an_index_run_stopped_by_a_signal_says_so_and_the_next_run_goes_on(world, work, signum):
+    """``timeout 10m project-history-recall index --all``, systemd stopping a job, a terminal closed:
+    SIGTERM and SIGHUP ended the run where it stood, without a word (the shell showed only exit 143 or
+    129), and its ``finally`` blocks never ran. Now it stops as a Ctrl-C stops it: one line saying so
+    and that what was indexed is kept, exit 128 + the signal; the next run embeds only the rest."""
+    folder, total = _big_project(world, work)
+    state = db_digest(world.home / "state.db")
+    stopped = _index_stopped(world.home, folder, signum)
+    assert stopped.returncode == 128 + signum, (stopped.returncode, stopped.stderr)
+    said = stopped.stderr.replace("\r", "\n").strip().splitlines()[-1]
+    assert f"stopped by {signal.Signals(signum).name}" in said and "kept" in said, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    kept = _chunks(world.home)
+    assert 0 < kept < total
+    again = cli_process("index", str(folder), "--json", home=world.home)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["totals"]["chunks_embedded"] == total - kept
+    assert _chunks(world.home) == total
+    assert db_digest(world.home / "state.db") == state
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, as sudo gives it")
+def test_an_index_run_as_root_stopped_by_sigterm_hands_back_what_it_made(world, work):
+    """``sudo timeout 1h project-history-recall index --all`` on a home another user's Hermes writes:
+    the run stopped by SIGTERM left the data folder and its indexes root's (a completed run or a Ctrl-C
+    hands them back), so that user's own Hermes could open neither index until someone ran ``chown
+    -R``."""
+    folder, _total = _big_project(world, work)
+    user = 65534
+    for path in (world.home, world.home / "state.db", world.home / "project-history-recall",
+                 world.home / "project-history-recall" / "config.yaml"):
+        os.lchown(path, user, user)
+    stopped = _index_stopped(world.home, folder, signal.SIGTERM)
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr
+    data = world.home / "project-history-recall"
+    assert (data / "embeddings.db").exists()
+    assert [p for p in [data, *data.rglob("*")] if p.lstat().st_uid != user] == []
