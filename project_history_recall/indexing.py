@@ -135,7 +135,13 @@ def _keyword(home: Path, wanted, on_progress: OnProgress | None) -> dict:
             if on_progress else None))
     keeper.settle()  # also what an earlier run or the background left unmerged
     return {"index": str(keeper.index.path), "sessions": sum(len(s) for _, _, s in wanted),
-            "sessions_updated": updated}
+            "sessions_updated": updated, **_rebuilt(keeper.index)}
+
+
+def _rebuilt(index: derived.DerivedFile) -> dict:
+    """``rebuilt``: why the run began the index afresh (another version of the plugin laid it out),
+    when it did: a run that embeds everything again says why, for a remote model at a price."""
+    return {"rebuilt": index.rebuilt_reason} if index.rebuilt_reason else {}
 
 
 def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, on_progress: OnProgress | None,
@@ -183,7 +189,7 @@ def _semantic(home: Path, settings: Settings, ready: semantic.Outcome, wanted, o
                      "seconds": round(progress.seconds, 2), "embed_seconds": round(progress.embed_seconds, 2)})
     out: dict[str, object] = {
         "model": embedder.fingerprint, "model_name": embedder.model, "index": str(store.path), "projects": done,
-        "totals": {k: sum(s[k] for s in done) for k in _TOTALS}}
+        "totals": {k: sum(s[k] for s in done) for k in _TOTALS}, **_rebuilt(store)}
     if estimate is not None:
         out["estimate"] = estimate
     if skipped:

@@ -205,6 +205,37 @@ def _not_a_database(path: Path) -> bool:
         conn.close()
 
 
+REBUILDS = "the next search or the 'index' command rebuilds it from Hermes's sessions"
+
+
+def laid_out_by_another(path: Path, version: int, expected: dict[str, str] | None = None) -> str | None:
+    """Why the existing derived file at ``path`` is rebuilt by the next process that opens it for
+    use ("was written by …; …", after its name), when it is one another version of the plugin laid out: its ``schema_version`` is not
+    ``version``, or a ``meta`` value named in ``expected`` (key: the value this version writes) is
+    set to another. None when it is this version's, or when that cannot be read (opening it then
+    says why). For the ``status`` command, which makes and changes nothing: opening such a file
+    for use deletes it and starts it afresh."""
+    wanted = {"schema_version": str(version), **(expected or {})}
+    try:
+        conn = sqlite3.connect(sqlite_uri(path, "mode=ro"), uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        stored = dict(conn.execute(
+            f"SELECT key, value FROM meta WHERE key IN ({', '.join('?' for _ in wanted)})", list(wanted)).fetchall())
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    if "schema_version" not in stored:
+        return None
+    differ = [f"{key.replace('_', ' ')} {stored[key]}, this plugin writes {value}" for key, value in wanted.items()
+              if key in stored and stored[key] != value]
+    if not differ:
+        return None
+    return f"was written by another version of this plugin ({'; '.join(differ)}); {REBUILDS}"
+
+
 def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
     try:

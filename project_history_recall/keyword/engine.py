@@ -336,7 +336,8 @@ def _source(home: Path, settings: Settings,
     if isinstance(states, textindex.Pending):
         if states.locked:  # not a build: another process held the file's write lock past the search's budget
             return Source(instead=states.why(), status="unavailable")
-        return Source(instead=states.why(), status="indexing", index=states.counts())
+        rebuilt = f" ({keeper.index.rebuilt_reason})" if keeper.index.rebuilt_reason else ""
+        return Source(instead=states.why() + rebuilt, status="indexing", index=states.counts())
     return ready(keeper, states)
 
 
@@ -356,11 +357,16 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, members: li
     says them (``Source.fields``), and for a current scope its ``keyword_index`` too; nothing is
     indexed (``Keeper.report``). A home never searched has no ``keywords.db``, and a status read
     makes none: not built yet."""
-    if settings.keyword_index and members and not (paths.data_dir(home) / textindex.FILE_NAME).exists():
-        why = derived.cannot_make(paths.data_dir(home) / textindex.FILE_NAME)  # as the next search meets it
+    path = paths.data_dir(home) / textindex.FILE_NAME
+    if settings.keyword_index and members and not path.exists():
+        why = derived.cannot_make(path)  # as the next search meets it
         if why is not None:
             return Source(instead=f"could not be used: {why}", status="unavailable").fields()
         return Source(status="indexing", index=textindex.progress(0, len(members)), built=False).fields()
+    # Another version's file is rebuilt by the next search: opened here, it was emptied by a look.
+    other = textindex.another_version(path) if settings.keyword_index and members else None
+    if other is not None:
+        return Source(instead=other, status="indexing", index=textindex.progress(0, len(members))).fields()
     done = textindex.progress(len(members), len(members))
     return _source(home, settings, lambda keeper: keeper.report(conn, members),
                    lambda _keeper, _states: Source(index=done)).fields()

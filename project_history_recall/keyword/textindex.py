@@ -273,6 +273,13 @@ class Pending:
         return progress(self.current, self.sessions)
 
 
+def another_version(path: Path) -> str | None:
+    """Why the ``keywords.db`` at ``path`` is started afresh by the next process that opens it for
+    use (another version laid it out, or made its tokens another way), or None; opening it
+    changes nothing (``status``)."""
+    return derived.laid_out_by_another(path, SCHEMA_VERSION, {"tokenizer": TOKENIZER_VERSION})
+
+
 class TextIndex(derived.DerivedFile):
     """One keywords.db."""
 
@@ -291,6 +298,9 @@ class TextIndex(derived.DerivedFile):
             piled = garbage > GARBAGE_LIMIT and garbage > (
                 conn.execute("SELECT coalesce(sum(next_seq), 0) FROM sessions").fetchone()[0] / 2)
         if meta.get("tokenizer") != TOKENIZER_VERSION or piled:
+            if meta.get("tokenizer") not in (None, TOKENIZER_VERSION):
+                self.rebuilt_reason = (f"{self.path.name} was made by another version of this plugin (tokenizer "
+                                       f"{meta['tokenizer']}, this plugin's is {TOKENIZER_VERSION}); rebuilt")
             self._reset()
 
     def _reset(self) -> None:

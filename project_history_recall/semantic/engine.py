@@ -22,7 +22,7 @@ from ..hits import SEMANTIC, Hit
 from ..scope.resolve import Scope, known_scopes
 from . import consent, consent_request, embedders, indexer, kept
 from .embedders.base import Embedder
-from .store import VectorStore, path_for
+from .store import SCHEMA_VERSION, VectorStore, path_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -187,6 +187,8 @@ def _run(ctx: SearchContext, limit: int, wait: bool, candidates: set[int] | None
         out.status = "indexing"
         out.reason = (f"building the semantic index for this project ({pending} sessions to go); "
                       "it continues in the background")
+        if store.rebuilt_reason:
+            out.reason += f" ({store.rebuilt_reason})"
         return out
     elif pending:
         out.status = "partial"
@@ -268,7 +270,10 @@ def warm(home: Path, settings: Settings, scope: Scope) -> None:
 def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scope) -> Outcome:
     """The scope's semantic status without indexing or searching (``status`` command). A home
     never searched has no ``embeddings.db``, and a status read makes none: not built yet."""
-    built = path_for(paths.data_dir(home)).exists()
+    path = path_for(paths.data_dir(home))
+    # Another version's file is rebuilt by the next search: opened here, it was deleted by a look.
+    other = derived.laid_out_by_another(path, SCHEMA_VERSION) if path.exists() else None
+    built = path.exists() and other is None
     store: VectorStore | None = None
     if built:
         out = prepare(home, settings, wait=None)
@@ -279,7 +284,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         loaded = _loaded(settings, wait=None)
         if isinstance(loaded, Outcome):
             return loaded
-        why = derived.cannot_make(path_for(paths.data_dir(home)))  # as the next search meets it
+        why = derived.cannot_make(path)  # as the next search meets it
         if why is not None:
             return Outcome("unavailable", f"the vector index cannot be used: {why}")
         embedder = loaded
@@ -311,7 +316,7 @@ def report(home: Path, settings: Settings, conn: sqlite3.Connection, scope: Scop
         out.status = "partial" if indexed else "indexing"
         out.reason = (f"{pending} of {len(members)} sessions are not indexed yet; the next search indexes them "
                       "in the background, or run the 'index' command") if built else (
-            derived.not_built("semantic", "builds it in the background"))
+            f"{path.name} {other}" if other else derived.not_built("semantic", "builds it in the background"))
         if store is not None and store.held_elsewhere():  # as a search would meet it, and say
             out.status, out.reason = "unavailable", _held_off(pending, len(members), indexed)
     return out

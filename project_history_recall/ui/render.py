@@ -303,6 +303,8 @@ def format_index(response: dict) -> str:
     if kw:
         lines.append(f"Keyword index: {kw['sessions_updated']:,} of {kw['sessions']:,} sessions brought up to date "
                      f"in {kw['index']}")
+        if kw.get("rebuilt"):
+            lines.append(f"  {kw['rebuilt']}")
     if response.get("semantic_status") != "ready":
         lines.append(f"Semantic index: not built: {response.get('semantic_reason')}")
     elif response["projects"]:
@@ -311,6 +313,10 @@ def format_index(response: dict) -> str:
         lines.append(f"Indexed {len(response['projects'])} project(s), {totals['sessions']:,} sessions with "
                      f"{response['model_name']} into {response['index']}")
         lines.append(f"  {_index_work(totals, rate)}; {totals['seconds']:.1f} s")
+        if response.get("rebuilt"):
+            lines.append(f"  {response['rebuilt']}")
+    if response.get("repaired"):
+        lines.append(f"Repaired: {response['repaired']}")
     for item in response.get("skipped_for_consent", []):
         done = "Stopped" if "sent_before_withdrawal" in item else "Skipped"
         lines.append(f"{done} {item['project']['name']}: {item['reason']}. To agree: {item['how_to_record']}")

@@ -103,3 +103,65 @@ def test_an_index_run_as_root_stopped_by_sigterm_hands_back_what_it_made(world, 
     data = world.home / "project-history-recall"
     assert (data / "embeddings.db").exists()
     assert [p for p in [data, *data.rglob("*")] if p.lstat().st_uid != user] == []
+
+
+def _set_meta(path, key: str, value: str) -> None:
+    """``key`` of a derived file's ``meta`` set to ``value``, as another version writes it; the WAL
+    folded in, so the file's bytes tell any later change."""
+    db = sqlite3.connect(path)
+    try:
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+
+
+def _bytes(path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+@pytest.mark.parametrize("other", ["newer", "older", "tokenizer"])
+def test_an_index_of_another_version_is_kept_by_status_and_its_rebuild_said(world, work, other):
+    """A ``keywords.db`` and an ``embeddings.db`` another version of the plugin wrote: a newer one's
+    after a downgrade, an older one's after an upgrade, a keyword index of another tokenizer.
+    ``status``, a look that makes nothing, opened both for use, and so deleted them (and emptied the
+    keyword index of another tokenizer), then said "400 of 400 sessions are not indexed yet" as of a
+    home never indexed; the search that followed had nothing left to say, and ``index`` embedded every
+    message again (for a remote model, sent it again) without a word of why. Now ``status`` leaves both
+    files as they are and says which version wrote them and that the next search or ``index`` rebuilds
+    them; ``index`` says it rebuilt them, and why."""
+    from project_history_recall.keyword import textindex
+    from project_history_recall.semantic import store
+
+    folder, total = _big_project(world, work)
+    plugin_settings(world.home)  # the default batch size
+    assert cli_process("index", str(folder), home=world.home).returncode == 0
+    data = world.home / "project-history-recall"
+    keywords, vectors = data / textindex.FILE_NAME, data / store.FILE_NAME
+    if other == "tokenizer":
+        _set_meta(keywords, "tokenizer", str(int(textindex.TOKENIZER_VERSION) + 1))
+    else:
+        step = 1 if other == "newer" else -1
+        _set_meta(keywords, "schema_version", str(textindex.SCHEMA_VERSION + step))
+        _set_meta(vectors, "schema_version", str(store.SCHEMA_VERSION + step))
+    files = {p: _bytes(p) for p in (keywords, vectors)}
+    state = db_digest(world.home / "state.db")
+
+    looked = cli_process("status", str(folder), "--json", home=world.home)
+    assert looked.returncode == 0, looked.stderr
+    said = json.loads(looked.stdout)
+    assert {p: _bytes(p) for p in files} == files
+    assert said["keyword_status"] == "indexing" and "another version" in said["keyword_reason"], said
+    if other != "tokenizer":
+        assert said["semantic_status"] == "indexing" and "another version" in said["semantic_reason"], said
+
+    rebuilt = cli_process("index", str(folder), home=world.home)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout.count("another version") == (1 if other == "tokenizer" else 2), rebuilt.stdout
+    assert _chunks(world.home) == total
+    again = cli_process("index", str(folder), "--json", home=world.home)
+    done = json.loads(again.stdout)
+    assert done["totals"]["chunks_embedded"] == 0 and done["keyword"]["sessions_updated"] == 0
+    assert "rebuilt" not in done and "rebuilt" not in done["keyword"]
+    assert db_digest(world.home / "state.db") == state
