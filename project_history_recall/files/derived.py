@@ -216,8 +216,11 @@ def laid_out_by_another(path: Path, version: int, expected: dict[str, str] | Non
     says why). For the ``status`` command, which makes and changes nothing: opening such a file
     for use deletes it and starts it afresh."""
     wanted = {"schema_version": str(version), **(expected or {})}
+    if not_a_file(path) is not None or not path.is_file():  # SQLite's read of a FIFO waits for ever
+        return None
     try:
-        conn = sqlite3.connect(sqlite_uri(path, "mode=ro"), uri=True)
+        # No wait: a file another process holds locked is told by the search, which waits its budget.
+        conn = sqlite3.connect(sqlite_uri(path, "mode=ro"), uri=True, timeout=0)
     except sqlite3.Error:
         return None
     try:

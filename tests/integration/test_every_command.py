@@ -329,7 +329,8 @@ def test_ctrl_c_during_index_ends_the_progress_line_first_and_resumes_later(worl
 
     monkeypatch.setattr(render.Output, "progress", interrupted_while_drawing)
     assert cli.main(["index", "--all", "--home", str(place["home"])]) == 130
-    assert screen.getvalue().endswith("\x1b[K\n" + f"{PROG}: interrupted\n"), screen.getvalue()[-300:]
+    assert screen.getvalue().endswith("\x1b[K\n" + f"{PROG}: interrupted; what it indexed is kept, and the same "
+                                      "command run again goes on from there\n"), screen.getvalue()[-300:]
     monkeypatch.setattr(render.Output, "progress", draw)
     assert cli.main(["index", "--all", "--home", str(place["home"])]) == 0
 

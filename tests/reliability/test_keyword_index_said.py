@@ -19,7 +19,8 @@ from write_lock import WriteLock
 
 SEARCH = "project_history_search"
 MEANWHILE = "; keyword results come from Hermes's own indexes meanwhile, weaker on Chinese"
-BUILDING = re.compile(r"keyword index is being built \(\d+ of \d+ sessions\)" + re.escape(MEANWHILE))
+# After the count, in brackets, why the file was begun afresh when a search found it so.
+BUILDING = re.compile(r"keyword index is being built \(\d+ of \d+ sessions\)(?: \(.+\))?" + re.escape(MEANWHILE))
 
 
 def _app(world, work, messages_each: int) -> tuple:
@@ -81,6 +82,7 @@ def test_a_build_in_the_background_is_said_until_the_index_answers(world, work, 
     _junk(data)
     rebuilt = json.loads(_cli(world.home, app, "search", "支付回调超时", "--mode", "keyword", "--json"))
     assert [w for w in _said(rebuilt) if BUILDING.fullmatch(w)] == _said(rebuilt) != [], rebuilt
+    assert "keywords.db was not a database" in rebuilt["keyword_reason"], rebuilt
     assert list(data.glob("keywords.db.broken-*"))
 
 
