@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 from conftest import SRC
@@ -52,6 +53,29 @@ def cli_process(*args: str, home: Path | None = None, cwd: Path | None = None, e
     cmd = [str(HERMES_BIN), "recall", *args] if hermes else [*MODULE, *args]
     return subprocess.run(cmd, env=cli_env(home) if env is None else env, cwd=cwd or home, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=no_growth if limit_file_size else None)
+
+
+def index_signalled(home, folder, signum: int, after_batches: int = 3) -> subprocess.CompletedProcess:
+    """``index FOLDER`` on ``home`` in a process of its own that sends itself ``signum`` (SIGKILL; SIGTERM
+    or SIGHUP, as ``timeout``, systemd or a closed terminal send them) once ``after_batches`` batches
+    of embeddings are committed."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from project_history_recall.semantic import indexer
+        from project_history_recall.ui import cli
+        batches = []
+        real = indexer.Indexer._embed_and_store
+        def signalled(self, *a, **k):
+            real(self, *a, **k)
+            batches.append(1)
+            if len(batches) == {after_batches}:
+                os.kill(os.getpid(), {int(signum)})
+        indexer.Indexer._embed_and_store = signalled
+        raise SystemExit(cli.main(["--home", {str(home)!r}, "index", {str(folder)!r}]))
+    """)
+    return subprocess.run([sys.executable, "-c", script], env=cli_env(home), capture_output=True, text=True,
+                          timeout=600)
 
 
 def run_in_terminal(args: list[str], env: dict, timeout: float = 240.0) -> tuple[int, str]:

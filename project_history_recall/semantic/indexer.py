@@ -67,7 +67,7 @@ class LeftProject(Exception):
 class Progress:
     """What one indexing pass did (the CLI prints it)."""
 
-    sessions: int = 0
+    sessions: int = 0  # sessions whose vectors changed (embedded, removed or replaced)
     messages: int = 0
     chunks: int = 0
     batches: int = 0  # embedding calls made
@@ -316,6 +316,7 @@ class Indexer(Worker[Work, vectors.VectorState]):
         size, overlap = self.settings.chunk_chars, self.settings.chunk_overlap
         batch = self.settings.batch_size
         reconcile = work.kind == "reconcile"
+        before = (progress.chunks, progress.removed, progress.changed) if progress else None
         with reading(state_path) as (conn, shape):
             # Rewound rows are embedded (a restore brings them back; searches filter them out);
             # scaffolding Hermes never shows is not: it can never be a result.
@@ -351,8 +352,8 @@ class Indexer(Worker[Work, vectors.VectorState]):
                 if progress is None and not reconcile and self._newer_scope_waiting(work):
                     return mid
         self._embed_and_store(work, pending, work.seen[1], progress, seen=work.seen)
-        if progress:
-            progress.sessions += 1
+        if progress and (progress.chunks, progress.removed, progress.changed) != before:
+            progress.sessions += 1  # updated: a session only checked (``index_now`` checks all) is not
         if on_batch:
             on_batch()
         return None

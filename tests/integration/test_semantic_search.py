@@ -8,16 +8,12 @@ background indexer to be done, it waits for it explicitly.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from conftest import SRC
+from cli_runs import index_signalled
 from hermes_world import (EN_DOCS, ZH_DOCS, ask, call, checkpoint, db_digest, enable_plugin, ids, plugin_module,
                           plugin_settings, semantic_docs, wait_idle, write_as_importer)
 
@@ -280,23 +276,7 @@ def test_killed_indexing_run_resumes(world, work):
                 for i in range(6)]
     asker = world.session(cwd=folder)
     plugin_settings(world.home, batch_size=2)
-    script = textwrap.dedent(f"""
-        import os, signal, sys
-        sys.path.insert(0, {str(SRC)!r})
-        from pathlib import Path
-        from project_history_recall.semantic import indexer
-        from project_history_recall.ui import cli
-        batches = []
-        real = indexer.Indexer._embed_and_store
-        def dying(self, *a, **k):
-            real(self, *a, **k)
-            batches.append(1)
-            if len(batches) == 7:
-                os.kill(os.getpid(), signal.SIGKILL)
-        indexer.Indexer._embed_and_store = dying
-        cli.main(["--home", {str(world.home)!r}, "index", {str(folder)!r}])
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], env=dict(os.environ), capture_output=True, text=True)
+    proc = index_signalled(world.home, folder, signal.SIGKILL, after_batches=7)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     db = sqlite3.connect(world.home / "project-history-recall" / "embeddings.db")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

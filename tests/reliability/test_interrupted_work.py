@@ -9,14 +9,10 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from cli_runs import cli_env, cli_process
-from conftest import SRC
+from cli_runs import cli_process, index_signalled
 from hermes_world import EN_DOCS, checkpoint, db_digest, plugin_settings, seed_saved_model
 
 
@@ -32,28 +28,6 @@ def _big_project(world, work) -> tuple:
     seed_saved_model(world.home)
     checkpoint(world.home)
     return folder, 6 * len(EN_DOCS)
-
-
-def _index_stopped(home, folder, signum: int, after_batches: int = 3) -> subprocess.CompletedProcess:
-    """``index FOLDER`` in a process of its own that is sent ``signum`` (as ``timeout``, systemd or a
-    closed terminal send it) once ``after_batches`` batches are committed."""
-    script = textwrap.dedent(f"""
-        import os, sys
-        sys.path.insert(0, {str(SRC)!r})
-        from project_history_recall.semantic import indexer
-        from project_history_recall.ui import cli
-        batches = []
-        real = indexer.Indexer._embed_and_store
-        def signalled(self, *a, **k):
-            real(self, *a, **k)
-            batches.append(1)
-            if len(batches) == {after_batches}:
-                os.kill(os.getpid(), {int(signum)})
-        indexer.Indexer._embed_and_store = signalled
-        raise SystemExit(cli.main(["--home", {str(home)!r}, "index", {str(folder)!r}]))
-    """)
-    return subprocess.run([sys.executable, "-c", script], env=cli_env(home), capture_output=True, text=True,
-                          timeout=600)
 
 
 def _chunks(home) -> int:
@@ -73,7 +47,7 @@ def test_an_index_run_stopped_by_a_signal_says_so_and_the_next_run_goes_on(world
     and that what was indexed is kept, exit 128 + the signal; the next run embeds only the rest."""
     folder, total = _big_project(world, work)
     state = db_digest(world.home / "state.db")
-    stopped = _index_stopped(world.home, folder, signum)
+    stopped = index_signalled(world.home, folder, signum)
     assert stopped.returncode == 128 + signum, (stopped.returncode, stopped.stderr)
     said = stopped.stderr.replace("\r", "\n").strip().splitlines()[-1]
     assert f"stopped by {signal.Signals(signum).name}" in said and "kept" in said, stopped.stderr
@@ -98,7 +72,7 @@ def test_an_index_run_as_root_stopped_by_sigterm_hands_back_what_it_made(world, 
     for path in (world.home, world.home / "state.db", world.home / "project-history-recall",
                  world.home / "project-history-recall" / "config.yaml"):
         os.lchown(path, user, user)
-    stopped = _index_stopped(world.home, folder, signal.SIGTERM)
+    stopped = index_signalled(world.home, folder, signal.SIGTERM)
     assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr
     data = world.home / "project-history-recall"
     assert (data / "embeddings.db").exists()
@@ -163,5 +137,7 @@ def test_an_index_of_another_version_is_kept_by_status_and_its_rebuild_said(worl
     again = cli_process("index", str(folder), "--json", home=world.home)
     done = json.loads(again.stdout)
     assert done["totals"]["chunks_embedded"] == 0 and done["keyword"]["sessions_updated"] == 0
+    # As the keyword side counts them: a run that finds nothing to do updated no session (it said all 6).
+    assert done["totals"]["sessions_updated"] == 0, done["totals"]
     assert "rebuilt" not in done and "rebuilt" not in done["keyword"]
     assert db_digest(world.home / "state.db") == state
