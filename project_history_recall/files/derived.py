@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 _NOT_A_DATABASE = 26  # SQLITE_NOTADB
 _DAMAGE = {11, _NOT_A_DATABASE}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
-_WRITE_FAILED = {8, 10, 13, 14}  # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
+_READONLY = 8  # SQLITE_READONLY
+_WRITE_FAILED = {_READONLY, 10, 13, 14}  # SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN
 LOCK_WAIT = 10.0  # seconds, as SQLite's own busy timeout below
 _WRITE_TURN = 0.05  # seconds: one turn of waiting for another process's write lock (``Store.transaction``)
 T = TypeVar("T")
@@ -258,6 +259,23 @@ def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     return conn
 
 
+def _reads_only(conn: sqlite3.Connection) -> bool:
+    """Whether SQLite opened the file only for reading, as it does, for good, when the file could not be
+    written then (its mode, its owner, a read-only mount): a write tried and rolled back tells. Another
+    process's write lock says nothing either way (no wait for it)."""
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE meta SET value = value WHERE key = 'schema_version'")
+    except sqlite3.Error as exc:
+        return _primary(exc) == _READONLY
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT * 1000)}")
+    return False
+
+
 def _in_use(path: Path) -> bool:
     """Whether another connection has the SQLite file at ``path`` open: taking a file out of WAL mode
     needs it alone, and is refused at once otherwise. Every release keeps its derived files in WAL
@@ -410,6 +428,7 @@ class DerivedFile:
         self.writes = 0  # commits through this object (data_version only sees other connections')
         self.damaged: str | None = None  # why the file was set aside while in use
         self._conn, self.rebuilt_reason = open_or_rebuild(path, schema, version)
+        self._reads_only = _reads_only(self._conn)
         self._inode = inode(path)
         self._quiet: tuple | None = None  # the stat of the file when a full check last trusted it
 
@@ -424,6 +443,10 @@ class DerivedFile:
         ~0.5 ms a file; a file unchanged since a check trusted it skips that read."""
         with self.lock:
             if self.damaged is not None:
+                return False
+            if self._reads_only and os.access(self.path, os.W_OK):
+                # Opened while it could not be written, and writable now: a long-lived process (Hermes's
+                # gateway) otherwise failed every write to it until it restarted.
                 return False
             stat = _stat(self.path)
             if stat is not None and stat == self._quiet:
@@ -446,6 +469,7 @@ class DerivedFile:
                 yield self._conn
             except sqlite3.Error as exc:
                 if not is_damage(exc):
+                    self._reads_only = self._reads_only or _primary(exc) == _READONLY
                     raise describe(self.path, exc) from exc
                 raise self._damaged(exc) from exc
 

@@ -141,3 +141,37 @@ def test_an_index_of_another_version_is_kept_by_status_and_its_rebuild_said(worl
     assert done["totals"]["sessions_updated"] == 0, done["totals"]
     assert "rebuilt" not in done and "rebuilt" not in done["keyword"]
     assert db_digest(world.home / "state.db") == state
+
+
+def test_a_long_lived_process_takes_its_indexes_back_once_they_can_be_written(world, work, monkeypatch):
+    """Hermes's gateway opened ``keywords.db`` and ``embeddings.db`` while they could not be written
+    (a backup's ``chmod 444``, a read-only mount of them, another user's files): SQLite then opens a file
+    read-only, for good. Once the files could be written again, every search of that process still said
+    "keyword index could not be used: attempt to write a readonly database", its new messages searched
+    through Hermes's indexes only, until Hermes was restarted. The index is now opened again once its file
+    can be written. (SQLite's own fallback, a connection that only reads, is made here as it makes it:
+    root writes any file whatever its mode.)"""
+    from hermes_world import call, enable_plugin, found, plugin_module
+
+    folder, _total = _big_project(world, work)
+    plugin_settings(world.home)
+    assert cli_process("index", str(folder), home=world.home).returncode == 0
+    asker = world.session(cwd=folder)
+    enable_plugin(world.home)
+    derived = plugin_module("files.derived")
+
+    def read_only(path, schema, version):
+        return sqlite3.connect(derived.sqlite_uri(path, "mode=ro"), uri=True, timeout=10, isolation_level=None,
+                               check_same_thread=False)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(derived, "_connect", read_only)
+        first = call("project_history_search", {"query": "pelican harbour", "mode": "hybrid"}, session_id=asker)
+        assert first["keyword_status"] == "ready", first
+        new = world.session(("user", "the pelican harbour moved to blue-green deployments"), cwd=folder)
+        stuck = call("project_history_search", {"query": "pelican harbour", "mode": "keyword"}, session_id=asker)
+        assert stuck["keyword_status"] == "unavailable" and "readonly" in stuck["keyword_reason"], stuck
+    # The files can be written again: the next search writes them.
+    back = call("project_history_search", {"query": "pelican harbour", "mode": "hybrid"}, session_id=asker)
+    assert back["keyword_status"] == "ready" and back["semantic_status"] == "ready", back
+    assert new in found(back)
