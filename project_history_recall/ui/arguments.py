@@ -7,6 +7,7 @@ time it starts: the parser needs the settings' limits, the commands need the eng
 from __future__ import annotations
 
 import argparse
+import difflib
 import types
 from typing import Any, NoReturn
 from pathlib import Path
@@ -29,11 +30,17 @@ def _dash_hint(parser: argparse.ArgumentParser, message: str) -> str:
     that does (``search -v``, ``session -x``) was refused as an unknown option, or left the argument
     "required" though the person gave it: how to pass one, where that may be what happened."""
     words = [a for a in parser._actions if not a.option_strings and a.nargs != argparse.PARSER]
-    dashed = message.startswith("unrecognized arguments:") and any(
-        w.startswith("-") for w in message.split(":", 1)[1].split())
-    if not words or not (dashed or message.startswith("the following arguments are required:")):
+    unknown = [w for w in message.split(":", 1)[1].split() if w.startswith("-")] \
+        if message.startswith("unrecognized arguments:") else []
+    if not words or not (unknown or message.startswith("the following arguments are required:")):
         return ""
-    return f"; a {words[0].dest} that starts with '-' goes after '--', as in: {parser.prog} -- -x"
+    # An option's name mistyped (``consent grant --dir X``) is likelier than a value that starts with '-'.
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    named = unknown[0].split("=", 1)[0] if unknown and unknown[0].startswith("--") else ""
+    close = difflib.get_close_matches(named, options, n=1) if named else []
+    mistyped = (f"; {named} is no option of {parser.prog}" + (f" (did you mean {close[0]}?)" if close else "")
+                if named else "")
+    return f"{mistyped}; a {words[0].dest} that starts with '-' goes after '--', as in: {parser.prog} -- -x"
 
 
 def _parse_strictly(parser: argparse.ArgumentParser, args=None, namespace=None):

@@ -87,3 +87,25 @@ def test_ages_hermes_does_not_read_are_refused_saying_which_forms_work(value, ne
     with pytest.raises(UsageError) as exc:
         parse_time("since", value, 1_800_000_000.0)
     assert needle in str(exc.value)
+
+
+@pytest.mark.parametrize("argv, said, not_said", [
+    # A mistyped option is named as one, with the nearest option where there is one; a value that starts
+    # with '-' is still shown how to pass.
+    (["search", "websocket", "--limt", "3"], ["--limt is no option of", "did you mean --limit?", "goes after '--'"],
+     []),
+    (["consent", "grant", "--dir", "/tmp"], ["--dir is no option of", "a dir that starts with '-'"], ["did you mean"]),
+    (["search", "-x"], ["a query that starts with '-' goes after '--'"], ["no option"]),
+])
+def test_an_unknown_option_is_said_to_be_one(argv, said, not_said, capsys):
+    import argparse
+
+    from project_history_recall.ui import arguments
+
+    parser = argparse.ArgumentParser(prog="project-history-recall")
+    arguments.setup_parser(parser, standalone=True)
+    with pytest.raises(SystemExit) as stopped:
+        parser.parse_args(argv)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1, err
+    assert all(s in err for s in said) and not any(s in err for s in not_said), err
