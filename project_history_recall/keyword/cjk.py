@@ -21,7 +21,9 @@ The dictionary keeps some compounds whole that English writes as two words
 Kana and hangul are not in jieba's dictionary: katakana runs are kept whole
 (loanwords), hiragana is grammar (particles, endings), and a
 hangul word (Korean separates words with spaces, but glues particles to
-them) is kept whole with its bigrams as a recall net.
+them) is kept whole with its bigrams as a recall net. So is a run of Thai, Lao,
+Burmese or Khmer (``UNSPACED``), scripts that, like Chinese, put no space between
+words: a word of one is found anywhere in a run, as a Chinese word is.
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ NAMING_WORDS = frozenset("年会 过年 太太 天才 天使 中年 外地 内�
 # names and places, 𠮷), as the inside of a character class ([{HAN}]).
 HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
 _KANA = r"\u3040-\u30ff"
+# Thai and Lao, Myanmar (Burmese), Khmer: scripts written without spaces between words, their
+# vowel and tone marks included (as the inside of a character class).
+UNSPACED = r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
 _HANGUL = re.compile(r"^[\uac00-\ud7af]+$")
-_PIECES = re.compile(f"[{HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+")
+_PIECES = re.compile(f"[{HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+|[{UNSPACED}]+")
 _HAN_START = re.compile(f"[{HAN}]")
 
 logger = logging.getLogger(__name__)
@@ -110,7 +115,7 @@ def words(run: str) -> list[str]:
     out: list[str] = []
     for piece in _PIECES.findall(run):
         if not _HAN_START.match(piece):
-            out.append(piece)  # kana or hangul: not in the dictionary, kept whole
+            out.append(piece)  # kana, hangul, Thai…: not in the dictionary, kept whole
         elif cut:
             out.extend(w for w in cut(piece) if w.strip())
         else:

@@ -12,8 +12,10 @@ Hermes's indexes answer most terms, but not all of them well:
 So the plugin keeps a derived index in its data folder, never in
 ``state.db``, rebuildable from it at any time:
 
-- **Tokens** (``tokens``): text decoded, NFKC-normalised and case-folded;
-  words (letters and digits) as themselves; every run of CJK characters as
+- **Tokens** (``tokens``): text decoded and normalised (``querytext.normalise``:
+  NFKC, case folded, invisible breaks deleted, Turkish i's made one);
+  words (letters and digits) as themselves; every run of CJK characters (and of
+  Thai, Lao, Burmese or Khmer, written without spaces too) as
   its overlapping bigrams followed by its characters, so a word of any
   length is a token (one or two characters) or a phrase of bigrams; emoji
   as tokens. Segmentation-free: nothing depends on a dictionary.
@@ -59,7 +61,6 @@ import logging
 import re
 import sqlite3
 import time
-import unicodedata
 from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain
@@ -75,7 +76,8 @@ from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
 from .lengths import Lengths, PerSession
-from .querytext import fts_quote
+from .cjk import UNSPACED
+from .querytext import fts_quote, normalise
 
 if TYPE_CHECKING:
     import numpy as np
@@ -85,7 +87,7 @@ logger = logging.getLogger(__name__)
 FILE_NAME = "keywords.db"
 SCHEMA_VERSION = 3
 # Bump when ``tokens`` changes: the index is then rebuilt.
-TOKENIZER_VERSION = "4"
+TOKENIZER_VERSION = "5"
 
 # Letters, digits, private use and symbols (emoji) are token characters.
 TOKENIZE = "unicode61 categories 'L* N* Co So'"
@@ -140,7 +142,7 @@ MERGE_AFTER_COMMITS = 16
 # -- tokens ---------------------------------------------------------------------------
 
 _CJK_CHARS = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df"
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df" + UNSPACED
 )
 _EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 # A CJK run or one emoji, kept in the split; words are what lies between.
@@ -150,11 +152,6 @@ _WORD = re.compile(r"[^\W_]+")
 # ASCII punctuation (and "_") separates words, as in unicode61: for ASCII text a
 # translate and a split are several times faster than a regex.
 _ASCII_GAPS = {c: " " for c in range(128) if not chr(c).isalnum()}
-
-
-def normalise(text: str) -> str:
-    """Text as it is compared: compatibility forms folded (``ＡＰＩ`` → ``api``), case folded."""
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _words(part: str) -> list[str]:

@@ -263,3 +263,14 @@ def test_stop_words_are_the_questions_others_each_its_own_concept_once():
 @pytest.mark.parametrize("question", ["to be or not to be", "websocket reconnect", "什么时候去的", "", "->"])
 def test_a_question_of_stop_words_alone_or_of_none_has_no_further_stop_words(question):
     assert stop_words(parse(question)).empty
+
+
+@pytest.mark.parametrize("query, word", [("ย้าย", "ย้าย"), ("ฐานข้อมูลล่ม", "ฐานข้อมูลล่ม"), ("ຖານຂໍ້ມູນ", "ຖານຂໍ້ມູນ")])
+def test_a_run_of_thai_or_lao_is_searched_as_a_substring_with_its_bigrams(query, word):
+    q = parse(query)
+    assert ("cjk", word) in [(t.kind, t.text) for t in q.terms if not t.partial]
+    assert all(t.kind == "cjk" for t in q.terms) and any(t.partial for t in q.terms)
+
+
+def test_an_invisible_break_inside_a_word_of_the_question_joins_it():
+    assert kinds("data\u200bbase mi\u00adgration") == [("word", "database"), ("word", "migration")]

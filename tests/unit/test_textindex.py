@@ -55,6 +55,33 @@ def test_what_the_text_does_not_hold_is_not_found(query):
     assert not _fts_finds("支付回调超时，修改youer服务端 API café 🚀", query)
 
 
+# Words as a person reads them, found whichever way the history or the question spells them: a Thai
+# (or Lao, Khmer, Burmese) word inside a run written without spaces, the Turkish capital İ (which
+# casefolds to i and a combining dot) and dotless ı (DIŞ is dış in Turkish, diş to casefold), and a
+# word with an invisible zero-width space, soft hyphen or word joiner inside it (pasted from a web page).
+@pytest.mark.parametrize("text, query", [
+    ("เราได้ย้ายฐานข้อมูลเมื่อวานนี้", "ย้าย"), ("เราได้ย้ายฐานข้อมูลเมื่อวานนี้", "ฐานข้อมูล"),
+    ("ປ່ຽນຖານຂໍ້ມູນແລ້ວ", "ຖານຂໍ້ມູນ"), ("យើងបានផ្លាស់ប្តូរមូលដ្ឋានទិន្នន័យ", "មូលដ្ឋាន"),
+    ("ဒေတာဘေ့စ်ကိုပြောင်းခဲ့သည်", "ဒေတာဘေ့စ်"),
+    ("İstanbul ofisindeki toplantı", "istanbul"), ("istanbul ofisi", "İSTANBUL"),
+    ("DIŞ kapı kilitli", "dış"), ("toplantı yarın", "TOPLANTI"), ("TOPLANTI yarın", "toplantı"),
+    ("the data\u200bbase migration", "database"), ("the data\u00adbase migration", "database"),
+    ("the data\u2060base migration", "database"), ("the database migration", "data\u200bbase"),
+    ("نَقَلْنَا الخَادِمَ الجَدِيدَ", "الخادم"), ("نقلنا الخـــادم الجديد", "الخادم"), ("نقلنا الخادم", "الخَادِم"),
+    ("הֶעֱבַרְנוּ לַשָּׁרָת", "לשרת"), ("העברנו לשרת", "לַשָּׁרָת"),
+])
+def test_a_word_is_found_however_its_script_spells_it(text, query):
+    assert _fts_finds(text, query)
+
+
+def test_thai_is_indexed_as_a_run_without_spaces_and_joiners_and_vowel_signs_stay():
+    assert tokens(normalise("ย้าย")) == ["ย้", "้า", "าย", "ย", "้", "า", "ย"]
+    # The joiners of an emoji sequence and of Persian words are not cut out (only invisible breaks are),
+    # nor are the marks of an abugida, which spell its vowels (हिंदी is not हदी).
+    assert normalise("हिंदी") == "हिंदी"
+    assert "\u200d" in normalise("👩\u200d💻") and "\u200c" in normalise("می\u200cخواهم")
+
+
 def _write(index, sid, rows, seen, kind="append", key=("auto", "/k")):
     index.write(Change(sid, kind, 0, seen), key, rows, first=True, complete=True)
 
