@@ -118,9 +118,12 @@ def request_from_args(args: object) -> MoveRequest:
     if not isinstance(args, dict):
         raise MoveError("Arguments must be an object with at least 'project'.", "bad_argument")
     project, session = args.get("project"), args.get("session")
+    # Given, but as an object or a list (models send {"name": ...}): as the search refuses one.
+    if project is not None and not isinstance(project, str):
+        raise MoveError("'project' must be a project id, slug, name or folder.", "bad_argument")
     # Cut and cleaned as the search's ``project`` is: both tools name a project alike, and a
     # refusal does not quote 100 KB of a reference back to the agent.
-    project = clean_ref(project) if isinstance(project, str) else ""
+    project = clean_ref(project or "")
     if not project:
         raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
     if session is not None and not isinstance(session, str):

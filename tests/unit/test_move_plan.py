@@ -25,6 +25,15 @@ def test_bad_arguments(args, needle):
     assert err.value.code == "bad_argument" and needle in str(err.value)
 
 
+@pytest.mark.parametrize("project", [{"name": "Beta"}, ["Beta"], 3, True])
+def test_a_project_given_as_something_else_than_text_is_not_said_to_be_missing(project):
+    """A model that sends {"project": {"name": "Beta"}} gave one: it hears what a project is named by."""
+    with pytest.raises(MoveError) as err:
+        request_from_args({"project": project})
+    assert "is required" not in str(err.value)
+    assert "'project' must be a project id, slug, name or folder" in str(err.value)
+
+
 def test_arguments_are_trimmed_and_an_empty_session_means_the_caller():
     assert request_from_args({"project": " Beta ", "session": "  "}).session is None
     assert request_from_args({"project": "Beta", "session": " abc "}).session == "abc"
