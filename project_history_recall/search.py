@@ -30,7 +30,7 @@ from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
 from .hits import KEYWORD, SEMANTIC, TIME, Hit
 from .keyword import engine as keyword
-from .keyword.querytext import clean_ref, clean_text, parse
+from .keyword.querytext import MAX_QUERY_CHARS, clean_ref, clean_text, is_cut, parse
 from .scope.resolve import HOME_REASON, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
@@ -85,6 +85,10 @@ HOW_TO_OPEN = (
     "profile=<profile>). Cite a session by its link."
 )
 
+# A query past the cap (a whole log pasted) is searched by its beginning, and the agent is told.
+QUERY_CUT = (f"Only the query's first {MAX_QUERY_CHARS:,} characters were searched: ask with the words that "
+             "matter (an error's code or its message, a name, a file), not a whole log or file.")
+
 # Tool output is never embedded: a semantic search asked for it answers without it.
 TOOL_OUTPUT_BY_KEYWORD = ("tool output is searched by keyword only (it is never embedded), so this semantic search "
                           "left it out: ask in hybrid or keyword mode to search it.")
@@ -103,6 +107,7 @@ class SearchRequest:
     include_current_session: bool = False
     consent: str | None = None  # the token of a consent_required response, after the user agreed
     zone: tzinfo | None = None  # the user's, for bare dates and the question's time words (None: the machine's)
+    cut: bool = False  # the query was longer than MAX_QUERY_CHARS: ``query`` is its beginning
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -110,8 +115,9 @@ class SearchRequest:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the request asks for that its mode cannot search."""
-        return (TOOL_OUTPUT_BY_KEYWORD,) if self.include_tool_output and self.mode == "semantic" else ()
+        """What the request asks for that its mode cannot search, and what of its query was not searched."""
+        return ((TOOL_OUTPUT_BY_KEYWORD,) if self.include_tool_output and self.mode == "semantic" else ()) + (
+            (QUERY_CUT,) if self.cut else ())
 
 
 def _as_bool(name: str, value: object) -> bool:
@@ -267,6 +273,7 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
         include_current_session=_as_bool("include_current_session", _given(args, "include_current_session", False)),
         consent=(token.strip()[:200] or None) if token else None,
         zone=zone,
+        cut=is_cut(raw_query),
     )
 
 

@@ -162,6 +162,12 @@ def clean_text(value: object) -> str:
     return unicodedata.normalize("NFKC", _printable(value))[:MAX_QUERY_CHARS].strip()
 
 
+def is_cut(value: object) -> bool:
+    """Whether ``clean_text`` leaves part of ``value`` out: more than MAX_QUERY_CHARS of it before its
+    trailing blanks."""
+    return len(unicodedata.normalize("NFKC", _printable(value)).rstrip()) > MAX_QUERY_CHARS
+
+
 def clean_ref(value: object) -> str:
     """A reference to a project (a name or a folder) as ``clean_text`` makes a text, but not
     normalised: a folder is spelled as its file system spells it, and NFKC folds full-width

@@ -176,6 +176,23 @@ def test_an_argument_nested_thousands_deep_is_refused_as_a_bad_argument(fuzz_wor
         assert f"'{key}'" in out["error"] and len(out["error"]) < 200, out["error"]
 
 
+def test_a_whole_log_as_the_query_is_searched_by_its_beginning_and_the_agent_is_told(fuzz_world):
+    """A model that pastes 200,000 characters of a log got the results of its first 2,048 and no word
+    of the rest (the thirteenth hostile sweep): now a warning says so, and nothing changes."""
+    import model_tools
+
+    home = fuzz_world["home"]
+    before_db, before_store = db_digest(home / "state.db"), store_state(home)
+    log = "websocket ERR_CONNECTION_REFUSED at src/app.py line 12\n" * 4_000
+    for mode in ("keyword", "hybrid"):
+        out = _plugins_own_answer(model_tools.handle_function_call(
+            "project_history_search", {"query": log, "mode": mode}, session_id=fuzz_world["asker"]))
+        assert out["success"] and out["results"], out
+        assert any("first 2,048 characters" in w for w in out["warnings"]), out.get("warnings")
+    assert db_digest(home / "state.db") == before_db
+    assert store_state(home) == before_store
+
+
 def test_trimmed_counts_the_further_hits_left_out_not_the_results_that_held_them(world, work, monkeypatch):
     """``trimmed.more_hits`` is documented as the further hits left out, and counted the results whose
     ``more_hits`` were emptied: a result of three further hits left out counted one. Hermes's limit is

@@ -20,6 +20,19 @@ def test_numbers_are_clamped_and_strings_coerced():
     assert (req.limit, req.context) == (50, 0)
 
 
+@pytest.mark.parametrize("query", ["x" * 200_000, "websocket " * 20_000, "ｘ" * 3000, " " * 10 + "y" * 2040])
+def test_a_query_past_the_cap_is_searched_by_its_beginning_and_says_so(query):
+    """A model that pastes a whole log hears that only its beginning was searched, not silence."""
+    req = request_from_args({"query": query})
+    assert len(req.query) <= 2048
+    assert any("first 2,048 characters" in w for w in req.warnings), req.warnings
+
+
+@pytest.mark.parametrize("query", ["x" * 2048, "y" * 2048 + " " * 5000, "websocket reconnect"])
+def test_a_query_within_the_cap_has_no_such_warning(query):
+    assert not request_from_args({"query": query}).warnings
+
+
 @pytest.mark.parametrize("args,needle", [
     ({}, "query"),
     ({"query": "   "}, "query"),
