@@ -8,9 +8,9 @@ has no explicit projects yet.
 from __future__ import annotations
 
 import sqlite3
-import unicodedata
 from pathlib import Path
 
+from ..textfold import normalise
 from .facts import ProjectInfo
 from .readonly import StateDBError, connect_readonly, retry, table_names
 from .statedb import text_sql
@@ -81,10 +81,11 @@ def current_projects(path: Path) -> list[ProjectInfo]:
 
 
 def folded_name(text: str) -> str:
-    """A name as a reference to it is compared: NFKC-normalised (so a name typed in full-width
+    """A name as a reference to it is compared: normalised (``textfold``: a name typed in full-width
     letters or decomposed accents, as macOS spells them, is found by itself and by its plain
-    spelling), trimmed and case-folded. A reference arrives as typed: a folder is not folded."""
-    return unicodedata.normalize("NFKC", text).strip().casefold()
+    spelling, a Turkish one by İ and ı typed either way) and trimmed. A reference arrives as typed:
+    a folder is not folded."""
+    return normalise(text).strip()
 
 
 def find_project(projects: list[ProjectInfo], ref: str) -> tuple[ProjectInfo | None, list[ProjectInfo]]:

@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from typing import Iterable
 
+from ..textfold import INVISIBLE, normalise
 from . import cjk
 
 MAX_QUERY_CHARS = 2048
@@ -72,35 +72,6 @@ def is_cjk(ch: str) -> bool:
         or 0x1000 <= cp <= 0x109F  # Myanmar
         or 0x1780 <= cp <= 0x17FF  # Khmer
     )
-
-
-# Characters that break no word where they stand, yet cut it in two for a tokenizer: a zero-width
-# space, a soft hyphen, a word joiner, a byte-order mark (web pages and editors leave them inside
-# words). Deleted, in the history and the question alike. The joiners (ZWJ, ZWNJ) stay: they belong
-# to emoji sequences and to Persian and Indic spelling.
-INVISIBLE = "\u00ad\u200b\u2060\ufeff"
-# Hebrew points and Arabic harakat (and the tatweel that stretches an Arabic word) are written or left
-# out at will, as Latin accents are: deleted, as the index already reads é as e (الخَادِم is الخادم).
-# Inside a word they also cut it in two for the index, which keeps marks in no token.
-_ABJAD_MARKS = "\u0640" + "".join(chr(c) for c in chain(range(0x0591, 0x05C8), range(0x0610, 0x06EE))
-                                   if unicodedata.category(chr(c)) == "Mn")
-# After case folding: the Turkish capital İ casefolds to i with a combining dot above, and dotless ı
-# stays itself, so DIŞ (Turkish dış) folds to diş and TOPLANTI to toplanti. Both read as i, as
-# the index already reads ş as s and é as e.
-_FOLDS = {**dict.fromkeys(map(ord, INVISIBLE + _ABJAD_MARKS)), ord("ı"): "i"}
-# The characters ``_FOLDS`` changes: looking for them costs a message ~1 µs, where folding every
-# Chinese message made it ~20 µs (of ~140) slower to index.
-_TO_FOLD = re.compile("[" + re.escape(INVISIBLE + _ABJAD_MARKS) + "ı\u0307]")
-
-
-def normalise(text: str) -> str:
-    """Text as the keyword side compares it, in the history and in a question: compatibility forms
-    folded (``ＡＰＩ`` → ``api``), case folded, invisible breaks and Hebrew and Arabic vowel marks deleted,
-    Turkish i's made one."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    if text.isascii() or not _TO_FOLD.search(text):
-        return text
-    return text.translate(_FOLDS).replace("i\u0307", "i")
 
 
 @dataclass(frozen=True)
@@ -172,7 +143,7 @@ def clean_ref(value: object) -> str:
     """A reference to a project (a name or a folder) as ``clean_text`` makes a text, but not
     normalised: a folder is spelled as its file system spells it, and NFKC folds full-width
     brackets and digits, common in Chinese folder names, into another folder's name. Names are
-    compared NFKC-folded on both sides (``projects.folded_name``). Format characters stay: a
+    compared folded on both sides (``projects.folded_name``). Format characters stay: a
     folder's name may hold them (a joiner), and one made a space names no folder."""
     return _printable(value, formats=True)[:MAX_QUERY_CHARS].strip()
 

@@ -12,7 +12,7 @@ Hermes's indexes answer most terms, but not all of them well:
 So the plugin keeps a derived index in its data folder, never in
 ``state.db``, rebuildable from it at any time:
 
-- **Tokens** (``tokens``): text decoded and normalised (``querytext.normalise``:
+- **Tokens** (``tokens``): text decoded and normalised (``textfold.normalise``:
   NFKC, case folded, invisible breaks deleted, Turkish i's made one);
   words (letters and digits) as themselves; every run of CJK characters (and of
   Thai, Lao, Burmese or Khmer, written without spaces too) as
@@ -75,9 +75,10 @@ from ..hermes.paths import state_db_path
 from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
+from ..textfold import normalise
 from .lengths import Lengths, PerSession
 from .cjk import UNSPACED
-from .querytext import fts_quote, normalise
+from .querytext import fts_quote
 
 if TYPE_CHECKING:
     import numpy as np

@@ -69,6 +69,27 @@ def test_a_project_is_found_by_its_name_in_any_unicode_form(world, work, capsys)
     assert db_digest(world.home / "state.db") == before
 
 
+def test_a_turkish_project_is_found_by_its_name_in_either_case_and_either_i(world, work):
+    """Case folding alone reads İ as i with a combining dot, and never meets ı with i: a project named
+    "İzmir Ofisi" was "No project 'izmir ofisi'" and "No project 'İZMİR OFİSİ'" (the thirteenth hostile
+    sweep), as was "Dış İşler" written in capitals (DIŞ İŞLER) or on a keyboard without ı."""
+    names = ("İzmir Ofisi", "Dış İşler")
+    for n, name in enumerate(names):
+        folder = work / f"p{n}"
+        folder.mkdir()
+        world.project(name, folder)
+        world.session(("user", f"the pelican deploy of {name}"), cwd=folder)
+    caller = _asking_from_another_project(world, work)
+    before = db_digest(world.home / "state.db")
+    refs = {"İzmir Ofisi": ("izmir ofisi", "İZMİR OFİSİ", "IZMIR OFISI"), "Dış İşler": ("DIŞ İŞLER", "diş işler")}
+    for name, spellings in refs.items():
+        for ref in spellings:
+            found = call("project_history_search", {"query": "pelican deploy", "mode": "keyword", "project": ref},
+                         session_id=caller)
+            assert found["success"] and found["project"]["name"] == name, (ref, found)
+    assert db_digest(world.home / "state.db") == before
+
+
 def test_a_project_is_found_by_its_folder_spelled_in_full_width(world, work, capsys):
     """A folder is named as the file system spells it: NFKC folds full-width brackets and digits
     (common in Chinese folder names) into others, which name another folder, so the search's

@@ -20,7 +20,7 @@ ROOT = Path(project_history_recall.__file__).parent
 # Lowest first. A module belongs to the first entry naming it or a package above it;
 # "" is the package's own __init__ (register).
 LAYERS = (
-    ("base", ("errors", "version", "hits", "lunar")),
+    ("base", ("errors", "version", "hits", "lunar", "textfold")),
     ("files", ("files",)),
     ("hermes", ("hermes",)),
     ("core", ("settings", "redaction", "home", "background")),
