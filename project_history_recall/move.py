@@ -61,7 +61,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DONE, NOTHING, DataError, PluginError, UsageError
+from .errors import DONE, NOTHING, DataError, PluginError, UsageError, brief
 from .hermes import host, paths
 from .hermes.facts import ProjectInfo, SessionFacts
 from .hermes.host import Caller
@@ -128,7 +128,20 @@ def request_from_args(args: object) -> MoveRequest:
         raise MoveError("'project' is required: the target project's id, slug, name or folder.", "bad_argument")
     if session is not None and not isinstance(session, str):
         raise MoveError("'session' must be a session id, an @session: link or a title.", "bad_argument")
+    if session is None:
+        _no_session_under_another_key(args)
     return MoveRequest(project, session.strip() if session and session.strip() else None)
+
+
+def _no_session_under_another_key(args: dict) -> None:
+    """Without ``session`` the move takes the asking conversation: an argument this tool does not take
+    may be the session meant, under another name (the search's results call it ``session_id``), so
+    it is refused rather than moving this conversation in its place."""
+    other = next((key for key in args if key not in ("project", "session")), None)
+    if other is not None:
+        raise MoveError(f"{brief(other, 40)} is not an argument of this tool: name the session to move with "
+                        "'session' (a session id, an @session: link or a title), or give 'project' alone to move "
+                        "this conversation. Nothing was moved.", "bad_argument")
 
 
 @dataclass(frozen=True)

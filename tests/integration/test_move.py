@@ -129,6 +129,22 @@ def test_default_is_the_calling_session(ab):
     assert res["moved"] and res["session_id"] == ab["ask_a"]
 
 
+@pytest.mark.parametrize("key", ["session_id", "id", "sessionId", "conversation"])
+def test_a_session_named_under_another_key_moves_nothing(ab, world, key):
+    """The search's results call a session ``session_id``, and a model copied that key: the move read
+    no ``session`` and moved the asking conversation into Beta instead of the one named (the thirteenth
+    hostile sweep). Without ``session``, any other argument is refused, saying which key names it."""
+    with unchanged_everywhere(world):
+        res = call(MOVE, {"project": "Beta", key: ab["sa"]}, session_id=ab["ask_a"])
+    assert res["success"] is False and res["error_code"] == "bad_argument", res
+    assert f"'{key}'" in res["error"] and "'session'" in res["error"] and "Nothing was moved" in res["error"]
+
+
+def test_an_extra_argument_beside_the_session_is_no_reason_to_refuse(ab):
+    res = call(MOVE, {"project": "Beta", "session": ab["sa"], "reason": "the user asked"}, session_id=ab["ask_a"])
+    assert res["moved"] and res["session_id"] == ab["sa"]
+
+
 def test_a_subagent_moves_the_conversation_that_delegated_it(ab, world):
     child = "20260901_777777_aaaaaa"
     world.db.create_session(child, "subagent", model="m", parent_session_id=ab["ask_a"],
