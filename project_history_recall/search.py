@@ -89,6 +89,19 @@ HOW_TO_OPEN = (
 QUERY_CUT = (f"Only the query's first {MAX_QUERY_CHARS:,} characters were searched: ask with the words that "
              "matter (an error's code or its message, a name, a file), not a whole log or file.")
 
+# The arguments a search takes (the tool's schema names the same). Others are left out, and said.
+ARGUMENTS = frozenset({"query", "mode", "limit", "context", "include_tool_output", "since", "until", "project",
+                       "include_current_session", "consent"})
+
+
+def _left_out(keys: tuple[str, ...]) -> str:
+    """What the response says of ``keys``, arguments a search does not take (a model sends
+    session_search's ``around_message_id`` here, expecting the messages around one)."""
+    named = ", ".join(brief(k, 40) for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+    return (f"Left out, as this tool does not take them: {named}. To read the messages around a result, call "
+            "session_search(session_id=<session_id>, around_message_id=<message_id>, profile=<profile>).")
+
+
 # Tool output is never embedded: a semantic search asked for it answers without it.
 TOOL_OUTPUT_BY_KEYWORD = ("tool output is searched by keyword only (it is never embedded), so this semantic search "
                           "left it out: ask in hybrid or keyword mode to search it.")
@@ -108,6 +121,7 @@ class SearchRequest:
     consent: str | None = None  # the token of a consent_required response, after the user agreed
     zone: tzinfo | None = None  # the user's, for bare dates and the question's time words (None: the machine's)
     cut: bool = False  # the query was longer than MAX_QUERY_CHARS: ``query`` is its beginning
+    left_out: tuple[str, ...] = ()  # the arguments given that a search does not take
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -115,9 +129,10 @@ class SearchRequest:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What the request asks for that its mode cannot search, and what of its query was not searched."""
+        """What the request asks for that its mode cannot search, what of its query was not searched and
+        which of its arguments were left out."""
         return ((TOOL_OUTPUT_BY_KEYWORD,) if self.include_tool_output and self.mode == "semantic" else ()) + (
-            (QUERY_CUT,) if self.cut else ())
+            (QUERY_CUT,) if self.cut else ()) + ((_left_out(self.left_out),) if self.left_out else ())
 
 
 def _as_bool(name: str, value: object) -> bool:
@@ -274,6 +289,7 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
         consent=(token.strip()[:200] or None) if token else None,
         zone=zone,
         cut=is_cut(raw_query),
+        left_out=tuple(str(k) for k in args if k not in ARGUMENTS),
     )
 
 

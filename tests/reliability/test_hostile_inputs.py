@@ -193,6 +193,17 @@ def test_a_whole_log_as_the_query_is_searched_by_its_beginning_and_the_agent_is_
     assert store_state(home) == before_store
 
 
+def test_an_argument_of_another_tool_is_said_to_be_left_out(fuzz_world):
+    """``around_message_id`` is session_search's: sent to the search, it was dropped without a word."""
+    import model_tools
+
+    out = _plugins_own_answer(model_tools.handle_function_call(
+        "project_history_search", {"query": "websocket", "mode": "keyword", "around_message_id": -5},
+        session_id=fuzz_world["asker"]))
+    assert out["success"] and out["results"], out
+    assert any("'around_message_id'" in w and "session_search(" in w for w in out["warnings"]), out.get("warnings")
+
+
 def test_trimmed_counts_the_further_hits_left_out_not_the_results_that_held_them(world, work, monkeypatch):
     """``trimmed.more_hits`` is documented as the further hits left out, and counted the results whose
     ``more_hits`` were emptied: a result of three further hits left out counted one. Hermes's limit is

@@ -33,6 +33,22 @@ def test_a_query_within_the_cap_has_no_such_warning(query):
     assert not request_from_args({"query": query}).warnings
 
 
+def test_an_argument_the_tool_does_not_take_is_searched_without_and_said():
+    """A model that asks the search for ``around_message_id`` (session_search's) got a plain search,
+    as if it had read around its message: now a warning says what was left out, and where it belongs."""
+    req = request_from_args({"query": "x", "around_message_id": 3, "session_id": "abc", "k" * 500: 1})
+    warning = next(w for w in req.warnings if "around_message_id" in w)
+    assert "'session_id'" in warning and "session_search(" in warning and len(warning) < 400
+    assert not request_from_args({"query": "x", "mode": "keyword", "limit": 3, "consent": None}).warnings
+
+
+def test_the_arguments_a_search_takes_are_the_tools_schemas():
+    from project_history_recall.search import ARGUMENTS
+    from project_history_recall.ui.tools import SEARCH_SCHEMA
+
+    assert ARGUMENTS == set(SEARCH_SCHEMA["parameters"]["properties"])
+
+
 @pytest.mark.parametrize("args,needle", [
     ({}, "query"),
     ({"query": "   "}, "query"),
