@@ -67,6 +67,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Collection
 
+from project_history_recall.keyword import cjk
+
 from . import common
 
 SESSION_BM25 = "session BM25 (scoped)"
@@ -266,7 +268,7 @@ def _fts_or(conn, conv_sessions: list[str], question: str) -> list[tuple[int, st
     ).fetchall()
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+_CJK = re.compile(f"[{cjk.CJK}]+")
 _WORDS = re.compile(r"[^\W_]+")
 
 

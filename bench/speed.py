@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -57,6 +58,9 @@ def _queries(world: dict, per_class: int, seed: int) -> dict[str, list[str]]:
 
 def _zh_questions(home: Path, callers: list[str], seed: int) -> list[str]:
     """One Chinese question per caller, from a Chinese message of its project."""
+    from project_history_recall.keyword import cjk
+
+    han = re.compile(f"[{cjk.HAN}]")
     rng = random.Random(seed + 2)
     # Longest first, then by the words themselves: a set's order changes with each process's hash seed.
     vocabulary = sorted(set(synth.ZH_WORDS), key=lambda w: (len(w), w), reverse=True)
@@ -74,7 +78,7 @@ def _zh_questions(home: Path, callers: list[str], seed: int) -> list[str]:
             for sid in rng.sample(others, min(5, len(others))):
                 texts += [r[0] for r in conn.execute(
                     "SELECT content FROM messages WHERE session_id = ? AND role = 'user'", (sid,))
-                    if any("\u4e00" <= ch <= "\u9fff" for ch in r[0])]
+                    if han.search(r[0])]
             text = rng.choice(texts) if texts else "".join(rng.sample(synth.ZH_WORDS, 6))
             words = [w for w in vocabulary if w in text]
             picked = rng.sample(words, 3) if len(words) >= 3 else rng.sample(synth.ZH_WORDS, 3)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .hermes.messages import MessageRow
+from .keyword.cjk import CJK
 from .keyword.querytext import ParsedQuery
-from .keyword.textindex import CJK_CHARS
 from .redaction import MARGIN
 from .textfold import SPELLED_APART, spelled
 
@@ -41,7 +41,7 @@ def link(profile: str, session_id: str) -> str:
 
 # A letter or digit that goes on a word: not one of a CJK run, which the index reads as a word of its
 # own (``youer`` in 修改youer服务端, ``ＡＰＩ`` in 调用ＡＰＩ失败了).
-_WORD_GOES_ON = rf"[^\W{CJK_CHARS}]"
+_WORD_GOES_ON = rf"[^\W{CJK}]"
 
 
 @dataclass(frozen=True)

@@ -70,13 +70,17 @@ NAMING_WORDS = frozenset("年会 过年 太太 天才 天使 中年 外地 内�
 # A Han character: the basic block, extension A, the compatibility ideographs and extension B (rare
 # names and places, 𠮷), as the inside of a character class ([{HAN}]).
 HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
-_KANA = r"\u3040-\u30ff"
+KANA = r"\u3040-\u30ff"  # hiragana and katakana
+HANGUL = r"\uac00-\ud7af"  # the syllables
 # Thai and Lao, Myanmar (Burmese), Khmer: scripts written without spaces between words, their
 # vowel and tone marks included (as the inside of a character class).
 UNSPACED = r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
+# What the indexes and the questions take for CJK, searched by substrings since words are written
+# without spaces between them: the four.
+CJK = HAN + KANA + HANGUL + UNSPACED
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
-_HANGUL = re.compile(r"^[\uac00-\ud7af]+$")
-_PIECES = re.compile(f"[{HAN}]+|[{_KANA}]+|[\uac00-\ud7af]+|[{UNSPACED}]+")
+_HANGUL = re.compile(f"^[{HANGUL}]+$")
+_PIECES = re.compile(f"[{HAN}]+|[{KANA}]+|[{HANGUL}]+|[{UNSPACED}]+")
 _HAN_START = re.compile(f"[{HAN}]")
 
 logger = logging.getLogger(__name__)

@@ -57,21 +57,13 @@ _HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
+_ONE_CJK = re.compile(f"[{cjk.CJK}]")
+
+
 def is_cjk(ch: str) -> bool:
     """Whether ``ch`` belongs to a script searched as Chinese is, by substrings: CJK, kana, hangul and
     the scripts of ``cjk.UNSPACED`` (Thai, Lao, Burmese, Khmer)."""
-    cp = ord(ch)
-    return (
-        0x4E00 <= cp <= 0x9FFF
-        or 0x3400 <= cp <= 0x4DBF
-        or 0x20000 <= cp <= 0x2A6DF
-        or 0xF900 <= cp <= 0xFAFF
-        or 0x3040 <= cp <= 0x30FF  # kana
-        or 0xAC00 <= cp <= 0xD7AF  # hangul
-        or 0x0E00 <= cp <= 0x0EFF  # Thai, Lao
-        or 0x1000 <= cp <= 0x109F  # Myanmar
-        or 0x1780 <= cp <= 0x17FF  # Khmer
-    )
+    return _ONE_CJK.match(ch) is not None
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,8 @@ from ..hermes.readonly import StateDBError
 from ..hermes.statedb import READ_BATCH, decode_content, reading, seconds_sql
 from ..home import Home
 from ..textfold import normalise
+from . import cjk
 from .lengths import Lengths, PerSession
-from .cjk import UNSPACED
 from .querytext import fts_quote
 
 if TYPE_CHECKING:
@@ -142,13 +142,9 @@ MERGE_AFTER_COMMITS = 16
 
 # -- tokens ---------------------------------------------------------------------------
 
-# The characters of a run searched by its bigrams (the inside of a character class).
-CJK_CHARS = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df" + UNSPACED
-)
 _EMOJI = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff"
 # A CJK run or one emoji, kept in the split; words are what lies between.
-_CJK_OR_EMOJI = re.compile(f"([{CJK_CHARS}]+|[{_EMOJI}])")
+_CJK_OR_EMOJI = re.compile(f"([{cjk.CJK}]+|[{_EMOJI}])")
 _ONE_EMOJI = re.compile(f"[{_EMOJI}]$")
 _WORD = re.compile(r"[^\W_]+")
 # ASCII punctuation (and "_") separates words, as in unicode61: for ASCII text a
