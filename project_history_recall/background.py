@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-from .files.derived import DerivedFile
+from .files.derived import DerivedFile, StoreError
 from .hermes.changes import Counted, Once, SessionState
 from .hermes.paths import state_db_path
 from .hermes.readonly import StateDBError, file_fingerprint
@@ -118,14 +118,16 @@ class Worker(Generic[W, S]):
             self._start()
             self._cond.notify_all()
 
-    def _unreadable(self, exc: StateDBError) -> Step:
-        """What a step does when state.db (or another of Hermes's files) cannot be read: a lock
-        passes, so the item is tried again after PAUSE; anything else (the file gone with a home
-        deleted or renamed, not a Hermes database any more) does not, and all queued work is given
-        up (``Stop``). Tried again every PAUSE, such an item kept the thread busy for as long as the
-        process ran, never idle, a warning logged at each try; the next search that can read
-        state.db plans its scope afresh."""
-        if exc.code == "locked":
+    def _failed(self, exc: Exception) -> Step:
+        """What a step does when state.db (or another of Hermes's files) cannot be read, or the
+        index's own file cannot be written: another process's lock passes, so the item is tried
+        again after PAUSE; anything else does not, and all queued work is given up (``Stop``), with
+        its reason and no traceback. State.db gone with a home deleted or renamed, or not a Hermes
+        database any more; a full disk, a file-size limit, a read-only folder; a remote embedder
+        failing: tried again every PAUSE, such an item kept the thread busy for as long as the
+        process ran, never idle, a warning logged at each try. The next search plans its scope
+        afresh."""
+        if isinstance(exc, StateDBError) and exc.code == "locked" or isinstance(exc, StoreError) and exc.locked:
             logger.warning("%s paused: %s", self.what, exc)
             return Step.PAUSE
         logger.warning("%s stopped: %s", self.what, exc)

@@ -808,16 +808,8 @@ class Keeper(Worker[Change, KeywordState]):
                 # Set aside as damaged, or replaced: the next search's keeper builds the new file.
                 logger.warning("keyword index stopped: %s", exc)
                 raise Stop(None) from exc
-            if isinstance(exc, StateDBError):
-                return self._unreadable(exc)
-            if isinstance(exc, derived.StoreError) and exc.locked:
-                logger.warning("keyword index paused: %s", exc)
-                return Step.PAUSE  # another process's write: it ends
-            # A full disk, a file-size limit, a read-only folder: tried again every PAUSE, the item
-            # kept the thread busy, a warning logged each time, for as long as the process ran. The
-            # next search's keeper starts afresh (``keeper``), and searches use Hermes's indexes.
-            logger.warning("keyword index stopped: %s", exc)
-            raise Stop(str(exc)) from exc
+            # Stopped, the next search's keeper starts afresh (``keeper``), and searches use Hermes's indexes.
+            return self._failed(exc)
         return Step.DONE
 
 

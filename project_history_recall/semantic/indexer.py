@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from ..background import Step, Stop, Worker
+from ..background import Step, Worker
 from ..files import derived
 from ..hermes import changes, messages, paths
 from ..hermes.readonly import StateDBError
@@ -289,19 +289,12 @@ class Indexer(Worker[Work, vectors.VectorState]):
         again too: a remote embedder is sent that batch a second time."""
         try:
             resume_after = self.process(item)
-        except StateDBError as exc:
-            return self._unreadable(exc)
         except consent.ConsentRequired:
             return Step.DROP  # the consent was removed from config.yaml while this scope was queued
         except LeftProject:
             return Step.DONE  # the scope it is in now embeds it, under that scope's consent
-        except (EmbedderUnavailable, derived.StoreError) as exc:
-            if isinstance(exc, derived.StoreError) and exc.locked:
-                logger.warning("indexing paused: %s", exc)
-                return Step.PAUSE  # another process's write: it ends
-            # A remote service failing, embeddings.db damaged or unwritable: its reason, no traceback.
-            logger.warning("indexing stopped: %s", exc)
-            raise Stop(str(exc)) from exc
+        except (StateDBError, EmbedderUnavailable, derived.StoreError) as exc:
+            return self._failed(exc)
         if resume_after is not None:
             item.after_id = resume_after  # yielded to another scope; continue later
             return Step.AGAIN
