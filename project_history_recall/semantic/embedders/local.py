@@ -98,12 +98,15 @@ class EmbeddedModel:
         """The fingerprint of the vectors this model makes, without loading it
         (its vectors can be read into memory while it loads); ``before``: the ``context_before``
         they are made with, if not the model's own (a part of ``pair``'s)."""
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
         lib = cls._package()
         try:
             found = version(cls.package)
-        except Exception:
+        # Importable without being installed as that distribution (a path added by hand), or its
+        # metadata unreadable: not UTF-8 (ValueError), a failing disk (OSError); newer Pythons raise
+        # for a missing metadata file (TypeError) or Version field (KeyError) where 3.11 gives None.
+        except (PackageNotFoundError, TypeError, ValueError, OSError, KeyError):
             found = getattr(lib, "__version__", "unknown")
         return (f"{cls.provider}/{cls.model}/{cls.package}-{found}/"
                 f"d{cls.dimension}/{preprocessing_tag(chunk_chars, chunk_overlap, cls.context_before if before is None else before)}")
