@@ -75,8 +75,11 @@ EVIDENCE_Z = 4.0
 # The scopes whose rows a matrix keeps between searches (``_scope``): a conversation searches one
 # scope, and a process may serve a few conversations in the same project.
 SCOPES_KEPT = 4
-# The per-row arrays: what a saved matrix holds, in the file's order, and what compacting keeps.
+# The per-row arrays (made in ``ScopeMatrix.__init__``, with their types): what a saved matrix
+# holds, in the file's order, and what growing and compacting keep.
 SAVED = ("vecs", "scale", "rowids", "mids", "sidx", "ts", "alive", "prev", "next", "norm")
+# What a row not written yet holds, where it is not 0 (``_reserve``): no neighbour, no scaling.
+_UNWRITTEN = {"scale": 1.0, "prev": -1, "next": -1, "norm": 1.0}
 
 
 @dataclass
@@ -193,15 +196,14 @@ class ScopeMatrix:
             return
         # Room to grow into without copying: the pages of rows never written take no memory.
         new_cap = max(need, cap) * 5 // 4 + 1024
-        vecs = np.empty((new_cap, self.dim), dtype=np.int8)
-        vecs[: self.n] = self.vecs[: self.n]
-        self.vecs = vecs
-        for name, dtype, fill in (("scale", np.float32, 1.0), ("rowids", np.int64, 0), ("mids", np.int64, 0),
-                                  ("sidx", np.int32, 0), ("ts", np.float64, 0.0), ("alive", bool, False),
-                                  ("prev", np.int64, -1), ("next", np.int64, -1), ("norm", np.float32, 1.0)):
-            arr = np.full(new_cap, fill, dtype=dtype)
-            arr[: self.n] = getattr(self, name)[: self.n]
-            setattr(self, name, arr)
+        for name in SAVED:
+            old = getattr(self, name)
+            if name == "vecs":  # left unset, the vectors' pages (most of the memory) stay untouched
+                grown = np.empty((new_cap, self.dim), dtype=old.dtype)
+            else:
+                grown = np.full(new_cap, _UNWRITTEN.get(name, 0), dtype=old.dtype)
+            grown[: self.n] = old[: self.n]
+            setattr(self, name, grown)
 
     def _kill(self, sid: str) -> None:
         self.changes += 1
