@@ -48,11 +48,19 @@ def machine() -> dict:
     }
 
 
-def print_machine(info: dict) -> None:
+def begin(home: Path | None = None) -> dict:
+    """What every benchmark does first: ``home``, if given, made (if missing) and set as Hermes's
+    home, before Hermes is imported; then the machine (``machine``) printed, and returned for
+    the figures."""
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        os.environ["HERMES_HOME"] = str(home)
+    info = machine()
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info['ram_gib']} GiB RAM, {info['platform']}")
     print(f"software: Python {info['python']}, SQLite {info['sqlite']}, {info['hermes_agent']}")
     if info.get("load_average"):
         print(f"load average (1, 5, 15 min) at the start: {info['load_average']}")
+    return info
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -80,8 +80,7 @@ def measure(home: Path, embedder_name: str, threads: int) -> dict:
 
 
 def run(scratch: Path, messages: int, names: list[str], thread_counts: list[int]) -> dict:
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin()
     source = scratch / f"home-{messages}"
     if not (source / "synth-world.json").exists():
         source.mkdir(parents=True, exist_ok=True)

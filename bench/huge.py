@@ -12,7 +12,6 @@ reads of it.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -49,11 +48,8 @@ def _time(tools, asker: str, repeats: int) -> dict:
 def run(sessions: int, megabytes: float, repeats: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="phr-bench-huge-", ignore_cleanup_errors=True) as root:
         home, app = Path(root) / "home", Path(root) / "work" / "app"
-        home.mkdir(parents=True)
+        info = common.begin(home)
         app.mkdir(parents=True)
-        os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
-        info = common.machine()
-        common.print_machine(info)
         asker = common.one_project_home(home, app, sessions, lambda n: "the capybara test passes" if n % 20 == 0 else f"fix {n}")
         sid = common.session_id(0)
         (home / "project-history-recall").mkdir()

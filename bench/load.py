@@ -72,8 +72,7 @@ def _ms(values: list[float]) -> dict:
 
 
 def run(seconds: float, searchers: list[int], rate: float, sessions: int) -> dict:
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin()
     print(f"data: {sessions} sessions of one project; one writer process at up to {rate:g} messages/s for "
           f"{seconds:g} s, alone and with {', '.join(map(str, searchers))} searching thread(s); "
           "the plugin's shipped settings")

@@ -494,10 +494,7 @@ def run(data_path: Path, home: Path, modes: list[str], embedder: str = "local",
     conversation's sessions as ``build`` takes them (``sessions_as_written`` when None), said in
     the data line as ``layout_note``. ``halves``: name -> positions in the file, each printed as a
     table of its own too. ``questions_log``: write every answer there too (``QuestionLog``)."""
-    home.mkdir(parents=True, exist_ok=True)
-    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin(home)
     data = json.loads(data_path.read_text(encoding="utf-8"))
     layouts = layout(data) if layout else [sessions_as_written(sample, merge) for sample in data]
     half_of = {data[i]["sample_id"]: name for name, positions in (halves or {}).items() for i in positions

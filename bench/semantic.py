@@ -368,8 +368,7 @@ def print_first_calls(info: dict, homes: list[tuple[str, int, dict]]) -> None:
 
 def run(src_1m: Path | None, scratch: Path, messages_100k: int, messages_10k: int, repeats: int, queries: int,
         delay: float, runs: int) -> dict:
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin()
     figures: dict = {"machine": info}
     if src_1m is not None:
         home1m = scratch / "home1m"

@@ -122,10 +122,7 @@ def _callers(home: Path, n: int, seed: int) -> list[str]:
 
 def run(home: Path, spec: synth.SynthSpec, per_class: int, hybrid_projects: int = 0,
         responses: Path | None = None) -> dict:
-    home.mkdir(parents=True, exist_ok=True)
-    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin(home)
     if not (home / "synth-world.json").exists():
         print(f"building {spec.messages:,} messages / {spec.sessions:,} sessions / {spec.projects} projects "
               f"in {home} (once; several minutes)…", flush=True)

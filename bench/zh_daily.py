@@ -47,7 +47,6 @@ history towards the independent check's ~2k short sessions while the questions s
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from datetime import datetime
@@ -174,10 +173,7 @@ def run(data_paths: list[Path], home: Path, modes: list[str], split: str = "all"
     ``distractors``: sessions of the LoCoMo-format file ``distractor_data`` added (see the module's note;
     after the filler, so the set's own sessions read the same with or without them). ``questions_log``:
     write every answer there too (``locomo.QuestionLog``)."""
-    home.mkdir(parents=True, exist_ok=True)
-    os.environ["HERMES_HOME"] = str(home)  # before Hermes is imported
-    info = common.machine()
-    common.print_machine(info)
+    info = common.begin(home)
     # Each set at the words asked for, or its own (sets read as one must agree: ``zh_data.combined``).
     sets = [{**d, "answer_words": d.get("answer_words", 0) if answer_words is None else answer_words}
             for d in map(zh_data.load, data_paths)]
