@@ -347,8 +347,10 @@ def _load(home: Path, managed: Path | None, environment: envfile.Environment) ->
     hermes = _hermes_read(home / "config.yaml", warnings, home, environment, named)
     layers += _hermes_sections(home / "config.yaml", hermes)
     # What an administrator pinned in Hermes's managed scope comes last: it wins, as in Hermes.
-    pinned = _hermes_read(managed, warnings, home, environment, named) if managed is not None else {}
-    layers += _hermes_sections(managed, pinned) if managed is not None else []
+    pinned: dict = {}
+    if managed is not None:
+        pinned = _hermes_read(managed, warnings, home, environment, named)
+        layers += _hermes_sections(managed, pinned)
     _named[str(home)] = tuple(sorted(named))
     for source, overlay in layers:
         if overlay:
