@@ -26,13 +26,18 @@ HIDDEN_SOURCES = frozenset({"kanban", "subagent", "tool"})
 
 def is_delegated(source: str | None, model_config: str | None) -> bool:
     """A delegate_task subagent run (Hermes marks it by source, and in model_config)."""
-    if source == "subagent":
-        return True
+    return source == "subagent" or marked(model_config, "_delegate_from")
+
+
+def marked(model_config: str | None, key: str) -> bool:
+    """Whether a session's model_config (JSON, as Hermes writes it) holds ``key``, as Hermes marks
+    a delegated run (``_delegate_from``) or a /branch (``_branched_from``); False when it is no
+    JSON object."""
     try:
         config = json.loads(model_config) if model_config else None
     except (TypeError, ValueError):
         return False
-    return isinstance(config, dict) and config.get("_delegate_from") is not None
+    return isinstance(config, dict) and config.get(key) is not None
 
 
 def _session_select(conn: sqlite3.Connection) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..hermes import paths
-from ..hermes.catalog import is_delegated
+from ..hermes.catalog import is_delegated, marked
 from ..hermes.facts import SessionFacts
 from ..hermes.projects import folded_name
 from ..hermes.readonly import StateDBError, connect_readonly
@@ -93,15 +93,7 @@ def _select(conn: sqlite3.Connection) -> str:
 def _row(values: sqlite3.Row | tuple) -> SessionRow:
     sid, title, source, cwd, branch, root, parent, count, archived, model_config, end_reason = tuple(values)
     return SessionRow(sid, title, source, cwd, branch, root, parent, int(count or 0), bool(archived),
-                      is_delegated(source, model_config), end_reason, _branched(model_config))
-
-
-def _branched(model_config: str | None) -> bool:
-    try:
-        config = json.loads(model_config) if model_config else None
-    except (TypeError, ValueError):
-        return False
-    return isinstance(config, dict) and config.get("_branched_from") is not None
+                      is_delegated(source, model_config), end_reason, marked(model_config, "_branched_from"))
 
 
 def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
