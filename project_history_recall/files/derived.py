@@ -25,7 +25,8 @@ import threading
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from types import MappingProxyType
+from typing import Callable, Iterator, Mapping, TypeVar
 
 from ..errors import DataError
 from .folders import make_own, unmakeable
@@ -216,7 +217,7 @@ def laid_out_by_another(path: Path, version: int, expected: dict[str, str] | Non
     set to another. None when it is this version's, or when that cannot be read (opening it then
     says why). For the ``status`` command, which makes and changes nothing: opening such a file
     for use deletes it and starts it afresh."""
-    wanted = {"schema_version": str(version), **(expected or {})}
+    wanted = _stamps(version, expected or {})
     if not_a_file(path) is not None or not path.is_file():  # SQLite's read of a FIFO waits for ever
         return None
     try:
@@ -233,26 +234,41 @@ def laid_out_by_another(path: Path, version: int, expected: dict[str, str] | Non
         conn.close()
     if "schema_version" not in stored:
         return None
-    differ = [f"{key.replace('_', ' ')} {stored[key]}, this plugin writes {value}" for key, value in wanted.items()
-              if key in stored and stored[key] != value]
+    differ = _differ(stored, wanted)
     if not differ:
         return None
-    return f"was written by another version of this plugin ({'; '.join(differ)}); {REBUILDS}"
+    return f"was written by another version of this plugin ({differ}); {REBUILDS}"
 
 
-def _connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
+def _stamps(version: int, expected: Mapping[str, str]) -> dict[str, str]:
+    """The ``meta`` values a file of this version holds: its ``schema_version`` and ``expected``'s."""
+    return {"schema_version": str(version), **expected}
+
+
+def _differ(stored: Mapping[str, str], wanted: Mapping[str, str]) -> str:
+    """How the ``meta`` values ``stored`` differ from ``wanted`` ("" when none does; one not stored is
+    no difference: the file is older than the value, and its own checks read it)."""
+    return "; ".join(f"{key.replace('_', ' ')} {stored[key]}, this plugin writes {value}"
+                     for key, value in wanted.items() if key in stored and stored[key] != value)
+
+
+def _connect(path: Path, schema: str, version: int, expected: Mapping[str, str]) -> sqlite3.Connection:
+    """A connection to the file with ``schema`` in place, a new file stamped with ``version`` and each of
+    ``expected``'s ``meta`` values; ``_OtherVersion`` for a file stamped with other ones (a keyword index
+    of another tokenizer is another version's as much as one of another schema)."""
     conn = sqlite3.connect(str(path), timeout=10, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=10000")
         conn.executescript(schema)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(version),))
-        elif row[0] != str(version):
-            raise _OtherVersion(f"schema version {row[0]}, this plugin writes {version}")
-        conn.execute("SELECT count(*) FROM meta").fetchone()
+        stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        wanted = _stamps(version, expected)
+        if "schema_version" not in stored:
+            conn.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", list(wanted.items()))
+        differ = _differ(stored, wanted)
+        if differ:
+            raise _OtherVersion(differ)
     except BaseException:
         conn.close()
         raise
@@ -301,8 +317,10 @@ def _lock(path: Path) -> FileLock:
     return FileLock(path.with_name(path.name + ".lock"))
 
 
-def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Connection, str | None]:
-    """(a connection with ``schema`` in place, why the file was rebuilt or None).
+def open_or_rebuild(path: Path, schema: str, version: int, expected: Mapping[str, str] = MappingProxyType({})
+                    ) -> tuple[sqlite3.Connection, str | None]:
+    """(a connection with ``schema`` in place, why the file was rebuilt or None); ``expected``, ``meta``
+    values this version writes besides its ``schema_version`` (``_connect``).
 
     ``schema`` must create a ``meta (key, value)`` table."""
     try:
@@ -321,7 +339,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
         if _not_a_database(path):  # under the lock, so never a file another process is creating
             reason = f"{path.name} was not a database; moved to {_set_aside(path, 'not a database')} and rebuilt"
         try:
-            return _connect(path, schema, version), reason
+            return _connect(path, schema, version, expected), reason
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, _OtherVersion):
                 if _in_use(path):
@@ -337,7 +355,7 @@ def open_or_rebuild(path: Path, schema: str, version: int) -> tuple[sqlite3.Conn
             else:
                 raise describe(path, exc) from exc
         try:
-            return _connect(path, schema, version), reason
+            return _connect(path, schema, version, expected), reason
         except sqlite3.Error as exc:
             raise describe(path, exc) from exc
     except OSError as exc:
@@ -422,12 +440,12 @@ class DerivedFile:
 
     Every use of the connection goes through ``using()``."""
 
-    def __init__(self, path: Path, schema: str, version: int):
+    def __init__(self, path: Path, schema: str, version: int, expected: Mapping[str, str] = MappingProxyType({})):
         self.path = path
         self.lock = threading.RLock()
         self.writes = 0  # commits through this object (data_version only sees other connections')
         self.damaged: str | None = None  # why the file was set aside while in use
-        self._conn, self.rebuilt_reason = open_or_rebuild(path, schema, version)
+        self._conn, self.rebuilt_reason = open_or_rebuild(path, schema, version, expected)
         self._reads_only = _reads_only(self._conn)
         self._inode = inode(path)
         self._quiet: tuple | None = None  # the stat of the file when a full check last trusted it

@@ -279,12 +279,15 @@ class TextIndex(derived.DerivedFile):
     """One keywords.db."""
 
     def __init__(self, path: Path):
-        super().__init__(path, _SCHEMA, SCHEMA_VERSION)
+        # A file of another tokenizer is another version's: rebuilt, unless a process of that version
+        # still has it open (one started before an upgrade), which keeps it until it ends.
+        super().__init__(path, _SCHEMA, SCHEMA_VERSION, {"tokenizer": TOKENIZER_VERSION})
         self._settled: tuple[int, int] | None = None  # the file's commits when a merge found nothing left
         self._check_fresh()
 
     def _check_fresh(self) -> None:
-        """Start afresh for a new tokenizer, or when unreachable rows have piled up: FTS5 cannot
+        """Start afresh for a file stamped with no tokenizer (older than the stamp; one of another
+        tokenizer is another version's, which ``derived`` rebuilds), or when unreachable rows have piled up: FTS5 cannot
         delete a contentless row without its text, so only a rebuild reclaims them. Checked as a
         process opens the file; the searches meanwhile use Hermes's indexes, as on a first build."""
         with self.using() as conn:
@@ -292,10 +295,7 @@ class TextIndex(derived.DerivedFile):
             garbage = int(meta.get("garbage") or 0)
             piled = garbage > GARBAGE_LIMIT and garbage > (
                 conn.execute("SELECT coalesce(sum(next_seq), 0) FROM sessions").fetchone()[0] / 2)
-        if meta.get("tokenizer") != TOKENIZER_VERSION or piled:
-            if meta.get("tokenizer") not in (None, TOKENIZER_VERSION):
-                self.rebuilt_reason = (f"{self.path.name} was made by another version of this plugin (tokenizer "
-                                       f"{meta['tokenizer']}, this plugin's is {TOKENIZER_VERSION}); rebuilt")
+        if meta.get("tokenizer") != TOKENIZER_VERSION or piled:  # none stored: older than the stamp
             self._reset()
 
     def _reset(self) -> None:

@@ -160,7 +160,7 @@ def test_a_long_lived_process_takes_its_indexes_back_once_they_can_be_written(wo
     enable_plugin(world.home)
     derived = plugin_module("files.derived")
 
-    def read_only(path, schema, version):
+    def read_only(path, schema, version, expected):
         return sqlite3.connect(derived.sqlite_uri(path, "mode=ro"), uri=True, timeout=10, isolation_level=None,
                                check_same_thread=False)
 
