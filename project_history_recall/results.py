@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import re
 import time
-import unicodedata
-from dataclasses import dataclass
 from typing import Callable
 
 from .hermes.messages import MessageRow
-from .keyword.cjk import CJK
 from .keyword.querytext import ParsedQuery
 from .redaction import MARGIN
-from .textfold import SPELLED_APART, spelled
 
 SNIPPET_CHARS = 240
 CONTEXT_CHARS = 400
@@ -39,39 +35,18 @@ def link(profile: str, session_id: str) -> str:
     return f"@session:{profile}/{session_id}"
 
 
-# A letter or digit that goes on a word: not one of a CJK run, which the index reads as a word of its
-# own (``youer`` in 修改youer服务端, ``ＡＰＩ`` in 调用ＡＰＩ失败了).
-_WORD_GOES_ON = rf"[^\W{CJK}]"
-
-
-@dataclass(frozen=True)
-class Marks:
-    """What a snippet marks: the query's terms as the index found them, however the history spells
-    them: ``plain`` as normalised, ``spelled`` (``textfold.spelled``) for a text that may spell them
-    otherwise."""
-
-    plain: re.Pattern
-    spelled: re.Pattern
-
-    def pattern(self, text: str) -> re.Pattern:
-        return self.spelled if SPELLED_APART.search(text) else self.plain
-
-
-def term_pattern(query: ParsedQuery) -> Marks | None:
-    patterns = []
-    for spell in (re.escape, spelled):
-        parts = []
-        for term in sorted(query.terms, key=lambda t: -len(t.text)):
-            text = spell(term.text)
-            if term.kind == "word":  # never CJK: ``querytext`` cuts a CJK run into "cjk" terms
-                stem = spell(term.stem) + f"{_WORD_GOES_ON}*" if term.stem else text
-                parts.append(rf"(?<!{_WORD_GOES_ON})(?:{text}|{stem})(?!{_WORD_GOES_ON})")
-            else:
-                parts.append(text)
-        if not parts:
-            return None
-        patterns.append(re.compile("|".join(parts), re.IGNORECASE))
-    return Marks(*patterns)
+def term_pattern(query: ParsedQuery) -> re.Pattern | None:
+    parts = []
+    for term in sorted(query.terms, key=lambda t: -len(t.text)):
+        text = re.escape(term.text)
+        if term.kind == "word":  # never CJK: ``querytext`` cuts a CJK run into "cjk" terms
+            stem = re.escape(term.stem) + r"\w*" if term.stem else text
+            parts.append(rf"(?<!\w)(?:{text}|{stem})(?!\w)")
+        else:
+            parts.append(text)
+    if not parts:
+        return None
+    return re.compile("|".join(parts), re.IGNORECASE)
 
 
 # Secrets are masked in a piece cut ``MARGIN`` characters wider on each side than what is
@@ -86,11 +61,9 @@ def _clip(text: str, limit: int, mask: Callable[[str], str]) -> str:
     return piece if len(piece) <= limit and len(flat) <= limit + MARGIN else piece[: limit - 1] + "…"
 
 
-def snippet(text: str, marks: Marks | None, mask: Callable[[str], str], width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first match, secrets masked, matches wrapped in >>> <<<. The text
-    is NFC-composed, which shows it as it was (decomposed accents, as macOS writes them, are found)."""
-    flat = unicodedata.normalize("NFC", " ".join(text.split()))
-    pattern = marks.pattern(flat) if marks else None
+def snippet(text: str, pattern: re.Pattern | None, mask: Callable[[str], str], width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first match, secrets masked, matches wrapped in >>> <<<."""
+    flat = " ".join(text.split())
     first = pattern.search(flat) if pattern else None
     if pattern is None or first is None:
         return _clip(flat, width, mask)

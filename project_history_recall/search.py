@@ -335,11 +335,11 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
     return kept
 
 
-def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, marks, shown: redaction.Masked) -> dict:
+def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
     entry = {
         "message_id": hit.message_id,
         "role": row.role,
-        "snippet": results.snippet(row.shown, marks, shown.text),
+        "snippet": results.snippet(row.shown, pattern, shown.text),
         "score_source": hit.source,
         "when": results.when(row.timestamp),
     }
@@ -354,7 +354,7 @@ def _still_there(group: sessions.Group[Hit], rows: dict) -> list[Hit]:
 
 
 def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
-                  marks, shown: redaction.Masked) -> dict | None:
+                  pattern, shown: redaction.Masked) -> dict | None:
     """One session: its best message's fields, its further hits in ``more_hits``."""
     found = _still_there(group, rows)
     if not found:
@@ -363,10 +363,10 @@ def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: d
         "session_id": group.session_id,
         "link": results.link(profile, group.session_id),
         "title": shown.text(meta.get(group.session_id, {}).get("title", "")),
-        **_message_json(found[0], rows[found[0].message_id], windows, marks, shown),
+        **_message_json(found[0], rows[found[0].message_id], windows, pattern, shown),
     }
     if len(found) > 1:
-        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, marks, shown) for h in found[1:]]
+        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, pattern, shown) for h in found[1:]]
     return entry
 
 
@@ -389,9 +389,9 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         windows = messages.windows(conn, ctx.shape, [rows[h.message_id] for h in best], req.context,
                                    ctx.filters.roles)
     # Sessions found by their time alone show their messages as they begin: no word was looked for.
-    marks = results.term_pattern(ctx.query) if searched_with != TIME else None
+    pattern = results.term_pattern(ctx.query) if searched_with != TIME else None
     profile = paths.profile_name(home)
-    out = [e for e in (_session_json(g, rows, meta, windows, profile, marks, shown) for g in groups) if e]
+    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown) for g in groups) if e]
     response = {
         "success": True,
         "outcome": FOUND if out else NOTHING,

@@ -26,12 +26,9 @@ _ABJAD_MARKS = "\u0640" + "".join(chr(c) for c in chain(range(0x0591, 0x05C8), r
 # stays itself, so DIŞ (Turkish dış) folds to diş, TOPLANTI to toplanti and İZMİR to neither izmir
 # nor İzmir's fold. Both read as i.
 _FOLDS = {**dict.fromkeys(map(ord, INVISIBLE + _ABJAD_MARKS)), ord("ı"): "i"}
-# The characters ``normalise`` deletes: a word the history spells with them is found by the word
-# without, and a snippet looks for it so (``spelled``).
-DELETED = INVISIBLE + _ABJAD_MARKS
 # The characters ``_FOLDS`` changes: looking for them costs a message ~1 µs, where folding every
 # Chinese message made it ~20 µs (of ~140) slower to index.
-_TO_FOLD = re.compile("[" + re.escape(DELETED) + "ı\u0307]")
+_TO_FOLD = re.compile("[" + re.escape(INVISIBLE + _ABJAD_MARKS) + "ı\u0307]")
 
 
 def normalise(text: str) -> str:
@@ -41,18 +38,3 @@ def normalise(text: str) -> str:
     if text.isascii() or not _TO_FOLD.search(text):
         return text
     return text.translate(_FOLDS).replace("i\u0307", "i")
-
-
-_GAP = f"[{re.escape(DELETED)}]*"
-# What text holds where a word may be spelled apart from its normalised form (``spelled``): a deleted
-# character or a full-width one. Most texts hold neither, and a plain pattern scans them twice as fast.
-SPELLED_APART = re.compile(f"[{re.escape(DELETED)}\uff01-\uff5e]")
-
-
-def spelled(word: str) -> str:
-    """A regular expression that finds ``word`` (normalised) in text as typed, NFC-composed, for
-    ``re.IGNORECASE``: with any of the ``DELETED`` characters between its characters, and each ASCII
-    character also in its full-width form (``api`` in ``调用ＡＰＩ``). Case, and the Turkish i's,
-    ``re.IGNORECASE`` takes care of. Only for a text ``SPELLED_APART`` finds something in."""
-    return _GAP.join(f"[{re.escape(ch + chr(ord(ch) + 0xFEE0))}]" if "!" <= ch <= "~" else re.escape(ch)
-                     for ch in word)

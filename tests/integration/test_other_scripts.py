@@ -74,30 +74,3 @@ def test_a_word_the_history_says_finds_its_session_in_any_script(scripts, mode):
         if not found or found[0] != sessions[key]:
             missed.append((question, key, found.index(sessions[key]) if sessions[key] in found else None))
     assert not missed, missed
-
-
-# A long message holding the word (as the history spells it) far from its start, and the question.
-LONG = [("the web\u200bhook retries failed", "webhook"), ("نقلنا الخَادِمَ الجديد", "الخادم"),
-        (unicodedata.normalize("NFD", "réunion à Genève demain"), "Genève"), ("调用ＡＰＩ失败了", "API"),
-        ("הֶעֱבַרְנוּ לַשָּׁרָת", "לשרת"), ("修改youer服务端", "youer")]
-
-
-def test_a_long_message_is_shown_around_the_word_however_the_history_spells_it(world, work):
-    """The snippet is the window of a long message around the word found, marked. The index found a
-    word spelled with a zero-width space, vowel marks, decomposed accents or full-width letters, or a
-    Latin word glued to Chinese; the snippet looked for it as the question spells it, as a word with
-    no letter beside it, missed it, and showed the message's first lines (the thirteenth hostile sweep)."""
-    folder = work / "app"
-    folder.mkdir()
-    world.project("App", folder)
-    filler = "filler words about nothing much. " * 60
-    sessions = [world.session(("user", f"{filler}{said} {filler}"), cwd=folder) for said, _ in LONG]
-    asker = world.session(cwd=folder)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
-    enable_plugin(world.home)
-    for sid, (said, question) in zip(sessions, LONG, strict=True):
-        res = call(SEARCH, {"query": question, "mode": "keyword", "context": 0}, session_id=asker)
-        assert res["results"] and res["results"][0]["session_id"] == sid, (question, res)
-        assert ">>>" in res["results"][0]["snippet"], (said, question, res["results"][0]["snippet"])
