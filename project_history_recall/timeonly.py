@@ -111,10 +111,11 @@ def note(windows: Sequence[timewords.Window], found: bool, bounded: bool) -> str
                 f"the question names no matter to look for, and no session was searched"
                 f"{' between since and until' if bounded else ''}: nothing to show.")
     if all(w.start <= 0 for w in windows):  # before_this
-        return (f"the question asks for the session before this one ({named}) and nothing else to look for, so "
+        # "this one" means nothing from the command line, where no session asks: "the last one" reads for both.
+        return (f"the question asks for the last session ({named}) and nothing else to look for, so "
                 "these are the latest sessions, newest first, each shown by its first message (the user's where "
                 "there is one); add what it was about to rank by that instead." if found else
-                f"the question asks for the session before this one ({named}), and no session searched is "
+                f"the question asks for the last session ({named}), and no session searched is "
                 f"older{' between since and until' if bounded else ''}: nothing to show.")
     if found:
         return (f"the question names only a time ({named}) and nothing else to look for, so these are the "

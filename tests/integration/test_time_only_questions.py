@@ -110,7 +110,7 @@ def test_asking_for_the_session_before_this_one_finds_the_latest_sessions(histor
     res = _ask(asker, query, mode, limit=2)
     assert _names(sessions, res) == ["today", "late yesterday"]
     assert res["searched_with"] == "time" and res["results"][0]["snippet"] == "write the release notes"
-    assert any("the session before this one" in w or "names no matter to look for" in w for w in res["warnings"]), res
+    assert any("asks for the last session" in w or "names no matter to look for" in w for w in res["warnings"]), res
     assert _names(sessions, _ask(asker, query, mode, until="2026-06-20", limit=1)) == ["late last week"]
 
 

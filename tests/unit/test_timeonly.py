@@ -74,7 +74,7 @@ def test_asking_for_the_session_before_this_one_alone_lists_the_sessions_before_
     assert _before(question)
     (window,) = timeonly.before_this(question, ASKED)
     assert (window.start, window.end) == (0.0, ASKED)
-    assert "the session before this one" in timeonly.note([window], True, False)
+    assert "asks for the last session" in timeonly.note([window], True, False)
 
 
 @pytest.mark.parametrize("question", [
