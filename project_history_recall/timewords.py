@@ -410,15 +410,17 @@ def _rules() -> list[_Rule]:
          lambda r, m: r.days(date(r.today.year, 1, 1), r.today + timedelta(days=1), EXACT, m[0])),
         # A day of the week: last Friday, on Friday, Friday, this Monday; 上周三, 这周一, 周五, 星期天. Not a
         # day that recurs (on Fridays, every Friday, Monday to Friday, 每周五, 周一到周五, 周一、三) nor one
-        # to come (next Friday, 下周一), nor 周 after a number (一周一次: once a week). A bare one is the
-        # last before today, as "last Friday" is.
+        # to come (next Friday, 下周一), nor a deadline (for, by, until or before Friday, due on Friday,
+        # 周五之前, 周五前, 周五截止: the day a thing is for, not the day it was talked of), nor 周 after a
+        # number (一周一次: once a week). A bare one is the last before today, as "last Friday" is.
         (rf"\bthis\s+(?P<wd>{'|'.join(_WEEKDAYS)})\b", i,
          lambda r, m: r.day_of_week(0, _WEEKDAYS.index(m["wd"].lower()), m[0])),
         (rf"(?<!\bevery\s)(?<!\beach\s)(?<!\bnext\s)(?<!\bcoming\s)(?<!\bfollowing\s)"
          rf"(?<!\bto\s)(?<!\bthrough\s)(?<!\bthru\s)(?<![-–—]\s)(?<![-–—])"
+         rf"(?<!\bfor\s)(?<!\bby\s)(?<!\buntil\s)(?<!\btill\s)(?<!\bbefore\s)(?<!\bdue\s)(?<!\bdue\son\s)"
          rf"\b(?:(?:last|on)\s+)?(?P<wd>{'|'.join(_WEEKDAYS)})\b(?!\s*(?:[-–—]|(?:to|through|thru|till|until)\s))", i,
          lambda r, m: r.weekday(_WEEKDAYS.index(m["wd"].lower()), m[0])),
-        (rf"(?<![上下这本每个到至{_CN_NUMERALS}])(?<!\d){_CN_WEEKDAY}", 0,
+        (rf"(?<![上下这本每个到至{_CN_NUMERALS}])(?<!\d){_CN_WEEKDAY}(?!\s*(?:之前|以前|前|截止))", 0,
          lambda r, m: r.weekday(_cn_weekday(m), m[0])),
         # A part of a year alone: the last one begun (年底 asked in June is last December's), read
         # relative to the asking as 上个月 is, so a date the question names decides. Not a year's

@@ -324,6 +324,9 @@ def test_a_vague_or_broad_time_counts_less_than_a_named_day():
     "on Mondays we deploy", "this Friday", "every Monday we deploy", "next Friday", "Monday to Friday",
     "Monday through Friday", "Monday-Friday", "Mon–Fri", "the coming Sunday", "每周一开会", "周一到周五上班", "周一至周五", "周一、三、五健身",
     "下周一", "本周五", "一周一次", "两个周一",
+    # A deadline names the day a thing is for, not the day it was talked of.
+    "what did we plan for Friday", "the fix is due on Monday", "due Monday", "ship it by Friday",
+    "frozen until Thursday", "what must land before Friday", "周五之前要交", "周五前发版", "报告周三截止",
     "每年年底",
     "",
 ])
