@@ -12,6 +12,8 @@ from typing import Callable
 KEYWORD, SEMANTIC, BOTH = "keyword", "semantic", "both"
 # Found by when it was said alone: a question that names only a time (``timeonly``).
 TIME = "time"
+# Named by its title: a query that is a session's title (``search``), as Hermes's session_search reads one.
+TITLE = "title"
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class Hit:
     message_id: int
     session_id: str
     score: float  # on the scale of its source: keyword evidence, a cosine, or the fused score
-    source: str  # KEYWORD, SEMANTIC, BOTH when the fusion found it in both engines' lists, or TIME
+    source: str  # KEYWORD, SEMANTIC, BOTH when the fusion found it in both engines' lists, TIME or TITLE
     timestamp: float  # seconds; 0.0 when state.db holds no usable time
 
 

@@ -28,9 +28,10 @@ from .hermes.host import Caller
 from .hermes.messages import Filters
 from .hermes.readonly import journal_mode
 from .hermes.statedb import reading
-from .hits import KEYWORD, SEMANTIC, TIME, Hit
+from .hits import KEYWORD, SEMANTIC, TIME, TITLE, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import MAX_QUERY_CHARS, clean_ref, clean_text, is_cut, parse
+from .scope import sessionref
 from .scope.resolve import HOME_REASON, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
@@ -493,8 +494,33 @@ def _answer(req: SearchRequest, ctx: SearchContext
         outcome = semantic.run(ctx, 0, wait=False)
         groups = timeonly.sessions_from_then(ctx, alone, req.limit)
         bounded = req.since is not None or req.until is not None
-        return groups, TIME, outcome, None, (timeonly.note(alone, bool(groups), bounded),)
-    return (*_search(req, ctx, named if ctx.settings.time_weight else []), ())
+        return _title_first(req, ctx, groups), TIME, outcome, None, (timeonly.note(alone, bool(groups), bounded),)
+    groups, searched_with, outcome, source = _search(req, ctx, named if ctx.settings.time_weight else [])
+    return _title_first(req, ctx, groups), searched_with, outcome, source, ()
+
+
+# Every message a session has, whenever it was said (``messages.from_then``'s spans, in seconds).
+_ALWAYS = (-1e18, 1e18)
+
+
+def _title_first(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group[Hit]]
+                 ) -> list[sessions.Group[Hit]]:
+    """``groups`` with the session of the scope whose title the query is (``sessionref.titled``) first,
+    as Hermes's own session_search puts it: a title from the sidebar is how a person, or an agent
+    told of one, names a session, and its messages need not say the title's words. One the engines
+    did not find is shown by its first message the filters let through, the user's where there is
+    one."""
+    titled = sessionref.titled(ctx.conn, req.query, ctx.scope.session_ids)
+    if titled is None:
+        return groups
+    mine = next((g for g in groups if g.session_id == titled), None)
+    if mine is None:
+        first = messages.from_then(ctx.conn, ctx.shape, [titled], ctx.filters, [_ALWAYS], 1)
+        if not first:
+            return groups
+        message_id, _, at = first[0]
+        mine = sessions.Group(titled, [Hit(message_id, titled, at, TITLE, at)])
+    return [mine, *(g for g in groups if g is not mine)][:req.limit]
 
 
 def _search(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Window]

@@ -16,6 +16,7 @@ import sqlite3
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Collection
 
 from ..errors import UsageError
 from ..hermes import paths
@@ -104,6 +105,8 @@ def fetch(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
     return _row(row) if row else None
 
 
+# Hermes's longest title (``SessionDB.MAX_TITLE_LENGTH``): a longer query is no title.
+TITLE_CHARS = 100
 # The sessions a refusal lists when a title names several (one more is read, to tell that they are).
 _LISTED = 10
 
@@ -123,6 +126,35 @@ def _by_title(conn: sqlite3.Connection, title: str) -> list[SessionRow]:
                         (json.dumps(ids[:_LISTED + 1]),)).fetchall()
     order = {sid: i for i, sid in enumerate(ids)}
     return sorted((_row(r) for r in rows), key=lambda row: order[row.id])
+
+
+def titled(conn: sqlite3.Connection, text: str, among: Collection[str]) -> str | None:
+    """The session of ``among`` that ``text`` names by its title, as Hermes's own session_search reads a
+    query (``SessionDB.resolve_session_by_title``): the latest of its numbered continuations ("title #2",
+    the title Hermes gives a conversation that goes on after compression) where there are any, else the
+    one with that title, in its case before in another (a title typed from memory, in lower case)."""
+    ref = parse(text)
+    if ref.is_link or not ref.value or len(ref.value) > TITLE_CHARS:
+        return None
+    escaped = ref.value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    try:
+        # One pass over Hermes's index of titles (about 1 ms for 20,000 sessions): SQLite's NOCASE and
+        # LIKE fold ASCII letters only, as Hermes's own lookup does.
+        rows = conn.execute(
+            f"SELECT id, {text_sql('title')} FROM sessions WHERE title = ? COLLATE NOCASE "
+            "OR title LIKE ? ESCAPE '\\' ORDER BY started_at DESC", (ref.value, f"{escaped} #%")).fetchall()
+    except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 title holds it
+        return None
+    continued = re.compile(re.escape(ref.value) + r" #\d+", re.IGNORECASE)
+
+    def rank(title: str) -> int | None:
+        if continued.fullmatch(title):
+            return 0
+        return 1 if title == ref.value else 2 if title.lower() == ref.value.lower() else None  # "X #a": none
+
+    ranked = sorted((rank(title), n, sid) for n, (sid, title) in enumerate(rows)
+                    if sid in among and rank(title) is not None)
+    return ranked[0][2] if ranked else None
 
 
 def _titles(conn: sqlite3.Connection) -> list[tuple[str, str]]:
