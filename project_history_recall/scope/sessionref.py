@@ -138,11 +138,14 @@ def titled(conn: sqlite3.Connection, text: str, among: Collection[str]) -> str |
         return None
     escaped = ref.value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     try:
-        # One pass over Hermes's index of titles (about 1 ms for 20,000 sessions): SQLite's NOCASE and
-        # LIKE fold ASCII letters only, as Hermes's own lookup does.
+        # One pass over Hermes's index of titles alone (1-2 ms for 20,000 sessions), the rows read only
+        # for what matches: the index is partial (titles that are not NULL), so the query says so, or
+        # SQLite reads the whole table, system prompts and all (80-170 ms). NOCASE and LIKE fold
+        # ASCII letters only, as Hermes's own lookup does.
         rows = conn.execute(
-            f"SELECT id, {text_sql('title')} FROM sessions WHERE title = ? COLLATE NOCASE "
-            "OR title LIKE ? ESCAPE '\\' ORDER BY started_at DESC", (ref.value, f"{escaped} #%")).fetchall()
+            f"SELECT id, {text_sql('title')} FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE "
+            "title IS NOT NULL AND (title = ? COLLATE NOCASE OR title LIKE ? ESCAPE '\\')) ORDER BY started_at DESC",
+            (ref.value, f"{escaped} #%")).fetchall()
     except UnicodeEncodeError:  # a lone surrogate from a hostile caller: no UTF-8 title holds it
         return None
     continued = re.compile(re.escape(ref.value) + r" #\d+", re.IGNORECASE)
