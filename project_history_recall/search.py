@@ -17,7 +17,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
-from . import consenting, fusion, orderwords, redaction, results, sessions, timeonly, timewords
+from . import automated, consenting, fusion, orderwords, redaction, results, sessions, timeonly, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
@@ -529,11 +529,22 @@ def _search(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     the keyword side looked its terms up, when it ran), the hits in ``windows`` (the times the
     question names) lifted."""
     ranked, reserved, searched_with, outcome, source = _ranked(req, ctx, windows)
-    groups = sessions.by_session(ranked, lambda h: h.session_id, req.limit, reserved)
+    groups = sessions.by_session(ranked, _session, req.limit, reserved)
     if searched_with == "keyword+semantic":
         groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
         groups = _led(groups, ranked, outcome)
+        # A session raised for its meaning stays behind the user's own all the same.
+        groups = automated.after(groups, lambda g: g.session_id, automated.among(ctx.conn, [g.session_id for g in groups]))
     return groups, searched_with, outcome, source if searched_with != "semantic" else None
+
+
+def _session(hit: Hit) -> str:
+    return hit.session_id
+
+
+def _users_first(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
+    """``hits`` with those of the sessions a schedule ran after the rest (``automated``)."""
+    return automated.after(hits, _session, automated.among(ctx.conn, {h.session_id for h in hits}))
 
 
 def _led(groups: list[sessions.Group[Hit]], ranked: list[Hit], outcome: semantic.Outcome
@@ -594,8 +605,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        return _topped_up(req, ctx, source, _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, source))), \
-            [], "keyword", outcome, source
+        found_hits = _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, source))
+        return _topped_up(req, ctx, source, _users_first(ctx, found_hits)), [], "keyword", outcome, source
     # In hybrid mode the characters of the question's words count where the semantic side backs
     # the message (``fusion.backed``), so they are looked up too.
     found = None if req.mode == "semantic" else keyword.find(ctx, source, gated=req.mode == "hybrid")
@@ -612,9 +623,10 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, source)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        return _topped_up(req, ctx, source, _lifted(req, settings, windows, kw_all)), [], "keyword", outcome, source
+        return _topped_up(req, ctx, source, _users_first(ctx, _lifted(req, settings, windows, kw_all))), [], \
+            "keyword", outcome, source
     if req.mode == "semantic":
-        return _checked(ctx, outcome.hits, outcome, req.limit), [], "semantic", outcome, source
+        return _checked(ctx, _users_first(ctx, outcome.hits), outcome, req.limit), [], "semantic", outcome, source
     near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)
     credited = found.backed(fusion.backed(outcome.similarity, outcome.background), near) \
         if found is not None else None
@@ -639,10 +651,11 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     ranking = credited or found
     about = ranking.about if ranking is not None else None
     lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts, about)
-    ranked = lifted + [h for h in kw_order if h.message_id not in fused_ids]
+    late = automated.among(ctx.conn, {h.session_id for h in (*kw_order, *outcome.hits)})
+    ranked = automated.after(lifted + [h for h in kw_order if h.message_id not in fused_ids], _session, late)
     share = _engine_firsts(req.limit)
-    reserved = list(dict.fromkeys(sessions.firsts(kw_order, lambda h: h.session_id, share)
-                                  + sessions.firsts(outcome.hits, lambda h: h.session_id, share)))
+    reserved = list(dict.fromkeys(sessions.firsts(automated.after(kw_order, _session, late), _session, share)
+                                  + sessions.firsts(automated.after(outcome.hits, _session, late), _session, share)))
     return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome, source
 
 
