@@ -46,3 +46,53 @@ def test_a_cron_session_is_still_found_when_only_it_holds_the_words(nightly):
     res = call(SEARCH, {"query": "report filed", "mode": "keyword"}, session_id=nightly["asker"])
     assert {h["message_id"] for h in hits(res)} and {r["session_id"] for r in res["results"]} <= set(nightly["crons"])
 
+
+@pytest.fixture
+def compressed_talk(world, work):
+    """Project App: another conversation, and one Hermes compressed, asked from after the compression.
+    ``rotated``: the legacy way (the first part ended ``compression`` and the talk went on in a child,
+    which has no folder of its own); ``in_place``: the default of both lines (the same session, its
+    earlier rows soft-archived as ``compacted``, a summary in their place)."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    other = world.session(("user", "the ledger export runs nightly"), cwd=app, title="Exports")
+    first = world.session(("user", "we chose postgres for the ledger tables"), ("assistant", "postgres ledger noted"),
+                          cwd=app, title="Long talk")
+    world.db.end_session(first, "compression")
+    rotated = world.session(("assistant", "[summary] earlier we talked about storage"), parent=first,
+                            title="Long talk #2")
+    in_place = world.session(("user", "the zanzibar cache keeps ledger rows for an hour"),
+                             ("assistant", "zanzibar cache noted"), cwd=app, title="Cache talk")
+    world.db.archive_and_compact(in_place, [{"role": "assistant", "content": "[summary] we talked about caching"}])
+    enable_plugin(world.home)
+    return {"other": other, "first": first, "rotated": rotated, "in_place": in_place}
+
+
+@pytest.mark.parametrize("asker, earlier, query", [("rotated", "first", "postgres ledger"),
+                                                  ("in_place", "in_place", "zanzibar ledger")])
+def test_a_compressed_conversations_earlier_part_is_said_and_marked(compressed_talk, asker, earlier, query):
+    """Asked after Hermes compressed the conversation, the words of its earlier part (no longer in the
+    model's context) were left out without a word: "nothing", or only other sessions, as if never
+    said. Now the answer says the earlier part was left out and how to search it; searched, its
+    results say they are this conversation's, not another session's."""
+    talk = compressed_talk
+    res = call(SEARCH, {"query": query, "mode": "keyword"}, session_id=talk[asker])
+    assert talk[earlier] not in {r["session_id"] for r in res["results"]}
+    assert res["current_session_excluded"] is True
+    assert any("include_current_session: true" in w for w in res["warnings"]), res.get("warnings")
+    res = call(SEARCH, {"query": query, "mode": "keyword", "include_current_session": True},
+               session_id=talk[asker])
+    mine = [r for r in res["results"] if r["session_id"] == talk[earlier]]
+    assert mine and mine[0]["this_conversation"] is True
+    assert all("this_conversation" not in r for r in res["results"] if r["session_id"] != talk[earlier])
+    assert not any("include_current_session" in w for w in res.get("warnings", []))
+
+
+def test_a_conversation_never_compressed_is_left_out_without_a_warning(compressed_talk, world, work):
+    asker = world.session(("user", "postgres again"), cwd=work / "app")
+    res = call(SEARCH, {"query": "postgres", "mode": "keyword"}, session_id=asker)
+    assert res["current_session_excluded"] is True and "warnings" not in res, res.get("warnings")
+    # Another conversation's compression is not this one's.
+    assert {r["session_id"] for r in res["results"]} == {compressed_talk["first"]}
+    assert "this_conversation" not in res["results"][0]
