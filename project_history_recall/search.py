@@ -32,7 +32,7 @@ from .hits import KEYWORD, SEMANTIC, TIME, TITLE, Hit
 from .keyword import engine as keyword
 from .keyword.querytext import MAX_QUERY_CHARS, clean_ref, clean_text, is_cut, parse
 from .scope import sessionref
-from .scope.resolve import HOME_REASON, left_scope, resolve_scope
+from .scope.resolve import home_reason, left_scope, resolve_scope
 from .semantic import embedders
 from .semantic import engine as semantic
 from .semantic import kept as semantic_parts
@@ -700,7 +700,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 return consenting.annotate({
                     "success": True, "outcome": NOTHING, "mode": req.mode, "project": scope.attribution.as_json(),
                     "query": req.query, "notice": NOTICE, "results": [], "sessions_in_scope": 0,
-                    **outcome.fields(), "reason": HOME_REASON,
+                    **outcome.fields(), "reason": home_reason(home),
                     **results.warnings_field(scope.warnings),
                 }, note)
             ctx = SearchContext(home, settings, conn, shape, scope,

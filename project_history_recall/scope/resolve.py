@@ -49,6 +49,25 @@ HOME_REASON = (
     "history to search. Use project_session_move to put it in a project, or session_search "
     "to search all history."
 )
+# How many of the profile's projects a search from outside any project names.
+_NAMED_PROJECTS = 8
+
+
+def home_reason(home: Path) -> str:
+    """Why a search from a session in no project (a messaging app's chat, a cron job without a folder)
+    found nothing, and what works from there: naming a project in ``project`` searches it, and the
+    agent is given the names to choose from, not only a move that would change where the chat is."""
+    try:
+        names = [p.name for p in current_projects(paths.projects_db_path(home)) if not p.archived]
+    except StateDBError:
+        names = []
+    if not names:
+        return HOME_REASON
+    listed = ", ".join(names[:_NAMED_PROJECTS]) + (f" and {len(names) - _NAMED_PROJECTS} more"
+                                                    if len(names) > _NAMED_PROJECTS else "")
+    return (f"This session is not in any project (it has no working folder). To search a project's history "
+            f"from here, name the project in 'project' (this profile's projects: {listed}). "
+            "project_session_move puts this session in one; session_search searches all history.")
 
 
 class ScopeError(UsageError):

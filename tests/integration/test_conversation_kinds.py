@@ -96,3 +96,24 @@ def test_a_conversation_never_compressed_is_left_out_without_a_warning(compresse
     # Another conversation's compression is not this one's.
     assert {r["session_id"] for r in res["results"]} == {compressed_talk["first"]}
     assert "this_conversation" not in res["results"][0]
+
+
+@pytest.mark.parametrize("source", ["telegram", "discord", "cron"])
+def test_a_chat_in_no_project_is_told_to_name_one(world, work, source):
+    """A messaging app's chat (and a cron job without a folder) is in no project. Asked from there, the
+    answer said only to move the chat into a project or use session_search: nothing said that naming a
+    project in 'project' searches it from there, nor which there are, so an agent asked "what did we
+    decide in App?" moved the chat. Now the answer names the argument and the profile's live projects."""
+    for name in ("App", "Web Shop", "Old"):
+        folder = work / name.lower().replace(" ", "-")
+        folder.mkdir()
+        project = world.project(name, folder)
+        world.session(("user", f"websocket talk in {name}"), cwd=folder)
+    world.archive(project)
+    chat = world.session(("user", "what did we decide about the websocket in App?"), source=source)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "websocket"}, session_id=chat)
+    assert res["success"] and res["outcome"] == "nothing" and res["project"]["kind"] == "home"
+    assert "'project'" in res["reason"] and "App, Web Shop)" in res["reason"], res["reason"]
+    named = call(SEARCH, {"query": "websocket", "project": "App", "mode": "keyword"}, session_id=chat)
+    assert [r["snippet"] for r in named["results"]] == [">>>websocket<<< talk in App"]
