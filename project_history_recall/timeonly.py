@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from . import sessions, timewords
+from . import automated, sessions, timewords
 from .context import SearchContext
 from .hermes import messages
 from .hits import TIME, Hit
@@ -93,9 +93,15 @@ def sessions_from_then(ctx: SearchContext, windows: Sequence[timewords.Window], 
     filters let through (roles, since, until), the one with the latest such message first. Each is
     shown by its first message from then, the user's where it has one: what the user set out to
     do then says what the session was about, where a later message or the assistant's answer is
-    one step of it. The hit's score is that message's time."""
-    found = messages.from_then(ctx.conn, ctx.shape, ctx.scope.session_ids, ctx.filters,
-                               [(w.start, w.end) for w in windows], limit)
+    one step of it. The hit's score is that message's time. The sessions a schedule ran come after
+    the user's own (``automated``): "what did we do last time?" asks for the user's last session,
+    not the job's last run."""
+    spans = [(w.start, w.end) for w in windows]
+    late = automated.among(ctx.conn, ctx.scope.session_ids)
+    users = [sid for sid in ctx.scope.session_ids if sid not in late]
+    found = messages.from_then(ctx.conn, ctx.shape, users, ctx.filters, spans, limit)
+    if late and len(found) < limit:
+        found += messages.from_then(ctx.conn, ctx.shape, sorted(late), ctx.filters, spans, limit - len(found))
     return [sessions.Group(session_id, [Hit(message_id, session_id, at, TIME, at)])
             for message_id, session_id, at in found]
 

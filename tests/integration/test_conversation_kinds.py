@@ -47,6 +47,28 @@ def test_a_cron_session_is_still_found_when_only_it_holds_the_words(nightly):
     assert {h["message_id"] for h in hits(res)} and {r["session_id"] for r in res["results"]} <= set(nightly["crons"])
 
 
+
+@pytest.mark.parametrize("query", ["what did we do last time?", "what did we do yesterday?"])
+def test_a_question_of_a_time_alone_finds_the_users_sessions_before_the_cron_jobs(world, work, query):
+    """Asked "what did we do last time?" in a project where a job runs every hour, the latest
+    sessions were the job's runs: the user's own last conversation was not among five. Now the
+    user's sessions from then come first, the job's after them."""
+    from datetime import date, datetime, time, timedelta
+
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    world._clock = datetime.combine(date.today() - timedelta(days=1), time(12)).timestamp()  # yesterday noon
+    mine = world.session(("user", "we moved the ledger to postgres"), cwd=app, title="ledger move")
+    crons = [world.session(("user", f"hourly check {n}: all green"), cwd=app, source="cron") for n in range(8)]
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": query, "limit": 5}, session_id=asker)
+    assert res["searched_with"] == "time", res
+    sessions = [r["session_id"] for r in res["results"]]
+    assert sessions[0] == mine and set(sessions[1:]) <= set(crons) and len(sessions) == 5, sessions
+
+
 @pytest.fixture
 def compressed_talk(world, work):
     """Project App: another conversation, and one Hermes compressed, asked from after the compression.
