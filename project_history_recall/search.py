@@ -22,7 +22,7 @@ from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
 from .files import derived
-from .hermes import compressed, messages, paths
+from .hermes import live_context, messages, paths
 from .hermes.changes import Once
 from .hermes.host import Caller
 from .hermes.messages import Filters
@@ -357,8 +357,8 @@ def _still_there(group: sessions.Group[Hit], rows: dict) -> list[Hit]:
 def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
                   pattern, shown: redaction.Masked, conversation: Collection[str]) -> dict | None:
     """One session: its best message's fields, its further hits in ``more_hits``. A part of the asking
-    conversation (``include_current_session``; an earlier part Hermes compressed away has an id and
-    title of its own) says so."""
+    conversation (an earlier part Hermes compressed away has an id and title of its own; the asking
+    session itself with ``include_current_session``) says so."""
     found = _still_there(group, rows)
     if not found:
         return None
@@ -395,11 +395,11 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
     # Sessions found by their time alone show their messages as they begin: no word was looked for.
     pattern = results.term_pattern(ctx.query) if searched_with != TIME else None
     profile = paths.profile_name(home)
-    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown, scope.conversation)
+    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown, scope.parts)
                        for g in groups) if e]
-    left_out = [sid for sid in scope.conversation if sid in scope.excluded_lineage]
-    if compressed.any_compressed(conn, ctx.shape, left_out):
-        notes += (compressed.COMPRESSED_AWAY,)
+    caller = scope.caller_session
+    if caller in scope.excluded_lineage and live_context.compacted(conn, ctx.shape, caller):
+        notes += (live_context.COMPACTED_AWAY,)
     response = {
         "success": True,
         "outcome": FOUND if out else NOTHING,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from ..hermes import paths
+from ..hermes import live_context, paths
 from ..hermes.catalog import SessionCatalog, read_facts, read_facts_of
 from ..hermes.facts import ProjectInfo, SessionFacts
 from ..hermes.host import Caller
@@ -90,6 +90,8 @@ class Scope:
     # token is bound to it, so that it proves the user agreed here and nowhere else.
     conversation: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # what the scope was resolved without (``_AttributionMap.records_error``)
+    # The caller and the parts of its conversation before Hermes compressed it by rotation, latest first.
+    parts: tuple[str, ...] = ()
 
     @property
     def caller_session(self) -> str | None:
@@ -525,10 +527,25 @@ def resolve_scope(
             break
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
+    ended = live_context.end_reasons(conn, conversation)
     if not include_current and own_row is not None:
         root = lineage_root(own_row.id, amap.facts)
-        roots = {sid: lineage_root(sid, amap.facts) for sid in members}
-        excluded = [sid for sid in members if roots[sid] == root]
-        members = [sid for sid in members if roots[sid] != root]
+        same_line = [sid for sid in members if lineage_root(sid, amap.facts) == root]
+        # What left the live context (``live_context``) is history; the caller is never.
+        left = live_context.end_reasons(conn, same_line)
+        excluded = [sid for sid in same_line if sid not in left or sid == own_row.id]
+        members = [sid for sid in members if sid not in excluded]
     estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
-    return Scope(attribution, members, excluded, own_row, estimate, conversation, amap.warnings)
+    return Scope(attribution, members, excluded, own_row, estimate, conversation, amap.warnings,
+                 _parts(conversation, ended))
+
+
+def _parts(conversation: tuple[str, ...], ended: dict[str, str]) -> tuple[str, ...]:
+    """The last of ``conversation`` (the caller) and the sessions above it that each ended in a
+    compression, going on in the one below: one conversation, however many ids Hermes gave it."""
+    parts: list[str] = []
+    for sid in reversed(conversation):
+        if parts and ended.get(sid) != live_context.COMPRESSED:
+            break
+        parts.append(sid)
+    return tuple(parts)

@@ -4,6 +4,8 @@ Hermes compressed (the fifteenth hostile sweep)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from hermes_world import call, enable_plugin, hits
@@ -71,7 +73,7 @@ def test_a_question_of_a_time_alone_finds_the_users_sessions_before_the_cron_job
 
 @pytest.fixture
 def compressed_talk(world, work):
-    """Project App: another conversation, and one Hermes compressed, asked from after the compression.
+    """Project App: another conversation, and two Hermes compressed, asked from after the compression.
     ``rotated``: the legacy way (the first part ended ``compression`` and the talk went on in a child,
     which has no folder of its own); ``in_place``: the default of both lines (the same session, its
     earlier rows soft-archived as ``compacted``, a summary in their place)."""
@@ -91,24 +93,58 @@ def compressed_talk(world, work):
     return {"other": other, "first": first, "rotated": rotated, "in_place": in_place}
 
 
-@pytest.mark.parametrize("asker, earlier, query", [("rotated", "first", "postgres ledger"),
-                                                  ("in_place", "in_place", "zanzibar ledger")])
-def test_a_compressed_conversations_earlier_part_is_said_and_marked(compressed_talk, asker, earlier, query):
-    """Asked after Hermes compressed the conversation, the words of its earlier part (no longer in the
-    model's context) were left out without a word: "nothing", or only other sessions, as if never
-    said. Now the answer says the earlier part was left out and how to search it; searched, its
-    results say they are this conversation's, not another session's."""
+def test_the_part_before_a_rotation_is_history_marked_as_this_conversations(compressed_talk, world):
+    """Asked from the part after Hermes compressed the conversation by rotation, the first part's
+    words (no longer in the model's context, only a summary of them) were left out with the asking
+    session, as one lineage: "nothing", or other sessions only, as if never said. Hermes 0.22's
+    session_search finds such a part. Now the search does by default, and the result says it is this
+    conversation's (it has an id and title of its own); its link reads back with core session_search."""
+    from tools.session_search_tool import session_search
+
     talk = compressed_talk
-    res = call(SEARCH, {"query": query, "mode": "keyword"}, session_id=talk[asker])
-    assert talk[earlier] not in {r["session_id"] for r in res["results"]}
+    res = call(SEARCH, {"query": "postgres ledger", "mode": "keyword"}, session_id=talk["rotated"])
+    first = next(r for r in res["results"] if r["session_id"] == talk["first"])
+    assert first["this_conversation"] is True and "warnings" not in res
+    assert all("this_conversation" not in r for r in res["results"] if r is not first)
+    profile, _, sid = first["link"].removeprefix("@session:").partition("/")
+    out = json.loads(session_search(session_id=sid, profile=profile, around_message_id=first["message_id"],
+                                    db=world.db, current_session_id=talk["rotated"]))
+    assert out["success"] and any(m["id"] == first["message_id"] for m in out["messages"])
+
+
+def test_rows_compacted_in_place_are_said_and_searched_on_asking(compressed_talk):
+    """Compressed in place (the same session, its earlier rows ``compacted``), the asking session is left
+    out whole, its earlier part with it, and nothing said so. Now a warning says it and names
+    include_current_session, which finds them, marked as this conversation's."""
+    talk = compressed_talk
+    res = call(SEARCH, {"query": "zanzibar ledger", "mode": "keyword"}, session_id=talk["in_place"])
+    assert talk["in_place"] not in {r["session_id"] for r in res["results"]}
     assert res["current_session_excluded"] is True
     assert any("include_current_session: true" in w for w in res["warnings"]), res.get("warnings")
-    res = call(SEARCH, {"query": query, "mode": "keyword", "include_current_session": True},
-               session_id=talk[asker])
-    mine = [r for r in res["results"] if r["session_id"] == talk[earlier]]
+    res = call(SEARCH, {"query": "zanzibar ledger", "mode": "keyword", "include_current_session": True},
+               session_id=talk["in_place"])
+    mine = [r for r in res["results"] if r["session_id"] == talk["in_place"]]
     assert mine and mine[0]["this_conversation"] is True
-    assert all("this_conversation" not in r for r in res["results"] if r["session_id"] != talk[earlier])
     assert not any("include_current_session" in w for w in res.get("warnings", []))
+
+
+@pytest.mark.parametrize("reason", ["session_reset", "idle", "daily"])
+def test_a_chats_earlier_days_after_a_reset_are_history(world, work, reason):
+    """Hermes 0.22's gateway starts a chat afresh on /new and on its idle or daily reset, the new
+    session naming the old one as parent: a chat's every earlier day shares one lineage. Asked from
+    today's session, every earlier day was left out as "this conversation", where Hermes's own
+    session_search finds them (its #85756). Now they are searched, and not marked as this one's."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    monday = world.session(("user", "we picked redis for the session store"), cwd=app, source="telegram")
+    world.db.end_session(monday, reason)
+    tuesday = world.session(("user", "what did we pick for sessions?"), parent=monday, source="telegram")
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "redis session store", "mode": "keyword"}, session_id=tuesday)
+    assert res["project"]["name"] == "App"
+    assert [r["session_id"] for r in res["results"]] == [monday]
+    assert "this_conversation" not in res["results"][0]
 
 
 def test_a_conversation_never_compressed_is_left_out_without_a_warning(compressed_talk, world, work):
