@@ -66,8 +66,8 @@ SEARCH_SCHEMA = {
             "project": {"type": "string",
                         "description": "Search another project of this profile instead (id, slug, name or folder)."},
             "include_current_session": {"type": "boolean",
-                                        "description": "Also search this conversation, with its earlier part Hermes "
-                                                       "compressed out of your context (default false)."},
+                                        "description": "Also search this session, with what Hermes compacted out of your "
+                                                       "context (default false)."},
             "consent": {
                 "type": "string",
                 "description": "ONLY after the user clearly agreed, in this conversation, to what a "
