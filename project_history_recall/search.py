@@ -17,12 +17,12 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Mapping
 
-from . import automated, consenting, fusion, orderwords, redaction, results, sessions, timeonly, timewords
+from . import consenting, fusion, orderwords, redaction, results, sessions, timeonly, timewords
 from . import settings as config
 from .context import SearchContext
 from .errors import FOUND, NOTHING, PluginError, UsageError, brief
 from .files import derived
-from .hermes import live_context, messages, paths
+from .hermes import automated, live_context, messages, paths
 from .hermes.changes import Once
 from .hermes.host import Caller
 from .hermes.messages import Filters
@@ -503,6 +503,8 @@ def _answer(req: SearchRequest, ctx: SearchContext
         bounded = req.since is not None or req.until is not None
         return _title_first(req, ctx, groups), TIME, outcome, None, (timeonly.note(alone, bool(groups), bounded),)
     groups, searched_with, outcome, source = _search(req, ctx, named if ctx.settings.time_weight else [])
+    # A session hybrid raised for its meaning stays behind the user's own all the same.
+    groups = automated.after(groups, lambda g: g.session_id, automated.among(ctx.conn, [g.session_id for g in groups]))
     return _title_first(req, ctx, groups), searched_with, outcome, source, ()
 
 
@@ -540,8 +542,6 @@ def _search(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     if searched_with == "keyword+semantic":
         groups = sessions.raised(groups, _standouts(outcome, _engine_firsts(req.limit)), req.limit // 2)
         groups = _led(groups, ranked, outcome)
-        # A session raised for its meaning stays behind the user's own all the same.
-        groups = automated.after(groups, lambda g: g.session_id, automated.among(ctx.conn, [g.session_id for g in groups]))
     return groups, searched_with, outcome, source if searched_with != "semantic" else None
 
 

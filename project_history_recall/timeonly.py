@@ -24,9 +24,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from . import automated, sessions, timewords
+from . import sessions, timewords
 from .context import SearchContext
-from .hermes import messages
+from .hermes import automated, messages
 from .hits import TIME, Hit
 from .keyword.querytext import Term, clean_text, terms_besides
 
