@@ -230,13 +230,16 @@ def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
     if isinstance(default, bool):
         if isinstance(value, bool):
             return True, value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false", "on", "off", "yes", "no"):
-            return True, value.strip().lower() in ("true", "on", "yes")
+        # Hermes reads 1 and 0 as on and off too (its truthy strings), and a ``${NAME}`` is always text.
+        word = str(value).strip().lower() if isinstance(value, (str, int)) else None
+        if word in ("true", "false", "on", "off", "yes", "no", "1", "0"):
+            return True, word in ("true", "on", "yes", "1")
         return False, value
     if key in _RANGES:
         low, high = _RANGES[key]
         if value is None and default is None:
             return True, None
+        value = _number(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             return False, value
         if isinstance(low, int) and isinstance(high, int):
@@ -247,6 +250,17 @@ def _check(key: str, value: Any, default: Any) -> tuple[bool, Any]:
     if isinstance(default, str) or default is None:
         return isinstance(value, str) and bool(value.strip()), value.strip() if isinstance(value, str) else value
     return isinstance(value, type(default)), value
+
+
+def _number(value: Any) -> Any:
+    """A number written as text (quoted in YAML, or a ``${NAME}`` Hermes's files replaced, which is
+    always text) as the number, as Hermes reads its own numeric settings; anything else unchanged."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return float(value.strip())
+    except ValueError:
+        return value
 
 
 def _invalid(source: str, dotted: str, value: Any, default: Any) -> str:

@@ -134,6 +134,34 @@ def test_a_variable_named_in_hermes_config_is_read_as_hermes_reads_it(home, monk
     assert config.load(home).openai.base_url == "http://127.0.0.1:8080/v1"
 
 
+def test_numbers_and_switches_written_as_text_are_read_as_hermes_reads_them(home, monkeypatch):
+    """A ``${NAME}`` Hermes's files replace is always text, and a quoted number is text to YAML: Hermes
+    reads both as the number (its settings' coercion), and 1/0 as on/off. Text that is no number, or a
+    number out of range, is still refused with the value shown."""
+    monkeypatch.setenv("PHR_CONTEXT", "4")
+    monkeypatch.setenv("PHR_SEMANTIC", "0")
+    (home / "config.yaml").write_text(textwrap.dedent("""\
+        plugins:
+          project-history-recall:
+            context: ${PHR_CONTEXT}
+            semantic: ${PHR_SEMANTIC}
+            keyword_index: 1
+            batch_size: " 64 "
+            semantic_weight: "0.7"
+            openai: {dimensions: "256", timeout: "2.5"}
+            chunk_chars: "lots"
+            rrf_k: "1e400"
+            order_weight: "nan"
+            index_budget_ms: "2.5"
+        """), encoding="utf-8")
+    s = config.load(home)
+    assert (s.context, s.semantic, s.keyword_index, s.batch_size, s.semantic_weight) == (4, False, True, 64, 0.7)
+    assert (s.openai.dimensions, s.openai.timeout) == (256, 2.5) and type(s.context) is int
+    assert (s.chunk_chars, s.rrf_k, s.order_weight, s.index_budget_ms) == (800, 3, 0.05, 1500)
+    assert sorted(w.split("'")[1] for w in s.warnings) == ["chunk_chars", "index_budget_ms", "order_weight", "rrf_k"]
+    assert any("'chunk_chars' = 'lots' is not valid" in w for w in s.warnings)
+
+
 # -- .env ----------------------------------------------------------------------------------------
 def test_env_file_is_read_like_hermes_does(home, monkeypatch):
     (home / ".env").write_text("\ufeff# comment\nexport A_KEY='one two'\nB_KEY=\"q\\\"x\"\nnot a line\nC_KEY=plain\n",
