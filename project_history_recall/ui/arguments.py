@@ -72,6 +72,19 @@ def _within(low: int, high: int):
     return parse
 
 
+def _given(text: str) -> str:
+    """An argparse type for a value that names something: blank is refused, not read as the option left
+    out. ``--project "$PROJ"`` with the variable unset would otherwise search (or index, or move into)
+    the current folder's project, ``--home ""`` read the current folder as a home, without a word."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty (an unset variable?): give a value, or leave it out")
+    return text
+
+
+def _home(text: str) -> Path:
+    return Path(_given(text))
+
+
 def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool) -> None:
     """Options that go before or after the subcommand.
 
@@ -79,8 +92,8 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
     the subcommand is not overwritten by the subcommand's default."""
     unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
     if standalone:
-        p.add_argument("--home", type=Path, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
-        p.add_argument("--profile", help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)
+        p.add_argument("--home", type=_home, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
+        p.add_argument("--profile", type=_given, help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)
     else:  # the README's --home is the standalone command's: said so, not left to read as a command or a query
         p.add_argument("--home", nargs="?", action=_NoHome, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the JSON response", **unset)
@@ -94,8 +107,8 @@ class _NoHome(argparse.Action):
 
 def _add_search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="+", help="words, a question, an error code, a symbol or a path")
-    p.add_argument("--dir", default=None, help="search the project of this folder (default: the current one)")
-    p.add_argument("--project", help="search this project instead (id, slug, name or folder)")
+    p.add_argument("--dir", type=_given, default=None, help="search the project of this folder (default: the current one)")
+    p.add_argument("--project", type=_given, help="search this project instead (id, slug, name or folder)")
     p.add_argument("--mode", choices=config.MODES, default="hybrid",
                    help="hybrid (default): both engines; keyword: exact terms, error codes, symbols, paths; "
                         "semantic: by meaning, also across languages")
@@ -104,9 +117,9 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", type=_within(0, config.MAX_CONTEXT), default=None,
                    help="messages shown around each hit (default: the 'context' setting, 2)")
     p.add_argument("--tools", action="store_true", help="also search tool output")
-    p.add_argument("--since", help="only from this date (2026-09-01) or age ago, as Hermes reads one: 30m "
+    p.add_argument("--since", type=_given, help="only from this date (2026-09-01) or age ago, as Hermes reads one: 30m "
                                    "(minutes), 12h, 7d, 2w, 90 (days); 3mo (months), 1y")
-    p.add_argument("--until", help="only before this date or age (exclusive; later than --since)")
+    p.add_argument("--until", type=_given, help="only before this date or age (exclusive; later than --since)")
 
 
 def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> None:
@@ -128,7 +141,7 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
 
     _add_search_args(command("search", help="search a project's earlier sessions"))
     st = command("status", help="which project a folder belongs to and how much is in scope")
-    st.add_argument("dir", nargs="?", default=None, help="the folder to look at (default: the current one)")
+    st.add_argument("dir", nargs="?", type=_given, default=None, help="the folder to look at (default: the current one)")
     command("projects", help="list this profile's projects with their session counts")
     mv = command("move", help="move a session into another project (its folder moves too)")
     mv.add_argument("session", help="session id, @session: link or title")
@@ -136,8 +149,8 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     se = command("session", help="which project a session is in, and why")
     se.add_argument("session", help="session id, @session: link or title")
     ix = command("index", help="build or update the keyword and semantic indexes now (a project, or all)")
-    ix.add_argument("dir", nargs="?", default=None, help="index the project of this folder (default: the current one)")
-    ix.add_argument("--project", help="index this project instead (id, slug, name or folder)")
+    ix.add_argument("dir", nargs="?", type=_given, default=None, help="index the project of this folder (default: the current one)")
+    ix.add_argument("--project", type=_given, help="index this project instead (id, slug, name or folder)")
     ix.add_argument("--all", action="store_true", help="index every project of this profile")
     qs = command("quickstart", help="search your Hermes home from here, or a demo home if you have none")
     qs.add_argument("query", nargs="*", help="what to search for (none: show where this folder belongs, or, in "
@@ -149,8 +162,8 @@ def setup_parser(parser: argparse.ArgumentParser, standalone: bool = False) -> N
     co_sub.add_parser("list", parents=[common], help="the consents on record")
     cg = co_sub.add_parser("grant", parents=[common], help="agree that a project's messages may be sent to the "
                                                            "configured remote embedder")
-    cg.add_argument("dir", nargs="?", default=None, help="the project of this folder (default: the current one)")
-    cg.add_argument("--project", help="this project instead (id, slug, name or folder)")
+    cg.add_argument("dir", nargs="?", type=_given, default=None, help="the project of this folder (default: the current one)")
+    cg.add_argument("--project", type=_given, help="this project instead (id, slug, name or folder)")
     cg.add_argument("--yes", action="store_true", help="do not ask (needed when not run from a terminal)")
     # How a person runs us (`project-history-recall` or `hermes recall`), for the hints we print.
     parser.set_defaults(prog=parser.prog or "project-history-recall")
