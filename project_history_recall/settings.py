@@ -325,11 +325,32 @@ def load(home: Path) -> Settings:
     return _loaded.get(str(home), stamp, lambda: _load(home, managed, environment))
 
 
+def _ours(key: object) -> bool:
+    """A key that names this plugin, spelled otherwise (``project_history_recall``, the package's name)."""
+    return isinstance(key, str) and key.strip().lower().replace("_", "-") == PLUGIN_KEY
+
+
+def _misplaced(data: dict) -> list[str]:
+    """Where in a Hermes config.yaml someone put the plugin's settings that no reader looks: at the top
+    level, under another spelling of its name, or beside ``settings`` in its entry. Read by nothing, and
+    said by nothing, they looked taken."""
+    plugins = _dict_or_empty(data.get("plugins"))
+    entries = _dict_or_empty(plugins.get("entries"))
+    entry = _dict_or_empty(entries.get(PLUGIN_KEY))
+    return ([str(k) for k in data if _ours(k)]
+            + [f"plugins.{k}" for k in plugins if _ours(k) and k != PLUGIN_KEY]
+            + [f"plugins.entries.{k}" for k in entries if _ours(k) and k != PLUGIN_KEY]
+            + [f"plugins.entries.{PLUGIN_KEY}.{k}" for k, v in entry.items()
+               if k != "settings" and (k in DEFAULTS or isinstance(v, dict) and any(n in DEFAULTS for n in v))])
+
+
 def _hermes_read(path: Path, warnings: list[str], home: Path, environment: envfile.Environment, named: set[str]
                  ) -> dict:
     """What the settings take from a Hermes config.yaml (its ``plugins`` and ``timezone``), ``${NAME}``
     replaced as Hermes replaces it."""
     data = _read_yaml(path, warnings)
+    warnings += [f"{path}: '{where:.80}' is not read for settings; they go under 'plugins.{PLUGIN_KEY}' (ignored)"
+                 for where in _misplaced(data)]
     return {key: _expanded(data[key], home, environment, named) for key in ("plugins", "timezone") if key in data}
 
 

@@ -162,6 +162,34 @@ def test_numbers_and_switches_written_as_text_are_read_as_hermes_reads_them(home
     assert any("'chunk_chars' = 'lots' is not valid" in w for w in s.warnings)
 
 
+def test_settings_put_where_nothing_reads_them_are_named(home):
+    """The plugin's settings at the top level of Hermes's config.yaml, under the package's name
+    (``project_history_recall``) or another case, or in its Hermes entry beside ``settings`` were
+    read by nothing, and ``config`` and ``status`` showed the defaults without a word. Each place is
+    now named with where settings go; Hermes's own keys of the entry are left alone."""
+    (home / "config.yaml").write_text(textwrap.dedent("""\
+        project-history-recall: {semantic: false}
+        plugins:
+          enabled: [project-history-recall]
+          project_history_recall: {semantic: false}
+          Project-History-Recall: {context: 3}
+          entries:
+            project-history-recall:
+              allow_tool_override: false
+              enabled: true
+              config: {semantic: false}
+              context: 3
+              settings: {batch_size: 8}
+        """), encoding="utf-8")
+    s = config.load(home)
+    assert (s.semantic, s.context, s.batch_size) == (True, 2, 8)
+    named = sorted(w.split("'")[1] for w in s.warnings)
+    assert named == sorted(["project-history-recall", "plugins.project_history_recall", "plugins.Project-History-Recall",
+                            "plugins.entries.project-history-recall.config",
+                            "plugins.entries.project-history-recall.context"]), named
+    assert all("go under 'plugins.project-history-recall'" in w for w in s.warnings), s.warnings
+
+
 # -- .env ----------------------------------------------------------------------------------------
 def test_env_file_is_read_like_hermes_does(home, monkeypatch):
     (home / ".env").write_text("\ufeff# comment\nexport A_KEY='one two'\nB_KEY=\"q\\\"x\"\nnot a line\nC_KEY=plain\n",
