@@ -270,7 +270,21 @@ def _invalid(source: str, dotted: str, value: Any, default: Any) -> str:
     if dotted == "openai.base_url":
         return (f"{source}: '{dotted}' must be an http(s) address like https://api.openai.com/v1 without "
                 f"credentials or a query (the value is not shown); using {default!r}")
-    return f"{source}: '{dotted}' = {brief(value)} is not valid; using {default!r}"
+    # As YAML writes them (true, null), since that is where the person will type the value.
+    shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else repr(default)
+    return f"{source}: '{dotted}' = {brief(value)} is not valid ({_allowed(dotted, default)}); using {shown}"
+
+
+def _allowed(dotted: str, default: Any) -> str:
+    """What the setting takes, so the person can mend it without the README."""
+    if dotted in _CHOICES:
+        return "one of " + ", ".join(_CHOICES[dotted])
+    if isinstance(default, bool):
+        return "true or false"
+    if dotted in _RANGES:
+        low, high = _RANGES[dotted]
+        return f"{'a whole number' if isinstance(low, int) and isinstance(high, int) else 'a number'} from {low} to {high}"
+    return "a text that is not blank"
 
 
 def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: list[str], prefix: str = "",

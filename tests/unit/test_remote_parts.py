@@ -162,6 +162,20 @@ def test_numbers_and_switches_written_as_text_are_read_as_hermes_reads_them(home
     assert any("'chunk_chars' = 'lots' is not valid" in w for w in s.warnings)
 
 
+def test_a_refused_setting_says_what_it_takes(home):
+    """``embedder: e5`` (for e5-small), ``context: -1``, ``semantic: maybe`` each said only "is not valid;
+    using …", sending the person to the README for the names and bounds. The warning now says them."""
+    own_config(home, "embedder: e5\ncontext: -1\nsemantic: maybe\nsemantic_weight: 11\nopenai: {model: '', dimensions: 0.5}\n")
+    said = "\n".join(config.load(home).warnings)
+    for part in ("'embedder' = 'e5' is not valid (one of local, e5-small, local+e5, openai); using 'local'",
+                 "'context' = -1 is not valid (a whole number from 0 to 10); using 2",
+                 "'semantic' = 'maybe' is not valid (true or false); using true",
+                 "'semantic_weight' = 11 is not valid (a number from 0.0 to 10.0); using 0.5",
+                 "'openai.model' = '' is not valid (a text that is not blank)",
+                 "'openai.dimensions' = 0.5 is not valid (a whole number from 1 to 16384); using null"):
+        assert part in said, (part, said)
+
+
 def test_settings_put_where_nothing_reads_them_are_named(home):
     """The plugin's settings at the top level of Hermes's config.yaml, under the package's name
     (``project_history_recall``) or another case, or in its Hermes entry beside ``settings`` were
