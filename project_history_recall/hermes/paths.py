@@ -48,6 +48,20 @@ def profile_home(name: str) -> Path | None:
     return hermes_home_root() / "profiles" / canon if _PROFILE_ID.fullmatch(canon) else None
 
 
+def sticky_profile() -> str | None:
+    """The profile ``hermes profile use NAME`` made the default, where Hermes's own command line goes
+    when given no ``--profile``: the name in the root's ``active_profile``, unless ``HERMES_HOME``
+    already names a profile's folder (Hermes's ``_apply_profile_override``). None: none, or ``default``."""
+    named = os.environ.get("HERMES_HOME", "").strip()
+    if named and Path(named).parent.name == "profiles":
+        return None
+    try:
+        name = (hermes_home_root() / "active_profile").read_text(encoding="utf-8-sig").strip()
+    except (OSError, UnicodeDecodeError, ValueError):  # none, unreadable; a root whose name has a NUL
+        return None
+    return None if not name or name.casefold() == "default" else name
+
+
 def state_db_path(home: Path) -> Path:
     return home / "state.db"
 

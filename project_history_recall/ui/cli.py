@@ -79,8 +79,8 @@ def _command(prog: str, home: Path) -> str:
     program = _program("project-history-recall") or (
         f"env PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))} "
         f"{shlex.quote(sys.executable)} -m project_history_recall.ui.cli")
-    if home == default:
-        return program
+    if home == default:  # with a profile made the default (`hermes profile use`), a bare command reads that one
+        return program if paths.sticky_profile() is None else f"{program} --profile default"
     return f"{program} --profile {profile}" if profile else f"{program} --home {shlex.quote(str(home))}"
 
 
@@ -89,7 +89,7 @@ def _hermes(home: Path) -> str:
     home, default = Path(home).absolute(), Path.home() / ".hermes"
     hermes = _program("hermes") or "hermes"
     if home == default:
-        return hermes
+        return hermes if paths.sticky_profile() is None else f"{hermes} --profile default"
     if home.parent == default / "profiles":
         return f"{hermes} --profile {shlex.quote(home.name)}"
     return f"env HERMES_HOME={shlex.quote(str(home))} {hermes}"
@@ -569,6 +569,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"'{args.profile}' is not a profile name (lower-case letters, digits, - and _)")
         elif not named.is_dir():
             parser.error(f"no Hermes profile '{args.profile}' at {named}")
+        home = named
+    elif (sticky := paths.sticky_profile()) is not None:
+        # `hermes profile use work`: `hermes recall` reads work, and so must this command.
+        named = paths.profile_home(sticky)
+        if named is None or not named.is_dir():
+            parser.exit(EXIT_DATA, f"{parser.prog}: the profile {sticky!r} that `hermes profile use` made the "
+                                   f"default is not there ({named or 'not a profile name'}); switch back with: "
+                                   "hermes profile use default, or give --profile NAME\n")
         home = named
     else:
         home = paths.hermes_home()

@@ -47,3 +47,47 @@ def test_a_blank_home_or_profile_is_refused(world, work):
         done = cli_process(*argv, home=world.home, cwd=app)
         assert done.returncode == 2 and done.stdout == "", (argv, done)
         assert "is empty (an unset variable?)" in done.stderr and done.stderr.count("\n") == 1, (argv, done.stderr)
+
+
+def _profile_with(root, work, words: str, monkeypatch):
+    """A Hermes home at ``root`` (a profile's, or the root's) whose project App (``work/app``) holds one
+    session saying ``words``, the plugin enabled and keyword-only."""
+    from hermes_world import World
+
+    root.mkdir(parents=True, exist_ok=True)
+    world = World(root)
+    app = work / "app"
+    app.mkdir(exist_ok=True)
+    world.project("App", app)
+    world.session(("user", words), cwd=app)
+    world.close()
+    checkpoint(root)
+    plugin_settings(root, semantic=False)
+    monkeypatch.setenv("HERMES_HOME", str(root))  # where Hermes's plugin manager looks
+    enable_plugin(root)
+    return app
+
+
+def test_the_profile_hermes_profile_use_chose_is_the_one_read(tmp_path, work, monkeypatch):
+    """After ``hermes profile use work``, ``hermes recall`` reads profile work (Hermes's command line reads
+    the root's ``active_profile`` when no ``--profile`` is given), but the standalone command, the
+    README's and ``scripts/recall``'s, read the default profile, and Hermes printed on its stderr that
+    "any data this process writes will land in the wrong profile". Both now read the same profile; a
+    sticky profile since deleted is named, with the command that switches back."""
+    from cli_runs import cli_env
+
+    root = tmp_path / "user" / ".hermes"
+    app = _profile_with(root, work, "the alpine default-profile retry plan", monkeypatch)
+    _profile_with(root / "profiles" / "work", work, "the zanzibar work-profile retry plan", monkeypatch)
+    (root / "active_profile").write_text("work\n", encoding="utf-8")  # what `hermes profile use work` writes
+    env = cli_env(None, HOME=str(tmp_path / "user"))
+    for hermes in (False, True):
+        done = cli_process("search", "zanzibar", "--mode", "keyword", "--json", env=env, cwd=app, hermes=hermes)
+        assert done.returncode == 0 and "HERMES_HOME fallback" not in done.stderr, (hermes, done)
+        assert "@session:work/" in done.stdout and "alpine" not in done.stdout, (hermes, done.stdout)
+    done = cli_process("--profile", "default", "search", "alpine", "--mode", "keyword", env=env, cwd=app)
+    assert done.returncode == 0 and "@session:default/" in done.stdout, done
+    (root / "active_profile").write_text("gone\n", encoding="utf-8")
+    done = cli_process("status", env=env, cwd=app)
+    assert done.returncode == 3 and done.stdout == "" and done.stderr.count("\n") == 1, done
+    assert "'gone'" in done.stderr and "hermes profile use default" in done.stderr, done.stderr
