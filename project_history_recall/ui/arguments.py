@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import settings as config
 from ..errors import EXIT_USAGE
+from ..version import __version__
 
 DESCRIPTION = (
     "Search earlier Hermes sessions of the project a folder belongs to, by keyword and by meaning."
@@ -91,6 +92,8 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
     On the subcommands their default is SUPPRESS, so an option given before
     the subcommand is not overwritten by the subcommand's default."""
     unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    if top:  # what a bug report needs first
+        p.add_argument("--version", action="version", version=f"project-history-recall {__version__}")
     if standalone:
         p.add_argument("--home", type=_home, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
         p.add_argument("--profile", type=_given, help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)

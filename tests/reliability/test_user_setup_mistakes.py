@@ -91,3 +91,22 @@ def test_the_profile_hermes_profile_use_chose_is_the_one_read(tmp_path, work, mo
     done = cli_process("status", env=env, cwd=app)
     assert done.returncode == 3 and done.stdout == "" and done.stderr.count("\n") == 1, done
     assert "'gone'" in done.stderr and "hermes profile use default" in done.stderr, done.stderr
+
+
+def test_both_commands_say_their_version(world, work):
+    """``project-history-recall --version`` (what a bug report asks for first) was "unrecognized
+    arguments"; ``hermes --version`` names Hermes's only. Both commands now say the plugin's, the one
+    its packaging and Hermes's plugin list give."""
+    import tomllib
+
+    import yaml
+
+    from conftest import REPO
+
+    enable_plugin(world.home)
+    packaged = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    listed = yaml.safe_load((REPO / "project_history_recall" / "plugin.yaml").read_text(encoding="utf-8"))["version"]
+    for hermes in (False, True):
+        done = cli_process("--version", home=world.home, cwd=work, hermes=hermes)
+        assert done.returncode == 0 and done.stdout == f"project-history-recall {packaged}\n", (hermes, done)
+    assert str(listed) == packaged
