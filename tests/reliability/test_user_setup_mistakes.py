@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cli_runs import cli_process
-from hermes_world import checkpoint, db_digest, enable_plugin, plugin_settings, websocket_app
+from hermes_world import checkpoint, db_digest, enable_plugin, one_session_project, plugin_settings
 
 BLANK = [["search", "websocket", "--project", ""], ["search", "websocket", "--dir", " "],
          ["search", "websocket", "--since", ""], ["search", "websocket", "--until", ""],
@@ -21,10 +21,7 @@ def test_an_option_given_a_blank_value_is_refused(world, work, hermes):
     blank field) read as the option left out: the search answered for the current folder's project,
     ``index --project ""`` indexed it, as if that had been asked. Each is now a usage error naming the
     option, and nothing is made in the data folder."""
-    app, _asker = websocket_app(world, work)
-    world.close()
-    checkpoint(world.home)
-    plugin_settings(world.home, semantic=False)
+    app = one_session_project(world, work, "App", ("user", "the websocket reconnect loop is flaky"))
     if hermes:
         enable_plugin(world.home)
     before = db_digest(world.home / "state.db")
@@ -40,9 +37,7 @@ def test_an_option_given_a_blank_value_is_refused(world, work, hermes):
 def test_a_blank_home_or_profile_is_refused(world, work):
     """``--home "$H"`` with ``H`` unset read the current folder as the Hermes home ("No Hermes session
     database at state.db"), and ``--profile "$P"`` the default profile, without a word."""
-    app, _asker = websocket_app(world, work)
-    world.close()
-    checkpoint(world.home)
+    app = one_session_project(world, work, "App", ("user", "the websocket reconnect loop is flaky"))
     for argv in (["--home", "", "status"], ["status", "--profile", ""], ["--profile", " ", "projects"]):
         done = cli_process(*argv, home=world.home, cwd=app)
         assert done.returncode == 2 and done.stdout == "", (argv, done)
