@@ -159,21 +159,12 @@ def _read_yaml(path: Path, warnings: list[str]) -> dict:
     try:
         data = yamltext.safe_load(path.read_text(encoding="utf-8")) or {}
     except Exception as exc:  # malformed YAML, unreadable file
-        warnings.append(f"{path}: could not be read ({type(exc).__name__}{_where(exc)}); its settings were ignored")
+        warnings.append(f"{path}: could not be read ({yamltext.reason(exc)}); its settings were ignored")
         return {}
     if not isinstance(data, dict):
         warnings.append(f"{path}: expected a mapping at the top level; ignored")
         return {}
     return data
-
-
-def _where(exc: Exception) -> str:
-    """Where in the file YAML stopped, and why (a tab, a colon out of place), for the person to fix it;
-    YAML's reasons name characters and tokens, not the values around them."""
-    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
-    if mark is None:
-        return ""
-    return f" at line {mark.line + 1}, column {mark.column + 1}" + (f": {problem:.120}" if problem else "")
 
 
 def _dict_or_empty(value: object) -> dict:

@@ -22,3 +22,21 @@ def safe_load(text: str) -> Any:
         # libyaml reads UTF-8, which a lone surrogate cannot be encoded in; the pure-Python loader
         # refuses one as a YAMLError, as it does any character YAML does not allow.
         return yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def reason(exc: Exception) -> str:
+    """Why a config.yaml could not be read, for the person who will mend it: where YAML stopped and why
+    (a tab, a colon out of place; YAML's reasons name characters and tokens, not the values around
+    them), or that the text is not UTF-8, as an editor saving in the system's code page (GBK, Latin-1)
+    or Notepad's "Unicode" writes it, which a bare UnicodeDecodeError did not tell."""
+    if isinstance(exc, UnicodeDecodeError):
+        raw = exc.object
+        if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return "UTF-16 text, not UTF-8: save it as UTF-8"
+        line = raw[:exc.start].count(b"\n") + 1
+        return f"not UTF-8 text, at line {line}: save it as UTF-8"
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is None:
+        return type(exc).__name__
+    return (f"{type(exc).__name__} at line {mark.line + 1}, column {mark.column + 1}"
+            + (f": {problem:.120}" if problem else ""))

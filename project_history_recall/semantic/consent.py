@@ -117,7 +117,7 @@ def _read_records(path: Path, home: Path) -> tuple[list[dict], list[str], list[d
         data = yamltext.safe_load(read_regular(path).decode("utf-8")) or {}
         raw = data.get(KEY) if isinstance(data, dict) else None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raw, warnings = None, [f"{path}: could not be read ({type(exc).__name__}); no consent is on record"]
+        raw, warnings = None, [f"{path}: could not be read ({yamltext.reason(exc)}); no consent is on record"]
     valid = []
     if raw is not None and not isinstance(raw, list):
         warnings.append(f"{path}: '{KEY}' must be a list of records; ignored")

@@ -60,3 +60,18 @@ def test_a_lone_surrogate_is_a_yaml_error_as_before():
     """libyaml reads UTF-8, which a lone surrogate has no encoding in: refused as YAML, not as an encoding."""
     with pytest.raises(yaml.YAMLError):
         yamltext.safe_load("a: \udc80\n")
+
+
+@pytest.mark.parametrize("encoding,said", [("gbk", "not UTF-8 text, at line 2: save it as UTF-8"),
+                                           ("latin-1", "not UTF-8 text, at line 2: save it as UTF-8"),
+                                           ("utf-16", "UTF-16 text, not UTF-8: save it as UTF-8")])
+def test_a_config_yaml_not_in_utf8_says_so(tmp_path, encoding, said):
+    """The plugin's config.yaml saved by an editor in the system's code page (GBK on Chinese Windows,
+    Latin-1) or as Notepad's "Unicode" (UTF-16): its settings and consents were ignored with "could not
+    be read (UnicodeDecodeError)", which told the person neither what nor where. It says both now."""
+    own = settings.plugin_config_path(tmp_path)
+    own.parent.mkdir(parents=True)
+    own.write_bytes("context: 4\n# mes réglages, 我的设置\nsemantic: false\n".encode(encoding, errors="replace"))
+    loaded = settings.load(tmp_path)
+    assert loaded.context == 2 and any(f"could not be read ({said})" in w for w in loaded.warnings), loaded.warnings
+    assert any(f"could not be read ({said}); no consent is on record" in w for w in consent.records(tmp_path)[1])
