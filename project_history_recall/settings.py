@@ -349,13 +349,29 @@ def _misplaced(data: dict) -> list[str]:
                if k != "settings" and (k in DEFAULTS or isinstance(v, dict) and any(n in DEFAULTS for n in v))])
 
 
+def _enabled_amiss(data: dict) -> list[str]:
+    """Ways of naming the plugin in ``plugins.enabled`` that Hermes does not take: a text where it reads
+    only a list (so it enables nothing from it), or the plugin under another spelling. Hermes says
+    nothing of either, and the agent goes without the tools while this command searches as ever."""
+    enabled = _dict_or_empty(data.get("plugins")).get("enabled")
+    if isinstance(enabled, str) and PLUGIN_KEY in enabled.lower().replace("_", "-"):
+        return [f"'plugins.enabled' is a text, not a list: Hermes enables no plugin from it "
+                f"(write enabled: [{PLUGIN_KEY}])"]
+    listed = enabled if isinstance(enabled, list) else []
+    near = [name for name in listed if _ours(name)]
+    if near and PLUGIN_KEY not in listed:
+        return [f"'plugins.enabled' names {near[0].strip()!r:.80}: Hermes knows the plugin as {PLUGIN_KEY!r} "
+                "and does not load it"]
+    return []
+
+
 def _hermes_read(path: Path, warnings: list[str], home: Path, environment: envfile.Environment, named: set[str]
                  ) -> dict:
     """What the settings take from a Hermes config.yaml (its ``plugins`` and ``timezone``), ``${NAME}``
     replaced as Hermes replaces it."""
     data = _read_yaml(path, warnings)
     warnings += [f"{path}: '{where:.80}' is not read for settings; they go under 'plugins.{PLUGIN_KEY}' (ignored)"
-                 for where in _misplaced(data)]
+                 for where in _misplaced(data)] + [f"{path}: {said}" for said in _enabled_amiss(data)]
     return {key: _expanded(data[key], home, environment, named) for key in ("plugins", "timezone") if key in data}
 
 

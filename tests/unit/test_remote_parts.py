@@ -204,6 +204,21 @@ def test_settings_put_where_nothing_reads_them_are_named(home):
     assert all("go under 'plugins.project-history-recall'" in w for w in s.warnings), s.warnings
 
 
+@pytest.mark.parametrize("enabled,said", [
+    ("project-history-recall", "'plugins.enabled' is a text, not a list: Hermes enables no plugin from it"),
+    ("[project_history_recall]", "'plugins.enabled' names 'project_history_recall': Hermes knows the plugin as"),
+    ("[Project-History-Recall, other]", "'plugins.enabled' names 'Project-History-Recall': Hermes knows the"),
+    ("[project-history-recall]", None), ("[project-history-recall, project_history_recall]", None),
+    ("other", None), ("[]", None)])
+def test_the_plugin_enabled_in_a_way_hermes_does_not_take_is_said(home, enabled, said):
+    """``enabled: project-history-recall`` (a text: Hermes reads only a list, so it enables nothing) or the
+    plugin under another spelling: Hermes loaded no plugin and said nothing, ``hermes recall`` was
+    "invalid choice" and the agent had no tools, while ``status`` here looked fine. It says so now."""
+    (home / "config.yaml").write_text(f"plugins:\n  enabled: {enabled}\n", encoding="utf-8")
+    warnings = config.load(home).warnings
+    assert [w.split(": ", 1)[1][:len(said)] for w in warnings] == ([said] if said else []), warnings
+
+
 # -- .env ----------------------------------------------------------------------------------------
 def test_env_file_is_read_like_hermes_does(home, monkeypatch):
     (home / ".env").write_text("\ufeff# comment\nexport A_KEY='one two'\nB_KEY=\"q\\\"x\"\nnot a line\nC_KEY=plain\n",
