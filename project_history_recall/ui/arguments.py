@@ -96,7 +96,8 @@ def _add_global_options(p: argparse.ArgumentParser, standalone: bool, top: bool)
         p.add_argument("--version", action="version", version=f"project-history-recall {__version__}")
     if standalone:
         p.add_argument("--home", type=_home, help="Hermes home to read (default: $HERMES_HOME or ~/.hermes)", **unset)
-        p.add_argument("--profile", type=_given, help="Hermes profile to read: default, or one under ~/.hermes/profiles/", **unset)
+        p.add_argument("--profile", "-p", type=_given, **unset,
+                       help="Hermes profile to read: default, or one under ~/.hermes/profiles/ (-p as in hermes -p)")
     else:  # the README's --home is the standalone command's: said so, not left to read as a command or a query
         p.add_argument("--home", nargs="?", action=_NoHome, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the JSON response", **unset)

@@ -80,8 +80,10 @@ def test_the_profile_hermes_profile_use_chose_is_the_one_read(tmp_path, work, mo
         done = cli_process("search", "zanzibar", "--mode", "keyword", "--json", env=env, cwd=app, hermes=hermes)
         assert done.returncode == 0 and "HERMES_HOME fallback" not in done.stderr, (hermes, done)
         assert "@session:work/" in done.stdout and "alpine" not in done.stdout, (hermes, done.stdout)
-    done = cli_process("--profile", "default", "search", "alpine", "--mode", "keyword", env=env, cwd=app)
-    assert done.returncode == 0 and "@session:default/" in done.stdout, done
+    for given in (["--profile", "default"], ["-p", "default"], ["search", "-p", "default"]):  # -p: as hermes -p
+        argv = [*given, "alpine"] if given[0] == "search" else [*given, "search", "alpine"]
+        done = cli_process(*argv, "--mode", "keyword", env=env, cwd=app)
+        assert done.returncode == 0 and "@session:default/" in done.stdout, (given, done)
     (root / "active_profile").write_text("gone\n", encoding="utf-8")
     done = cli_process("status", env=env, cwd=app)
     assert done.returncode == 3 and done.stdout == "" and done.stderr.count("\n") == 1, done
