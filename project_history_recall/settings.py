@@ -8,7 +8,7 @@ Sources, later ones winning key by key:
 3. Hermes's ``config.yaml``, section ``plugins.project-history-recall``;
 4. Hermes's ``config.yaml``, ``plugins.entries.project-history-recall.settings``
    (what Hermes main's ``ctx.get_config`` reads);
-5. the same two sections of Hermes's managed scope (``host.managed_config``), which an
+5. the same two sections of Hermes's managed scope (``host.managed_folder``), which an
    administrator pins: they win over the user's, as its ``timezone`` does for Hermes.
 
 In Hermes's files a ``${NAME}`` in a value is replaced by that variable, as Hermes replaces it
@@ -320,8 +320,9 @@ def load(home: Path) -> Settings:
 
     Parsed again only when one of the files changes (a tool call reads
     the settings more than once, and Hermes's config.yaml can be long)."""
-    managed = host.managed_config()
-    environment = host.environment(home)
+    folder = host.managed_folder()  # looked up once: both of the managed scope's files are read
+    managed = host.managed_config(folder)
+    environment = host.environment(home, folder)
     named = _named.get(str(home), ())
     stamp = (file_stamp(plugin_config_path(home)), file_stamp(home / "config.yaml"),
              *(file_stamp(path) if path is not None else None
@@ -450,7 +451,7 @@ def configured_key(home: Path) -> str | None:
         return None
     if settings.embedder != "openai":
         return None
-    return envfile.lookup(home, settings.openai.api_key_env, host.environment(home))[0]
+    return envfile.lookup(home, settings.openai.api_key_env, host.environment(home, host.managed_folder()))[0]
 
 
 def scrub_configured(home: Path, text: str) -> str:

@@ -91,39 +91,36 @@ def timezone_variable() -> str:
     return "" if _multiplexed() else os.environ.get("HERMES_TIMEZONE", "").strip()
 
 
-def managed_config() -> Path | None:
-    """The config.yaml of Hermes's managed scope: what an administrator pins there wins over the user's
-    config.yaml, leaf by leaf. Its folder found as ``hermes_cli.managed_scope.get_managed_dir`` finds it
-    (``HERMES_MANAGED_DIR`` when set and a folder, else ``/etc/hermes`` when there), not by importing it:
-    importing ``hermes_cli`` re-wraps the process's stdout as UTF-8, past the standalone command line's
-    own handling of a terminal that cannot show every character. None when there is none."""
-    folder = _managed_folder()
-    return folder / "config.yaml" if folder is not None else None
-
-
-def managed_env() -> Path | None:
-    """The ``.env`` of Hermes's managed scope, which Hermes loads last over the profile's ``.env`` and
-    the environment, so a key an administrator pins there is the one used. None when there is none."""
-    folder = _managed_folder()
-    return folder / ".env" if folder is not None else None
-
-
-def _managed_folder() -> Path | None:
+def managed_folder() -> Path | None:
+    """The folder of Hermes's managed scope, where an administrator pins what wins over the user's own
+    files. Found as ``hermes_cli.managed_scope.get_managed_dir`` finds it (``HERMES_MANAGED_DIR`` when
+    set and a folder, else ``/etc/hermes`` when there), not by importing it: importing ``hermes_cli``
+    re-wraps the process's stdout as UTF-8, past the standalone command line's own handling of a
+    terminal that cannot show every character. None when there is none."""
     override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
     folder = Path(override) if override else Path("/etc/hermes")
     # os.path: False, where Path.is_dir raises, for a name past the system's limits or holding a NUL.
     return folder if os.path.isdir(folder) else None
 
 
-def environment(home: Path) -> envfile.Environment:
-    """The environment as Hermes hands it to the profile of ``home``. A gateway serving several
+def managed_config(managed: Path | None) -> Path | None:
+    """The config.yaml of the managed scope ``managed`` (``managed_folder``): what an administrator pins
+    there wins over the user's config.yaml, leaf by leaf."""
+    return managed / "config.yaml" if managed is not None else None
+
+
+def environment(home: Path, managed: Path | None) -> envfile.Environment:
+    """The environment as Hermes hands it to the profile of ``home``, under the managed scope
+    ``managed`` (``managed_folder``), whose ``.env`` Hermes loads last over the profile's ``.env`` and
+    the environment, so a key an administrator pins there is the one used. A gateway serving several
     profiles holds its launching profile's ``.env`` in the environment, so for another profile
     Hermes reads a variable only from that profile's scope, nothing where none is bound
     (``get_secret``), and its ``.env`` without the environment. The launching profile's own home
     reads the environment, which is its own (the plugin's background threads bind no scope)."""
+    pinned = managed / ".env" if managed is not None else None
     if not _multiplexed() or _same_folder(home, _launch_home()):
-        return envfile.Environment(pinned=managed_env())
-    return envfile.Environment(get=_served_secret, expands=False, pinned=managed_env())
+        return envfile.Environment(pinned=pinned)
+    return envfile.Environment(get=_served_secret, expands=False, pinned=pinned)
 
 
 def _launch_home() -> Path | None:

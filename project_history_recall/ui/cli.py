@@ -411,7 +411,7 @@ def config_report(home: Path) -> dict:
         "settings": settings.values(),
         "origins": dict(settings.origins),
         "values": leaves,
-        "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env, host.environment(home))},
+        "secrets": {"openai.api_key": envfile.describe(home, settings.openai.api_key_env, host.environment(home, host.managed_folder()))},
         "embedder": {"remote": remote, "service": service, "model": model,
                      "consent_needed": remote},
         # ``values`` holds blend_weight as set (null: the model's own); this is the weight hybrid uses.

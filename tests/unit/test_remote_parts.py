@@ -243,7 +243,7 @@ def test_a_key_an_administrator_pins_in_the_managed_env_wins_as_in_hermes(home, 
     (home / ".env").write_text("C_KEY=mine\nD_KEY=also-mine\n", encoding="utf-8")
     monkeypatch.setenv("C_KEY", "from-shell")
     monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
-    environment = host.environment(home)
+    environment = host.environment(home, host.managed_folder())
     assert envfile.lookup(home, "C_KEY", environment) == ("pinned-by-admin", envfile.PINNED)
     assert envfile.lookup(home, "D_KEY", environment) == ("also-mine", ".env")
     shown = envfile.describe(home, "C_KEY", environment)
@@ -251,8 +251,21 @@ def test_a_key_an_administrator_pins_in_the_managed_env_wins_as_in_hermes(home, 
     own_config(home, "embedder: openai\nopenai:\n  api_key_env: C_KEY\n")
     assert config.configured_key(home) == "pinned-by-admin"  # the key the remote embedder sends
     monkeypatch.setenv("HERMES_MANAGED_DIR", str(tmp_path / "no-such-folder"))
-    assert envfile.lookup(home, "C_KEY", host.environment(home)) == ("mine", ".env")
+    assert envfile.lookup(home, "C_KEY", host.environment(home, host.managed_folder())) == ("mine", ".env")
 
+
+
+def test_loading_the_settings_looks_for_the_managed_scope_once(home, tmp_path, monkeypatch):
+    """Its config.yaml and its ``.env`` sit in one folder: one look for it per load, not one per file."""
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("plugins:\n  project-history-recall:\n    batch_size: 7\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    looks = []
+    isdir = os.path.isdir
+    monkeypatch.setattr(host.os.path, "isdir", lambda path: looks.append(path) or isdir(path))
+    assert config.load(home).batch_size == 7
+    assert looks.count(managed) == 1, looks
 
 # -- editing config.yaml --------------------------------------------------------------------------
 USER_TEXT = textwrap.dedent("""\

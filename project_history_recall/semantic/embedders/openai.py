@@ -218,8 +218,8 @@ class OpenAIEmbedder:
 
     # -- requests ------------------------------------------------------------------------
     def _embed(self, texts: list[str], deadline: float | None):
-        key, _where = (envfile.lookup(self.home, self.api_key_env, host.environment(self.home)) if self.home is not None
-                       else (None, ""))
+        key, _where = (envfile.lookup(self.home, self.api_key_env, host.environment(self.home, host.managed_folder()))
+                       if self.home is not None else (None, ""))
         # "" is refused by OpenAI
         body: dict[str, object] = {"model": self.model, "input": [t if t else " " for t in texts]}
         if self.requested_dimensions:
