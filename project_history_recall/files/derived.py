@@ -210,14 +210,14 @@ def _not_a_database(path: Path) -> bool:
 REBUILDS = "the next search or the 'index' command rebuilds it from Hermes's sessions"
 
 
-def laid_out_by_another(path: Path, version: int, expected: dict[str, str] | None = None) -> str | None:
+def laid_out_by_another(path: Path, version: int, expected: Mapping[str, str] = MappingProxyType({})) -> str | None:
     """Why the existing derived file at ``path`` is rebuilt by the next process that opens it for
     use ("was written by …; …", after its name), when it is one another version of the plugin laid out: its ``schema_version`` is not
     ``version``, or a ``meta`` value named in ``expected`` (key: the value this version writes) is
     set to another. None when it is this version's, or when that cannot be read (opening it then
     says why). For the ``status`` command, which makes and changes nothing: opening such a file
     for use deletes it and starts it afresh."""
-    wanted = _stamps(version, expected or {})
+    wanted = _stamps(version, expected)
     if not_a_file(path) is not None or not path.is_file():  # SQLite's read of a FIFO waits for ever
         return None
     try:
