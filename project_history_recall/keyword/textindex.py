@@ -65,6 +65,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable
 
 from ..background import Step, Stop, Worker
@@ -89,6 +90,9 @@ FILE_NAME = "keywords.db"
 SCHEMA_VERSION = 3
 # Bump when ``tokens`` changes: the index is then rebuilt.
 TOKENIZER_VERSION = "5"
+# The ``meta`` values a keywords.db of this version holds besides its schema version: one of another
+# tokenizer is another version's (``derived``).
+STAMPS = MappingProxyType({"tokenizer": TOKENIZER_VERSION})
 
 # Letters, digits, private use and symbols (emoji) are token characters.
 TOKENIZE = "unicode61 categories 'L* N* Co So'"
@@ -272,7 +276,7 @@ def another_version(path: Path) -> str | None:
     """Why the ``keywords.db`` at ``path`` is started afresh by the next process that opens it for
     use (another version laid it out, or made its tokens another way), or None; opening it
     changes nothing (``status``)."""
-    return derived.laid_out_by_another(path, SCHEMA_VERSION, {"tokenizer": TOKENIZER_VERSION})
+    return derived.laid_out_by_another(path, SCHEMA_VERSION, STAMPS)
 
 
 class TextIndex(derived.DerivedFile):
@@ -281,7 +285,7 @@ class TextIndex(derived.DerivedFile):
     def __init__(self, path: Path):
         # A file of another tokenizer is another version's: rebuilt, unless a process of that version
         # still has it open (one started before an upgrade), which keeps it until it ends.
-        super().__init__(path, _SCHEMA, SCHEMA_VERSION, {"tokenizer": TOKENIZER_VERSION})
+        super().__init__(path, _SCHEMA, SCHEMA_VERSION, STAMPS)
         self._settled: tuple[int, int] | None = None  # the file's commits when a merge found nothing left
         self._check_fresh()
 
