@@ -336,11 +336,11 @@ def _checked(ctx: SearchContext, hits: list[Hit], outcome: semantic.Outcome, lim
     return kept
 
 
-def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, pattern, shown: redaction.Masked) -> dict:
+def _message_json(hit: Hit, row: messages.MessageRow, windows: dict, marks, shown: redaction.Masked) -> dict:
     entry = {
         "message_id": hit.message_id,
         "role": row.role,
-        "snippet": results.snippet(row.shown, pattern, shown.text),
+        "snippet": results.snippet(row.shown, marks, shown.text),
         "score_source": hit.source,
         "when": results.when(row.timestamp),
     }
@@ -355,7 +355,7 @@ def _still_there(group: sessions.Group[Hit], rows: dict) -> list[Hit]:
 
 
 def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: dict, profile: str,
-                  pattern, shown: redaction.Masked, conversation: Collection[str]) -> dict | None:
+                  marks, shown: redaction.Masked, conversation: Collection[str]) -> dict | None:
     """One session: its best message's fields, its further hits in ``more_hits``. A part of the asking
     conversation (an earlier part Hermes compressed away has an id and title of its own; the asking
     session itself with ``include_current_session``) says so."""
@@ -367,10 +367,10 @@ def _session_json(group: sessions.Group[Hit], rows: dict, meta: dict, windows: d
         "link": results.link(profile, group.session_id),
         **({"this_conversation": True} if group.session_id in conversation else {}),
         "title": shown.text(meta.get(group.session_id, {}).get("title", "")),
-        **_message_json(found[0], rows[found[0].message_id], windows, pattern, shown),
+        **_message_json(found[0], rows[found[0].message_id], windows, marks, shown),
     }
     if len(found) > 1:
-        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, pattern, shown) for h in found[1:]]
+        entry["more_hits"] = [_message_json(h, rows[h.message_id], windows, marks, shown) for h in found[1:]]
     return entry
 
 
@@ -393,9 +393,9 @@ def _respond(req: SearchRequest, ctx: SearchContext, groups: list[sessions.Group
         windows = messages.windows(conn, ctx.shape, [rows[h.message_id] for h in best], req.context,
                                    ctx.filters.roles)
     # Sessions found by their time alone show their messages as they begin: no word was looked for.
-    pattern = results.term_pattern(ctx.query) if searched_with != TIME else None
+    marks = results.term_marks(ctx.query) if searched_with != TIME else None
     profile = paths.profile_name(home)
-    out = [e for e in (_session_json(g, rows, meta, windows, profile, pattern, shown, scope.parts)
+    out = [e for e in (_session_json(g, rows, meta, windows, profile, marks, shown, scope.parts)
                        for g in groups) if e]
     caller = scope.caller_session
     if caller in scope.excluded_lineage and live_context.compacted(conn, ctx.shape, caller):

@@ -80,7 +80,8 @@ UNSPACED = r"\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
 CJK = HAN + KANA + HANGUL + UNSPACED
 _HIRAGANA = re.compile(r"^[\u3040-\u309f]+$")
 _HANGUL = re.compile(f"^[{HANGUL}]+$")
-_PIECES = re.compile(f"[{HAN}]+|[{KANA}]+|[{HANGUL}]+|[{UNSPACED}]+")
+# A run of one of the four (compiled once: a class of these ranges takes milliseconds to compile).
+SCRIPT_RUN = re.compile(f"[{HAN}]+|[{KANA}]+|[{HANGUL}]+|[{UNSPACED}]+")
 _HAN_START = re.compile(f"[{HAN}]")
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def words(run: str) -> list[str]:
     """The words of one run of CJK characters, in order, function words included."""
     cut = _cut()
     out: list[str] = []
-    for piece in _PIECES.findall(run):
+    for piece in SCRIPT_RUN.findall(run):
         if not _HAN_START.match(piece):
             out.append(piece)  # kana, hangul, Thai…: not in the dictionary, kept whole
         elif cut:
@@ -172,7 +173,7 @@ def stands_alone(text: str, char: str) -> bool:
 @functools.lru_cache(maxsize=512)
 def _cut_alone(text: str, char: str) -> bool:
     cut = _cut()
-    return any(char in piece and char in cut(piece, False) for piece in _PIECES.findall(text))
+    return any(char in piece and char in cut(piece, False) for piece in SCRIPT_RUN.findall(text))
 
 
 def content_chars(word: str) -> list[str]:

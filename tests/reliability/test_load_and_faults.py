@@ -141,7 +141,7 @@ def test_no_lock_on_state_db_while_embedding_ranking_or_formatting(world, work, 
     monkeypatch.setattr(local.UniversalSentenceEncoder, "embed_documents",
                         probing("embedding", local.UniversalSentenceEncoder.embed_documents))
     monkeypatch.setattr(fusion, "blend", probing("ranking", fusion.blend))
-    monkeypatch.setattr(results, "term_pattern", probing("formatting", results.term_pattern))
+    monkeypatch.setattr(results, "term_marks", probing("formatting", results.term_marks))
     try:
         res = call("project_history_search", {"query": "websocket retry"}, session_id=asker)
     finally:
