@@ -492,7 +492,8 @@ def _answer(req: SearchRequest, ctx: SearchContext
     time is answered by the sessions from then (``timeonly``), in every mode: the engines have nothing
     to look for; so is one that asks for the session before this one ("what did we do last time?"),
     by the sessions before it. Any other is ranked by the engines, the time it names lifting the hits
-    from then unless ``time_weight`` is 0."""
+    from then unless ``time_weight`` is 0. Either way a schedule's sessions come after the user's own
+    (``automated``), and a session the query names by its title first of all (``_title_first``)."""
     asked = _asked_at(ctx)
     named = timewords.find(req.query, asked, req.zone)
     alone = named or timeonly.before_this(req.query, asked)
