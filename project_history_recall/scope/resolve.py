@@ -527,13 +527,15 @@ def resolve_scope(
             break
     members = amap.by_project.get(attribution.key, [])
     excluded: list[str] = []
-    ended = live_context.end_reasons(conn, conversation)
+    same_line: list[str] = []
     if not include_current and own_row is not None:
         root = lineage_root(own_row.id, amap.facts)
         same_line = [sid for sid in members if lineage_root(sid, amap.facts) == root]
+    # One read for both: the caller's conversation (``_parts``) and its lineage in the project.
+    ended = live_context.end_reasons(conn, {*conversation, *same_line})
+    if own_row is not None and same_line:
         # What left the live context (``live_context``) is history; the caller is never.
-        left = live_context.end_reasons(conn, same_line)
-        excluded = [sid for sid in same_line if sid not in left or sid == own_row.id]
+        excluded = [sid for sid in same_line if sid not in ended or sid == own_row.id]
         members = [sid for sid in members if sid not in excluded]
     estimate = sum(amap.facts[sid].message_count for sid in members if sid in amap.facts)
     return Scope(attribution, members, excluded, own_row, estimate, conversation, amap.warnings,
