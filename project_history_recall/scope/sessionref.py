@@ -153,8 +153,8 @@ def titled(conn: sqlite3.Connection, text: str, among: Collection[str]) -> str |
             return 0
         return 1 if title == ref.value else 2 if title.lower() == ref.value.lower() else None  # "X #a": none
 
-    ranked = sorted((rank(title), n, sid) for n, (sid, title) in enumerate(rows)
-                    if sid in among and rank(title) is not None)
+    ranked = sorted((place, n, sid) for n, (sid, title) in enumerate(rows)
+                    if sid in among and (place := rank(title)) is not None)
     return ranked[0][2] if ranked else None
 
 
