@@ -26,6 +26,8 @@ def titled(world, work):
                                    cwd=work, title="Release checklist"),
         "retries": world.session(("user", "how often do we retry a failed payment?"),
                                  ("assistant", "three times with backoff"), cwd=work, title="Retry policy"),
+        "pipeline": world.session(("user", "the nightly job is red again"), ("assistant", "pin the runner image"),
+                                  cwd=work, title="Fixing CI pipeline for API v2"),
         # The same title in another project: never this project's answer.
         "elsewhere": world.session(("user", "a checklist for the garden"), cwd=other, title="Garden checklist"),
     }
@@ -48,6 +50,16 @@ def test_a_query_that_is_a_title_finds_that_session_first(titled, mode, query):
     assert first["score_source"] == "title"
     assert first["role"] == "user"  # shown by its first message, the user's
     assert "tagging v2.4" in first["snippet"]
+
+
+@pytest.mark.parametrize("query", ["fixing ci pipeline for api v2", "FIXING CI PIPELINE FOR API V2",
+                                   "Fixing Ci Pipeline For Api V2", "fixing CI pipeline for API v2"])
+def test_a_title_typed_in_other_letters_case_finds_that_session_first(titled, query):
+    # Capitalised words and acronyms ("CI", "API") are where a title typed from memory differs from
+    # Hermes's; the case is the only difference, so the session is named.
+    first = _first(call(SEARCH, {"query": query, "mode": "keyword"}, session_id=titled["asker"]))
+    assert first["session_id"] == titled["pipeline"]
+    assert first["score_source"] == "title"
 
 
 def test_a_titled_session_the_engines_found_keeps_its_hits_and_goes_first(titled):
