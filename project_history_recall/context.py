@@ -24,3 +24,6 @@ class SearchContext:
     filters: Filters  # the request's roles, since and until
     query: ParsedQuery  # ``query.raw``: the text as asked, which the semantic engine embeds
     counts: Once  # the scope's sessions' rows in state.db, read once for both engines
+    # The process ends with this search (the command line): what it leaves to the background ends
+    # with it, so the keyword index's build is waited for too, within the budget.
+    one_shot: bool = False

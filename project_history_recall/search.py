@@ -672,11 +672,13 @@ def _granted_by(conversation: tuple[str, ...]) -> str:
     return f"the user, in {where} (project_history_search)"
 
 
-def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None = None) -> dict:
+def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None = None,
+        one_shot: bool = False) -> dict:
     """The whole search; always returns a response dict.
 
     ``index_budget_ms`` overrides the setting: a person at the CLI would rather
-    wait for the model and the index than get keyword-only results."""
+    wait for the model and the index than get keyword-only results. ``one_shot``: the
+    process ends with the search (``SearchContext.one_shot``)."""
     try:
         settings = config.load(home)
         req = request_from_args(args, settings.context, config.user_zone(settings))
@@ -706,7 +708,7 @@ def run(home: Path, caller: Caller, args: object, *, index_budget_ms: int | None
                 }, note)
             ctx = SearchContext(home, settings, conn, shape, scope,
                                 Filters(roles=req.roles, since=req.since, until=req.until), query,
-                                Once(conn, shape, paths.state_db_path(home)))
+                                Once(conn, shape, paths.state_db_path(home)), one_shot)
             groups, searched_with, outcome, source, notes = _answer(req, ctx)
             if left_scope(home, conn, scope, [g.session_id for g in groups]):
                 # A session found has left the project since the sessions were last read whole (Hermes

@@ -345,9 +345,10 @@ def own_index(ctx: SearchContext) -> Source:
     """The plugin's own keyword index for this scope, when it is current (brought up to date
     here if only a little is missing); else Hermes's indexes answer (``Source``)."""
     scope, filters = ctx.scope, ctx.filters
+    budget = ctx.settings.index_budget_ms / 1000.0
     return _source(ctx.home, ctx.settings,
                    lambda keeper: keeper.ready(ctx.conn, scope.attribution.key, scope.members, ctx.counts,
-                                               wait=ctx.settings.index_budget_ms / 1000.0),
+                                               wait=budget, build_wait=budget if ctx.one_shot else 0.0),
                    lambda keeper, states: Source(textindex.lookup_for(
                        keeper.index, states, scope.session_ids, "tool" in filters.roles, filters.since, filters.until)))
 

@@ -665,12 +665,14 @@ class Keeper(Worker[Change, KeywordState]):
         self._big = BigRows()  # the big rows ``_edited`` found as indexed
 
     def ready(self, conn: sqlite3.Connection, key: tuple, members: list[str], counts: Once | None = None,
-              wait: float = derived.LOCK_WAIT) -> dict[str, KeywordState] | Pending:
+              wait: float = derived.LOCK_WAIT, build_wait: float = 0.0) -> dict[str, KeywordState] | Pending:
         """The members' states when every one is current (indexing a few new
         messages on the way), else how far they are (the rest goes on in the background).
         ``key``: the scope's attribution key; ``counts``: the search's, if any; ``wait``: how long
         this may wait for another process's write lock in all (the search's budget) before the
-        work is left to the background."""
+        work is left to the background; ``build_wait``: how long it may wait for the background to
+        finish more work than a search does itself (a process that ends with its search, whose
+        background ends with it)."""
         deadline = time.monotonic() + wait
         stamp, known = self._recall(key, members)
         if known is not None:
@@ -685,18 +687,21 @@ class Keeper(Worker[Change, KeywordState]):
             work.update(edited)
         if work:
             if not plan.inline():
-                self._submit(key, work)
-                return plan.pending()
-            try:
-                for change in work.values():
-                    self.index.index(conn, change, key, wait=max(0.0, deadline - time.monotonic()))
-            except derived.StoreError as exc:
-                if not exc.locked:
-                    raise
-                self._submit(key, work)
-                return plan.pending(locked=True)
-            if self.index.unmerged() >= MERGE_AFTER_COMMITS:
-                self.chores()  # the background merges (an index grown only by searches is merged too)
+                # More than a search does itself: the background's, waited for up to ``build_wait``.
+                left = self._submit(key, work, wait=build_wait)
+                if left:
+                    return plan.pending(left=left)
+            else:
+                try:
+                    for change in work.values():
+                        self.index.index(conn, change, key, wait=max(0.0, deadline - time.monotonic()))
+                except derived.StoreError as exc:
+                    if not exc.locked:
+                        raise
+                    self._submit(key, work)
+                    return plan.pending(locked=True)
+                if self.index.unmerged() >= MERGE_AFTER_COMMITS:
+                    self.chores()  # the background merges (an index grown only by searches is merged too)
             stamp = self._restamp(stamp)
             states = self.index.states(members)
         return self._remember(key, stamp, states)
@@ -833,9 +838,11 @@ class _Plan:
         return sum(c.seen[0] - (states[c.session_id].seen_count if c.kind == "append" and c.session_id in states else 0)
                    for c in self.work.values()) <= INLINE_ROWS
 
-    def pending(self, locked: bool = False, queued: bool = True) -> Pending:
-        """How far the scope is with the work left to the background (``Pending``)."""
-        return Pending(len(self.members) - len(self.work), len(self.members), locked, queued)
+    def pending(self, locked: bool = False, queued: bool = True, left: int | None = None) -> Pending:
+        """How far the scope is with the work left to the background (``Pending``); ``left``: how
+        much of it the background has still to do, when not all of it."""
+        todo = len(self.work) if left is None else left
+        return Pending(len(self.members) - todo, len(self.members), locked, queued)
 
 
 class _Kept:

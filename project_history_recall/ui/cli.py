@@ -164,7 +164,7 @@ class _Run:
     def search(self, caller: Caller, request: dict) -> dict:
         """A search as a person runs it: waiting for the model and index, told the command that
         grants a consent."""
-        response = search.run(self.home, caller, request, index_budget_ms=CLI_INDEX_BUDGET_MS)
+        response = search.run(self.home, caller, request, index_budget_ms=CLI_INDEX_BUDGET_MS, one_shot=True)
         return render.for_person(response, self.command)
 
 

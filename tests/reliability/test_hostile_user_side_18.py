@@ -1,0 +1,66 @@
+"""The eighteenth hostile sweep, the user's side: the installed command line (and ``hermes recall``) on a
+real Hermes home, as a person runs it the first time and as they mistype it. The rule as before: the
+plugin's own answer, saying what is so and what to do next."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli_runs import HERMES_BIN, cli_env
+from hermes_world import PLUGIN_KEY, checkpoint, plugin_settings
+
+PROG = "project-history-recall"
+
+
+def _installed(installed: Path, home: Path, cwd: Path, *args: str, hermes: bool = False
+               ) -> subprocess.CompletedProcess:
+    """The console script pip installed (or ``hermes recall``, which finds the plugin by its entry point)."""
+    env = cli_env(home)
+    env["PYTHONPATH"] = str(installed)
+    argv = [str(HERMES_BIN), "recall", *args] if hermes else [str(installed / "bin" / PROG), "--home", str(home), *args]
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def _history(world, work, sessions: int) -> Path:
+    """Project App of ``sessions`` sessions of 12 messages each, more than a search indexes by itself (its
+    keyword index is first built in the background); one of them says 支付回调超时. Keyword-only."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    for n in range(sessions):
+        said = [("user", f"note {n}.{m} about the release checklist") for m in range(11)]
+        first = "支付回调经常超时，帮我修改服务端的超时配置" if n == 7 else f"websocket reconnect {n}"
+        world.session(("user", first), *said, cwd=app, title=f"chat {n}")
+    world.close()
+    checkpoint(world.home)
+    plugin_settings(world.home, semantic=False)
+    return app
+
+
+@pytest.mark.parametrize("hermes", [False, True], ids=["console-script", "hermes-recall"])
+def test_the_first_command_line_search_answers_from_the_keyword_index_it_built(world, work, installed, hermes):
+    """The first search from the command line on a home of some history (here 150 sessions): its keyword
+    index was built in the background, where the search did not wait for it, as the agent's tool does not.
+    The tool's next search finds it built; the command line's process ends with the search, so a person
+    got Hermes's own indexes (weaker on Chinese: 超时 is no trigram) and was told to run ``index`` for
+    the rest, though the command waits up to a minute for the semantic index and the keyword build takes
+    a second or two. Now the command line waits for the build, within that budget, and the answer comes
+    from the index it built."""
+    app = _history(world, work, sessions=150)
+    if hermes:  # found by its entry point, as pip installed it
+        (world.home / "config.yaml").write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+    done = _installed(installed, world.home, app, "--json", "search", "超时", "--mode", "keyword", hermes=hermes)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(done.stdout)
+    assert found["keyword_status"] == "ready", found
+    assert "keyword_index" not in found or found["keyword_index"]["sessions_indexed"] == 150, found
+    assert not found.get("warnings"), found
+    assert [r["title"] for r in found["results"]][:1] == ["chat 7"], found
+    text = _installed(installed, world.home, app, "search", "超时", hermes=hermes)
+    assert text.returncode == 0 and "index the rest" not in text.stdout and "warning" not in text.stdout, text.stdout
+
