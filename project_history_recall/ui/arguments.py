@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 import types
 from typing import Any, NoReturn
 from pathlib import Path
@@ -33,7 +34,9 @@ def _dash_hint(parser: argparse.ArgumentParser, message: str) -> str:
     words = [a for a in parser._actions if not a.option_strings and a.nargs != argparse.PARSER]
     unknown = [w for w in message.split(":", 1)[1].split() if w.startswith("-")] \
         if message.startswith("unrecognized arguments:") else []
-    if not words or not (unknown or message.startswith("the following arguments are required:")):
+    # "Required" after no such word: the argument was left out (``move SESSION`` without the project).
+    if not words or not (unknown or message.startswith("the following arguments are required:")
+                         and _taken_for_options(parser)):
         return ""
     # An option's name mistyped (``consent grant --dir X``) is likelier than a value that starts with '-'.
     options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
@@ -44,9 +47,18 @@ def _dash_hint(parser: argparse.ArgumentParser, message: str) -> str:
     return f"{mistyped}; a {words[0].dest} that starts with '-' goes after '--', as in: {parser.prog} -- -x"
 
 
+def _taken_for_options(parser: argparse.ArgumentParser) -> bool:
+    """Whether a word given to ``parser`` before any ``--`` starts with '-' and is none of its options."""
+    given = getattr(parser, "_words_given", [])
+    before = given[:given.index("--")] if "--" in given else given
+    options = {o for a in parser._actions for o in a.option_strings}
+    return any(w.startswith("-") and w != "-" and w.split("=", 1)[0] not in options for w in before)
+
+
 def _parse_strictly(parser: argparse.ArgumentParser, args=None, namespace=None):
     """Unknown arguments are refused by the (sub)command they were given to. Left over, they would reach
     the top-level parser, which under ``hermes recall`` is Hermes's: it prints its whole usage."""
+    parser._words_given = list(sys.argv[1:] if args is None else args)  # type: ignore[attr-defined]
     namespace, extras = argparse.ArgumentParser.parse_known_args(parser, args, namespace)
     if extras:
         _usage_error(parser, f"unrecognized arguments: {' '.join(extras)}")

@@ -64,3 +64,21 @@ def test_the_first_command_line_search_answers_from_the_keyword_index_it_built(w
     text = _installed(installed, world.home, app, "search", "超时", hermes=hermes)
     assert text.returncode == 0 and "index the rest" not in text.stdout and "warning" not in text.stdout, text.stdout
 
+
+def test_an_argument_left_out_is_not_said_to_start_with_a_dash(world, work, installed):
+    """``move SESSION`` with the project forgotten, or ``search`` with no query: the refusal added "a
+    session (query) that starts with '-' goes after '--'" to people who had typed no such word, and for
+    ``move`` named the session, which was given, not the project, which was not. That hint is for a word
+    argparse took for an option; it stays for those (``move -x App``)."""
+    app = _history(world, work, sessions=1)
+    (world.home / "config.yaml").write_text(f"plugins:\n  enabled: [{PLUGIN_KEY}]\n", encoding="utf-8")
+    for hermes in (False, True):
+        prog = "hermes recall" if hermes else PROG
+        for argv, missing in ((["move", "20260901_000001_000001"], "project"), (["search"], "query"),
+                              (["search", "--mode", "keyword"], "query")):
+            done = _installed(installed, world.home, app, *argv, hermes=hermes)
+            said = done.stderr.strip()
+            assert done.returncode == 2 and said == (f"{prog} {argv[0]}: the following arguments are required: "
+                                                     f"{missing} (see {prog} {argv[0]} --help)"), (argv, said)
+        dashed = _installed(installed, world.home, app, "move", "-x", "App", hermes=hermes).stderr
+        assert f"a session that starts with '-' goes after '--', as in: {prog} move -- -x" in dashed, dashed

@@ -125,6 +125,11 @@ def test_ages_hermes_does_not_read_are_refused_saying_which_forms_work(value, ne
      []),
     (["consent", "grant", "--dir", "/tmp"], ["--dir is no option of", "a dir that starts with '-'"], ["did you mean"]),
     (["search", "-x"], ["a query that starts with '-' goes after '--'"], ["no option"]),
+    (["move", "-x", "App"], ["a session that starts with '-' goes after '--'"], []),
+    # Nothing given starts with '-': the argument was left out, and nothing is said of dashes.
+    (["move", "20260901_000001_000001"], ["the following arguments are required: project (see"], ["'-'"]),
+    (["search"], ["the following arguments are required: query (see"], ["'-'"]),
+    (["search", "--mode", "keyword"], ["the following arguments are required: query (see"], ["'-'"]),
 ])
 def test_an_unknown_option_is_said_to_be_one(argv, said, not_said, capsys):
     import argparse
