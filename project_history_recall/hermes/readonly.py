@@ -73,6 +73,11 @@ def retry(fn: Callable[[], T], path: Path) -> T:
     raise AssertionError("unreachable")
 
 
+def absent(home: Path) -> str | None:
+    """Why ``home`` is no Hermes home (None: it is a folder), in the words a missing ``state.db`` gives."""
+    return None if home.is_dir() else _no_home(home)
+
+
 def _no_home(folder: Path) -> str:
     """Why the home ``folder`` is no folder, as a person would look for it."""
     if folder.exists():

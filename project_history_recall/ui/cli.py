@@ -39,7 +39,7 @@ from ..errors import EXIT_DATA, EXIT_FOUND, EXIT_USAGE, PluginError, UsageError
 from ..files import envfile, owner
 from ..hermes import host, paths
 from ..hermes.host import Caller
-from ..hermes.readonly import StateDBError
+from ..hermes.readonly import StateDBError, absent
 from ..hermes.statedb import reading
 from ..semantic import consent, embedders
 from . import consent_words, demo, edge, render, terminal
@@ -295,6 +295,8 @@ def _no_history(home: Path) -> str:
         return f"the Hermes home at {home} has no sessions yet: its {db.name} holds none"
     if home.is_dir():
         return f"the Hermes home at {home} has no sessions yet: no {db.name}"
+    if home.exists():
+        return f"the Hermes home {home} is a file, not a folder"
     return f"there is no Hermes home at {home}"
 
 
@@ -417,15 +419,24 @@ def config_report(home: Path) -> dict:
         # ``values`` holds blend_weight as set (null: the model's own); this is the weight hybrid uses.
         "blend_weight_in_effect": embedders.blend_weight(settings),
         "consents": len(records),
-        "warnings": [*settings.warnings, *consent_warnings],
+        "warnings": [*_not_a_home(home, "these are the defaults"), *settings.warnings, *consent_warnings],
         "plugin_config": str(config.plugin_config_path(home)),
     }
+
+
+def _not_a_home(home: Path, so: str) -> list[str]:
+    """A warning for a command that reads only the plugin's settings, which would otherwise show what
+    it found (the defaults, no consent) of a home that is not there, as of one that is."""
+    why = absent(home)
+    return [f"{why} No Hermes home is read there: {so}."] if why else []
 
 
 def cmd_consent(run: _Run) -> int:
     action = getattr(run.args, "consent_command", None)
     if action == "list":
-        return run.emit(consenting.listing(run.home), render.format_consents)
+        listed = consenting.listing(run.home)
+        listed["warnings"] = [*_not_a_home(run.home, "no consent can be on record"), *listed["warnings"]]
+        return run.emit(listed, render.format_consents)
     if action != "grant":
         run.out.error(f"say what to do: consent list, or consent grant [DIR] [--project P] "
                       f"(see {run.args.prog} consent --help)")

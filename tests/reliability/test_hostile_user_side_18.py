@@ -82,3 +82,38 @@ def test_an_argument_left_out_is_not_said_to_start_with_a_dash(world, work, inst
                                                      f"{missing} (see {prog} {argv[0]} --help)"), (argv, said)
         dashed = _installed(installed, world.home, app, "move", "-x", "App", hermes=hermes).stderr
         assert f"a session that starts with '-' goes after '--', as in: {prog} move -- -x" in dashed, dashed
+
+
+@pytest.mark.parametrize("shape", ["file", "missing", "tilde"])
+def test_settings_and_consents_of_a_home_that_is_not_there_say_so(tmp_path, installed, shape):
+    """``HERMES_HOME`` naming a file, a folder that is not there, or ``~/.hermes`` quoted so that nothing
+    expanded it: every command that reads Hermes's data says why there is none (exit 3), but ``config``
+    showed the defaults and ``consent list`` "No consents on record." (exit 0) without a word, to a
+    person asking why their settings or consent were not taken; ``quickstart`` said "there is no Hermes
+    home" at a file that is there. Each now says what is wrong with the home, in the same words."""
+    home = {"file": tmp_path / "hermes.yaml", "missing": tmp_path / "gone", "tilde": Path("~/.hermes")}[shape]
+    if shape == "file":
+        home.write_text("plugins: {}\n", encoding="utf-8")
+    why = {"file": f"{home} is a file, not a folder.", "missing": f"There is no folder {home}",
+           "tilde": "nothing expanded its '~'"}[shape]
+    env = cli_env(home, HOME=str(tmp_path / "user"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = str(installed)
+    (tmp_path / "user").mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(installed / "bin" / PROG), *args], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600)
+
+    assert why in run("projects").stderr  # as every command reading Hermes's data says it
+    shown = run("config")
+    assert shown.returncode == 0 and why in shown.stdout, shown.stdout
+    report = json.loads(run("--json", "config").stdout)
+    assert any(why in w for w in report["warnings"]), report
+    consents = run("consent", "list")
+    assert consents.returncode == 0 and why in consents.stdout, consents.stdout
+    assert any(why in w for w in json.loads(run("--json", "consent", "list").stdout)["warnings"])
+    if shape == "file":
+        demo = run("quickstart", "--json")
+        assert demo.returncode == 0, demo.stderr
+        text = run("quickstart").stdout
+        assert f"{home} is a file, not a folder" in text.splitlines()[0], text
