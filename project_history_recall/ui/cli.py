@@ -391,6 +391,9 @@ def _indexed(run: _Run, caller: Caller, project: str | None = None, every: bool 
 
 def cmd_index(run: _Run) -> int:
     a = run.args
+    if a.all and (a.project or a.dir):
+        # Either may be what was meant, and --all is the larger run by far (hours with e5).
+        raise UsageError(f"give --all or a project ({'--project ' + shlex.quote(a.project) if a.project else a.dir}), not both")
     caller = _caller(_folder(a.dir))
     if not (a.project or a.all) and _in_no_project(overview.status(run.home, caller)):
         raise UsageError(f"{caller.cwd} is in no project: give --project NAME ({_names_to_pick(run.home)}) or --all")

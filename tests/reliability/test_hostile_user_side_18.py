@@ -117,3 +117,17 @@ def test_settings_and_consents_of_a_home_that_is_not_there_say_so(tmp_path, inst
         assert demo.returncode == 0, demo.stderr
         text = run("quickstart").stdout
         assert f"{home} is a file, not a folder" in text.splitlines()[0], text
+
+
+def test_index_all_beside_a_named_project_is_refused(world, work, installed):
+    """``index --all --project App`` (or ``index app --all``): --all won without a word, and every project
+    of the home was indexed (with e5, hours; with a remote embedder, every project with a consent sent)
+    for a person who named one. Now a usage error naming both, and nothing is indexed."""
+    app = _history(world, work, sessions=1)
+    data = world.home / PLUGIN_KEY
+    for argv in (["index", "--all", "--project", "App"], ["index", str(app), "--all"]):
+        done = _installed(installed, world.home, app, *argv)
+        assert done.returncode == 2 and done.stdout == "", (argv, done)
+        assert "--all" in done.stderr and len(done.stderr.strip().splitlines()) == 1, (argv, done.stderr)
+        assert not (data / "keywords.db").exists(), argv
+    assert _installed(installed, world.home, app, "index", "--all").returncode == 0
