@@ -287,7 +287,8 @@ def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: l
     for key, value in overlay.items():
         dotted = f"{prefix}{key}"
         if key not in defaults:
-            warnings.append(f"{source}: unknown setting '{dotted:.80}' ignored")
+            if not _key_like(key):  # said by ``_keys_written``, with where a key goes
+                warnings.append(f"{source}: unknown setting '{dotted:.80}' ignored")
             continue
         if isinstance(defaults[key], dict):
             _merge(target[key], defaults[key], value, source, warnings, f"{dotted}.", origins)
@@ -299,6 +300,25 @@ def _merge(target: dict, defaults: dict, overlay: dict, source: str, warnings: l
                 origins[dotted] = source
         else:
             warnings.append(_invalid(source, dotted, value, defaults[key]))
+
+
+# A name under which someone wrote an API key itself (``openai.api_key``, ``OPENAI_API_KEY``, ``token``).
+_KEY_LIKE = re.compile(r"(?:^|[_-])(?:api[_-]?key|key|token|secret)$", re.IGNORECASE)
+
+
+def _key_like(key: object) -> bool:
+    return isinstance(key, str) and bool(_KEY_LIKE.search(key.strip()))
+
+
+def _keys_written(overlay: object, prefix: str = "") -> list[str]:
+    """Where in ``overlay`` a key seems written itself: the names no setting has that an API key goes by."""
+    if not isinstance(overlay, dict):
+        return []
+    out = []
+    for key, value in overlay.items():
+        dotted = f"{prefix}{key}"
+        out += _keys_written(value, f"{dotted}.") if isinstance(value, dict) else [dotted] if _key_like(key) else []
+    return out
 
 
 def _leaves(values: dict, prefix: str = "") -> list[str]:
@@ -418,6 +438,10 @@ def _load(home: Path, managed: Path | None, environment: envfile.Environment) ->
                 overlay = {k: v for k, v in overlay.items() if k != CONSENTS_KEY}
             _merge(values, DEFAULTS, overlay, source, warnings, origins=origins)
             sources.append(source)
+    variable = values["openai"]["api_key_env"]
+    warnings += [f"{source}: '{dotted:.80}' ignored: an API key is never read from a settings file; put it in "
+                 f"{envfile.env_path(home)} as {variable}=… (the variable 'openai.api_key_env' names)"
+                 for source, overlay in layers for dotted in _keys_written(overlay)]
     if values["chunk_overlap"] >= values["chunk_chars"]:
         values["chunk_overlap"] = min(DEFAULTS["chunk_overlap"], values["chunk_chars"] // 2)
         warnings.append(f"'chunk_overlap' must be smaller than 'chunk_chars'; using {values['chunk_overlap']}")

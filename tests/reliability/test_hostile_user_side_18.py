@@ -131,3 +131,20 @@ def test_index_all_beside_a_named_project_is_refused(world, work, installed):
         assert "--all" in done.stderr and len(done.stderr.strip().splitlines()) == 1, (argv, done.stderr)
         assert not (data / "keywords.db").exists(), argv
     assert _installed(installed, world.home, app, "index", "--all").returncode == 0
+
+
+@pytest.mark.parametrize("written", ["openai:\n  api_key: {key}\n", "OPENAI_API_KEY: {key}\n", "openai:\n  key: {key}\n"])
+def test_a_key_written_into_the_settings_is_said_to_belong_in_dot_env(world, work, installed, written):
+    """The API key written into the plugin's ``config.yaml`` (``openai.api_key: sk-…``, the way most tools
+    take one, or the variable's line of ``.env`` pasted there): "unknown setting 'openai.api_key' ignored",
+    and the remote embedder had no key, with nothing said of where a key goes. Now the warning says: in
+    the home's ``.env``, under the variable ``openai.api_key_env`` names; the key itself is never shown."""
+    key = "sk-proj-Zq8Lm2Xv7Rt4Wn1Kp9Hc"
+    app = _history(world, work, sessions=1)
+    settings = world.home / PLUGIN_KEY / "config.yaml"
+    settings.write_text("semantic: false\nembedder: openai\n" + written.format(key=key), encoding="utf-8")
+    text = _installed(installed, world.home, app, "config")
+    report = json.loads(_installed(installed, world.home, app, "--json", "config").stdout)
+    [said] = [w for w in report["warnings"] if "key" in w.lower()]
+    assert f"{world.home / '.env'}" in said and "OPENAI_API_KEY=" in said and "never read" in said, said
+    assert said in text.stdout and key[4:12] not in text.stdout + text.stderr + json.dumps(report), text.stdout
