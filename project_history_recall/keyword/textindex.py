@@ -689,8 +689,8 @@ class Keeper(Worker[Change, KeywordState]):
             if not plan.inline():
                 # More than a search does itself: the background's, waited for up to ``build_wait``.
                 left = self._submit(key, work, wait=build_wait)
-                if left:
-                    return plan.pending(left=left)
+                if left or self.error is not None:  # given up, its queue with it: the next keeper starts afresh
+                    return plan.pending(left=left or None)
             else:
                 try:
                     for change in work.values():

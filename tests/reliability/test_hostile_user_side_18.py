@@ -5,6 +5,8 @@ plugin's own answer, saying what is so and what to do next."""
 from __future__ import annotations
 
 import json
+import resource
+import signal
 import subprocess
 from pathlib import Path
 
@@ -148,3 +150,23 @@ def test_a_key_written_into_the_settings_is_said_to_belong_in_dot_env(world, wor
     [said] = [w for w in report["warnings"] if "key" in w.lower()]
     assert f"{world.home / '.env'}" in said and "OPENAI_API_KEY=" in said and "never read" in said, said
     assert said in text.stdout and key[4:12] not in text.stdout + text.stderr + json.dumps(report), text.stdout
+
+
+def test_a_keyword_build_that_stops_part_way_is_not_taken_for_a_built_index(world, work, installed):
+    """The command line waits for the keyword index's first build (above); a build that stops part way
+    (here the file may grow no further: a full disk or a quota) gives up its queue, and the wait ended
+    as if the work were done: the index, a few sessions of 150, was taken as current and answered alone.
+    A stopped build is said as one not finished; Hermes's indexes answer, as before."""
+    app = _history(world, work, sessions=150)
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (160 * 1024, 160 * 1024))
+
+    env = cli_env(world.home)
+    env["PYTHONPATH"] = str(installed)
+    done = subprocess.run([str(installed / "bin" / PROG), "--json", "search", "超时", "--mode", "keyword"], env=env,
+                          cwd=app, capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+    found = json.loads(done.stdout)
+    assert found["keyword_status"] != "ready" and found.get("warnings"), found
+    assert [r["title"] for r in found["results"]][:1] == ["chat 7"], found
