@@ -12,6 +12,7 @@ as for the tools.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from ..hermes import host, paths
@@ -45,6 +46,7 @@ def handle(raw_args: str) -> str:
 def _handle(home: Path, raw_args: str) -> str:
     from .. import move, overview, search
     from ..keyword import querytext
+    from ..scope import sessionref
     from . import render
 
     text = (raw_args or "").strip()
@@ -70,6 +72,11 @@ def _handle(home: Path, raw_args: str) -> str:
         # project named with them (refused here, and so unchanged) is taken first.
         if moved.get("error_code") == "unknown_project" and querytext.unquoted(rest) != rest:
             moved = move.run(home, caller, {"project": querytext.unquoted(rest)})
+        named, _, project = rest.partition(" ")
+        if moved.get("error_code") == "unknown_project" and project.strip() and sessionref.parse(named).is_link:
+            # The command line's ``move SESSION PROJECT``, typed here with a link a search printed.
+            return (f"recall: /recall move moves this session, and '{rest}' is no project. To move the session "
+                    f"{named} instead: hermes recall move {shlex.quote(named)} {shlex.quote(project.strip())}")
         return _plain(moved, render.format_move)
     query = rest if verb == "search" else text
     # A person typed this: a consent request names the command that grants it, not the agent's token.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli_runs import HERMES_BIN, cli_env
-from hermes_world import PLUGIN_KEY, checkpoint, hermes_line, plugin_settings
+from hermes_world import PLUGIN_KEY, checkpoint, enable_plugin, hermes_line, plugin_settings
 
 PROG = "project-history-recall"
 
@@ -170,3 +170,29 @@ def test_a_keyword_build_that_stops_part_way_is_not_taken_for_a_built_index(worl
     found = json.loads(done.stdout)
     assert found["keyword_status"] != "ready" and found.get("warnings"), found
     assert [r["title"] for r in found["results"]][:1] == ["chat 7"], found
+
+
+def test_recall_move_given_a_session_and_a_project_says_how_to_move_that_session(world, work, monkeypatch):
+    """``/recall move`` moves the session it is typed in; the command line's ``move SESSION PROJECT`` typed
+    there, with a link a search printed (``/recall move @session:default/… Other``), answered "No project
+    '@session:default/… Other' in this profile", as if the project were misspelled. Now it says what
+    ``/recall move`` moves and the command that moves the session named; nothing is moved."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    app, other = work / "app", work / "other"
+    app.mkdir()
+    other.mkdir()
+    world.project("App", app)
+    world.project("Other", other)
+    old = world.session(("user", "websocket reconnect keeps failing"), cwd=app, title="Fix websocket")
+    me = world.session(cwd=app, title="current chat")
+    enable_plugin(world.home)
+    monkeypatch.setenv("HERMES_SESSION_ID", me)
+    handler = get_plugin_command_handler("recall")
+    for named in (f"@session:default/{old}", f"session:{old}"):
+        said = handler(f"move {named} Other")
+        assert said.startswith("recall: ") and "/recall move moves this session" in said, said
+        assert f"hermes recall move {named} Other" in said, said
+    assert "project App" in handler("status")
+    moved = handler("move Other")  # the move of this session is as before
+    assert "Moved session" in moved and "Other" in moved, moved
