@@ -252,6 +252,12 @@ def _given(args: dict, key: str, default: object) -> object:
     return default if value is None else value
 
 
+def _numeral(value: object) -> object:
+    """A number as its text: a bare number is days, and a model sends one as the JSON number the
+    schema's description shows (``"since": 90``), where the schema asks for text."""
+    return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
 def request_from_args(args: object, default_context: int = 2, zone: tzinfo | None = None) -> SearchRequest:
     if not isinstance(args, dict):
         raise UsageError("Arguments must be an object with at least 'query'.")
@@ -273,10 +279,11 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
                             "the user agreed; nothing was recorded.")
     # Both ages from one moment: "since 7d until 7d" is no span, not one of the microseconds between two clock reads.
     now = time.time()
-    since = parse_time("since", args.get("since"), now, zone)
-    until = parse_time("until", args.get("until"), now, zone)
+    given = {name: _numeral(args.get(name)) for name in ("since", "until")}
+    since = parse_time("since", given["since"], now, zone)
+    until = parse_time("until", given["until"], now, zone)
     if since is not None and until is not None and since >= until:
-        raise UsageError(_empty_span(args["since"], args["until"], since == until))
+        raise UsageError(_empty_span(given["since"], given["until"], since == until))
     return SearchRequest(
         query=query,
         mode=mode.strip().lower(),

@@ -77,6 +77,22 @@ def test_dates_at_the_ends_of_the_calendar(history, zone, caplog):
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
+def test_a_number_of_days_sent_as_a_json_number_is_read_as_days(history):
+    """The schema's description says a bare 90 is days, and a model sends one as the JSON number
+    (``"since": 90``), which Hermes passes on as it is: it was refused, with words that said a bare
+    number is days. A number is read as its text now, a year or a date of digits still asked about,
+    and a span it leaves empty said in the words given."""
+    for bounds, expected in [({"since": 36500}, ALL), ({"until": 36500}, NONE), ({"since": 36500.0}, ALL),
+                             ({"since": 36500, "until": "1d"}, ALL)]:
+        res = call(SEARCH, {"query": "capybara", **bounds}, session_id=history["asker"])
+        assert res["success"], (bounds, res)
+        assert {r["session_id"] for r in res["results"]} == ({history["sid"]} if expected == ALL else set()), bounds
+    for bounds, said in [({"since": 2026}, "reads as a year"), ({"since": 7, "until": 7}, "is the same time as"),
+                         ({"since": True}, "must be a date")]:
+        res = call(SEARCH, {"query": "capybara", **bounds}, session_id=history["asker"])
+        assert res["error_code"] == "bad_argument" and said in res["error"], (bounds, res)
+
+
 @pytest.mark.parametrize("since,until,said", [
     ("2026-09-01", "2026-09-01", "is the same time as"),
     ("2026-09-02", "2026-09-01", "is after"),
