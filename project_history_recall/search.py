@@ -283,7 +283,7 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
     since = parse_time("since", given["since"], now, zone)
     until = parse_time("until", given["until"], now, zone)
     if since is not None and until is not None and since >= until:
-        raise UsageError(_empty_span(given["since"], given["until"], since == until))
+        raise UsageError(_empty_span(str(given["since"]), str(given["until"]), since == until))
     return SearchRequest(
         query=query,
         mode=mode.strip().lower(),
