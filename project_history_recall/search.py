@@ -557,6 +557,32 @@ def _session(hit: Hit) -> str:
     return hit.session_id
 
 
+# A branch of a branch copies the copies: each step back reads one more generation of parents.
+_BRANCH_GENERATIONS = 16
+
+
+def _originals(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
+    """``hits`` with each that a /branch copied from its parent read as the parent's own message, where
+    the parent is searched too (``messages.branch_originals``), and one hit a message. A branch holds
+    the whole conversation before it, written anew: its copies took a result of their own beside
+    the original's (as many as the conversation had branches), words the model was given once, and
+    as the later they were lifted for a question about how something turned out. Hermes's own
+    session_search shows such a lineage once. The branch stays a result for what it says itself."""
+    parents = set(ctx.scope.session_ids)
+    for _ in range(_BRANCH_GENERATIONS):
+        found = messages.branch_originals(ctx.conn, ctx.shape, [h.message_id for h in hits], parents)
+        if not found:
+            break
+        once: dict[int, Hit] = {}  # the first, best, of the hits on a message
+        for h in hits:
+            if h.message_id in found:
+                original, session, at = found[h.message_id]
+                h = dataclasses.replace(h, message_id=original, session_id=session, timestamp=at)
+            once.setdefault(h.message_id, h)
+        hits = list(once.values())
+    return hits
+
+
 def _users_first(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
     """``hits`` with those of the sessions a schedule ran after the rest (``automated``)."""
     return automated.after(hits, _session, automated.among(ctx.conn, {h.session_id for h in hits}))
@@ -620,7 +646,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        found_hits = _lifted(req, settings, windows, keyword.search(ctx, KEYWORD_SCORED, source))
+        found_hits = _lifted(req, settings, windows, _originals(ctx, keyword.search(ctx, KEYWORD_SCORED, source)))
         return _topped_up(req, ctx, source, _users_first(ctx, found_hits)), [], "keyword", outcome, source
     # In hybrid mode the characters of the question's words count where the semantic side backs
     # the message (``fusion.backed``), so they are looked up too.
@@ -638,10 +664,11 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, source)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        return _topped_up(req, ctx, source, _users_first(ctx, _lifted(req, settings, windows, kw_all))), [], \
-            "keyword", outcome, source
+        read = _lifted(req, settings, windows, _originals(ctx, kw_all))
+        return _topped_up(req, ctx, source, _users_first(ctx, read)), [], "keyword", outcome, source
     if req.mode == "semantic":
-        return _checked(ctx, _users_first(ctx, outcome.hits), outcome, req.limit), [], "semantic", outcome, source
+        return _checked(ctx, _users_first(ctx, _originals(ctx, outcome.hits)), outcome, req.limit), [], "semantic", \
+            outcome, source
     near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)
     credited = found.backed(fusion.backed(outcome.similarity, outcome.background), near) \
         if found is not None else None
@@ -671,7 +698,8 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     share = _engine_firsts(req.limit)
     reserved = list(dict.fromkeys(sessions.firsts(automated.after(kw_order, _session, late), _session, share)
                                   + sessions.firsts(automated.after(outcome.hits, _session, late), _session, share)))
-    return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome, source
+    return _checked(ctx, _originals(ctx, ranked), outcome, req.limit, reserved), reserved, "keyword+semantic", \
+        outcome, source
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Collection, Iterator
 
-from .statedb import Shape, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql, text_sql
+from .statedb import Shape, columns, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql, text_sql
 
 
 @dataclass(frozen=True)
@@ -259,6 +259,27 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int],
         (_ids_json(ids), *params),
     )
     return {r["id"]: _message(conn, r) for r in rows.fetchall()}
+
+
+def branch_originals(conn: sqlite3.Connection, shape: Shape, ids: list[int], parents: Collection[str]
+                     ) -> dict[int, tuple[int, str, float]]:
+    """Of ``ids``, those a /branch copied from its parent, when the parent is one of ``parents``: each
+    with the parent's own message it copies (its id, its session and its time). Hermes starts a branch
+    (``_branched_from``, in the CLI, the TUI and the gateway alike) as a copy of the conversation so far,
+    every message written anew in the branch, at the time of the branch. The parent's message is the
+    first of its live ones of the same role and text; a copy whose original the parent no longer holds
+    is none."""
+    if not ids or not parents or "model_config" not in columns(conn, "sessions"):
+        return {}
+    original = (f"(SELECT p.id FROM messages p WHERE p.session_id = s.parent_session_id AND p.role = b.role "
+                f"AND p.content = b.content AND {shape.live_filter('p')} ORDER BY p.id LIMIT 1)")
+    rows = conn.execute(
+        f"WITH c(copy, original) AS (SELECT b.id, {original} FROM messages b JOIN sessions s ON s.id = b.session_id "
+        "WHERE b.id IN (SELECT value FROM json_each(?)) AND instr(CAST(s.model_config AS TEXT), '_branched_from') > 0 "
+        "AND s.parent_session_id IN (SELECT value FROM json_each(?))) "
+        f"SELECT c.copy, o.id, o.session_id, {seconds_sql('o.timestamp')} FROM c JOIN messages o ON o.id = c.original",
+        (_ids_json(ids), json.dumps(sorted(parents)))).fetchall()
+    return {int(r[0]): (int(r[1]), str(r[2]), float(r[3] or 0.0)) for r in rows}
 
 
 def asked_at(conn: sqlite3.Connection, session_id: str, now: float) -> float | None:

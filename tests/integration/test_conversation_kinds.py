@@ -175,3 +175,49 @@ def test_a_chat_in_no_project_is_told_to_name_one(world, work, source):
     assert "'project'" in res["reason"] and "App, Web Shop)" in res["reason"], res["reason"]
     named = call(SEARCH, {"query": "websocket", "project": "App", "mode": "keyword"}, session_id=chat)
     assert [r["snippet"] for r in named["results"]] == [">>>websocket<<< talk in App"]
+
+
+def _branch(world, parent: str, title: str) -> str:
+    """A /branch of ``parent`` as Hermes writes one (CLI, TUI and gateway alike): a new session marked
+    ``_branched_from`` under its parent, the conversation so far copied into it message by message."""
+    from hermes_world import new_session_id
+
+    sid = new_session_id()
+    world.db.create_session(session_id=sid, source="cli", model="test/model", model_config={"_branched_from": parent},
+                            parent_session_id=parent)
+    for message in world.db.get_messages(parent):
+        world.say(sid, message["role"], message["content"])
+    world.db.set_session_title(sid, title)
+    return sid
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
+def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world, work, mode):
+    """Hermes starts a /branch as a copy of the conversation so far. Every branch's copy was a result
+    of its own, the same messages again, taking the places of other sessions (here all three), and as
+    the later it was lifted above the original for a question about how something turned out. Now a
+    copy is read as the original's message: the conversation is found once, by its own session, and a
+    branch for what it says itself."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    talk = world.session(("user", "which database for the ledger tables?"),
+                         ("assistant", "we chose postgres for the ledger tables, with nightly dumps"),
+                         cwd=app, title="Ledger")
+    world.db.end_session(talk, "branched")
+    first = _branch(world, talk, "Ledger #2")
+    second = _branch(world, talk, "Ledger #3")
+    deeper = _branch(world, first, "Ledger #4")
+    world.say(second, "user", "in this branch we try sqlite for the ledger instead")
+    other = world.session(("user", "the postgres ledger dumps fill the disk"), cwd=app, title="Disk")
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "postgres ledger tables", "mode": mode, "limit": 3}, session_id=asker)
+    sessions = [r["session_id"] for r in res["results"]]
+    assert sessions[0] == talk and other in sessions, sessions
+    assert not {first, deeper} & set(sessions), sessions
+    for r in res["results"]:  # each message shown is its own session's
+        assert {h["message_id"] for h in [r, *r.get("more_hits", [])]} <= {
+            m["id"] for m in world.db.get_messages(r["session_id"])}, r
+    res = call(SEARCH, {"query": "sqlite ledger", "mode": mode}, session_id=asker)
+    assert second in [r["session_id"] for r in res["results"]], res["results"]
