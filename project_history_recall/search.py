@@ -95,11 +95,14 @@ ARGUMENTS = frozenset({"query", "mode", "limit", "context", "include_tool_output
                        "include_current_session", "consent"})
 
 
+def _named(keys: tuple[str, ...]) -> str:
+    return ", ".join(brief(k, 40) for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
+
+
 def _left_out(keys: tuple[str, ...]) -> str:
     """What the response says of ``keys``, arguments a search does not take (a model sends
     session_search's ``around_message_id`` here, expecting the messages around one)."""
-    named = ", ".join(brief(k, 40) for k in keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
-    return (f"Left out, as this tool does not take them: {named}. To read the messages around a result, call "
+    return (f"Left out, as this tool does not take them: {_named(keys)}. To read the messages around a result, call "
             "session_search(session_id=<session_id>, around_message_id=<message_id>, profile=<profile>).")
 
 
@@ -265,8 +268,12 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
     if raw_query is not None and not isinstance(raw_query, str):
         raise UsageError(f"'query' must be text, not {type(raw_query).__name__}.")
     query = clean_text(raw_query or "")
+    left_out = tuple(str(k) for k in args if k not in ARGUMENTS)
     if not query:
-        raise UsageError("'query' is empty: say what to look for (words, an error code, a file name…).")
+        # A model that named the words otherwise ("q", "keywords", "search") is told which name it used.
+        named = (f" (given {_named(left_out)}, which this tool does not take: the words go in 'query')"
+                 if raw_query is None and left_out else "")
+        raise UsageError(f"'query' is empty: say what to look for (words, an error code, a file name…){named}.")
     mode = args.get("mode") or "hybrid"
     if not isinstance(mode, str) or mode.strip().lower() not in MODES:
         raise UsageError(f"'mode' must be one of {', '.join(MODES)}, not {brief(mode, 40)}.")
@@ -297,7 +304,7 @@ def request_from_args(args: object, default_context: int = 2, zone: tzinfo | Non
         consent=(token.strip()[:200] or None) if token else None,
         zone=zone,
         cut=is_cut(raw_query),
-        left_out=tuple(str(k) for k in args if k not in ARGUMENTS),
+        left_out=left_out,
     )
 
 

@@ -204,6 +204,23 @@ def test_an_argument_of_another_tool_is_said_to_be_left_out(fuzz_world):
     assert any("'around_message_id'" in w and "session_search(" in w for w in out["warnings"]), out.get("warnings")
 
 
+@pytest.mark.parametrize("args", [{"q": "websocket"}, {"keywords": ["websocket"], "mode": "keyword"},
+                                  {"search": "websocket", "query": None}])
+def test_the_words_sent_under_another_name_are_named_in_the_refusal(fuzz_world, args):
+    """The words sent as ``q``, ``keywords`` or ``search`` were refused as "'query' is empty", as if
+    none were sent: the refusal names what was given now, and where the words go."""
+    import model_tools
+
+    out = _plugins_own_answer(model_tools.handle_function_call("project_history_search", args,
+                                                               session_id=fuzz_world["asker"]))
+    other = next(k for k in args if k not in ("query", "mode"))
+    assert out["error_code"] == "bad_argument" and f"'{other}'" in out["error"], out
+    assert "the words go in 'query'" in out["error"], out
+    out = _plugins_own_answer(model_tools.handle_function_call("project_history_search", {"query": " ", "q": "x"},
+                                                               session_id=fuzz_world["asker"]))
+    assert out["error_code"] == "bad_argument" and "'q'" not in out["error"], out  # 'query' was given, blank
+
+
 def test_trimmed_counts_the_further_hits_left_out_not_the_results_that_held_them(world, work, monkeypatch):
     """``trimmed.more_hits`` is documented as the further hits left out, and counted the results whose
     ``more_hits`` were emptied: a result of three further hits left out counted one. Hermes's limit is
