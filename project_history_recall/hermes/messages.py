@@ -275,11 +275,11 @@ def branch_originals(conn: sqlite3.Connection, shape: Shape, ids: list[int], par
                 f"AND p.content = b.content AND {shape.live_filter('p')} ORDER BY p.id LIMIT 1)")
     rows = conn.execute(
         f"WITH c(copy, original) AS (SELECT b.id, {original} FROM messages b JOIN sessions s ON s.id = b.session_id "
-        "WHERE b.id IN (SELECT value FROM json_each(?)) AND instr(CAST(s.model_config AS TEXT), '_branched_from') > 0 "
-        "AND s.parent_session_id IN (SELECT value FROM json_each(?))) "
+        "WHERE b.id IN (SELECT value FROM json_each(?)) AND instr(CAST(s.model_config AS TEXT), '_branched_from') > 0) "
         f"SELECT c.copy, o.id, o.session_id, {seconds_sql('o.timestamp')} FROM c JOIN messages o ON o.id = c.original",
-        (_ids_json(ids), json.dumps(sorted(parents)))).fetchall()
-    return {int(r[0]): (int(r[1]), str(r[2]), float(r[3] or 0.0)) for r in rows}
+        (_ids_json(ids),)).fetchall()
+    # The parents are checked here, not passed in: a scope of many thousand sessions is one set already.
+    return {int(r[0]): (int(r[1]), str(r[2]), float(r[3] or 0.0)) for r in rows if r[2] in parents}
 
 
 def asked_at(conn: sqlite3.Connection, session_id: str, now: float) -> float | None:
