@@ -577,7 +577,7 @@ def _originals(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
     session_search shows such a lineage once. The branch stays a result for what it says itself."""
     parents = set(ctx.scope.session_ids)
     for _ in range(_BRANCH_GENERATIONS):
-        found = messages.branch_originals(ctx.conn, ctx.shape, [h.message_id for h in hits], parents)
+        found = messages.branch_originals(ctx.conn, ctx.shape, {h.message_id: h.session_id for h in hits}, parents)
         if not found:
             break
         once: dict[int, Hit] = {}  # the first, best, of the hits on a message

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Collection, Iterator
+from typing import Collection, Iterator, Mapping
 
 from .statedb import Shape, columns, content_sql, decode_content, in_batches, length_sql, prefix_sql, read_content, seconds_sql, text_sql
 
@@ -261,23 +261,30 @@ def fetch_messages(conn: sqlite3.Connection, ids: list[int],
     return {r["id"]: _message(conn, r) for r in rows.fetchall()}
 
 
-def branch_originals(conn: sqlite3.Connection, shape: Shape, ids: list[int], parents: Collection[str]
+def branch_originals(conn: sqlite3.Connection, shape: Shape, ids: Mapping[int, str], parents: Collection[str]
                      ) -> dict[int, tuple[int, str, float]]:
-    """Of ``ids``, those a /branch copied from its parent, when the parent is one of ``parents``: each
-    with the parent's own message it copies (its id, its session and its time). Hermes starts a branch
-    (``_branched_from``, in the CLI, the TUI and the gateway alike) as a copy of the conversation so far,
-    every message written anew in the branch, at the time of the branch. The parent's message is the
-    first of its live ones of the same role and text; a copy whose original the parent no longer holds
-    is none."""
+    """Of ``ids`` (message id -> its session), those a /branch copied from its parent, when the parent is
+    one of ``parents``: each with the parent's own message it copies (its id, its session and its time).
+    Hermes starts a branch (``_branched_from``, in the CLI, the TUI and the gateway alike) as a copy of
+    the conversation so far, every message written anew in the branch, at the time of the branch. The
+    parent's message is the first of its live ones of the same role and text; a copy whose original the
+    parent no longer holds is none. The few sessions are asked first whether they are branches, the
+    messages only of those that are: a search's hits are some hundred rows all over the file."""
     if not ids or not parents or "model_config" not in columns(conn, "sessions"):
+        return {}
+    branches = {r[0] for r in conn.execute(
+        "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?)) "
+        "AND instr(CAST(model_config AS TEXT), '_branched_from') > 0", (json.dumps(sorted(set(ids.values()))),))}
+    copies = [m for m, sid in ids.items() if sid in branches]
+    if not copies:
         return {}
     original = (f"(SELECT p.id FROM messages p WHERE p.session_id = s.parent_session_id AND p.role = b.role "
                 f"AND p.content = b.content AND {shape.live_filter('p')} ORDER BY p.id LIMIT 1)")
     rows = conn.execute(
         f"WITH c(copy, original) AS (SELECT b.id, {original} FROM messages b JOIN sessions s ON s.id = b.session_id "
-        "WHERE b.id IN (SELECT value FROM json_each(?)) AND instr(CAST(s.model_config AS TEXT), '_branched_from') > 0) "
+        "WHERE b.id IN (SELECT value FROM json_each(?))) "
         f"SELECT c.copy, o.id, o.session_id, {seconds_sql('o.timestamp')} FROM c JOIN messages o ON o.id = c.original",
-        (_ids_json(ids),)).fetchall()
+        (_ids_json(copies),)).fetchall()
     # The parents are checked here, not passed in: a scope of many thousand sessions is one set already.
     return {int(r[0]): (int(r[1]), str(r[2]), float(r[3] or 0.0)) for r in rows if r[2] in parents}
 
