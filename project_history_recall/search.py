@@ -701,12 +701,15 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     about = ranking.about if ranking is not None else None
     lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts, about)
     late = automated.among(ctx.conn, {h.session_id for h in (*kw_order, *outcome.hits)})
-    ranked = automated.after(lifted + [h for h in kw_order if h.message_id not in fused_ids], _session, late)
+    ranked = _originals(ctx, automated.after(lifted + [h for h in kw_order if h.message_id not in fused_ids],
+                                             _session, late))
     share = _engine_firsts(req.limit)
-    reserved = list(dict.fromkeys(sessions.firsts(automated.after(kw_order, _session, late), _session, share)
-                                  + sessions.firsts(automated.after(outcome.hits, _session, late), _session, share)))
-    return _checked(ctx, _originals(ctx, ranked), outcome, req.limit, reserved), reserved, "keyword+semantic", \
-        outcome, source
+    # An engine's first session by a branch's copy alone is the original's: its place is not the branch's.
+    reserved = list(dict.fromkeys(sessions.firsts(automated.after(_originals(ctx, kw_order), _session, late),
+                                                  _session, share)
+                                  + sessions.firsts(automated.after(_originals(ctx, outcome.hits), _session, late),
+                                                    _session, share)))
+    return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome, source
 
 
 def _granted_by(conversation: tuple[str, ...]) -> str:

@@ -221,3 +221,26 @@ def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world,
             m["id"] for m in world.db.get_messages(r["session_id"])}, r
     res = call(SEARCH, {"query": "sqlite ledger", "mode": mode}, session_id=asker)
     assert second in [r["session_id"] for r in res["results"]], res["results"]
+
+
+def test_a_branch_that_an_engine_ranks_first_by_its_copy_alone_gets_no_place_for_it(world, work):
+    """Hybrid keeps each engine's first two sessions among its results. The semantic side ranks the
+    newer of two equal texts first, a branch's copy before its original, and the branch got the last
+    place by that, shown by a message of its own that holds a word of the question by chance, where a
+    session that speaks of the question belongs."""
+    app = work / "app"
+    app.mkdir()
+    world.project("App", app)
+    talk = world.session(("user", "which database for the ledger tables?"),
+                         ("assistant", "we chose postgres for the ledger tables, with nightly dumps"),
+                         cwd=app, title="Ledger")
+    world.db.end_session(talk, "branched")
+    branch = _branch(world, talk, "Ledger #2")
+    world.say(branch, "user", "the garden fence needs green paint and new wood; the cat sleeps on the ledger")
+    others = [world.session(("user", f"the ledger tables export to postgres ran fine on day {n}"), cwd=app)
+              for n in range(14)]
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "postgres ledger tables", "mode": "hybrid"}, session_id=asker)
+    sessions = [r["session_id"] for r in res["results"]]
+    assert sessions[0] == talk and branch not in sessions and set(sessions[1:]) <= set(others), sessions
