@@ -191,13 +191,10 @@ def _branch(world, parent: str, title: str) -> str:
     return sid
 
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
-def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world, work, mode):
-    """Hermes starts a /branch as a copy of the conversation so far. Every branch's copy was a result
-    of its own, the same messages again, taking the places of other sessions (here all three), and as
-    the later it was lifted above the original for a question about how something turned out. Now a
-    copy is read as the original's message: the conversation is found once, by its own session, and a
-    branch for what it says itself."""
+@pytest.fixture
+def ledger_talk(world, work):
+    """Project App and its conversation about the ledger's database, which the user went on with in a
+    /branch (Hermes ends the parent ``branched``): (the project's folder, the conversation)."""
     app = work / "app"
     app.mkdir()
     world.project("App", app)
@@ -205,6 +202,17 @@ def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world,
                          ("assistant", "we chose postgres for the ledger tables, with nightly dumps"),
                          cwd=app, title="Ledger")
     world.db.end_session(talk, "branched")
+    return app, talk
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
+def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world, ledger_talk, mode):
+    """Hermes starts a /branch as a copy of the conversation so far. Every branch's copy was a result
+    of its own, the same messages again, taking the places of other sessions (here all three), and as
+    the later it was lifted above the original for a question about how something turned out. Now a
+    copy is read as the original's message: the conversation is found once, by its own session, and a
+    branch for what it says itself."""
+    app, talk = ledger_talk
     first = _branch(world, talk, "Ledger #2")
     second = _branch(world, talk, "Ledger #3")
     deeper = _branch(world, first, "Ledger #4")
@@ -223,18 +231,12 @@ def test_a_branchs_copy_of_the_conversation_is_found_once_in_the_original(world,
     assert second in [r["session_id"] for r in res["results"]], res["results"]
 
 
-def test_a_branch_that_an_engine_ranks_first_by_its_copy_alone_gets_no_place_for_it(world, work):
+def test_a_branch_that_an_engine_ranks_first_by_its_copy_alone_gets_no_place_for_it(world, ledger_talk):
     """Hybrid keeps each engine's first two sessions among its results. The semantic side ranks the
     newer of two equal texts first, a branch's copy before its original, and the branch got the last
     place by that, shown by a message of its own that holds a word of the question by chance, where a
     session that speaks of the question belongs."""
-    app = work / "app"
-    app.mkdir()
-    world.project("App", app)
-    talk = world.session(("user", "which database for the ledger tables?"),
-                         ("assistant", "we chose postgres for the ledger tables, with nightly dumps"),
-                         cwd=app, title="Ledger")
-    world.db.end_session(talk, "branched")
+    app, talk = ledger_talk
     branch = _branch(world, talk, "Ledger #2")
     world.say(branch, "user", "the garden fence needs green paint and new wood; the cat sleeps on the ledger")
     others = [world.session(("user", f"the ledger tables export to postgres ran fine on day {n}"), cwd=app)
