@@ -691,6 +691,9 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     else:
         fused = fusion.blend(kw_hits, sem, outcome.similarity, embedders.blend_weight(settings), kw_all,
                              outcome.evidence)
+    # A branch's copies are read as their originals before the lifts: a copy's time is the branch's,
+    # and an engine's first session by a copy alone is the original's, its place not the branch's.
+    fused, kw_seen, sem_seen = (_originals(ctx, h) for h in (fused, kw_order, outcome.hits))
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
     # The keyword ranking knows which kind of answer the question asks for and has read the texts
@@ -700,15 +703,11 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     ranking = credited or found
     about = ranking.about if ranking is not None else None
     lifted = _lifted(req, settings, windows, fused, outcome.likeness, near, answered, texts, about)
-    late = automated.among(ctx.conn, {h.session_id for h in (*kw_order, *outcome.hits)})
-    ranked = _originals(ctx, automated.after(lifted + [h for h in kw_order if h.message_id not in fused_ids],
-                                             _session, late))
+    late = automated.among(ctx.conn, {h.session_id for h in (*kw_seen, *sem_seen)})
+    ranked = automated.after(lifted + [h for h in kw_seen if h.message_id not in fused_ids], _session, late)
     share = _engine_firsts(req.limit)
-    # An engine's first session by a branch's copy alone is the original's: its place is not the branch's.
-    reserved = list(dict.fromkeys(sessions.firsts(automated.after(_originals(ctx, kw_order), _session, late),
-                                                  _session, share)
-                                  + sessions.firsts(automated.after(_originals(ctx, outcome.hits), _session, late),
-                                                    _session, share)))
+    reserved = list(dict.fromkeys(sessions.firsts(automated.after(kw_seen, _session, late), _session, share)
+                                  + sessions.firsts(automated.after(sem_seen, _session, late), _session, share)))
     return _checked(ctx, ranked, outcome, req.limit, reserved), reserved, "keyword+semantic", outcome, source
 
 

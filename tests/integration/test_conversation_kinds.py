@@ -246,3 +246,22 @@ def test_a_branch_that_an_engine_ranks_first_by_its_copy_alone_gets_no_place_for
     res = call(SEARCH, {"query": "postgres ledger tables", "mode": "hybrid"}, session_id=asker)
     sessions = [r["session_id"] for r in res["results"]]
     assert sessions[0] == talk and branch not in sessions and set(sessions[1:]) <= set(others), sessions
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
+def test_a_branchs_copy_is_not_the_later_word_on_how_it_turned_out(world, ledger_talk, mode):
+    """A branch's copies bear the time of the branch. Asked how something turned out, the later sessions
+    are lifted, and a copy of the first answer came before the session that tells how it ended (keyword
+    mode), or before the original (hybrid, semantic: ties go to the newer). The copy is the original's
+    message, at the original's time."""
+    app, talk = ledger_talk
+    later = world.session(("user", "which database do the ledger tables use now?"),
+                          ("assistant", "the ledger tables moved to mysql after all"), cwd=app, title="Ledger move")
+    branch = _branch(world, talk, "Ledger #2")
+    world.say(branch, "user", "the garden fence needs green paint")
+    asker = world.session(cwd=app)
+    enable_plugin(world.home)
+    res = call(SEARCH, {"query": "which database did the ledger tables end up using?", "mode": mode},
+               session_id=asker)
+    sessions = [r["session_id"] for r in res["results"]]
+    assert sessions[:2] == [later, talk], sessions
