@@ -58,14 +58,15 @@ def rows(home: Path) -> dict[int, tuple[str, str]]:
 
 
 def derived(home: Path) -> dict[str, set]:
-    """The messages each of the plugin's indexes holds: keywords.db's message ids, embeddings.db's
-    (session, message, chunk row)."""
+    """The messages each of the plugin's indexes holds (keywords.db's (row, message), embeddings.db's
+    (session, message, row)), and the files' inodes: a rebuild starts a new file."""
     data = home / "project-history-recall"
     with closing(sqlite3.connect(f"file:{data / 'keywords.db'}?mode=ro", uri=True)) as conn:
-        words = {mid for (mid,) in conn.execute("SELECT message_id FROM docs")}
+        words = set(conn.execute("SELECT rowid, message_id FROM docs"))
     with closing(sqlite3.connect(f"file:{data / 'embeddings.db'}?mode=ro", uri=True)) as conn:
         vectors = set(conn.execute("SELECT session_id, message_id, rowid FROM chunks"))
-    return {"keywords": words, "embeddings": vectors}
+    files = {(data / name).stat().st_ino for name in ("keywords.db", "embeddings.db")}
+    return {"keywords": words, "embeddings": vectors, "files": files}
 
 
 def named(res: dict, home: Path) -> set[tuple[str, int, str]]:
@@ -153,6 +154,7 @@ def test_search_after_hermes_migrates_a_0_19_home(home, work):
         assert hidden not in {mid for _, mid, _ in found}, (mode, found)
     wait_idle()
     now = derived(home)
+    assert indexed["files"] == now["files"], (indexed, now)
     assert indexed["keywords"] <= now["keywords"] and indexed["embeddings"] <= now["embeddings"], (indexed, now)
     assert {mid for _, mid, _ in now["embeddings"]} <= set(rows(home))
     assert db_digest(home / "state.db") == migrated  # the plugin wrote nothing to state.db
