@@ -137,10 +137,8 @@ def test_search_after_hermes_migrates_a_0_19_home(home, work):
         assert rows(home) == held  # every message keeps its id and its text
         later = db.append_message(ids["pay"], "user", "the websocket reconnect backoff also broke the payment page",
                                   timestamp=1_788_100_000.0)
-        hidden = db.append_message(ids["pay"], "assistant", "scaffolding: websocket reconnect backoff",
-                                   timestamp=1_788_100_030.0)
-        db._conn.execute("UPDATE messages SET display_kind = 'hidden' WHERE id = ?", (hidden,))
-        db._conn.commit()
+        hidden = db.append_message(ids["pay"], "user", "scaffolding: websocket reconnect backoff",
+                                   timestamp=1_788_100_030.0, display_kind="hidden")
     finally:
         db.close()
     migrated = db_digest(home / "state.db")
