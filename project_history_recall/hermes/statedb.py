@@ -119,11 +119,23 @@ def add_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("phr_length", 1, lambda content: len(decode_content(content)), deterministic=True)
 
 
+# Times an importer wrote in milliseconds, as many tools count (JavaScript's Date.now()): Hermes 0.19's
+# import keeps them as given (0.22 refuses them, and keeps what an upgraded home holds). Read as seconds
+# they fell in the year 57805, past every other session: shown so, and the latest of all to a question
+# that asks how something turned out. In these bounds a number is 1973-2286 in milliseconds, and a year
+# after 5138 in seconds, which no clock wrote.
+_MILLISECONDS = (1e11, 1e13)
+
+
 def seconds_sql(column: str) -> str:
-    """``column``, a time, where it holds a number, else NULL: Hermes writes times as REAL, but SQLite
-    keeps whatever an importer wrote there ('yesterday', a blob) despite the column's affinity. A
-    message without a usable time is shown without one and falls outside every since/until."""
-    return f"(CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} END)"
+    """``column``, a time, in seconds where it holds a number, else NULL: Hermes writes times as REAL,
+    but SQLite keeps whatever an importer wrote there ('yesterday', a blob, milliseconds) despite the
+    column's affinity. A message without a usable time is shown without one and falls outside every
+    since/until. The derived indexes read the times they keep through it too, so one that holds a time
+    as state.db had it reads it as a search of state.db does."""
+    low, high = _MILLISECONDS
+    return (f"(CASE WHEN typeof({column}) NOT IN ('integer', 'real') THEN NULL "
+            f"WHEN {column} >= {low:.0f} AND {column} < {high:.0f} THEN {column} / 1000.0 ELSE {column} END)")
 
 
 def text_sql(column: str) -> str:
