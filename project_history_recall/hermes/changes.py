@@ -11,6 +11,10 @@ apart, because Hermes's message ids only grow (AUTOINCREMENT):
   append those after ``indexed_max_id``;
 - fewer rows at or below the old max id: messages were deleted (or the
   session was rewritten): redo the session;
+- a lower max id: the file was made anew (``hermes sessions export``, a new
+  ``state.db``, ``hermes sessions import``), which numbers every message again
+  in the order imported: redo the session, whose rows the index holds by ids
+  that may now be another session's;
 - never seen: index it whole.
 
 A negative ``seen_count`` marks a session to redo (a check found a text that
@@ -241,7 +245,7 @@ def changes(conn: sqlite3.Connection, states: Mapping[str, SessionState], member
             continue
         if st.seen_count >= 0 and (st.seen_count, st.seen_max_id) == now:
             continue
-        if st.seen_count < 0 or st.seen_max_id and conn.execute(
+        if st.seen_count < 0 or now[1] < st.seen_max_id or st.seen_max_id and conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ? AND id <= ?",
                 (sid, st.seen_max_id)).fetchone()[0] < st.seen_count:
             out[sid] = Change(sid, "redo", 0, now)

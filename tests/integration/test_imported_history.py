@@ -13,7 +13,8 @@ from datetime import date
 
 import pytest
 
-from hermes_world import call, checkpoint, db_digest, enable_plugin, hermes_line, hits, plugin_settings, write_as_importer
+from hermes_world import (call, checkpoint, db_digest, enable_plugin, hermes_line, hits, plugin_settings, wait_idle,
+                          write_as_importer)
 
 SEARCH = "project_history_search"
 MODES = ("keyword", "hybrid", "semantic")
@@ -77,3 +78,40 @@ def test_an_imported_session_is_as_late_as_its_time(imported, mode):
     assert order[0] != "imported_notes", (mode, res["results"])
     assert order.index(imported["late"]) < order.index("imported_notes"), (mode, order)
 
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_home_rebuilt_from_its_export_is_searched_as_it_now_is(world, work, mode):
+    """``hermes sessions export``, a new state.db, ``hermes sessions import`` (a new machine, a damaged
+    file): the sessions keep their ids and text, and their messages are numbered anew in the order
+    imported. The walrus session's messages, 4-6 before, are 1-3 now: its count the same and its last
+    id lower, which ids that only grow never give. The keyword index took that for nothing new, and
+    the session was never found again."""
+    import hermes_state
+
+    world.project("App", work)
+    pelican = world.session(("user", "the pelican harbour crane broke down"), ("assistant", "replace the hydraulic pump"),
+                            ("user", "thanks, pelican crane fixed"), cwd=work)
+    walrus = world.session(("user", "the walrus submarine periscope leaked"), ("assistant", "seal the hatch first"),
+                           ("user", "thanks, walrus hatch sealed"), cwd=work)
+    asker = world.session(cwd=work)
+    enable_plugin(world.home)
+    for query, sid in (("pelican harbour crane", pelican), ("walrus submarine periscope", walrus)):
+        assert [r["session_id"] for r in call(SEARCH, {"query": query, "mode": mode}, session_id=asker)["results"]][:1] == [sid]
+    wait_idle()
+    exported = {s["id"]: s for s in world.db.export_all()}
+    world.db.close()
+    for suffix in ("", "-wal", "-shm"):
+        (world.home / f"state.db{suffix}").unlink(missing_ok=True)
+    world.db = hermes_state.SessionDB(db_path=world.home / "state.db")
+    assert world.db.import_sessions([exported[walrus], exported[asker], exported[pelican]])["ok"]
+    now = {m["id"]: (sid, m["content"]) for sid in (pelican, walrus) for m in world.db.get_messages(sid)}
+
+    for query, sid in (("pelican harbour crane", pelican), ("walrus submarine periscope", walrus)):
+        res = call(SEARCH, {"query": query, "mode": mode, "context": 2}, session_id=asker)
+        assert [r["session_id"] for r in res["results"]][:1] == [sid], (mode, query, res)
+        for result in res["results"]:
+            for hit in [result, *result.get("more_hits", [])]:
+                assert now[hit["message_id"]][0] == result["session_id"], (mode, hit)
+            for line in result["context"]:
+                assert now[line["message_id"]] == (result["session_id"], line["text"]), (mode, line)
