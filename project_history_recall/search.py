@@ -568,26 +568,36 @@ def _session(hit: Hit) -> str:
 _BRANCH_GENERATIONS = 16
 
 
-def _originals(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
-    """``hits`` with each that a /branch copied from its parent read as the parent's own message, where
-    the parent is searched too (``messages.branch_originals``), and one hit a message. A branch holds
-    the whole conversation before it, written anew: its copies took a result of their own beside
-    the original's (as many as the conversation had branches), words the model was given once, and
-    as the later they were lifted for a question about how something turned out. Hermes's own
-    session_search shows such a lineage once. The branch stays a result for what it says itself."""
+def _originals(ctx: SearchContext, *lists: list[Hit]) -> list[list[Hit]]:
+    """Each of ``lists`` with every hit that a /branch copied from its parent read as the parent's own
+    message, where the parent is searched too (``messages.branch_originals``), and one hit a message.
+    A branch holds the whole conversation before it, written anew: its copies took a result of their
+    own beside the original's (as many as the conversation had branches), words the model was given
+    once, and as the later they were lifted for a question about how something turned out. Hermes's
+    own session_search shows such a lineage once. The branch stays a result for what it says itself.
+    The lists (hybrid's fused, keyword and semantic orders) share most messages: asked once for all."""
     parents = set(ctx.scope.session_ids)
+    copies: dict[int, tuple[int, str, float]] = {}  # a copy -> the message it is read as, its session and time
+    asked = {h.message_id: h.session_id for hits in lists for h in hits}
     for _ in range(_BRANCH_GENERATIONS):
-        found = messages.branch_originals(ctx.conn, ctx.shape, {h.message_id: h.session_id for h in hits}, parents)
+        found = messages.branch_originals(ctx.conn, ctx.shape, asked, parents)
         if not found:
             break
+        # A copy of a copy (a branch of a branch) is read as the older original, one generation a round.
+        copies = {m: found.get(to[0], to) for m, to in copies.items()}
+        for m, to in found.items():
+            copies.setdefault(m, to)
+        asked = {original: session for original, session, _at in found.values()}
+    out = []
+    for hits in lists:
         once: dict[int, Hit] = {}  # the first, best, of the hits on a message
         for h in hits:
-            if h.message_id in found:
-                original, session, at = found[h.message_id]
+            if h.message_id in copies:
+                original, session, at = copies[h.message_id]
                 h = dataclasses.replace(h, message_id=original, session_id=session, timestamp=at)
             once.setdefault(h.message_id, h)
-        hits = list(once.values())
-    return hits
+        out.append(list(once.values()))
+    return out
 
 
 def _users_first(ctx: SearchContext, hits: list[Hit]) -> list[Hit]:
@@ -653,7 +663,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
     if req.mode == "keyword":
         # Keeps the index topped up in the background; embeds nothing now.
         outcome = semantic.run(ctx, 0, wait=False)
-        found_hits = _lifted(req, settings, windows, _originals(ctx, keyword.search(ctx, KEYWORD_SCORED, source)))
+        found_hits = _lifted(req, settings, windows, _originals(ctx, keyword.search(ctx, KEYWORD_SCORED, source))[0])
         return _topped_up(req, ctx, source, _users_first(ctx, found_hits)), [], "keyword", outcome, source
     # In hybrid mode the characters of the question's words count where the semantic side backs
     # the message (``fusion.backed``), so they are looked up too.
@@ -671,10 +681,10 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
         if req.mode == "semantic":
             kw_all = keyword.search(ctx, KEYWORD_SCORED, source)
         # Ranked as keyword mode ranks: a search without the semantic engine is a keyword search.
-        read = _lifted(req, settings, windows, _originals(ctx, kw_all))
+        read = _lifted(req, settings, windows, _originals(ctx, kw_all)[0])
         return _topped_up(req, ctx, source, _users_first(ctx, read)), [], "keyword", outcome, source
     if req.mode == "semantic":
-        return _checked(ctx, _users_first(ctx, _originals(ctx, outcome.hits)), outcome, req.limit), [], "semantic", \
+        return _checked(ctx, _users_first(ctx, _originals(ctx, outcome.hits)[0]), outcome, req.limit), [], "semantic", \
             outcome, source
     near = fusion.backed(outcome.similarity, outcome.background, fusion.NEAR_Z)
     credited = found.backed(fusion.backed(outcome.similarity, outcome.background), near) \
@@ -693,7 +703,7 @@ def _ranked(req: SearchRequest, ctx: SearchContext, windows: list[timewords.Wind
                              outcome.evidence)
     # A branch's copies are read as their originals before the lifts: a copy's time is the branch's,
     # and an engine's first session by a copy alone is the original's, its place not the branch's.
-    fused, kw_seen, sem_seen = (_originals(ctx, h) for h in (fused, kw_order, outcome.hits))
+    fused, kw_seen, sem_seen = _originals(ctx, fused, kw_order, outcome.hits)
     # The keyword engine's further matches find sessions the fused few did not reach.
     fused_ids = {h.message_id for h in fused}
     # The keyword ranking knows which kind of answer the question asks for and has read the texts
